@@ -1,0 +1,317 @@
+//! The grammar IR: what every front end (GBNF, JSON Schema, regex) produces
+//! and what the compiler consumes.
+//!
+//! A [`Grammar`] is a list of rules, each an [`Expr`] over Unicode code
+//! points, references to other rules, and whole-token elements. The IR says
+//! nothing about lexing or automata: the compiler decides which parts become
+//! lexeme DFAs and which become parser rules.
+
+/// Index of a rule in [`Grammar::rules`].
+pub type RuleId = u32;
+
+/// The largest Unicode scalar value.
+pub const MAX_CHAR: u32 = 0x10FFFF;
+
+/// A set of Unicode scalar values: sorted, disjoint, non-adjacent ranges
+/// (inclusive). Surrogates (U+D800..U+DFFF) are never members: they have no
+/// UTF-8 encoding, so no text can contain them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CharClass {
+    ranges: Vec<(u32, u32)>,
+}
+
+impl CharClass {
+    /// The empty set.
+    pub fn empty() -> CharClass {
+        CharClass { ranges: Vec::new() }
+    }
+
+    /// Every scalar value (what GBNF's `.` matches).
+    pub fn any() -> CharClass {
+        CharClass::from_ranges([(0, MAX_CHAR)])
+    }
+
+    /// Exactly one code point.
+    pub fn single(c: u32) -> CharClass {
+        CharClass::from_ranges([(c, c)])
+    }
+
+    /// The union of the given inclusive ranges. Reversed ranges (`z-a`) are
+    /// empty, as in llama.cpp; values above U+10FFFF and surrogates dropped.
+    pub fn from_ranges(ranges: impl IntoIterator<Item = (u32, u32)>) -> CharClass {
+        let mut v: Vec<(u32, u32)> = Vec::new();
+        for (lo, hi) in ranges {
+            let hi = hi.min(MAX_CHAR);
+            if lo > hi {
+                continue;
+            }
+            // Cut out the surrogate block.
+            if lo < 0xD800 {
+                v.push((lo, hi.min(0xD7FF)));
+            }
+            if hi > 0xDFFF {
+                v.push((lo.max(0xE000), hi));
+            }
+        }
+        v.sort_unstable();
+        let mut merged: Vec<(u32, u32)> = Vec::with_capacity(v.len());
+        for (lo, hi) in v {
+            match merged.last_mut() {
+                Some(last) if lo <= last.1.saturating_add(1) => last.1 = last.1.max(hi),
+                _ => merged.push((lo, hi)),
+            }
+        }
+        CharClass { ranges: merged }
+    }
+
+    /// The sorted, disjoint ranges.
+    pub fn ranges(&self) -> &[(u32, u32)] {
+        &self.ranges
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_empty()
+    }
+
+    pub fn contains(&self, c: u32) -> bool {
+        self.ranges
+            .binary_search_by(|&(lo, hi)| {
+                if hi < c {
+                    std::cmp::Ordering::Less
+                } else if lo > c {
+                    std::cmp::Ordering::Greater
+                } else {
+                    std::cmp::Ordering::Equal
+                }
+            })
+            .is_ok()
+    }
+
+    /// Every scalar value not in `self`.
+    pub fn negate(&self) -> CharClass {
+        let mut out = Vec::new();
+        let mut next = 0u32;
+        for &(lo, hi) in &self.ranges {
+            if lo > next {
+                out.push((next, lo - 1));
+            }
+            next = hi + 1;
+        }
+        if next <= MAX_CHAR {
+            out.push((next, MAX_CHAR));
+        }
+        CharClass::from_ranges(out)
+    }
+
+    pub fn union(&self, other: &CharClass) -> CharClass {
+        CharClass::from_ranges(self.ranges.iter().chain(other.ranges.iter()).copied())
+    }
+
+    pub fn intersect(&self, other: &CharClass) -> CharClass {
+        self.negate().union(&other.negate()).negate()
+    }
+
+    /// Number of code points in the set.
+    pub fn count(&self) -> u64 {
+        self.ranges
+            .iter()
+            .map(|&(lo, hi)| (hi - lo) as u64 + 1)
+            .sum()
+    }
+}
+
+/// A set of token ids for a token element (`<[12]>`, `!<[12]>`, `<|eot_id|>`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TokenSet {
+    /// Sorted, deduplicated ids.
+    pub ids: Vec<u32>,
+    /// When true the element matches any one token *not* in `ids`
+    /// (end-of-sequence tokens excepted: those only ever end the output).
+    pub negated: bool,
+}
+
+impl TokenSet {
+    pub fn contains(&self, token: u32) -> bool {
+        self.ids.binary_search(&token).is_ok() != self.negated
+    }
+}
+
+/// A grammar expression.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Expr {
+    /// The empty string.
+    Empty,
+    /// No string at all (the empty language).
+    Nothing,
+    /// This exact text (UTF-8).
+    Literal(String),
+    /// One code point from the class.
+    Class(CharClass),
+    /// Each part in turn.
+    Seq(Vec<Expr>),
+    /// Any one of the alternatives.
+    Alt(Vec<Expr>),
+    /// `expr` repeated `min..=max` times (`max == None`: unbounded).
+    Repeat {
+        expr: Box<Expr>,
+        min: u32,
+        max: Option<u32>,
+    },
+    /// The language of another rule.
+    Ref(RuleId),
+    /// One whole token whose id is in the set; never matched by text.
+    Token(TokenSet),
+}
+
+impl Expr {
+    pub fn literal(s: &str) -> Expr {
+        if s.is_empty() {
+            Expr::Empty
+        } else {
+            Expr::Literal(s.to_string())
+        }
+    }
+
+    pub fn class(c: CharClass) -> Expr {
+        Expr::Class(c)
+    }
+
+    pub fn seq(parts: Vec<Expr>) -> Expr {
+        match parts.len() {
+            0 => Expr::Empty,
+            1 => parts.into_iter().next().unwrap(),
+            _ => Expr::Seq(parts),
+        }
+    }
+
+    pub fn alt(alts: Vec<Expr>) -> Expr {
+        match alts.len() {
+            0 => Expr::Nothing,
+            1 => alts.into_iter().next().unwrap(),
+            _ => Expr::Alt(alts),
+        }
+    }
+
+    pub fn repeat(expr: Expr, min: u32, max: Option<u32>) -> Expr {
+        Expr::Repeat {
+            expr: Box::new(expr),
+            min,
+            max,
+        }
+    }
+
+    pub fn optional(expr: Expr) -> Expr {
+        Expr::repeat(expr, 0, Some(1))
+    }
+
+    pub fn star(expr: Expr) -> Expr {
+        Expr::repeat(expr, 0, None)
+    }
+
+    pub fn plus(expr: Expr) -> Expr {
+        Expr::repeat(expr, 1, None)
+    }
+
+    /// Calls `f` on every direct sub-expression.
+    pub fn for_each_child(&self, mut f: impl FnMut(&Expr)) {
+        match self {
+            Expr::Seq(v) | Expr::Alt(v) => v.iter().for_each(f),
+            Expr::Repeat { expr, .. } => f(expr),
+            _ => {}
+        }
+    }
+
+    /// Number of nodes in the expression tree (a size measure for limits).
+    pub fn size(&self) -> usize {
+        let mut n = 1;
+        self.for_each_child(|c| n += c.size());
+        n
+    }
+}
+
+/// One named rule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rule {
+    pub name: String,
+    pub body: Expr,
+}
+
+/// A whole grammar: rules and the start rule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Grammar {
+    pub rules: Vec<Rule>,
+    pub start: RuleId,
+}
+
+impl Grammar {
+    /// The id of the rule called `name`, if any.
+    pub fn rule_id(&self, name: &str) -> Option<RuleId> {
+        self.rules
+            .iter()
+            .position(|r| r.name == name)
+            .map(|i| i as RuleId)
+    }
+}
+
+/// Builds a [`Grammar`] rule by rule; front ends use it to allocate rule ids
+/// before the bodies are known (for forward and recursive references).
+#[derive(Default, Debug)]
+pub struct GrammarBuilder {
+    rules: Vec<Rule>,
+}
+
+impl GrammarBuilder {
+    pub fn new() -> GrammarBuilder {
+        GrammarBuilder::default()
+    }
+
+    /// A new rule with an empty-language body, to be set later.
+    pub fn add_rule(&mut self, name: impl Into<String>) -> RuleId {
+        self.rules.push(Rule {
+            name: name.into(),
+            body: Expr::Nothing,
+        });
+        (self.rules.len() - 1) as RuleId
+    }
+
+    pub fn set_body(&mut self, id: RuleId, body: Expr) {
+        self.rules[id as usize].body = body;
+    }
+
+    pub fn rule(&self, id: RuleId) -> &Rule {
+        &self.rules[id as usize]
+    }
+
+    pub fn len(&self) -> usize {
+        self.rules.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    pub fn finish(self, start: RuleId) -> Grammar {
+        Grammar {
+            rules: self.rules,
+            start,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn class_normalizes_and_negates() {
+        let c = CharClass::from_ranges([(b'a' as u32, b'c' as u32), (b'b' as u32, b'f' as u32)]);
+        assert_eq!(c.ranges(), &[(97, 102)]);
+        let n = c.negate();
+        assert!(!n.contains(b'a' as u32));
+        assert!(n.contains(b'g' as u32));
+        assert!(!n.contains(0xD800));
+        assert_eq!(n.negate(), c);
+        assert!(CharClass::from_ranges([(b'z' as u32, b'a' as u32)]).is_empty());
+        assert_eq!(CharClass::any().count(), 0x110000 - 0x800);
+    }
+}

@@ -1,0 +1,1 @@
+//! Loading Mistral `tekken.json` files.
