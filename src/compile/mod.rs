@@ -17,15 +17,36 @@ pub enum Kind {
     AnyJson,
 }
 
+/// JSON: no optional whitespace at all (compact output).
+pub const FLAG_JSON_COMPACT: u32 = 1;
+/// JSON Schema: `additionalProperties` defaults to false instead of the
+/// specification's true (what most other engines do).
+pub const FLAG_JSON_NO_EXTRA_PROPERTIES: u32 = 2;
+/// GBNF: accept left-recursive grammars (llama.cpp rejects them; cgram's
+/// parser handles them).
+pub const FLAG_GBNF_ALLOW_LEFT_RECURSION: u32 = 4;
+
 /// Options for [`compile`].
 #[derive(Clone, Debug)]
 pub struct CompileOptions {
     pub kind: Kind,
     /// GBNF start rule (`root` when `None`).
     pub root: Option<String>,
-    /// `CG_JSON_*` flags.
+    /// `FLAG_*` bits.
     pub flags: u32,
+    /// JSON: the longest run of whitespace allowed between tokens (`None`:
+    /// unbounded). Small models can loop on newlines.
+    pub json_max_whitespace: Option<u32>,
+    /// Compilation fails with a limit error past this many milliseconds.
+    pub max_compile_ms: u64,
+    /// Compilation fails with a limit error past this many automaton states.
+    pub max_states: usize,
 }
+
+/// Default for [`CompileOptions::max_compile_ms`].
+pub const DEFAULT_MAX_COMPILE_MS: u64 = 10_000;
+/// Default for [`CompileOptions::max_states`].
+pub const DEFAULT_MAX_STATES: usize = 1_000_000;
 
 impl Default for CompileOptions {
     fn default() -> Self {
@@ -33,6 +54,9 @@ impl Default for CompileOptions {
             kind: Kind::Gbnf,
             root: None,
             flags: 0,
+            json_max_whitespace: None,
+            max_compile_ms: DEFAULT_MAX_COMPILE_MS,
+            max_states: DEFAULT_MAX_STATES,
         }
     }
 }
