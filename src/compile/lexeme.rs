@@ -1,13 +1,318 @@
 //! Lexemes: the regular parts of a grammar as byte-level DFAs, interned per
 //! vocabulary so that every grammar with the same lexeme shares its
 //! automaton and its per-state token sets.
+//!
+//! A lexeme is built from an IR expression (no rule references, no token
+//! elements) through `regex-syntax`'s HIR and `regex-automata`'s dense DFA
+//! (determinized and minimized, all matches kept), then copied into a
+//! compact table of our own with one row per state and a final flag per
+//! state, so that the matcher never deals with delayed matches.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use regex_automata::dfa::{dense, Automaton};
+use regex_automata::nfa::thompson;
+use regex_automata::util::start;
+use regex_automata::{Anchored, MatchKind};
+use regex_syntax::hir::{self, Hir};
+
+use crate::error::{Error, Result};
+use crate::ir::{CharClass, Expr};
+use crate::matcher::tokens::TokenInfo;
+
+/// No transition.
+pub const DEAD: u32 = u32::MAX;
+
+/// Byte set as four 64-bit words.
+pub type ByteSet = [u64; 4];
+
+pub fn byteset_insert(set: &mut ByteSet, b: u8) {
+    set[(b >> 6) as usize] |= 1u64 << (b & 63);
+}
+
+pub fn byteset_contains(set: &ByteSet, b: u8) -> bool {
+    set[(b >> 6) as usize] & (1u64 << (b & 63)) != 0
+}
+
+/// A lexeme's DFA in a compact table.
+pub struct LexemeDfa {
+    /// The regular expression it was built from (its identity).
+    pub key: String,
+    /// Byte -> equivalence class.
+    pub classes: [u8; 256],
+    pub num_classes: usize,
+    /// `state * num_classes + class` -> next state or [`DEAD`].
+    pub trans: Vec<u32>,
+    /// The input so far is a complete lexeme.
+    pub is_final: Vec<bool>,
+    /// Bytes with a transition out of each state.
+    pub first_bytes: Vec<ByteSet>,
+    pub start: u32,
+    /// Token sets per (state, follow set), computed on first use.
+    pub(crate) infos: Mutex<HashMap<(u32, ByteSet), Arc<TokenInfo>>>,
+}
+
+impl LexemeDfa {
+    #[inline]
+    pub fn next(&self, state: u32, byte: u8) -> u32 {
+        self.trans[state as usize * self.num_classes + self.classes[byte as usize] as usize]
+    }
+
+    pub fn num_states(&self) -> usize {
+        self.is_final.len()
+    }
+
+    /// Approximate heap bytes.
+    pub fn memory(&self) -> usize {
+        self.trans.len() * 4 + self.is_final.len() * (1 + 32) + self.key.len() + 256
+    }
+}
 
 /// Per-vocabulary cache of lexeme automata, keyed by their regular
 /// expression.
 #[derive(Default)]
 pub struct LexemeCache {
-    pub(crate) map: Mutex<HashMap<String, ()>>,
+    map: Mutex<HashMap<String, Arc<LexemeDfa>>>,
+}
+
+impl LexemeCache {
+    /// The lexeme for `expr`, built on first use.
+    pub fn get_or_build(&self, expr: &Expr, limits: &DfaLimits) -> Result<Arc<LexemeDfa>> {
+        let hir = to_hir(expr);
+        let key = hir.to_string();
+        if let Some(l) = self.map.lock().unwrap().get(&key) {
+            return Ok(l.clone());
+        }
+        let built = Arc::new(build_dfa(&hir, key.clone(), limits)?);
+        let mut map = self.map.lock().unwrap();
+        Ok(map.entry(key).or_insert(built).clone())
+    }
+
+    /// Number of distinct lexemes built so far.
+    pub fn len(&self) -> usize {
+        self.map.lock().unwrap().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Size limits for building one lexeme DFA.
+#[derive(Clone, Copy, Debug)]
+pub struct DfaLimits {
+    pub max_bytes: usize,
+}
+
+impl Default for DfaLimits {
+    fn default() -> Self {
+        DfaLimits {
+            max_bytes: 64 << 20,
+        }
+    }
+}
+
+/// Converts a regular IR expression (no `Ref`, no `Token`) to HIR.
+pub fn to_hir(expr: &Expr) -> Hir {
+    match expr {
+        Expr::Empty => Hir::empty(),
+        Expr::Nothing => Hir::fail(),
+        Expr::Literal(s) => Hir::literal(s.as_bytes()),
+        Expr::Class(c) => class_hir(c),
+        Expr::Seq(v) => Hir::concat(v.iter().map(to_hir).collect()),
+        Expr::Alt(v) => Hir::alternation(v.iter().map(to_hir).collect()),
+        Expr::Repeat { expr, min, max } => Hir::repetition(hir::Repetition {
+            min: *min,
+            max: *max,
+            greedy: true,
+            sub: Box::new(to_hir(expr)),
+        }),
+        Expr::Ref(_) | Expr::Token(_) => {
+            unreachable!("lexemes are built from expanded regular expressions")
+        }
+    }
+}
+
+fn class_hir(c: &CharClass) -> Hir {
+    if c.is_empty() {
+        return Hir::fail();
+    }
+    let ranges = c.ranges().iter().map(|&(lo, hi)| {
+        hir::ClassUnicodeRange::new(
+            char::from_u32(lo).expect("scalar value"),
+            char::from_u32(hi).expect("scalar value"),
+        )
+    });
+    Hir::class(hir::Class::Unicode(hir::ClassUnicode::new(ranges)))
+}
+
+fn build_dfa(hir: &Hir, key: String, limits: &DfaLimits) -> Result<LexemeDfa> {
+    let limit_err = |what: &str, e: &dyn std::fmt::Display| {
+        Error::limit(format!(
+            "lexeme automaton too large ({what}: {e}); the regular expression is {}",
+            truncate(&key, 200)
+        ))
+    };
+    let nfa = thompson::Compiler::new()
+        .configure(
+            thompson::Config::new()
+                .which_captures(thompson::WhichCaptures::None)
+                .nfa_size_limit(Some(limits.max_bytes)),
+        )
+        .build_from_hir(hir)
+        .map_err(|e| limit_err("NFA", &e))?;
+    let dfa = dense::Builder::new()
+        .configure(
+            dense::Config::new()
+                .match_kind(MatchKind::All)
+                .start_kind(regex_automata::dfa::StartKind::Anchored)
+                .minimize(true)
+                .byte_classes(true)
+                .dfa_size_limit(Some(limits.max_bytes))
+                .determinize_size_limit(Some(limits.max_bytes)),
+        )
+        .build_from_nfa(&nfa)
+        .map_err(|e| limit_err("DFA", &e))?;
+    let start = dfa
+        .start_state(&start::Config::new().anchored(Anchored::Yes))
+        .map_err(|e| Error::unsupported(format!("lexeme start state: {e}")))?;
+
+    // Byte classes: bytes that behave alike in every state.
+    let bc = dfa.byte_classes();
+    let mut classes = [0u8; 256];
+    let mut reps: Vec<u8> = Vec::new();
+    for b in 0..=255u8 {
+        let c = bc.get(b);
+        classes[b as usize] = c;
+        if c as usize >= reps.len() {
+            reps.push(b);
+        }
+    }
+    let num_classes = reps.len();
+
+    // Explore from the start state, numbering states densely.
+    let mut ids: HashMap<regex_automata::util::primitives::StateID, u32> = HashMap::new();
+    let mut order = vec![start];
+    ids.insert(start, 0);
+    let mut rows: Vec<Vec<Option<regex_automata::util::primitives::StateID>>> = Vec::new();
+    let mut i = 0;
+    while i < order.len() {
+        let s = order[i];
+        let mut row = Vec::with_capacity(num_classes);
+        for &b in &reps {
+            let t = dfa.next_state(s, b);
+            if dfa.is_dead_state(t) || dfa.is_quit_state(t) {
+                row.push(None);
+            } else {
+                if !ids.contains_key(&t) {
+                    ids.insert(t, order.len() as u32);
+                    order.push(t);
+                }
+                row.push(Some(t));
+            }
+        }
+        rows.push(row);
+        i += 1;
+    }
+    let n = order.len();
+    let is_final: Vec<bool> = order
+        .iter()
+        .map(|&s| dfa.is_match_state(dfa.next_eoi_state(s)))
+        .collect();
+    let mut trans = vec![DEAD; n * num_classes];
+    for (si, row) in rows.iter().enumerate() {
+        for (c, t) in row.iter().enumerate() {
+            if let Some(t) = t {
+                trans[si * num_classes + c] = ids[t];
+            }
+        }
+    }
+    // Keep only states from which a match is reachable.
+    let mut live = is_final.clone();
+    loop {
+        let mut changed = false;
+        for s in 0..n {
+            if !live[s]
+                && trans[s * num_classes..(s + 1) * num_classes]
+                    .iter()
+                    .any(|&t| t != DEAD && live[t as usize])
+            {
+                live[s] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    for t in trans.iter_mut() {
+        if *t != DEAD && !live[*t as usize] {
+            *t = DEAD;
+        }
+    }
+    let mut first_bytes = vec![[0u64; 4]; n];
+    for (s, fb) in first_bytes.iter_mut().enumerate() {
+        for b in 0..=255u8 {
+            if trans[s * num_classes + classes[b as usize] as usize] != DEAD {
+                byteset_insert(fb, b);
+            }
+        }
+    }
+    Ok(LexemeDfa {
+        key,
+        classes,
+        num_classes,
+        trans,
+        is_final,
+        first_bytes,
+        start: if live[0] { 0 } else { DEAD },
+        infos: Mutex::new(HashMap::new()),
+    })
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.len() <= n {
+        s.to_string()
+    } else {
+        let mut end = n;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}...", &s[..end])
+    }
+}
+
+/// Holder for a lazily computed value per state.
+pub type Lazy<T> = OnceLock<T>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(d: &LexemeDfa, s: &[u8]) -> Option<bool> {
+        let mut st = d.start;
+        for &b in s {
+            if st == DEAD {
+                return None;
+            }
+            st = d.next(st, b);
+        }
+        (st != DEAD).then(|| d.is_final[st as usize])
+    }
+
+    #[test]
+    fn dfa_keeps_all_matches_and_utf8() {
+        let e = Expr::alt(vec![Expr::literal("a"), Expr::literal("ab")]);
+        let d = build_dfa(&to_hir(&e), "k".into(), &DfaLimits::default()).unwrap();
+        assert_eq!(run(&d, b"a"), Some(true));
+        assert_eq!(run(&d, b"ab"), Some(true));
+        assert_eq!(run(&d, b"abc"), None);
+        let e = Expr::star(Expr::Class(CharClass::any()));
+        let d = build_dfa(&to_hir(&e), "k".into(), &DfaLimits::default()).unwrap();
+        assert_eq!(run(&d, "é".as_bytes()), Some(true));
+        assert_eq!(run(&d, &"é".as_bytes()[..1]), Some(false));
+        assert_eq!(run(&d, b"\xff"), None);
+        assert_eq!(run(&d, b"\xed\xa0\x80"), None, "surrogates are not text");
+    }
 }

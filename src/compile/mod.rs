@@ -1,11 +1,32 @@
 //! Compiling grammar IR into the automaton the matcher walks.
+//!
+//! Every IR rule is classified ([`analyze`]): small finite regular rules are
+//! copied into their callers, regular rules with loops become lexemes (DFAs
+//! shared per vocabulary, [`lexeme`]), and everything else (recursive rules,
+//! token elements) becomes a parser rule: an epsilon-free automaton whose
+//! edges read bytes, call rules, or read whole tokens ([`rtn`]). Loops over
+//! regular parts inside parser rules are lifted into anonymous lexemes, so
+//! that wide character loops are always DFA states whose token sets are
+//! computed once and shared.
+//!
+//! States of all compiled rules share one id space: parser-rule states
+//! first, then one block per lexeme rule (`base + DFA state`).
 
+pub mod analyze;
 pub mod lexeme;
+pub mod rtn;
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use analyze::{analyze, expand, is_loopish, is_regular_expr, simplify, Analysis, RuleClass};
+use lexeme::{ByteSet, DfaLimits, LexemeDfa};
+use rtn::{RtnBuilder, SState};
 
 use crate::error::{Error, Result};
-use crate::ir;
+use crate::ir::{self, Expr, TokenSet};
+use crate::matcher::tokens::TokenInfo;
 use crate::vocab::Vocab;
 
 /// What kind of source text is being compiled.
@@ -61,31 +82,504 @@ impl Default for CompileOptions {
     }
 }
 
-/// A grammar compiled for one vocabulary; immutable and shareable.
+/// How a compiled rule runs.
+pub enum RuleKind {
+    /// Parser rule: its states are `structural[start..]`.
+    Structural { start: u32 },
+    /// Lexeme: state `base + s` is DFA state `s`.
+    Lexeme { dfa: Arc<LexemeDfa>, base: u32 },
+}
+
+/// A compiled rule.
+pub struct CRule {
+    pub name: String,
+    pub kind: RuleKind,
+    /// Can match the empty string.
+    pub nullable: bool,
+    /// Bytes that can come right after a match of this rule, in any context.
+    pub follow: ByteSet,
+}
+
+/// A grammar compiled for one vocabulary; immutable and shareable across
+/// threads (its caches fill lazily behind locks).
 pub struct CompiledGrammar {
     vocab: Arc<Vocab>,
+    pub(crate) rules: Vec<CRule>,
+    pub(crate) structural: Vec<SState>,
+    /// `(first global state id, rule)` of each lexeme rule, sorted.
+    pub(crate) lexeme_blocks: Vec<(u32, u32)>,
+    pub(crate) token_sets: Vec<TokenSet>,
+    /// Lazily computed token sets of parser-rule states.
+    pub(crate) structural_infos: Vec<OnceLock<Arc<TokenInfo>>>,
+    /// The state the matcher starts in (of the synthetic start rule 0).
+    pub(crate) start_state: u32,
+    /// Some state has a token edge (else masks skip that step).
+    pub(crate) has_token_edges: bool,
 }
 
 impl CompiledGrammar {
     pub fn vocab(&self) -> &Arc<Vocab> {
         &self.vocab
     }
+
+    /// Number of parser-rule states plus lexeme DFA states.
+    pub fn num_states(&self) -> usize {
+        self.structural.len()
+            + self
+                .rules
+                .iter()
+                .map(|r| match &r.kind {
+                    RuleKind::Lexeme { dfa, .. } => dfa.num_states(),
+                    _ => 0,
+                })
+                .sum::<usize>()
+    }
+
+    /// The compiled rule a state belongs to.
+    #[inline]
+    pub(crate) fn rule_of(&self, state: u32) -> u32 {
+        if (state as usize) < self.structural.len() {
+            self.structural[state as usize].rule
+        } else {
+            let k = self.lexeme_blocks.partition_point(|&(b, _)| b <= state) - 1;
+            self.lexeme_blocks[k].1
+        }
+    }
+
+    /// Approximate heap bytes of the compiled grammar (lexeme DFAs shared
+    /// with other grammars are counted in full), not counting lazily
+    /// computed token sets.
+    pub fn memory(&self) -> usize {
+        let mut m = std::mem::size_of::<Self>();
+        for s in &self.structural {
+            m += std::mem::size_of::<SState>()
+                + s.bytes.len() * 12
+                + s.calls.len() * 8
+                + s.tokens.len() * 8;
+        }
+        m += self.structural_infos.len() * std::mem::size_of::<OnceLock<Arc<TokenInfo>>>();
+        for r in &self.rules {
+            m += std::mem::size_of::<CRule>() + r.name.len();
+            if let RuleKind::Lexeme { dfa, .. } = &r.kind {
+                m += dfa.memory();
+            }
+        }
+        for t in &self.token_sets {
+            m += t.ids.len() * 4 + 32;
+        }
+        m
+    }
+}
+
+/// Checks the clock and the state budget during compilation.
+struct Budget {
+    start: Instant,
+    max_ms: u64,
+    max_states: usize,
+}
+
+impl Budget {
+    fn check(&self, states: usize) -> Result<()> {
+        if states > self.max_states {
+            return Err(Error::limit(format!(
+                "the grammar needs more than {} automaton states (max_states)",
+                self.max_states
+            )));
+        }
+        let ms = self.start.elapsed().as_millis() as u64;
+        if ms > self.max_ms {
+            return Err(Error::limit(format!(
+                "compilation took longer than {} ms (max_compile_ms)",
+                self.max_ms
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Turns IR rule bodies into compiled rules.
+struct Lowering<'g> {
+    g: &'g ir::Grammar,
+    analysis: Analysis,
+    /// IR rule -> compiled rule, for lexeme and structural IR rules.
+    compiled_of: Vec<Option<u32>>,
+    /// Compiled rules to build: (name, source).
+    pending: Vec<(String, Source)>,
+    /// Anonymous lexemes by their expanded expression.
+    anon: HashMap<Expr, u32>,
+}
+
+enum Source {
+    /// The synthetic start rule.
+    Start(Expr),
+    Rule(u32),
+    AnonLexeme(Expr),
+}
+
+impl<'g> Lowering<'g> {
+    fn compiled_rule(&mut self, r: u32) -> u32 {
+        if let Some(c) = self.compiled_of[r as usize] {
+            return c;
+        }
+        let c = self.pending.len() as u32;
+        self.compiled_of[r as usize] = Some(c);
+        self.pending
+            .push((self.g.rules[r as usize].name.clone(), Source::Rule(r)));
+        c
+    }
+
+    /// A parser-rule body with references turned into compiled-rule calls,
+    /// inline rules copied in and regular loops lifted into lexemes.
+    fn lower(&mut self, e: &Expr, depth: usize) -> Result<Expr> {
+        if depth > 10_000 {
+            return Err(Error::limit("grammar nesting too deep"));
+        }
+        let p = &self.analysis.productive;
+        Ok(match e {
+            Expr::Ref(r) => match self.analysis.class[*r as usize] {
+                RuleClass::Inline => {
+                    let body = simplify(&self.g.rules[*r as usize].body, p);
+                    self.lower(&body, depth + 1)?
+                }
+                _ => Expr::Ref(self.compiled_rule(*r)),
+            },
+            Expr::Repeat { expr, min, max }
+                if is_loopish(*min, *max) && is_regular_expr(expr, &self.analysis.regular) =>
+            {
+                let lexeme = expand(e, self.g);
+                let next = self.pending.len() as u32;
+                let c = *self.anon.entry(lexeme.clone()).or_insert(next);
+                if c == next {
+                    self.pending
+                        .push((format!("lexeme#{c}"), Source::AnonLexeme(lexeme)));
+                }
+                Expr::Ref(c)
+            }
+            Expr::Seq(v) => Expr::seq(
+                v.iter()
+                    .map(|x| self.lower(x, depth + 1))
+                    .collect::<Result<_>>()?,
+            ),
+            Expr::Alt(v) => Expr::alt(
+                v.iter()
+                    .map(|x| self.lower(x, depth + 1))
+                    .collect::<Result<_>>()?,
+            ),
+            Expr::Repeat { expr, min, max } => {
+                Expr::repeat(self.lower(expr, depth + 1)?, *min, *max)
+            }
+            other => other.clone(),
+        })
+    }
+}
+
+/// Options that shape compilation of IR (limits).
+#[derive(Clone, Debug)]
+pub struct IrOptions {
+    pub max_compile_ms: u64,
+    pub max_states: usize,
+}
+
+impl From<&CompileOptions> for IrOptions {
+    fn from(o: &CompileOptions) -> Self {
+        IrOptions {
+            max_compile_ms: o.max_compile_ms,
+            max_states: o.max_states,
+        }
+    }
 }
 
 /// Compiles IR for a vocabulary.
-pub fn compile_ir(vocab: &Arc<Vocab>, grammar: &ir::Grammar) -> Result<Arc<CompiledGrammar>> {
-    let _ = grammar;
-    let _ = vocab;
-    Err(Error::unsupported("the compiler is not written yet"))
+pub fn compile_ir(
+    vocab: &Arc<Vocab>,
+    grammar: &ir::Grammar,
+    options: &IrOptions,
+) -> Result<Arc<CompiledGrammar>> {
+    let budget = Budget {
+        start: Instant::now(),
+        max_ms: options.max_compile_ms,
+        max_states: options.max_states,
+    };
+    if grammar.start as usize >= grammar.rules.len() {
+        return Err(Error::invalid("the start rule does not exist"));
+    }
+    let analysis = analyze(grammar)?;
+    if !analysis.productive[grammar.start as usize] {
+        return Err(Error::invalid(format!(
+            "the grammar matches no string at all: rule '{}' can never be completed",
+            grammar.rules[grammar.start as usize].name
+        )));
+    }
+    for r in &grammar.rules {
+        check_token_ids(&r.body, vocab.len())?;
+    }
+    let mut low = Lowering {
+        g: grammar,
+        analysis,
+        compiled_of: vec![None; grammar.rules.len()],
+        pending: vec![(
+            "<start>".to_string(),
+            Source::Start(Expr::Ref(grammar.start)),
+        )],
+        anon: HashMap::new(),
+    };
+    let mut token_sets = Vec::new();
+    let mut structural: Vec<SState> = Vec::new();
+    let mut kinds: Vec<(String, RuleKind)> = Vec::new();
+    let mut lexeme_rules: Vec<(u32, Arc<LexemeDfa>)> = Vec::new();
+    let limits = DfaLimits::default();
+    let mut i = 0;
+    while i < low.pending.len() {
+        budget.check(structural.len())?;
+        let name = low.pending[i].0.clone();
+        let rule = i as u32;
+        let lexeme_expr = match &low.pending[i].1 {
+            Source::AnonLexeme(e) => Some(e.clone()),
+            Source::Rule(r) if low.analysis.class[*r as usize] == RuleClass::Lexeme => {
+                let body = simplify(&grammar.rules[*r as usize].body, &low.analysis.productive);
+                Some(expand(&body, grammar))
+            }
+            _ => None,
+        };
+        if let Some(e) = lexeme_expr {
+            let dfa = vocab
+                .lexemes
+                .get_or_build(&e, &limits)
+                .map_err(|err| err.context(format!("rule '{name}'")))?;
+            lexeme_rules.push((rule, dfa.clone()));
+            kinds.push((name, RuleKind::Lexeme { dfa, base: 0 }));
+        } else {
+            let body = match &low.pending[i].1 {
+                Source::Start(e) => e.clone(),
+                Source::Rule(r) => {
+                    simplify(&grammar.rules[*r as usize].body, &low.analysis.productive)
+                }
+                Source::AnonLexeme(_) => unreachable!(),
+            };
+            let lowered = low.lower(&body, 0)?;
+            let remaining = options.max_states.saturating_sub(structural.len());
+            let states = RtnBuilder::new(&mut token_sets, remaining)
+                .build(&lowered, rule)
+                .map_err(|err| err.context(format!("rule '{name}'")))?;
+            let base = structural.len() as u32;
+            for mut s in states {
+                for e in s.bytes.iter_mut() {
+                    e.2 += base;
+                }
+                for e in s.calls.iter_mut() {
+                    e.1 += base;
+                }
+                for e in s.tokens.iter_mut() {
+                    e.1 += base;
+                }
+                structural.push(s);
+            }
+            kinds.push((name, RuleKind::Structural { start: base }));
+        }
+        i += 1;
+    }
+    // Lexeme state blocks after the parser-rule states.
+    let mut next = structural.len() as u64;
+    let mut lexeme_blocks = Vec::new();
+    for (name_kind, rule) in kinds.iter_mut().zip(0u32..) {
+        if let RuleKind::Lexeme { dfa, base } = &mut name_kind.1 {
+            *base = next as u32;
+            lexeme_blocks.push((next as u32, rule));
+            next += dfa.num_states() as u64;
+        }
+    }
+    if next >= u32::MAX as u64 / 2 {
+        return Err(Error::limit("too many automaton states"));
+    }
+    budget.check(next as usize)?;
+    let nullable = compute_nullable(&kinds, &structural);
+    let follow = compute_follow(&kinds, &structural, &nullable);
+    let rules: Vec<CRule> = kinds
+        .into_iter()
+        .enumerate()
+        .map(|(i, (name, kind))| CRule {
+            name,
+            kind,
+            nullable: nullable[i],
+            follow: follow[i],
+        })
+        .collect();
+    let has_token_edges = structural.iter().any(|s| !s.tokens.is_empty());
+    let structural_infos = (0..structural.len()).map(|_| OnceLock::new()).collect();
+    let _ = lexeme_rules;
+    Ok(Arc::new(CompiledGrammar {
+        vocab: vocab.clone(),
+        rules,
+        structural,
+        lexeme_blocks,
+        token_sets,
+        structural_infos,
+        start_state: 0,
+        has_token_edges,
+    }))
+}
+
+fn check_token_ids(e: &Expr, n: usize) -> Result<()> {
+    if let Expr::Token(ts) = e {
+        if let Some(&id) = ts.ids.iter().find(|&&id| id as usize >= n) {
+            return Err(Error::invalid(format!(
+                "token id {id} is out of range (vocabulary size {n})"
+            )));
+        }
+    }
+    let mut res = Ok(());
+    e.for_each_child(|c| {
+        if res.is_ok() {
+            res = check_token_ids(c, n);
+        }
+    });
+    res
+}
+
+/// Which compiled rules match the empty string.
+fn compute_nullable(kinds: &[(String, RuleKind)], structural: &[SState]) -> Vec<bool> {
+    let mut nullable: Vec<bool> = kinds
+        .iter()
+        .map(|(_, k)| match k {
+            RuleKind::Lexeme { dfa, .. } => {
+                dfa.start != lexeme::DEAD && dfa.is_final[dfa.start as usize]
+            }
+            RuleKind::Structural { .. } => false,
+        })
+        .collect();
+    // A state "completes empty" if final or a nullable call leads to one
+    // that does.
+    let mut empty_done = vec![false; structural.len()];
+    loop {
+        let mut changed = false;
+        for (i, s) in structural.iter().enumerate() {
+            if !empty_done[i]
+                && (s.is_final
+                    || s.calls
+                        .iter()
+                        .any(|&(r, t)| nullable[r as usize] && empty_done[t as usize]))
+            {
+                empty_done[i] = true;
+                changed = true;
+            }
+        }
+        for (r, (_, k)) in kinds.iter().enumerate() {
+            if let RuleKind::Structural { start } = k {
+                if !nullable[r] && empty_done[*start as usize] {
+                    nullable[r] = true;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    nullable
+}
+
+/// For each compiled rule, the bytes that can follow one of its matches.
+fn compute_follow(
+    kinds: &[(String, RuleKind)],
+    structural: &[SState],
+    nullable: &[bool],
+) -> Vec<ByteSet> {
+    let n = kinds.len();
+    let or = |a: &mut ByteSet, b: &ByteSet| -> bool {
+        let mut changed = false;
+        for i in 0..4 {
+            let v = a[i] | b[i];
+            changed |= v != a[i];
+            a[i] = v;
+        }
+        changed
+    };
+    // FIRST of each rule and each structural state (bytes that can be read
+    // first), and whether the state can finish its rule without reading.
+    let mut rule_first: Vec<ByteSet> = kinds
+        .iter()
+        .map(|(_, k)| match k {
+            RuleKind::Lexeme { dfa, .. } if dfa.start != lexeme::DEAD => {
+                dfa.first_bytes[dfa.start as usize]
+            }
+            _ => [0; 4],
+        })
+        .collect();
+    let mut state_first: Vec<ByteSet> = structural.iter().map(|s| s.direct_first).collect();
+    let mut state_empty: Vec<bool> = structural.iter().map(|s| s.is_final).collect();
+    loop {
+        let mut changed = false;
+        for i in 0..structural.len() {
+            let s = &structural[i];
+            for &(r, t) in &s.calls {
+                let f = rule_first[r as usize];
+                changed |= or(&mut state_first[i], &f);
+                if nullable[r as usize] {
+                    let ft = state_first[t as usize];
+                    changed |= or(&mut state_first[i], &ft);
+                    if state_empty[t as usize] && !state_empty[i] {
+                        state_empty[i] = true;
+                        changed = true;
+                    }
+                }
+            }
+        }
+        for (r, (_, k)) in kinds.iter().enumerate() {
+            if let RuleKind::Structural { start } = k {
+                let f = state_first[*start as usize];
+                changed |= or(&mut rule_first[r], &f);
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let mut follow = vec![[0u64; 4]; n];
+    loop {
+        let mut changed = false;
+        for s in structural.iter() {
+            for &(r, t) in &s.calls {
+                let ft = state_first[t as usize];
+                changed |= or(&mut follow[r as usize], &ft);
+                if state_empty[t as usize] {
+                    let fp = follow[s.rule as usize];
+                    changed |= or(&mut follow[r as usize], &fp);
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    follow
 }
 
 /// Parses and compiles `source` according to `options.kind`.
-pub fn compile(vocab: &Arc<Vocab>, source: &[u8], options: &CompileOptions) -> Result<Arc<CompiledGrammar>> {
-    let text = std::str::from_utf8(source)
-        .map_err(|e| Error::invalid(format!("source is not valid UTF-8: {e}")))?;
+pub fn compile(
+    vocab: &Arc<Vocab>,
+    source: &[u8],
+    options: &CompileOptions,
+) -> Result<Arc<CompiledGrammar>> {
+    let text = std::str::from_utf8(source).map_err(|e| {
+        Error::invalid(format!(
+            "the source is not valid UTF-8 (byte offset {})",
+            e.valid_up_to()
+        ))
+    })?;
     let grammar = match options.kind {
-        Kind::Gbnf => crate::gbnf::parse(text, options.root.as_deref().unwrap_or("root"), Some(vocab))?,
-        other => return Err(Error::unsupported(format!("{other:?} is not supported yet"))),
+        Kind::Gbnf => {
+            let g =
+                crate::gbnf::parse(text, options.root.as_deref().unwrap_or("root"), Some(vocab))?;
+            if options.flags & FLAG_GBNF_ALLOW_LEFT_RECURSION == 0 {
+                crate::gbnf::check_left_recursion(&g)?;
+            }
+            g
+        }
+        other => {
+            return Err(Error::unsupported(format!(
+                "{other:?} is not supported yet"
+            )))
+        }
     };
-    compile_ir(vocab, &grammar)
+    compile_ir(vocab, &grammar, &IrOptions::from(options))
 }

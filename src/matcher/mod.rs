@@ -1,72 +1,440 @@
 //! The matcher runtime: one per sequence.
+//!
+//! A [`Matcher`] holds the Earley chart of the output so far (one item set
+//! per byte), the positions where each accepted token ended (for
+//! rollback), and whether end-of-sequence was accepted. Masks are the union
+//! of the cached per-state token sets ([`tokens`]) of the current set's
+//! items, plus the tokens that leave a rule mid-token, checked against the
+//! real callers with a [`earley::Walker`].
+
+pub mod earley;
+pub mod tokens;
 
 use std::sync::Arc;
 
-use crate::compile::CompiledGrammar;
-use crate::error::{Error, Result};
+use earley::{Chart, Item, Scratch, Walker, NO_ORIGIN};
+use tokens::info_for;
 
-/// Walks a compiled grammar one token at a time. Cheap to clone.
-#[derive(Clone)]
+use crate::compile::lexeme::{byteset_contains, ByteSet};
+use crate::compile::CompiledGrammar;
+use crate::error::{Error, ErrorKind, Result};
+
+/// Walks a compiled grammar one token at a time.
 pub struct Matcher {
     grammar: Arc<CompiledGrammar>,
+    chart: Chart,
+    /// Number of chart sets after each accepted step.
+    step_ends: Vec<u32>,
+    /// End-of-sequence was accepted (at this many steps).
+    terminated: bool,
+    scratch: Scratch,
+}
+
+impl Clone for Matcher {
+    fn clone(&self) -> Self {
+        Matcher {
+            grammar: self.grammar.clone(),
+            chart: self.chart.clone(),
+            step_ends: self.step_ends.clone(),
+            terminated: self.terminated,
+            scratch: Scratch::default(),
+        }
+    }
 }
 
 impl Matcher {
     pub fn new(grammar: Arc<CompiledGrammar>) -> Matcher {
-        Matcher { grammar }
+        let mut m = Matcher {
+            grammar,
+            chart: Chart::new(),
+            step_ends: Vec::new(),
+            terminated: false,
+            scratch: Scratch::default(),
+        };
+        m.reset();
+        m
     }
 
     pub fn grammar(&self) -> &Arc<CompiledGrammar> {
         &self.grammar
     }
 
-    /// Fills `mask` (`ceil(vocab/32)` words): bit `t % 32` of word `t / 32`
-    /// is set iff token `t` is allowed next.
-    pub fn fill_mask(&mut self, mask: &mut [u32]) -> Result<()> {
-        let _ = mask;
-        Err(Error::unsupported("not written yet"))
-    }
-
-    /// Advances on `token`; on error the state is unchanged.
-    pub fn accept(&mut self, token: u32) -> Result<()> {
-        let _ = token;
-        Err(Error::unsupported("not written yet"))
-    }
-
-    /// Advances on raw text bytes (no token identity); on error the state is
-    /// unchanged.
-    pub fn accept_bytes(&mut self, bytes: &[u8]) -> Result<()> {
-        let _ = bytes;
-        Err(Error::unsupported("not written yet"))
-    }
-
-    /// Undoes the last `n` accepted tokens.
-    pub fn rollback(&mut self, n: usize) -> Result<()> {
-        let _ = n;
-        Err(Error::unsupported("not written yet"))
-    }
-
     /// Back to the start state.
-    pub fn reset(&mut self) {}
+    pub fn reset(&mut self) {
+        self.chart = Chart::new();
+        self.step_ends.clear();
+        self.terminated = false;
+        let g = self.grammar.clone();
+        let mut items = vec![Item {
+            state: g.start_state,
+            origin: NO_ORIGIN,
+        }];
+        let chart = &self.chart;
+        g.closure(
+            &mut items,
+            0,
+            |o| chart.set(o as usize),
+            &mut self.scratch.seen,
+        );
+        self.chart.push_set(&items);
+    }
 
     /// End-of-sequence is allowed now (the output so far is complete).
     pub fn is_accepting(&self) -> bool {
-        false
+        !self.terminated && self.accepting_now()
+    }
+
+    fn accepting_now(&self) -> bool {
+        let g = &self.grammar;
+        self.chart
+            .last()
+            .iter()
+            .any(|it| it.origin == NO_ORIGIN && g.is_final(it.state))
     }
 
     /// EOS was accepted, or nothing at all can follow.
     pub fn is_terminated(&self) -> bool {
-        false
+        let g = &self.grammar;
+        self.terminated || !self.chart.last().iter().any(|it| g.can_scan(it.state))
     }
 
-    /// Tokens whose text the grammar forces next (jump-forward), at most `cap`.
-    pub fn forced_tokens(&mut self, cap: usize) -> Result<Vec<u32>> {
-        let _ = cap;
-        Err(Error::unsupported("not written yet"))
-    }
-
-    /// Number of tokens accepted since the start (what `rollback` can undo).
+    /// Number of steps (`accept` and `accept_bytes` calls that succeeded)
+    /// that [`rollback`](Self::rollback) can undo.
     pub fn num_tokens(&self) -> usize {
-        0
+        self.step_ends.len()
     }
+
+    /// Advances on `token`; on error the state is unchanged.
+    pub fn accept(&mut self, token: u32) -> Result<()> {
+        let g = self.grammar.clone();
+        let vocab = g.vocab();
+        if token as usize >= vocab.len() {
+            return Err(Error::invalid(format!(
+                "token {token} is out of range (vocabulary size {})",
+                vocab.len()
+            )));
+        }
+        if self.terminated {
+            return Err(Error::new(
+                ErrorKind::Terminated,
+                "the matcher has accepted end-of-sequence and takes no more tokens",
+            ));
+        }
+        if vocab.is_eos(token) {
+            if !self.accepting_now() {
+                return Err(Error::new(
+                    ErrorKind::TokenRejected,
+                    format!(
+                        "end-of-sequence token {token} is not allowed: the output is not complete"
+                    ),
+                ));
+            }
+            self.terminated = true;
+            self.step_ends.push(self.chart.num_sets() as u32);
+            return Ok(());
+        }
+        let bytes: &[u8] = if vocab.is_special(token) {
+            &[]
+        } else {
+            vocab.token_bytes(token)
+        };
+        let start_sets = self.chart.num_sets();
+        let mut token_kernel = Vec::new();
+        if g.has_token_edges {
+            g.scan_token(self.chart.last(), token, &mut token_kernel);
+        }
+        let ok = if bytes.is_empty() {
+            // A special token (or a token with no text) is one position.
+            self.push_step(&mut token_kernel)
+        } else {
+            let mut alive = true;
+            for (k, &b) in bytes.iter().enumerate() {
+                let mut kernel = std::mem::take(&mut self.scratch.kernel);
+                kernel.clear();
+                if alive {
+                    g.scan_byte(self.chart.last(), b, &mut kernel);
+                }
+                if k + 1 == bytes.len() {
+                    kernel.extend_from_slice(&token_kernel);
+                }
+                alive = self.push_step(&mut kernel);
+                self.scratch.kernel = kernel;
+                if !alive && token_kernel.is_empty() {
+                    break;
+                }
+            }
+            alive
+        };
+        if !ok {
+            self.chart.truncate(start_sets);
+            return Err(self.rejection(token));
+        }
+        self.step_ends.push(self.chart.num_sets() as u32);
+        Ok(())
+    }
+
+    fn rejection(&self, token: u32) -> Error {
+        let vocab = self.grammar.vocab();
+        Error::new(
+            ErrorKind::TokenRejected,
+            format!(
+                "token {token} ({:?}) is not allowed here",
+                String::from_utf8_lossy(vocab.token_bytes(token))
+            ),
+        )
+    }
+
+    /// Closes `kernel` into a new chart set; pushes an empty set and
+    /// returns false when it is empty (positions must stay aligned).
+    fn push_step(&mut self, kernel: &mut Vec<Item>) -> bool {
+        let g = &self.grammar;
+        let pos = self.chart.num_sets() as u32;
+        let chart = &self.chart;
+        if !kernel.is_empty() {
+            g.closure(
+                kernel,
+                pos,
+                |o| chart.set(o as usize),
+                &mut self.scratch.seen,
+            );
+        }
+        self.chart.push_set(kernel);
+        !kernel.is_empty()
+    }
+
+    /// Advances on raw text bytes (no token identity; counts as one step
+    /// for rollback); on error the state is unchanged.
+    pub fn accept_bytes(&mut self, bytes: &[u8]) -> Result<()> {
+        if self.terminated {
+            return Err(Error::new(
+                ErrorKind::Terminated,
+                "the matcher has accepted end-of-sequence and takes no more text",
+            ));
+        }
+        let g = self.grammar.clone();
+        let start_sets = self.chart.num_sets();
+        for (k, &b) in bytes.iter().enumerate() {
+            let mut kernel = std::mem::take(&mut self.scratch.kernel);
+            kernel.clear();
+            g.scan_byte(self.chart.last(), b, &mut kernel);
+            let alive = self.push_step(&mut kernel);
+            self.scratch.kernel = kernel;
+            if !alive {
+                self.chart.truncate(start_sets);
+                return Err(Error::new(
+                    ErrorKind::TokenRejected,
+                    format!(
+                        "the text is not allowed here: byte {k} ({:?}) cannot follow {:?}",
+                        b as char,
+                        String::from_utf8_lossy(&bytes[..k])
+                    ),
+                ));
+            }
+        }
+        self.step_ends.push(self.chart.num_sets() as u32);
+        Ok(())
+    }
+
+    /// Undoes the last `n` steps (tokens or texts, end-of-sequence
+    /// included).
+    pub fn rollback(&mut self, n: usize) -> Result<()> {
+        if n > self.step_ends.len() {
+            return Err(Error::invalid(format!(
+                "cannot roll back {n} tokens: only {} were accepted",
+                self.step_ends.len()
+            )));
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        let keep = self.step_ends.len() - n;
+        self.step_ends.truncate(keep);
+        let sets = self.step_ends.last().map_or(1, |&e| e as usize);
+        self.chart.truncate(sets);
+        self.terminated = false;
+        Ok(())
+    }
+
+    /// Fills `mask` (at least `ceil(vocab/32)` words): bit `t % 32` of word
+    /// `t / 32` is set iff token `t` is allowed next. Words past the
+    /// vocabulary are cleared too.
+    pub fn fill_mask(&mut self, mask: &mut [u32]) -> Result<()> {
+        let g = self.grammar.clone();
+        let vocab = g.vocab();
+        let words = vocab.mask_words();
+        if mask.len() < words {
+            return Err(Error::invalid(format!(
+                "the mask has {} words, the vocabulary needs {words}",
+                mask.len()
+            )));
+        }
+        mask.fill(0);
+        if self.terminated {
+            return Ok(());
+        }
+        let pos = (self.chart.num_sets() - 1) as u32;
+        let set = self.chart.last();
+        let mut done: Vec<u32> = Vec::new();
+        for it in set {
+            // Predicted items are covered by the walks of their predictors.
+            if it.origin == pos {
+                continue;
+            }
+            if g.is_structural(it.state) {
+                let s = &g.structural[it.state as usize];
+                if s.bytes.is_empty() && s.calls.is_empty() {
+                    continue;
+                }
+            } else if !g.can_scan(it.state) {
+                continue;
+            }
+            let info = info_for(&g, it.state);
+            if !done.contains(&it.state) {
+                info.inside.or_into(mask);
+                done.push(it.state);
+            }
+            if info.exits.is_empty() || it.origin == NO_ORIGIN {
+                continue;
+            }
+            // The rule of `it` finishes mid-token: go on in its real callers.
+            let rule = g.rule_of(it.state);
+            let mut kernel = Vec::new();
+            for parent in self.chart.set(it.origin as usize) {
+                if g.is_structural(parent.state) {
+                    for &(r, t) in &g.structural[parent.state as usize].calls {
+                        if r == rule {
+                            kernel.push(Item {
+                                state: t,
+                                origin: parent.origin,
+                            });
+                        }
+                    }
+                }
+            }
+            let mut walker = Walker::new(&g, &self.chart);
+            if !walker.push_kernel(&kernel) {
+                continue;
+            }
+            let mut first: ByteSet = [0; 4];
+            for x in walker.top() {
+                let f = g.direct_first(x.state);
+                for k in 0..4 {
+                    first[k] |= f[k];
+                }
+            }
+            for exit in info.exits_starting_with(&first) {
+                check_exit(&g, &mut walker, exit, mask);
+            }
+        }
+        if g.has_token_edges {
+            for it in set {
+                if !g.is_structural(it.state) {
+                    continue;
+                }
+                for &(ts, _) in &g.structural[it.state as usize].tokens {
+                    let ts = &g.token_sets[ts as usize];
+                    if ts.negated {
+                        for t in 0..vocab.len() as u32 {
+                            if !vocab.is_eos(t) && ts.contains(t) {
+                                mask[(t >> 5) as usize] |= 1 << (t & 31);
+                            }
+                        }
+                    } else {
+                        for &t in &ts.ids {
+                            if !vocab.is_eos(t) {
+                                mask[(t >> 5) as usize] |= 1 << (t & 31);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if self.accepting_now() {
+            for &t in vocab.eos_tokens() {
+                mask[(t >> 5) as usize] |= 1 << (t & 31);
+            }
+        }
+        Ok(())
+    }
+
+    /// Tokens whose text the grammar forces next (jump-forward): while
+    /// exactly one token is allowed and the output is not complete, that
+    /// token; at most `cap`. The matcher itself does not move.
+    pub fn forced_tokens(&mut self, cap: usize) -> Result<Vec<u32>> {
+        let mut m = self.clone();
+        let mut out = Vec::new();
+        let mut mask = vec![0u32; self.grammar.vocab().mask_words()];
+        while out.len() < cap && !m.is_terminated() && !m.is_accepting() {
+            m.fill_mask(&mut mask)?;
+            let mut only = None;
+            let mut count = 0;
+            for (w, &bits) in mask.iter().enumerate() {
+                if bits != 0 {
+                    count += bits.count_ones();
+                    only = Some(w as u32 * 32 + bits.trailing_zeros());
+                    if count > 1 {
+                        break;
+                    }
+                }
+            }
+            match (count, only) {
+                (1, Some(t)) => {
+                    m.accept(t)?;
+                    out.push(t);
+                }
+                _ => break,
+            }
+        }
+        Ok(out)
+    }
+
+    /// Approximate heap bytes of this matcher.
+    pub fn memory(&self) -> usize {
+        std::mem::size_of::<Self>() + self.chart.memory() + self.step_ends.capacity() * 4
+    }
+}
+
+/// Marks the tokens of `exit` that the walker (holding the set right after
+/// the rule finished) can read to the end.
+fn check_exit(g: &CompiledGrammar, walker: &mut Walker, exit: &tokens::Exit, mask: &mut [u32]) {
+    let trie = g.vocab().trie();
+    let nodes = trie.nodes();
+    let ids = trie.token_ids();
+    let c = exit.node as usize;
+    let any_token = ids[trie.subtree_tokens(exit.node).start as usize];
+    let prefix = &g.vocab().token_bytes(any_token)[exit.depth as usize..nodes[c].depth as usize];
+    walker.truncate(1);
+    for &b in prefix {
+        if !walker.push_byte(b) {
+            return;
+        }
+    }
+    let mark = |mask: &mut [u32], node: usize| {
+        let r = trie.tokens_at(node as u32);
+        for &t in &ids[r.start as usize..r.end as usize] {
+            mask[(t >> 5) as usize] |= 1 << (t & 31);
+        }
+    };
+    mark(mask, c);
+    // The rest of the subtree, relative to the walker's depth at node c.
+    let base_depth = nodes[c].depth as usize;
+    let base_sets = walker.depth();
+    let end = nodes[c].subtree_end as usize;
+    let mut i = c + 1;
+    while i < end {
+        let n = nodes[i];
+        let rel = n.depth as usize - base_depth;
+        walker.truncate(base_sets + rel - 1);
+        if walker.push_byte(n.byte) {
+            mark(mask, i);
+            i += 1;
+        } else {
+            i = n.subtree_end as usize;
+        }
+    }
+}
+
+#[allow(dead_code)]
+fn first_allows(first: &ByteSet, b: u8) -> bool {
+    byteset_contains(first, b)
 }

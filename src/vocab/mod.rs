@@ -101,7 +101,9 @@ impl Vocab {
             tokens
                 .iter()
                 .enumerate()
-                .filter(|(i, _)| flags[*i] & TOKEN_SPECIAL == 0 && eos.binary_search(&(*i as u32)).is_err())
+                .filter(|(i, _)| {
+                    flags[*i] & TOKEN_SPECIAL == 0 && eos.binary_search(&(*i as u32)).is_err()
+                })
                 .map(|(i, t)| (i as u32, t.as_slice())),
         );
         let max_token_len = trie
@@ -186,8 +188,8 @@ impl Vocab {
     /// The one token whose text is exactly `text`: a special token with that
     /// text first, else a text token. Used by GBNF's `<text>` elements.
     pub fn token_by_text(&self, text: &[u8]) -> Option<u32> {
-        let special = (0..self.len() as u32)
-            .find(|&i| self.is_special(i) && self.token_bytes(i) == text);
+        let special =
+            (0..self.len() as u32).find(|&i| self.is_special(i) && self.token_bytes(i) == text);
         special.or_else(|| {
             let ids = self.trie.token_ids();
             let k = ids.partition_point(|&id| self.token_bytes(id) < text);
@@ -211,7 +213,12 @@ mod tests {
         assert!(Vocab::new(vec![b"a".to_vec()], vec![], vec![]).is_err());
         assert!(Vocab::new(vec![b"a".to_vec()], vec![0], vec![1]).is_err());
         let v = Vocab::new(
-            vec![b"a".to_vec(), b"<s>".to_vec(), b"ab".to_vec(), b"</s>".to_vec()],
+            vec![
+                b"a".to_vec(),
+                b"<s>".to_vec(),
+                b"ab".to_vec(),
+                b"</s>".to_vec(),
+            ],
             vec![0, TOKEN_SPECIAL, 0, TOKEN_SPECIAL],
             vec![3],
         )

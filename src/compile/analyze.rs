@@ -1,0 +1,353 @@
+//! Whole-grammar analysis on the IR: which rules can match anything, which
+//! are regular, and how each rule is compiled (lexeme DFA, inlined, or
+//! parser rule).
+
+use crate::error::{Error, Result};
+use crate::ir::{Expr, Grammar, RuleId};
+
+/// Expressions up to this size (after inlining) with no loop are copied
+/// into their callers instead of becoming lexemes of their own.
+pub const INLINE_MAX_SIZE: usize = 48;
+/// Regular rules larger than this (after inlining) stay parser rules.
+pub const LEXEME_MAX_SIZE: usize = 50_000;
+
+/// How a rule is compiled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RuleClass {
+    /// Copied into every caller.
+    Inline,
+    /// A DFA of its own, called like a rule.
+    Lexeme,
+    /// A parser rule (recursive, has token elements, or too large).
+    Structural,
+}
+
+pub struct Analysis {
+    pub productive: Vec<bool>,
+    pub regular: Vec<bool>,
+    pub class: Vec<RuleClass>,
+}
+
+/// A repetition that makes a loop worth a lexeme of its own.
+pub fn is_loopish(min: u32, max: Option<u32>) -> bool {
+    match max {
+        None => true,
+        Some(max) => max > min + 1,
+    }
+}
+
+pub fn analyze(g: &Grammar) -> Result<Analysis> {
+    let n = g.rules.len();
+    for (i, r) in g.rules.iter().enumerate() {
+        check_refs(&r.body, n).map_err(|e| e.context(format!("rule {} ({})", r.name, i)))?;
+    }
+    // Productive: the rule matches at least one string.
+    let mut productive = vec![false; n];
+    loop {
+        let mut changed = false;
+        for i in 0..n {
+            if !productive[i] && is_productive(&g.rules[i].body, &productive) {
+                productive[i] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    // Regular: no recursion through the rule and no token elements,
+    // computed over strongly connected components in reverse topological
+    // order (Tarjan emits callees first).
+    let refs: Vec<Vec<RuleId>> = g.rules.iter().map(|r| collect_refs(&r.body)).collect();
+    let sccs = tarjan(&refs);
+    let mut regular = vec![false; n];
+    for comp in &sccs {
+        let cyclic = comp.len() > 1 || refs[comp[0] as usize].contains(&comp[0]);
+        for &r in comp {
+            let r = r as usize;
+            regular[r] = !cyclic
+                && !has_token(&g.rules[r].body)
+                && refs[r].iter().all(|&c| regular[c as usize]);
+        }
+    }
+    // Expanded sizes and loops of regular rules (callees first).
+    let mut exp_size = vec![usize::MAX; n];
+    let mut looping = vec![false; n];
+    for comp in &sccs {
+        for &r in comp {
+            let r = r as usize;
+            if regular[r] {
+                exp_size[r] = expanded_size(&g.rules[r].body, &exp_size);
+                looping[r] = has_loop(&g.rules[r].body, &looping);
+            }
+        }
+    }
+    let class = (0..n)
+        .map(|r| {
+            if !regular[r] || exp_size[r] > LEXEME_MAX_SIZE {
+                RuleClass::Structural
+            } else if looping[r] || exp_size[r] > INLINE_MAX_SIZE {
+                RuleClass::Lexeme
+            } else {
+                RuleClass::Inline
+            }
+        })
+        .collect();
+    Ok(Analysis {
+        productive,
+        regular,
+        class,
+    })
+}
+
+fn check_refs(e: &Expr, n: usize) -> Result<()> {
+    if let Expr::Ref(r) = e {
+        if *r as usize >= n {
+            return Err(Error::invalid(format!(
+                "reference to rule {r} out of range"
+            )));
+        }
+    }
+    let mut res = Ok(());
+    e.for_each_child(|c| {
+        if res.is_ok() {
+            res = check_refs(c, n);
+        }
+    });
+    res
+}
+
+fn is_productive(e: &Expr, productive: &[bool]) -> bool {
+    match e {
+        Expr::Empty | Expr::Literal(_) | Expr::Token(_) => true,
+        Expr::Nothing => false,
+        Expr::Class(c) => !c.is_empty(),
+        Expr::Seq(v) => v.iter().all(|x| is_productive(x, productive)),
+        Expr::Alt(v) => v.iter().any(|x| is_productive(x, productive)),
+        Expr::Repeat { expr, min, .. } => *min == 0 || is_productive(expr, productive),
+        Expr::Ref(r) => productive[*r as usize],
+    }
+}
+
+/// `e` with unproductive parts removed (`Nothing` only remains when the
+/// whole expression matches nothing).
+pub fn simplify(e: &Expr, productive: &[bool]) -> Expr {
+    match e {
+        Expr::Class(c) if c.is_empty() => Expr::Nothing,
+        Expr::Ref(r) if !productive[*r as usize] => Expr::Nothing,
+        Expr::Seq(v) => {
+            let parts: Vec<Expr> = v
+                .iter()
+                .map(|x| simplify(x, productive))
+                .filter(|x| *x != Expr::Empty)
+                .collect();
+            if parts.contains(&Expr::Nothing) {
+                Expr::Nothing
+            } else {
+                Expr::seq(parts)
+            }
+        }
+        Expr::Alt(v) => {
+            let alts: Vec<Expr> = v
+                .iter()
+                .map(|x| simplify(x, productive))
+                .filter(|x| *x != Expr::Nothing)
+                .collect();
+            Expr::alt(alts)
+        }
+        Expr::Repeat { expr, min, max } => {
+            let inner = simplify(expr, productive);
+            match inner {
+                Expr::Nothing | Expr::Empty => {
+                    if *min == 0 || inner == Expr::Empty {
+                        Expr::Empty
+                    } else {
+                        Expr::Nothing
+                    }
+                }
+                _ if *max == Some(0) => Expr::Empty,
+                _ if *min == 1 && *max == Some(1) => inner,
+                _ => Expr::repeat(inner, *min, *max),
+            }
+        }
+        other => other.clone(),
+    }
+}
+
+fn collect_refs(e: &Expr) -> Vec<RuleId> {
+    let mut out = Vec::new();
+    fn go(e: &Expr, out: &mut Vec<RuleId>) {
+        if let Expr::Ref(r) = e {
+            out.push(*r);
+        }
+        e.for_each_child(|c| go(c, out));
+    }
+    go(e, &mut out);
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+pub fn has_token(e: &Expr) -> bool {
+    if matches!(e, Expr::Token(_)) {
+        return true;
+    }
+    let mut found = false;
+    e.for_each_child(|c| found |= has_token(c));
+    found
+}
+
+fn expanded_size(e: &Expr, sizes: &[usize]) -> usize {
+    match e {
+        Expr::Ref(r) => sizes[*r as usize],
+        Expr::Repeat { expr, min, max } => {
+            // A bounded repetition is copied out by the automaton builders.
+            let copies = max.unwrap_or(*min).max(1) as usize;
+            expanded_size(expr, sizes)
+                .saturating_mul(copies)
+                .saturating_add(1)
+        }
+        Expr::Literal(s) => s.len(),
+        _ => {
+            let mut n = 1usize;
+            e.for_each_child(|c| n = n.saturating_add(expanded_size(c, sizes)));
+            n
+        }
+    }
+}
+
+fn has_loop(e: &Expr, looping: &[bool]) -> bool {
+    match e {
+        Expr::Ref(r) => looping[*r as usize],
+        Expr::Repeat { expr, min, max } => is_loopish(*min, *max) || has_loop(expr, looping),
+        _ => {
+            let mut found = false;
+            e.for_each_child(|c| found |= has_loop(c, looping));
+            found
+        }
+    }
+}
+
+/// Strongly connected components of the reference graph, callees first.
+fn tarjan(edges: &[Vec<RuleId>]) -> Vec<Vec<RuleId>> {
+    let n = edges.len();
+    let mut index = vec![u32::MAX; n];
+    let mut low = vec![0u32; n];
+    let mut on_stack = vec![false; n];
+    let mut stack: Vec<u32> = Vec::new();
+    let mut out = Vec::new();
+    let mut next = 0u32;
+    for root in 0..n {
+        if index[root] != u32::MAX {
+            continue;
+        }
+        // (node, next edge index)
+        let mut work: Vec<(u32, usize)> = vec![(root as u32, 0)];
+        index[root] = next;
+        low[root] = next;
+        next += 1;
+        stack.push(root as u32);
+        on_stack[root] = true;
+        while let Some(&mut (v, ref mut ei)) = work.last_mut() {
+            let vu = v as usize;
+            if *ei < edges[vu].len() {
+                let w = edges[vu][*ei] as usize;
+                *ei += 1;
+                if index[w] == u32::MAX {
+                    index[w] = next;
+                    low[w] = next;
+                    next += 1;
+                    stack.push(w as u32);
+                    on_stack[w] = true;
+                    work.push((w as u32, 0));
+                } else if on_stack[w] {
+                    low[vu] = low[vu].min(index[w]);
+                }
+            } else {
+                work.pop();
+                if let Some(&(p, _)) = work.last() {
+                    low[p as usize] = low[p as usize].min(low[vu]);
+                }
+                if low[vu] == index[vu] {
+                    let mut comp = Vec::new();
+                    loop {
+                        let w = stack.pop().unwrap();
+                        on_stack[w as usize] = false;
+                        comp.push(w);
+                        if w == v {
+                            break;
+                        }
+                    }
+                    out.push(comp);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The rule expanded into one regular expression (every reference replaced
+/// by the referenced body). Only valid for regular rules.
+pub fn expand(e: &Expr, g: &Grammar) -> Expr {
+    match e {
+        Expr::Ref(r) => expand(&g.rules[*r as usize].body, g),
+        Expr::Seq(v) => Expr::Seq(v.iter().map(|x| expand(x, g)).collect()),
+        Expr::Alt(v) => Expr::Alt(v.iter().map(|x| expand(x, g)).collect()),
+        Expr::Repeat { expr, min, max } => Expr::repeat(expand(expr, g), *min, *max),
+        other => other.clone(),
+    }
+}
+
+/// All references in `e` are to regular rules and there is no token element.
+pub fn is_regular_expr(e: &Expr, regular: &[bool]) -> bool {
+    match e {
+        Expr::Ref(r) => regular[*r as usize],
+        Expr::Token(_) => false,
+        _ => {
+            let mut ok = true;
+            e.for_each_child(|c| ok &= is_regular_expr(c, regular));
+            ok
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{GrammarBuilder, Rule};
+
+    #[test]
+    fn classifies_rules() {
+        let mut b = GrammarBuilder::new();
+        let root = b.add_rule("root");
+        let ws = b.add_rule("ws");
+        let kw = b.add_rule("kw");
+        let dead = b.add_rule("dead");
+        b.set_body(
+            root,
+            Expr::alt(vec![
+                Expr::seq(vec![
+                    Expr::literal("("),
+                    Expr::Ref(root),
+                    Expr::literal(")"),
+                ]),
+                Expr::seq(vec![Expr::Ref(kw), Expr::Ref(ws)]),
+                Expr::Ref(dead),
+            ]),
+        );
+        b.set_body(ws, Expr::star(Expr::literal(" ")));
+        b.set_body(kw, Expr::literal("true"));
+        b.set_body(dead, Expr::seq(vec![Expr::literal("x"), Expr::Ref(dead)]));
+        let g = b.finish(root);
+        let a = analyze(&g).unwrap();
+        assert_eq!(a.class[root as usize], RuleClass::Structural);
+        assert_eq!(a.class[ws as usize], RuleClass::Lexeme);
+        assert_eq!(a.class[kw as usize], RuleClass::Inline);
+        assert!(!a.productive[dead as usize]);
+        assert!(a.productive[root as usize]);
+        let _ = Rule {
+            name: String::new(),
+            body: Expr::Empty,
+        };
+    }
+}

@@ -1,0 +1,241 @@
+//! Parser rules as automata: each structural rule becomes an epsilon-free
+//! NFA whose edges read a byte range, call another rule (a lexeme or a
+//! parser rule), or read one whole token from a token set. Together they
+//! form a recursive transition network that the Earley matcher runs.
+
+use regex_syntax::utf8::Utf8Sequences;
+
+use super::lexeme::{byteset_insert, ByteSet};
+use crate::error::{Error, Result};
+use crate::ir::{CharClass, Expr, TokenSet};
+
+/// An epsilon-free automaton state of a structural rule.
+#[derive(Clone, Debug, Default)]
+pub struct SState {
+    /// Compiled rule this state belongs to.
+    pub rule: u32,
+    pub is_final: bool,
+    /// `(lo, hi, target)`: read one byte in `lo..=hi`.
+    pub bytes: Vec<(u8, u8, u32)>,
+    /// `(rule, target)`: a whole match of the compiled rule.
+    pub calls: Vec<(u32, u32)>,
+    /// `(token set index, target)`: one whole token.
+    pub tokens: Vec<(u32, u32)>,
+    /// Bytes on this state's own byte edges.
+    pub direct_first: ByteSet,
+}
+
+#[derive(Default, Clone)]
+struct NState {
+    eps: Vec<u32>,
+    bytes: Vec<(u8, u8, u32)>,
+    calls: Vec<(u32, u32)>,
+    tokens: Vec<(u32, u32)>,
+}
+
+/// Builds the automaton of one rule body (whose `Ref`s are compiled rule
+/// indices) with Thompson's construction, then removes epsilon edges.
+pub struct RtnBuilder<'a> {
+    states: Vec<NState>,
+    token_sets: &'a mut Vec<TokenSet>,
+    max_states: usize,
+}
+
+impl<'a> RtnBuilder<'a> {
+    pub fn new(token_sets: &'a mut Vec<TokenSet>, max_states: usize) -> Self {
+        RtnBuilder {
+            states: Vec::new(),
+            token_sets,
+            max_states,
+        }
+    }
+
+    fn fresh(&mut self) -> Result<u32> {
+        if self.states.len() >= self.max_states {
+            return Err(Error::limit(format!(
+                "a parser rule needs more than {} automaton states",
+                self.max_states
+            )));
+        }
+        self.states.push(NState::default());
+        Ok((self.states.len() - 1) as u32)
+    }
+
+    /// Returns the epsilon-free states of `body`; `rule` is stored in each.
+    /// State 0 is the start.
+    pub fn build(mut self, body: &Expr, rule: u32) -> Result<Vec<SState>> {
+        let start = self.fresh()?;
+        let end = self.expr(body, start)?;
+        Ok(self.eliminate_epsilons(start, end, rule))
+    }
+
+    fn expr(&mut self, e: &Expr, from: u32) -> Result<u32> {
+        Ok(match e {
+            Expr::Empty => from,
+            Expr::Nothing => self.fresh()?,
+            Expr::Literal(s) => {
+                let mut cur = from;
+                for &b in s.as_bytes() {
+                    let next = self.fresh()?;
+                    self.states[cur as usize].bytes.push((b, b, next));
+                    cur = next;
+                }
+                cur
+            }
+            Expr::Class(c) => self.class(c, from)?,
+            Expr::Seq(v) => {
+                let mut cur = from;
+                for x in v {
+                    cur = self.expr(x, cur)?;
+                }
+                cur
+            }
+            Expr::Alt(v) => {
+                let end = self.fresh()?;
+                for x in v {
+                    let s = self.fresh()?;
+                    self.states[from as usize].eps.push(s);
+                    let e = self.expr(x, s)?;
+                    self.states[e as usize].eps.push(end);
+                }
+                end
+            }
+            Expr::Repeat { expr, min, max } => {
+                let mut cur = from;
+                for _ in 0..*min {
+                    let s = self.fresh()?;
+                    self.states[cur as usize].eps.push(s);
+                    cur = self.expr(expr, s)?;
+                }
+                match max {
+                    None => {
+                        let head = self.fresh()?;
+                        self.states[cur as usize].eps.push(head);
+                        let e = self.expr(expr, head)?;
+                        self.states[e as usize].eps.push(head);
+                        head
+                    }
+                    Some(max) => {
+                        let end = self.fresh()?;
+                        self.states[cur as usize].eps.push(end);
+                        for _ in *min..*max {
+                            let s = self.fresh()?;
+                            self.states[cur as usize].eps.push(s);
+                            cur = self.expr(expr, s)?;
+                            self.states[cur as usize].eps.push(end);
+                        }
+                        end
+                    }
+                }
+            }
+            Expr::Ref(r) => {
+                let next = self.fresh()?;
+                self.states[from as usize].calls.push((*r, next));
+                next
+            }
+            Expr::Token(ts) => {
+                let idx = match self.token_sets.iter().position(|t| t == ts) {
+                    Some(i) => i,
+                    None => {
+                        self.token_sets.push(ts.clone());
+                        self.token_sets.len() - 1
+                    }
+                } as u32;
+                let next = self.fresh()?;
+                self.states[from as usize].tokens.push((idx, next));
+                next
+            }
+        })
+    }
+
+    /// One code point of the class, as UTF-8 byte-range sequences.
+    fn class(&mut self, c: &CharClass, from: u32) -> Result<u32> {
+        let end = self.fresh()?;
+        for &(lo, hi) in c.ranges() {
+            let (lo, hi) = (char::from_u32(lo).unwrap(), char::from_u32(hi).unwrap());
+            for seq in Utf8Sequences::new(lo, hi) {
+                let ranges = seq.as_slice();
+                let mut cur = from;
+                for (i, r) in ranges.iter().enumerate() {
+                    let next = if i + 1 == ranges.len() {
+                        end
+                    } else {
+                        self.fresh()?
+                    };
+                    self.states[cur as usize].bytes.push((r.start, r.end, next));
+                    cur = next;
+                }
+            }
+        }
+        Ok(end)
+    }
+
+    fn eliminate_epsilons(self, start: u32, end: u32, rule: u32) -> Vec<SState> {
+        let n = self.states.len();
+        // Epsilon closure of every state.
+        let closure = |s: u32| -> Vec<u32> {
+            let mut seen = vec![s];
+            let mut i = 0;
+            while i < seen.len() {
+                for &t in &self.states[seen[i] as usize].eps {
+                    if !seen.contains(&t) {
+                        seen.push(t);
+                    }
+                }
+                i += 1;
+            }
+            seen
+        };
+        // Renumber the states reachable through non-epsilon edges.
+        let mut new_id = vec![u32::MAX; n];
+        let mut order = vec![start];
+        new_id[start as usize] = 0;
+        let mut out: Vec<SState> = Vec::new();
+        let mut i = 0;
+        while i < order.len() {
+            let s = order[i];
+            let cl = closure(s);
+            let mut st = SState {
+                rule,
+                is_final: cl.contains(&end),
+                ..Default::default()
+            };
+            for &c in &cl {
+                let ns = &self.states[c as usize];
+                st.bytes.extend(ns.bytes.iter().copied());
+                st.calls.extend(ns.calls.iter().copied());
+                st.tokens.extend(ns.tokens.iter().copied());
+            }
+            let mut map = |t: u32| -> u32 {
+                if new_id[t as usize] == u32::MAX {
+                    new_id[t as usize] = order.len() as u32;
+                    order.push(t);
+                }
+                new_id[t as usize]
+            };
+            for e in st.bytes.iter_mut() {
+                e.2 = map(e.2);
+            }
+            for e in st.calls.iter_mut() {
+                e.1 = map(e.1);
+            }
+            for e in st.tokens.iter_mut() {
+                e.1 = map(e.1);
+            }
+            st.bytes.sort_unstable();
+            st.bytes.dedup();
+            st.calls.sort_unstable();
+            st.calls.dedup();
+            st.tokens.sort_unstable();
+            st.tokens.dedup();
+            for &(lo, hi, _) in &st.bytes {
+                for b in lo..=hi {
+                    byteset_insert(&mut st.direct_first, b);
+                }
+            }
+            out.push(st);
+            i += 1;
+        }
+        out
+    }
+}

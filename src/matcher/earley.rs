@@ -1,0 +1,384 @@
+//! The Earley parser over the compiled grammar's states.
+//!
+//! An item is `(state, origin)`: a position inside one compiled rule and the
+//! input position where that rule started. The chart keeps one item set per
+//! byte position (rules can be completed long after they started, so old
+//! sets stay reachable through origins). Nullable rules are handled when
+//! they are predicted (Aycock and Horspool), so completion never has to
+//! look at the set being built.
+//!
+//! The same machinery runs mask walks: a [`Walker`] stacks scratch sets on
+//! top of a read-only chart, one per byte of a trie path, and pops them when
+//! the walk backtracks.
+
+use std::collections::HashSet;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use crate::compile::lexeme::{byteset_contains, ByteSet, DEAD};
+use crate::compile::{CompiledGrammar, RuleKind};
+
+/// Origin of the synthetic start item: its completion feeds nothing.
+pub const NO_ORIGIN: u32 = u32::MAX;
+/// Origin used by context-free walks: completing this item leaves the walked
+/// rule, whose caller is unknown.
+pub const CTX_ORIGIN: u32 = u32::MAX - 1;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Item {
+    pub state: u32,
+    pub origin: u32,
+}
+
+impl Item {
+    #[inline]
+    fn key(self) -> u64 {
+        ((self.state as u64) << 32) | self.origin as u64
+    }
+}
+
+/// A fast hasher for integer keys (multiply-rotate).
+#[derive(Default, Clone, Copy)]
+pub struct IntHasher(u64);
+
+impl Hasher for IntHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    #[inline]
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+pub type IntSet = HashSet<u64, BuildHasherDefault<IntHasher>>;
+
+/// Item sets by position.
+#[derive(Clone, Default, Debug)]
+pub struct Chart {
+    items: Vec<Item>,
+    /// `starts[k]` = index of set k's first item; one more entry than sets.
+    starts: Vec<u32>,
+}
+
+impl Chart {
+    pub fn new() -> Chart {
+        Chart {
+            items: Vec::new(),
+            starts: vec![0],
+        }
+    }
+
+    pub fn num_sets(&self) -> usize {
+        self.starts.len() - 1
+    }
+
+    #[inline]
+    pub fn set(&self, k: usize) -> &[Item] {
+        &self.items[self.starts[k] as usize..self.starts[k + 1] as usize]
+    }
+
+    pub fn last(&self) -> &[Item] {
+        self.set(self.num_sets() - 1)
+    }
+
+    /// Appends a set.
+    pub fn push_set(&mut self, items: &[Item]) {
+        self.items.extend_from_slice(items);
+        self.starts.push(self.items.len() as u32);
+    }
+
+    /// Keeps the first `n` sets.
+    pub fn truncate(&mut self, n: usize) {
+        self.starts.truncate(n + 1);
+        self.items.truncate(*self.starts.last().unwrap() as usize);
+    }
+
+    pub fn memory(&self) -> usize {
+        self.items.capacity() * 8 + self.starts.capacity() * 4
+    }
+}
+
+/// Reusable buffers for closures.
+#[derive(Default)]
+pub struct Scratch {
+    pub seen: IntSet,
+    pub kernel: Vec<Item>,
+}
+
+impl CompiledGrammar {
+    #[inline]
+    pub(crate) fn is_structural(&self, state: u32) -> bool {
+        (state as usize) < self.structural.len()
+    }
+
+    /// The lexeme DFA and local state of a lexeme state.
+    #[inline]
+    pub(crate) fn lexeme_state(&self, state: u32) -> (&crate::compile::lexeme::LexemeDfa, u32) {
+        let rule = self.rule_of(state);
+        match &self.rules[rule as usize].kind {
+            RuleKind::Lexeme { dfa, base } => (dfa, state - base),
+            RuleKind::Structural { .. } => unreachable!("not a lexeme state"),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn is_final(&self, state: u32) -> bool {
+        if self.is_structural(state) {
+            self.structural[state as usize].is_final
+        } else {
+            let (dfa, s) = self.lexeme_state(state);
+            dfa.is_final[s as usize]
+        }
+    }
+
+    /// Start state of a compiled rule.
+    #[inline]
+    pub(crate) fn rule_start(&self, rule: u32) -> u32 {
+        match &self.rules[rule as usize].kind {
+            RuleKind::Structural { start } => *start,
+            RuleKind::Lexeme { dfa, base } => base + dfa.start,
+        }
+    }
+
+    /// Bytes the state itself can read next (not through predictions).
+    pub(crate) fn direct_first(&self, state: u32) -> &ByteSet {
+        if self.is_structural(state) {
+            &self.structural[state as usize].direct_first
+        } else {
+            let (dfa, s) = self.lexeme_state(state);
+            &dfa.first_bytes[s as usize]
+        }
+    }
+
+    /// The state reads something next (a byte or a token).
+    pub(crate) fn can_scan(&self, state: u32) -> bool {
+        if self.is_structural(state) {
+            let s = &self.structural[state as usize];
+            !s.bytes.is_empty() || !s.tokens.is_empty()
+        } else {
+            self.direct_first(state) != &[0u64; 4]
+        }
+    }
+
+    /// Items reached from `set` by reading `byte`, appended to `out`.
+    #[inline]
+    pub(crate) fn scan_byte(&self, set: &[Item], byte: u8, out: &mut Vec<Item>) {
+        for it in set {
+            if self.is_structural(it.state) {
+                for &(lo, hi, t) in &self.structural[it.state as usize].bytes {
+                    if lo <= byte && byte <= hi {
+                        out.push(Item {
+                            state: t,
+                            origin: it.origin,
+                        });
+                    }
+                }
+            } else {
+                let (dfa, s) = self.lexeme_state(it.state);
+                if !byteset_contains(&dfa.first_bytes[s as usize], byte) {
+                    continue;
+                }
+                let t = dfa.next(s, byte);
+                if t != DEAD {
+                    out.push(Item {
+                        state: it.state - s + t,
+                        origin: it.origin,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Items reached from `set` by reading the whole token `token` through
+    /// token elements, appended to `out`.
+    pub(crate) fn scan_token(&self, set: &[Item], token: u32, out: &mut Vec<Item>) {
+        for it in set {
+            if self.is_structural(it.state) {
+                for &(ts, t) in &self.structural[it.state as usize].tokens {
+                    if self.token_sets[ts as usize].contains(token) {
+                        out.push(Item {
+                            state: t,
+                            origin: it.origin,
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    /// Completes and predicts: turns `items` (the kernel of the set at
+    /// position `pos`) into a closed item set. `older(o)` gives the set at
+    /// an earlier position `o`. Returns whether an item with [`CTX_ORIGIN`]
+    /// was completed (the walked rule can end here).
+    pub(crate) fn closure<'s>(
+        &self,
+        items: &mut Vec<Item>,
+        pos: u32,
+        older: impl Fn(u32) -> &'s [Item],
+        scratch: &mut IntSet,
+    ) -> bool {
+        scratch.clear();
+        // Deduplicate the kernel.
+        let mut w = 0;
+        for r in 0..items.len() {
+            let it = items[r];
+            if scratch.insert(it.key()) {
+                items[w] = it;
+                w += 1;
+            }
+        }
+        items.truncate(w);
+        let mut exited = false;
+        let mut k = 0;
+        while k < items.len() {
+            let it = items[k];
+            k += 1;
+            if self.is_final(it.state) {
+                match it.origin {
+                    NO_ORIGIN => {}
+                    CTX_ORIGIN => exited = true,
+                    o if o == pos => {}
+                    o => {
+                        let rule = self.rule_of(it.state);
+                        for parent in older(o) {
+                            if !self.is_structural(parent.state) {
+                                continue;
+                            }
+                            for &(r, t) in &self.structural[parent.state as usize].calls {
+                                if r == rule {
+                                    let n = Item {
+                                        state: t,
+                                        origin: parent.origin,
+                                    };
+                                    if scratch.insert(n.key()) {
+                                        items.push(n);
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            if self.is_structural(it.state) {
+                for &(r, t) in &self.structural[it.state as usize].calls {
+                    let p = Item {
+                        state: self.rule_start(r),
+                        origin: pos,
+                    };
+                    if scratch.insert(p.key()) {
+                        items.push(p);
+                    }
+                    if self.rules[r as usize].nullable {
+                        let n = Item {
+                            state: t,
+                            origin: it.origin,
+                        };
+                        if scratch.insert(n.key()) {
+                            items.push(n);
+                        }
+                    }
+                }
+            }
+        }
+        exited
+    }
+}
+
+/// Scratch item sets stacked on a read-only chart, for walks that try
+/// bytes and back off.
+pub struct Walker<'a> {
+    g: &'a CompiledGrammar,
+    base: &'a Chart,
+    /// Sets pushed by the walk; set `k` is at position `base.num_sets() + k`.
+    own: Chart,
+    /// Per pushed set: an item with [`CTX_ORIGIN`] completed there.
+    exited: Vec<bool>,
+    seen: IntSet,
+    buf: Vec<Item>,
+}
+
+impl<'a> Walker<'a> {
+    pub fn new(g: &'a CompiledGrammar, base: &'a Chart) -> Walker<'a> {
+        Walker {
+            g,
+            base,
+            own: Chart::new(),
+            exited: Vec::new(),
+            seen: IntSet::default(),
+            buf: Vec::new(),
+        }
+    }
+
+    fn base_len(&self) -> u32 {
+        self.base.num_sets() as u32
+    }
+
+    /// Pushes a set made of `kernel`, closed. Returns false (and pushes
+    /// nothing) when it is empty.
+    pub fn push_kernel(&mut self, kernel: &[Item]) -> bool {
+        let mut items = std::mem::take(&mut self.buf);
+        items.clear();
+        items.extend_from_slice(kernel);
+        self.push_items(items)
+    }
+
+    fn push_items(&mut self, mut items: Vec<Item>) -> bool {
+        if items.is_empty() {
+            self.buf = items;
+            return false;
+        }
+        let bl = self.base_len();
+        let pos = bl + self.own.num_sets() as u32;
+        let (base, own) = (self.base, &self.own);
+        let exited = self.g.closure(
+            &mut items,
+            pos,
+            |o| {
+                if o < bl {
+                    base.set(o as usize)
+                } else {
+                    own.set((o - bl) as usize)
+                }
+            },
+            &mut self.seen,
+        );
+        self.own.push_set(&items);
+        self.exited.push(exited);
+        self.buf = items;
+        true
+    }
+
+    /// Reads one byte from the top set. Returns false (and pushes nothing)
+    /// when no item can read it.
+    #[inline]
+    pub fn push_byte(&mut self, byte: u8) -> bool {
+        let mut kernel = std::mem::take(&mut self.buf);
+        kernel.clear();
+        self.g.scan_byte(self.own.last(), byte, &mut kernel);
+        self.push_items(kernel)
+    }
+
+    /// Number of pushed sets.
+    pub fn depth(&self) -> usize {
+        self.own.num_sets()
+    }
+
+    /// Keeps the first `n` pushed sets.
+    pub fn truncate(&mut self, n: usize) {
+        self.own.truncate(n);
+        self.exited.truncate(n);
+    }
+
+    pub fn top_exited(&self) -> bool {
+        *self.exited.last().unwrap_or(&false)
+    }
+
+    pub fn top(&self) -> &[Item] {
+        self.own.last()
+    }
+}
