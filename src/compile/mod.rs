@@ -26,7 +26,7 @@ use rtn::{RtnBuilder, SState};
 
 use crate::error::{Error, Result};
 use crate::ir::{self, Expr, TokenSet};
-use crate::matcher::tokens::TokenInfo;
+use crate::matcher::tokens::{TokenInfo, TokenList};
 use crate::vocab::Vocab;
 
 /// What kind of source text is being compiled.
@@ -109,6 +109,8 @@ pub struct CompiledGrammar {
     /// `(first global state id, rule)` of each lexeme rule, sorted.
     pub(crate) lexeme_blocks: Vec<(u32, u32)>,
     pub(crate) token_sets: Vec<TokenSet>,
+    /// The tokens each token set allows (end-of-sequence ids never).
+    pub(crate) token_set_lists: Vec<TokenList>,
     /// Lazily computed token sets of parser-rule states.
     pub(crate) structural_infos: Vec<OnceLock<Arc<TokenInfo>>>,
     /// The state the matcher starts in (of the synthetic start rule 0).
@@ -407,12 +409,30 @@ pub fn compile_ir(
     let has_token_edges = structural.iter().any(|s| !s.tokens.is_empty());
     let structural_infos = (0..structural.len()).map(|_| OnceLock::new()).collect();
     let _ = lexeme_rules;
+    let token_set_lists = token_sets
+        .iter()
+        .map(|ts| {
+            let ids: Vec<u32> = if ts.negated {
+                (0..vocab.len() as u32)
+                    .filter(|&t| !vocab.is_eos(t) && ts.contains(t))
+                    .collect()
+            } else {
+                ts.ids
+                    .iter()
+                    .copied()
+                    .filter(|&t| !vocab.is_eos(t))
+                    .collect()
+            };
+            TokenList::from_ids(ids, vocab)
+        })
+        .collect();
     Ok(Arc::new(CompiledGrammar {
         vocab: vocab.clone(),
         rules,
         structural,
         lexeme_blocks,
         token_sets,
+        token_set_lists,
         structural_infos,
         start_state: 0,
         has_token_edges,

@@ -328,23 +328,9 @@ impl Matcher {
         }
         if g.has_token_edges {
             for it in set {
-                if !g.is_structural(it.state) {
-                    continue;
-                }
-                for &(ts, _) in &g.structural[it.state as usize].tokens {
-                    let ts = &g.token_sets[ts as usize];
-                    if ts.negated {
-                        for t in 0..vocab.len() as u32 {
-                            if !vocab.is_eos(t) && ts.contains(t) {
-                                mask[(t >> 5) as usize] |= 1 << (t & 31);
-                            }
-                        }
-                    } else {
-                        for &t in &ts.ids {
-                            if !vocab.is_eos(t) {
-                                mask[(t >> 5) as usize] |= 1 << (t & 31);
-                            }
-                        }
+                if g.is_structural(it.state) {
+                    for &(ts, _) in &g.structural[it.state as usize].tokens {
+                        g.token_set_lists[ts as usize].or_into(mask);
                     }
                 }
             }

@@ -33,7 +33,7 @@ pub enum TokenList {
 }
 
 impl TokenList {
-    fn from_ids(ids: Vec<u32>, vocab: &Vocab) -> TokenList {
+    pub fn from_ids(ids: Vec<u32>, vocab: &Vocab) -> TokenList {
         if ids.len() > vocab.len() / 32 {
             let mut words = vec![0u32; vocab.mask_words()];
             for id in ids {

@@ -1,0 +1,163 @@
+//! `cgram-bench`: measures mask times (TBM) and time to first mask (TTFM).
+//!
+//! ```text
+//! cgram-bench gbnf --tokenizer tokenizer.json --grammar json.gbnf TEXT_FILE...
+//! ```
+//!
+//! Each text file is tokenized with the `tokenizers` crate and walked token
+//! by token: before each token the mask is filled (one TBM sample) and the
+//! token must be allowed. TTFM = compile + new matcher + first mask, with a
+//! fresh vocabulary cache each time (`--cold`) or the warm one. Prints
+//! percentiles in microseconds.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use cgram::{CompileOptions, Kind, Matcher, Vocab};
+
+fn usage() -> ! {
+    eprintln!(
+        "usage: cgram-bench gbnf --tokenizer T.json --grammar G.gbnf [--root NAME] [--repeat N] TEXT_FILE..."
+    );
+    std::process::exit(2)
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() as f64 * p / 100.0) as usize).min(sorted.len() - 1);
+    sorted[i]
+}
+
+fn print_stats(name: &str, mut v: Vec<f64>) {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    println!(
+        "{name:<6} n={:<7} p50={:>9.2} p90={:>9.2} p99={:>9.2} p99.9={:>9.2} max={:>9.2} (us)",
+        v.len(),
+        percentile(&v, 50.0),
+        percentile(&v, 90.0),
+        percentile(&v, 99.0),
+        percentile(&v, 99.9),
+        v.last().copied().unwrap_or(f64::NAN)
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) != Some("gbnf") {
+        usage();
+    }
+    let mut tokenizer = None;
+    let mut grammar = None;
+    let mut root = None;
+    let mut repeat = 1usize;
+    let mut texts: Vec<PathBuf> = Vec::new();
+    let mut i = 1;
+    while i < args.len() {
+        match args[i].as_str() {
+            "--tokenizer" => {
+                tokenizer = args.get(i + 1).cloned();
+                i += 1;
+            }
+            "--grammar" => {
+                grammar = args.get(i + 1).cloned();
+                i += 1;
+            }
+            "--root" => {
+                root = args.get(i + 1).cloned();
+                i += 1;
+            }
+            "--repeat" => {
+                repeat = args
+                    .get(i + 1)
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or_else(|| usage());
+                i += 1;
+            }
+            a if a.starts_with("--") => usage(),
+            a => texts.push(a.into()),
+        }
+        i += 1;
+    }
+    let (Some(tokenizer), Some(grammar)) = (tokenizer, grammar) else {
+        usage()
+    };
+    let t0 = Instant::now();
+    let vocab = Arc::new(
+        Vocab::from_tokenizer_json(tokenizer.as_ref()).unwrap_or_else(|e| {
+            eprintln!("loading {tokenizer}: {e}");
+            std::process::exit(1)
+        }),
+    );
+    println!(
+        "vocab: {} tokens, loaded in {:.1} ms",
+        vocab.len(),
+        t0.elapsed().as_secs_f64() * 1000.0
+    );
+    let tok = tokenizers::Tokenizer::from_file(&tokenizer).unwrap_or_else(|e| {
+        eprintln!("tokenizers: {e}");
+        std::process::exit(1)
+    });
+    let source = std::fs::read(&grammar).unwrap_or_else(|e| {
+        eprintln!("reading {grammar}: {e}");
+        std::process::exit(1)
+    });
+    let options = CompileOptions {
+        kind: Kind::Gbnf,
+        root,
+        ..Default::default()
+    };
+    let encoded: Vec<(PathBuf, Vec<u32>)> = texts
+        .iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(p).unwrap_or_else(|e| {
+                eprintln!("reading {}: {e}", p.display());
+                std::process::exit(1)
+            });
+            let ids = tok.encode(text, false).unwrap().get_ids().to_vec();
+            (p.clone(), ids)
+        })
+        .collect();
+    let mut ttfm = Vec::new();
+    let mut tbm = Vec::new();
+    let mut mask = vec![0u32; vocab.mask_words()];
+    for round in 0..repeat {
+        let t = Instant::now();
+        let g = cgram::compile(&vocab, &source, &options).unwrap_or_else(|e| {
+            eprintln!("compiling {grammar}: {e}");
+            std::process::exit(1)
+        });
+        let mut m = Matcher::new(g.clone());
+        m.fill_mask(&mut mask).unwrap();
+        ttfm.push(t.elapsed().as_secs_f64() * 1e6);
+        if round == 0 {
+            println!("grammar: {} states, {} bytes", g.num_states(), g.memory());
+        }
+        for (path, ids) in &encoded {
+            let mut m = Matcher::new(g.clone());
+            for (k, &id) in ids.iter().enumerate() {
+                let t = Instant::now();
+                m.fill_mask(&mut mask).unwrap();
+                tbm.push(t.elapsed().as_secs_f64() * 1e6);
+                if mask[(id / 32) as usize] >> (id % 32) & 1 == 0 {
+                    eprintln!("{}: token {k} ({id}) not in the mask", path.display());
+                    std::process::exit(1);
+                }
+                m.accept(id).unwrap();
+            }
+            if !m.is_accepting() {
+                eprintln!("{}: not accepting at the end", path.display());
+                std::process::exit(1);
+            }
+        }
+    }
+    println!(
+        "texts: {}, tokens per round: {}",
+        encoded.len(),
+        encoded.iter().map(|e| e.1.len()).sum::<usize>()
+    );
+    print_stats("TTFM", ttfm);
+    print_stats("TBM", tbm);
+}
