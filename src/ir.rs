@@ -161,6 +161,12 @@ pub enum Expr {
     Ref(RuleId),
     /// One whole token whose id is in the set; never matched by text.
     Token(TokenSet),
+    /// Strings matched by every operand (intersection). Operands must be
+    /// regular: no `Ref` to recursive rules, no `Token`.
+    And(Vec<Expr>),
+    /// Every string (of Unicode scalar values) the operand does not match
+    /// (complement). The operand must be regular.
+    Not(Box<Expr>),
 }
 
 impl Expr {
@@ -215,10 +221,24 @@ impl Expr {
     /// Calls `f` on every direct sub-expression.
     pub fn for_each_child(&self, mut f: impl FnMut(&Expr)) {
         match self {
-            Expr::Seq(v) | Expr::Alt(v) => v.iter().for_each(f),
-            Expr::Repeat { expr, .. } => f(expr),
+            Expr::Seq(v) | Expr::Alt(v) | Expr::And(v) => v.iter().for_each(f),
+            Expr::Repeat { expr, .. } | Expr::Not(expr) => f(expr),
             _ => {}
         }
+    }
+
+    /// Intersection of regular expressions.
+    pub fn and(parts: Vec<Expr>) -> Expr {
+        match parts.len() {
+            0 => Expr::Not(Box::new(Expr::Nothing)),
+            1 => parts.into_iter().next().unwrap(),
+            _ => Expr::And(parts),
+        }
+    }
+
+    /// Complement of a regular expression.
+    pub fn not(e: Expr) -> Expr {
+        Expr::Not(Box::new(e))
     }
 
     /// Number of nodes in the expression tree (a size measure for limits).

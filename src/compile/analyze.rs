@@ -126,6 +126,9 @@ fn is_productive(e: &Expr, productive: &[bool]) -> bool {
         Expr::Alt(v) => v.iter().any(|x| is_productive(x, productive)),
         Expr::Repeat { expr, min, .. } => *min == 0 || is_productive(expr, productive),
         Expr::Ref(r) => productive[*r as usize],
+        // Decided exactly once the lexeme DFA is built (empty ones are
+        // trimmed then).
+        Expr::And(_) | Expr::Not(_) => true,
     }
 }
 
@@ -170,6 +173,8 @@ pub fn simplify(e: &Expr, productive: &[bool]) -> Expr {
                 _ => Expr::repeat(inner, *min, *max),
             }
         }
+        Expr::And(v) => Expr::and(v.iter().map(|x| simplify(x, productive)).collect()),
+        Expr::Not(x) => Expr::not(simplify(x, productive)),
         other => other.clone(),
     }
 }
@@ -220,6 +225,8 @@ fn has_loop(e: &Expr, looping: &[bool]) -> bool {
     match e {
         Expr::Ref(r) => looping[*r as usize],
         Expr::Repeat { expr, min, max } => is_loopish(*min, *max) || has_loop(expr, looping),
+        // Boolean operations are only done on DFAs: always a lexeme.
+        Expr::And(_) | Expr::Not(_) => true,
         _ => {
             let mut found = false;
             e.for_each_child(|c| found |= has_loop(c, looping));
@@ -294,6 +301,8 @@ pub fn expand(e: &Expr, g: &Grammar) -> Expr {
         Expr::Seq(v) => Expr::Seq(v.iter().map(|x| expand(x, g)).collect()),
         Expr::Alt(v) => Expr::Alt(v.iter().map(|x| expand(x, g)).collect()),
         Expr::Repeat { expr, min, max } => Expr::repeat(expand(expr, g), *min, *max),
+        Expr::And(v) => Expr::And(v.iter().map(|x| expand(x, g)).collect()),
+        Expr::Not(x) => Expr::not(expand(x, g)),
         other => other.clone(),
     }
 }

@@ -394,6 +394,7 @@ pub fn compile_ir(
         return Err(Error::limit("too many automaton states"));
     }
     budget.check(next as usize)?;
+    trim(&kinds, &mut structural)?;
     let nullable = compute_nullable(&kinds, &structural);
     let follow = compute_follow(&kinds, &structural, &nullable);
     let rules: Vec<CRule> = kinds
@@ -454,6 +455,65 @@ fn check_token_ids(e: &Expr, n: usize) -> Result<()> {
         }
     });
     res
+}
+
+/// Drops the edges into states that can never finish their rule (a lexeme
+/// whose intersection is empty, a rule that only calls such lexemes), so
+/// that every reachable item can be completed.
+fn trim(kinds: &[(String, RuleKind)], structural: &mut [SState]) -> Result<()> {
+    let mut rule_ok: Vec<bool> = kinds
+        .iter()
+        .map(|(_, k)| matches!(k, RuleKind::Lexeme { dfa, .. } if dfa.start != lexeme::DEAD))
+        .collect();
+    let mut state_ok = vec![false; structural.len()];
+    loop {
+        let mut changed = false;
+        for i in 0..structural.len() {
+            if state_ok[i] {
+                continue;
+            }
+            let s = &structural[i];
+            let ok = s.is_final
+                || s.bytes.iter().any(|&(_, _, t)| state_ok[t as usize])
+                || s.tokens.iter().any(|&(_, t)| state_ok[t as usize])
+                || s.calls
+                    .iter()
+                    .any(|&(r, t)| rule_ok[r as usize] && state_ok[t as usize]);
+            if ok {
+                state_ok[i] = true;
+                changed = true;
+            }
+        }
+        for (r, (_, k)) in kinds.iter().enumerate() {
+            if let RuleKind::Structural { start } = k {
+                if !rule_ok[r] && state_ok[*start as usize] {
+                    rule_ok[r] = true;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    if !rule_ok[0] {
+        return Err(Error::invalid(
+            "the grammar matches no string at all (every way through it needs an impossible part)",
+        ));
+    }
+    for s in structural.iter_mut() {
+        s.bytes.retain(|&(_, _, t)| state_ok[t as usize]);
+        s.tokens.retain(|&(_, t)| state_ok[t as usize]);
+        s.calls
+            .retain(|&(r, t)| rule_ok[r as usize] && state_ok[t as usize]);
+        s.direct_first = [0; 4];
+        for &(lo, hi, _) in &s.bytes {
+            for b in lo..=hi {
+                lexeme::byteset_insert(&mut s.direct_first, b);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Which compiled rules match the empty string.

@@ -133,6 +133,11 @@ impl<'a> RtnBuilder<'a> {
                 self.states[from as usize].calls.push((*r, next));
                 next
             }
+            Expr::And(_) | Expr::Not(_) => {
+                return Err(Error::unsupported(
+                    "intersection and complement are only supported on regular parts",
+                ))
+            }
             Expr::Token(ts) => {
                 let idx = match self.token_sets.iter().position(|t| t == ts) {
                     Some(i) => i,

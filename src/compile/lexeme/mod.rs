@@ -21,6 +21,8 @@ use crate::error::{Error, Result};
 use crate::ir::{CharClass, Expr};
 use crate::matcher::tokens::TokenInfo;
 
+mod boolean;
+
 /// No transition.
 pub const DEAD: u32 = u32::MAX;
 
@@ -79,12 +81,21 @@ pub struct LexemeCache {
 impl LexemeCache {
     /// The lexeme for `expr`, built on first use.
     pub fn get_or_build(&self, expr: &Expr, limits: &DfaLimits) -> Result<Arc<LexemeDfa>> {
-        let hir = to_hir(expr);
-        let key = hir.to_string();
+        let boolean = has_boolean(expr);
+        let key = if boolean {
+            format!("{expr:?}")
+        } else {
+            to_hir(expr).to_string()
+        };
         if let Some(l) = self.map.lock().unwrap().get(&key) {
             return Ok(l.clone());
         }
-        let built = Arc::new(build_dfa(&hir, key.clone(), limits)?);
+        let table = if boolean {
+            boolean::table_of(expr, limits)?
+        } else {
+            table_from_hir(&to_hir(expr), &key, limits)?
+        };
+        let built = Arc::new(LexemeDfa::from_table(table, key.clone()));
         let mut map = self.map.lock().unwrap();
         Ok(map.entry(key).or_insert(built).clone())
     }
@@ -128,7 +139,7 @@ pub fn to_hir(expr: &Expr) -> Hir {
             greedy: true,
             sub: Box::new(to_hir(expr)),
         }),
-        Expr::Ref(_) | Expr::Token(_) => {
+        Expr::Ref(_) | Expr::Token(_) | Expr::And(_) | Expr::Not(_) => {
             unreachable!("lexemes are built from expanded regular expressions")
         }
     }
@@ -147,11 +158,44 @@ fn class_hir(c: &CharClass) -> Hir {
     Hir::class(hir::Class::Unicode(hir::ClassUnicode::new(ranges)))
 }
 
-fn build_dfa(hir: &Hir, key: String, limits: &DfaLimits) -> Result<LexemeDfa> {
+/// A DFA under construction: byte classes, a dense transition table and
+/// final flags. State 0 is the start; [`DEAD`] is the absent state.
+#[derive(Clone, Debug)]
+pub struct Table {
+    pub classes: [u8; 256],
+    pub num_classes: usize,
+    pub trans: Vec<u32>,
+    pub is_final: Vec<bool>,
+}
+
+impl Table {
+    pub fn num_states(&self) -> usize {
+        self.is_final.len()
+    }
+
+    #[inline]
+    pub fn next(&self, s: u32, b: u8) -> u32 {
+        self.trans[s as usize * self.num_classes + self.classes[b as usize] as usize]
+    }
+
+    /// One representative byte per class.
+    pub fn class_reps(&self) -> Vec<u8> {
+        let mut reps: Vec<u8> = Vec::new();
+        for b in 0..=255u8 {
+            if self.classes[b as usize] as usize >= reps.len() {
+                reps.push(b);
+            }
+        }
+        reps
+    }
+}
+
+/// A DFA built by `regex-automata` from HIR, as a [`Table`].
+pub fn table_from_hir(hir: &Hir, key: &str, limits: &DfaLimits) -> Result<Table> {
     let limit_err = |what: &str, e: &dyn std::fmt::Display| {
         Error::limit(format!(
             "lexeme automaton too large ({what}: {e}); the regular expression is {}",
-            truncate(&key, 200)
+            truncate(key, 200)
         ))
     };
     let nfa = thompson::Compiler::new()
@@ -195,80 +239,99 @@ fn build_dfa(hir: &Hir, key: String, limits: &DfaLimits) -> Result<LexemeDfa> {
     let mut ids: HashMap<regex_automata::util::primitives::StateID, u32> = HashMap::new();
     let mut order = vec![start];
     ids.insert(start, 0);
-    let mut rows: Vec<Vec<Option<regex_automata::util::primitives::StateID>>> = Vec::new();
+    let mut trans: Vec<u32> = Vec::new();
     let mut i = 0;
     while i < order.len() {
         let s = order[i];
-        let mut row = Vec::with_capacity(num_classes);
         for &b in &reps {
             let t = dfa.next_state(s, b);
             if dfa.is_dead_state(t) || dfa.is_quit_state(t) {
-                row.push(None);
+                trans.push(DEAD);
             } else {
-                if !ids.contains_key(&t) {
-                    ids.insert(t, order.len() as u32);
+                let next = order.len() as u32;
+                let id = *ids.entry(t).or_insert(next);
+                if id == next {
                     order.push(t);
                 }
-                row.push(Some(t));
+                trans.push(id);
             }
         }
-        rows.push(row);
         i += 1;
     }
-    let n = order.len();
-    let is_final: Vec<bool> = order
+    let is_final = order
         .iter()
         .map(|&s| dfa.is_match_state(dfa.next_eoi_state(s)))
         .collect();
-    let mut trans = vec![DEAD; n * num_classes];
-    for (si, row) in rows.iter().enumerate() {
-        for (c, t) in row.iter().enumerate() {
-            if let Some(t) = t {
-                trans[si * num_classes + c] = ids[t];
-            }
-        }
-    }
-    // Keep only states from which a match is reachable.
-    let mut live = is_final.clone();
-    loop {
-        let mut changed = false;
-        for s in 0..n {
-            if !live[s]
-                && trans[s * num_classes..(s + 1) * num_classes]
-                    .iter()
-                    .any(|&t| t != DEAD && live[t as usize])
-            {
-                live[s] = true;
-                changed = true;
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
-    for t in trans.iter_mut() {
-        if *t != DEAD && !live[*t as usize] {
-            *t = DEAD;
-        }
-    }
-    let mut first_bytes = vec![[0u64; 4]; n];
-    for (s, fb) in first_bytes.iter_mut().enumerate() {
-        for b in 0..=255u8 {
-            if trans[s * num_classes + classes[b as usize] as usize] != DEAD {
-                byteset_insert(fb, b);
-            }
-        }
-    }
-    Ok(LexemeDfa {
-        key,
+    Ok(Table {
         classes,
         num_classes,
         trans,
         is_final,
-        first_bytes,
-        start: if live[0] { 0 } else { DEAD },
-        infos: Mutex::new(HashMap::new()),
     })
+}
+
+impl LexemeDfa {
+    /// The lexeme of a table: states that cannot reach a final state
+    /// become [`DEAD`].
+    pub fn from_table(t: Table, key: String) -> LexemeDfa {
+        let Table {
+            classes,
+            num_classes,
+            mut trans,
+            is_final,
+        } = t;
+        let n = is_final.len();
+        let mut live = is_final.clone();
+        loop {
+            let mut changed = false;
+            for s in 0..n {
+                if !live[s]
+                    && trans[s * num_classes..(s + 1) * num_classes]
+                        .iter()
+                        .any(|&t| t != DEAD && live[t as usize])
+                {
+                    live[s] = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        for t in trans.iter_mut() {
+            if *t != DEAD && !live[*t as usize] {
+                *t = DEAD;
+            }
+        }
+        let mut first_bytes = vec![[0u64; 4]; n];
+        for (s, fb) in first_bytes.iter_mut().enumerate() {
+            for b in 0..=255u8 {
+                if trans[s * num_classes + classes[b as usize] as usize] != DEAD {
+                    byteset_insert(fb, b);
+                }
+            }
+        }
+        LexemeDfa {
+            key,
+            classes,
+            num_classes,
+            trans,
+            is_final,
+            first_bytes,
+            start: if n > 0 && live[0] { 0 } else { DEAD },
+            infos: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+/// The expression uses intersection or complement somewhere.
+pub fn has_boolean(e: &Expr) -> bool {
+    if matches!(e, Expr::And(_) | Expr::Not(_)) {
+        return true;
+    }
+    let mut found = false;
+    e.for_each_child(|c| found |= has_boolean(c));
+    found
 }
 
 fn truncate(s: &str, n: usize) -> String {
@@ -303,13 +366,19 @@ mod tests {
 
     #[test]
     fn dfa_keeps_all_matches_and_utf8() {
+        let build = |e: &Expr| {
+            LexemeDfa::from_table(
+                table_from_hir(&to_hir(e), "k", &DfaLimits::default()).unwrap(),
+                "k".into(),
+            )
+        };
         let e = Expr::alt(vec![Expr::literal("a"), Expr::literal("ab")]);
-        let d = build_dfa(&to_hir(&e), "k".into(), &DfaLimits::default()).unwrap();
+        let d = build(&e);
         assert_eq!(run(&d, b"a"), Some(true));
         assert_eq!(run(&d, b"ab"), Some(true));
         assert_eq!(run(&d, b"abc"), None);
         let e = Expr::star(Expr::Class(CharClass::any()));
-        let d = build_dfa(&to_hir(&e), "k".into(), &DfaLimits::default()).unwrap();
+        let d = build(&e);
         assert_eq!(run(&d, "é".as_bytes()), Some(true));
         assert_eq!(run(&d, &"é".as_bytes()[..1]), Some(false));
         assert_eq!(run(&d, b"\xff"), None);

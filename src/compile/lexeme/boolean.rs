@@ -1,0 +1,374 @@
+//! Intersection and complement of regular expressions, done on DFAs.
+//!
+//! `regex-automata` builds DFAs for plain regular expressions; JSON Schema
+//! needs more (a string with both a `pattern` and a `maxLength`, property
+//! names that match none of the listed ones, `not`). Such expressions are
+//! built bottom-up: plain parts by `regex-automata`, `And` as a product of
+//! DFAs, `Not` as the complement within valid UTF-8 text, and sequences,
+//! alternations and repetitions around them by subset construction over an
+//! NFA that embeds the sub-DFAs.
+
+use std::collections::HashMap;
+
+use super::{has_boolean, table_from_hir, to_hir, DfaLimits, Table, DEAD};
+use crate::error::{Error, Result};
+use crate::ir::{CharClass, Expr};
+
+/// Most DFA states a boolean construction may create.
+const MAX_STATES: usize = 200_000;
+
+fn too_large() -> Error {
+    Error::limit(format!(
+        "a regular expression with intersection or complement needs more than {MAX_STATES} DFA states"
+    ))
+}
+
+/// The DFA of any regular expression, boolean operators included.
+pub fn table_of(e: &Expr, limits: &DfaLimits) -> Result<Table> {
+    if !has_boolean(e) {
+        return table_from_hir(&to_hir(e), &format!("{e:?}"), limits);
+    }
+    match e {
+        Expr::And(v) => {
+            let mut acc = table_of(&v[0], limits)?;
+            for x in &v[1..] {
+                let t = table_of(x, limits)?;
+                acc = product(&acc, &t)?;
+            }
+            Ok(acc)
+        }
+        Expr::Not(x) => {
+            let t = table_of(x, limits)?;
+            let any = table_from_hir(
+                &to_hir(&Expr::star(Expr::Class(CharClass::any()))),
+                "any*",
+                limits,
+            )?;
+            product(&complement(&t), &any)
+        }
+        _ => {
+            let mut nfa = Nfa::default();
+            let start = nfa.add();
+            let end = nfa.build(e, start, limits)?;
+            nfa.determinize(start, end)
+        }
+    }
+}
+
+/// Same language, complemented over all byte strings (a total DFA with the
+/// final flags flipped).
+fn complement(t: &Table) -> Table {
+    let n = t.num_states();
+    let sink = n as u32;
+    let mut trans: Vec<u32> = t
+        .trans
+        .iter()
+        .map(|&x| if x == DEAD { sink } else { x })
+        .collect();
+    trans.extend(std::iter::repeat_n(sink, t.num_classes));
+    let mut is_final: Vec<bool> = t.is_final.iter().map(|f| !f).collect();
+    is_final.push(true);
+    Table {
+        classes: t.classes,
+        num_classes: t.num_classes,
+        trans,
+        is_final,
+    }
+}
+
+/// Intersection: the product automaton, explored from the start pair.
+fn product(a: &Table, b: &Table) -> Result<Table> {
+    // Joint byte classes.
+    let mut pair_class: HashMap<(u8, u8), u8> = HashMap::new();
+    let mut classes = [0u8; 256];
+    let mut reps: Vec<u8> = Vec::new();
+    for byte in 0..=255u8 {
+        let key = (a.classes[byte as usize], b.classes[byte as usize]);
+        let next = pair_class.len();
+        let c = *pair_class.entry(key).or_insert(next as u8);
+        if c as usize == reps.len() {
+            reps.push(byte);
+        }
+        classes[byte as usize] = c;
+    }
+    let num_classes = reps.len();
+    let mut ids: HashMap<(u32, u32), u32> = HashMap::new();
+    let mut order = vec![(0u32, 0u32)];
+    ids.insert((0, 0), 0);
+    let mut trans = Vec::new();
+    let mut is_final = Vec::new();
+    let mut i = 0;
+    while i < order.len() {
+        let (sa, sb) = order[i];
+        is_final.push(a.is_final[sa as usize] && b.is_final[sb as usize]);
+        for &byte in &reps {
+            let (ta, tb) = (a.next(sa, byte), b.next(sb, byte));
+            if ta == DEAD || tb == DEAD {
+                trans.push(DEAD);
+                continue;
+            }
+            let next = order.len() as u32;
+            let id = *ids.entry((ta, tb)).or_insert(next);
+            if id == next {
+                if order.len() >= MAX_STATES {
+                    return Err(too_large());
+                }
+                order.push((ta, tb));
+            }
+            trans.push(id);
+        }
+        i += 1;
+    }
+    Ok(Table {
+        classes,
+        num_classes,
+        trans,
+        is_final,
+    })
+}
+
+#[derive(Default)]
+struct NState {
+    eps: Vec<u32>,
+    /// `(lo, hi, target)`
+    edges: Vec<(u8, u8, u32)>,
+}
+
+#[derive(Default)]
+struct Nfa {
+    states: Vec<NState>,
+}
+
+impl Nfa {
+    fn add(&mut self) -> u32 {
+        self.states.push(NState::default());
+        (self.states.len() - 1) as u32
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.states.len() > MAX_STATES {
+            Err(too_large())
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Thompson construction from `from`; returns the end state.
+    fn build(&mut self, e: &Expr, from: u32, limits: &DfaLimits) -> Result<u32> {
+        self.check()?;
+        match e {
+            Expr::Seq(v) if has_boolean(e) => {
+                let mut cur = from;
+                for x in v {
+                    cur = self.build(x, cur, limits)?;
+                }
+                Ok(cur)
+            }
+            Expr::Alt(v) if has_boolean(e) => {
+                let end = self.add();
+                for x in v {
+                    let s = self.add();
+                    self.states[from as usize].eps.push(s);
+                    let t = self.build(x, s, limits)?;
+                    self.states[t as usize].eps.push(end);
+                }
+                Ok(end)
+            }
+            Expr::Repeat { expr, min, max } if has_boolean(e) => {
+                let mut cur = from;
+                for _ in 0..*min {
+                    let s = self.add();
+                    self.states[cur as usize].eps.push(s);
+                    cur = self.build(expr, s, limits)?;
+                }
+                match max {
+                    None => {
+                        let head = self.add();
+                        self.states[cur as usize].eps.push(head);
+                        let t = self.build(expr, head, limits)?;
+                        self.states[t as usize].eps.push(head);
+                        Ok(head)
+                    }
+                    Some(max) => {
+                        let end = self.add();
+                        self.states[cur as usize].eps.push(end);
+                        for _ in *min..*max {
+                            let s = self.add();
+                            self.states[cur as usize].eps.push(s);
+                            cur = self.build(expr, s, limits)?;
+                            self.states[cur as usize].eps.push(end);
+                        }
+                        Ok(end)
+                    }
+                }
+            }
+            _ => {
+                let t = table_of(e, limits)?;
+                Ok(self.embed(&t, from))
+            }
+        }
+    }
+
+    /// Copies a DFA in; returns the end state its final states lead to.
+    fn embed(&mut self, t: &Table, from: u32) -> u32 {
+        let base = self.states.len() as u32;
+        for _ in 0..t.num_states() {
+            self.add();
+        }
+        let end = self.add();
+        self.states[from as usize].eps.push(base);
+        for s in 0..t.num_states() as u32 {
+            let mut b = 0usize;
+            while b < 256 {
+                let target = t.next(s, b as u8);
+                let mut hi = b;
+                while hi + 1 < 256 && t.next(s, (hi + 1) as u8) == target {
+                    hi += 1;
+                }
+                if target != DEAD {
+                    self.states[(base + s) as usize]
+                        .edges
+                        .push((b as u8, hi as u8, base + target));
+                }
+                b = hi + 1;
+            }
+            if t.is_final[s as usize] {
+                self.states[(base + s) as usize].eps.push(end);
+            }
+        }
+        end
+    }
+
+    fn closure(&self, set: &mut Vec<u32>) {
+        let mut i = 0;
+        while i < set.len() {
+            let s = set[i] as usize;
+            for &t in &self.states[s].eps {
+                if !set.contains(&t) {
+                    set.push(t);
+                }
+            }
+            i += 1;
+        }
+        set.sort_unstable();
+        set.dedup();
+    }
+
+    /// Subset construction.
+    fn determinize(&self, start: u32, end: u32) -> Result<Table> {
+        // Byte classes from the edge boundaries.
+        let mut cut = [false; 257];
+        cut[0] = true;
+        cut[256] = true;
+        for st in &self.states {
+            for &(lo, hi, _) in &st.edges {
+                cut[lo as usize] = true;
+                cut[hi as usize + 1] = true;
+            }
+        }
+        let mut classes = [0u8; 256];
+        let mut reps = Vec::new();
+        let mut c: i32 = -1;
+        for b in 0..256 {
+            if cut[b] {
+                c += 1;
+                reps.push(b as u8);
+            }
+            classes[b] = c as u8;
+        }
+        let num_classes = reps.len();
+        let mut first = vec![start];
+        self.closure(&mut first);
+        let mut ids: HashMap<Vec<u32>, u32> = HashMap::new();
+        ids.insert(first.clone(), 0);
+        let mut order = vec![first];
+        let mut trans = Vec::new();
+        let mut is_final = Vec::new();
+        let mut i = 0;
+        while i < order.len() {
+            is_final.push(order[i].contains(&end));
+            for &b in &reps {
+                let mut next: Vec<u32> = Vec::new();
+                for &s in &order[i] {
+                    for &(lo, hi, t) in &self.states[s as usize].edges {
+                        if lo <= b && b <= hi {
+                            next.push(t);
+                        }
+                    }
+                }
+                if next.is_empty() {
+                    trans.push(DEAD);
+                    continue;
+                }
+                self.closure(&mut next);
+                let id = match ids.get(&next) {
+                    Some(&id) => id,
+                    None => {
+                        if order.len() >= MAX_STATES {
+                            return Err(too_large());
+                        }
+                        let id = order.len() as u32;
+                        ids.insert(next.clone(), id);
+                        order.push(next);
+                        id
+                    }
+                };
+                trans.push(id);
+            }
+            i += 1;
+        }
+        Ok(Table {
+            classes,
+            num_classes,
+            trans,
+            is_final,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::LexemeDfa;
+    use super::*;
+
+    fn accepts(d: &LexemeDfa, s: &str) -> bool {
+        let mut st = d.start;
+        for &b in s.as_bytes() {
+            if st == DEAD {
+                return false;
+            }
+            st = d.next(st, b);
+        }
+        st != DEAD && d.is_final[st as usize]
+    }
+
+    fn dfa(e: &Expr) -> LexemeDfa {
+        LexemeDfa::from_table(table_of(e, &DfaLimits::default()).unwrap(), "t".into())
+    }
+
+    #[test]
+    fn intersection_complement_and_sequences() {
+        let lower = Expr::star(Expr::Class(CharClass::from_ranges([(97, 122)])));
+        let len2to3 = Expr::repeat(Expr::Class(CharClass::any()), 2, Some(3));
+        let both = Expr::and(vec![lower.clone(), len2to3]);
+        let d = dfa(&both);
+        assert!(accepts(&d, "ab") && accepts(&d, "abc"));
+        assert!(!accepts(&d, "a") && !accepts(&d, "abcd") && !accepts(&d, "aB"));
+        // Quoted, and not one of two names.
+        let names = Expr::alt(vec![Expr::literal("id"), Expr::literal("name")]);
+        let key = Expr::seq(vec![
+            Expr::literal("\""),
+            Expr::and(vec![lower, Expr::not(names)]),
+            Expr::literal("\""),
+        ]);
+        let d = dfa(&key);
+        assert!(accepts(&d, "\"x\"") && accepts(&d, "\"ids\"") && accepts(&d, "\"\""));
+        assert!(!accepts(&d, "\"id\"") && !accepts(&d, "\"name\""));
+        // The complement stays within valid UTF-8.
+        let d = dfa(&Expr::not(Expr::literal("a")));
+        assert!(accepts(&d, "é") && accepts(&d, "") && !accepts(&d, "a"));
+        let mut st = d.start;
+        st = d.next(st, 0xff);
+        assert_eq!(st, DEAD);
+    }
+}
