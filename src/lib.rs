@@ -7,12 +7,15 @@
 
 pub mod compile;
 pub mod error;
+pub mod ffi;
 pub mod gbnf;
 pub mod ir;
+pub mod json_schema;
 pub mod matcher;
+pub mod regex;
 pub mod vocab;
 
 pub use compile::{compile, CompileOptions, CompiledGrammar, Kind};
 pub use error::{Error, ErrorKind, Result};
-pub use vocab::{Vocab, TOKEN_SPECIAL};
 pub use matcher::Matcher;
+pub use vocab::{Vocab, TOKEN_SPECIAL};

@@ -663,3 +663,11 @@ pub fn compile(
     };
     compile_ir(vocab, &grammar, &IrOptions::from(options))
 }
+
+fn json_options(o: &CompileOptions) -> crate::json_schema::JsonOptions {
+    crate::json_schema::JsonOptions {
+        compact: o.flags & FLAG_JSON_COMPACT != 0,
+        max_whitespace: o.json_max_whitespace,
+        no_extra_properties: o.flags & FLAG_JSON_NO_EXTRA_PROPERTIES != 0,
+    }
+}
