@@ -655,11 +655,9 @@ pub fn compile(
             }
             g
         }
-        other => {
-            return Err(Error::unsupported(format!(
-                "{other:?} is not supported yet"
-            )))
-        }
+        Kind::JsonSchema => crate::json_schema::to_grammar(text, &json_options(options))?,
+        Kind::AnyJson => crate::json_schema::any_json_grammar(&json_options(options))?,
+        Kind::Regex => crate::regex::regex_grammar(text)?,
     };
     compile_ir(vocab, &grammar, &IrOptions::from(options))
 }
