@@ -249,11 +249,37 @@ impl Expr {
     }
 }
 
+/// Whether a rule should become a lexeme (one DFA, its token sets shared
+/// and precomputed) or a parser rule. Front ends that know their grammar's
+/// shape say so; `Auto` lets the compiler decide from the rule's form.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum LexemeHint {
+    /// Regular rules with loops become lexemes, up to a size.
+    #[default]
+    Auto,
+    /// A lexeme whenever the rule is regular.
+    Always,
+    /// Never a lexeme (nor inlined into one): a parser rule whose own
+    /// loops may still become lexemes.
+    Never,
+}
+
 /// One named rule.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rule {
     pub name: String,
     pub body: Expr,
+    pub lexeme: LexemeHint,
+}
+
+impl Rule {
+    pub fn new(name: impl Into<String>, body: Expr) -> Rule {
+        Rule {
+            name: name.into(),
+            body,
+            lexeme: LexemeHint::Auto,
+        }
+    }
 }
 
 /// A whole grammar: rules and the start rule.
@@ -287,15 +313,16 @@ impl GrammarBuilder {
 
     /// A new rule with an empty-language body, to be set later.
     pub fn add_rule(&mut self, name: impl Into<String>) -> RuleId {
-        self.rules.push(Rule {
-            name: name.into(),
-            body: Expr::Nothing,
-        });
+        self.rules.push(Rule::new(name, Expr::Nothing));
         (self.rules.len() - 1) as RuleId
     }
 
     pub fn set_body(&mut self, id: RuleId, body: Expr) {
         self.rules[id as usize].body = body;
+    }
+
+    pub fn set_lexeme_hint(&mut self, id: RuleId, hint: LexemeHint) {
+        self.rules[id as usize].lexeme = hint;
     }
 
     pub fn rule(&self, id: RuleId) -> &Rule {

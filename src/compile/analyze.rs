@@ -3,13 +3,17 @@
 //! parser rule).
 
 use crate::error::{Error, Result};
-use crate::ir::{Expr, Grammar, RuleId};
+use crate::ir::{Expr, Grammar, LexemeHint, RuleId};
 
 /// Expressions up to this size (after inlining) with no loop are copied
 /// into their callers instead of becoming lexemes of their own.
 pub const INLINE_MAX_SIZE: usize = 48;
 /// Regular rules larger than this (after inlining) stay parser rules.
 pub const LEXEME_MAX_SIZE: usize = 50_000;
+/// Without a hint, regular rules larger than this stay parser rules (their
+/// loops still become lexemes): one giant DFA would give every position
+/// its own token sets instead of sharing them.
+pub const AUTO_LEXEME_MAX_SIZE: usize = 2_000;
 
 /// How a rule is compiled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,6 +28,8 @@ pub enum RuleClass {
 
 pub struct Analysis {
     pub productive: Vec<bool>,
+    /// Regular and allowed inside a lexeme (no recursion, no token element,
+    /// not hinted `Never`, and the same for every rule it refers to).
     pub regular: Vec<bool>,
     pub class: Vec<RuleClass>,
 }
@@ -66,6 +72,7 @@ pub fn analyze(g: &Grammar) -> Result<Analysis> {
         for &r in comp {
             let r = r as usize;
             regular[r] = !cyclic
+                && g.rules[r].lexeme != LexemeHint::Never
                 && !has_token(&g.rules[r].body)
                 && refs[r].iter().all(|&c| regular[c as usize]);
         }
@@ -84,9 +91,13 @@ pub fn analyze(g: &Grammar) -> Result<Analysis> {
     }
     let class = (0..n)
         .map(|r| {
-            if !regular[r] || exp_size[r] > LEXEME_MAX_SIZE {
+            let hint = g.rules[r].lexeme;
+            if !regular[r]
+                || exp_size[r] > LEXEME_MAX_SIZE
+                || (hint == LexemeHint::Auto && exp_size[r] > AUTO_LEXEME_MAX_SIZE)
+            {
                 RuleClass::Structural
-            } else if looping[r] || exp_size[r] > INLINE_MAX_SIZE {
+            } else if hint == LexemeHint::Always || looping[r] || exp_size[r] > INLINE_MAX_SIZE {
                 RuleClass::Lexeme
             } else {
                 RuleClass::Inline
@@ -354,9 +365,6 @@ mod tests {
         assert_eq!(a.class[kw as usize], RuleClass::Inline);
         assert!(!a.productive[dead as usize]);
         assert!(a.productive[root as usize]);
-        let _ = Rule {
-            name: String::new(),
-            body: Expr::Empty,
-        };
+        let _ = Rule::new("", Expr::Empty);
     }
 }
