@@ -2,7 +2,11 @@
 //!
 //! ```text
 //! cgram-bench gbnf --tokenizer tokenizer.json --grammar json.gbnf TEXT_FILE...
+//! cgram-bench maskbench --tokenizer tokenizer.json [--limit N] [--filter PREFIX]
+//!             [--compact] [--strict] [--verbose] DIR
 //! ```
+//!
+//! `maskbench` runs a MaskBench-format directory (see [`maskbench`]).
 //!
 //! Each text file is tokenized with the `tokenizers` crate and walked token
 //! by token: before each token the mask is filled (one TBM sample) and the
@@ -16,14 +20,57 @@ use std::time::Instant;
 
 use cgram::{CompileOptions, Kind, Matcher, Vocab};
 
+mod maskbench;
+mod pyjson;
+
 fn usage() -> ! {
     eprintln!(
-        "usage: cgram-bench gbnf --tokenizer T.json --grammar G.gbnf [--root NAME] [--repeat N] TEXT_FILE..."
+        "usage: cgram-bench gbnf --tokenizer T.json --grammar G.gbnf [--root NAME] [--repeat N] TEXT_FILE...\n       cgram-bench maskbench --tokenizer T.json [--limit N] [--filter PREFIX] [--compact] [--strict] [--verbose] DIR"
     );
     std::process::exit(2)
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
+fn maskbench_main(args: &[String]) {
+    let mut opts = maskbench::Options {
+        dir: PathBuf::new(),
+        tokenizer: PathBuf::new(),
+        limit: None,
+        filter: Vec::new(),
+        compact: false,
+        flags: 0,
+        verbose: false,
+    };
+    let mut i = 0;
+    while i < args.len() {
+        let value = || args.get(i + 1).cloned().unwrap_or_else(|| usage());
+        match args[i].as_str() {
+            "--tokenizer" => {
+                opts.tokenizer = value().into();
+                i += 1;
+            }
+            "--limit" => {
+                opts.limit = Some(value().parse().unwrap_or_else(|_| usage()));
+                i += 1;
+            }
+            "--filter" => {
+                opts.filter.push(value());
+                i += 1;
+            }
+            "--compact" => opts.compact = true,
+            "--strict" => opts.flags |= cgram::compile::FLAG_JSON_NO_EXTRA_PROPERTIES,
+            "--verbose" => opts.verbose = true,
+            a if a.starts_with("--") => usage(),
+            a => opts.dir = a.into(),
+        }
+        i += 1;
+    }
+    if opts.dir.as_os_str().is_empty() || opts.tokenizer.as_os_str().is_empty() {
+        usage();
+    }
+    maskbench::run(&opts);
+}
+
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
     }
@@ -31,7 +78,7 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[i]
 }
 
-fn print_stats(name: &str, mut v: Vec<f64>) {
+pub fn print_stats(name: &str, mut v: Vec<f64>) {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     println!(
         "{name:<6} n={:<7} p50={:>9.2} p90={:>9.2} p99={:>9.2} p99.9={:>9.2} max={:>9.2} (us)",
@@ -46,8 +93,10 @@ fn print_stats(name: &str, mut v: Vec<f64>) {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) != Some("gbnf") {
-        usage();
+    match args.first().map(String::as_str) {
+        Some("gbnf") => {}
+        Some("maskbench") => return maskbench_main(&args[1..]),
+        _ => usage(),
     }
     let mut tokenizer = None;
     let mut grammar = None;

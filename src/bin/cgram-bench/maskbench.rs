@@ -1,0 +1,258 @@
+//! The MaskBench runner: every schema of a MaskBench-format directory is
+//! compiled, every instance serialized as MaskBench does (Python
+//! `json.dumps`), tokenized, and walked token by token through
+//! `fill_mask` / `accept`; prints correctness counts and TBM/TTFM
+//! percentiles.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use cgram::{CompileOptions, Kind, Matcher, Vocab};
+use serde_json::value::RawValue;
+
+use crate::{print_stats, pyjson};
+
+pub struct Options {
+    pub dir: PathBuf,
+    pub tokenizer: PathBuf,
+    pub limit: Option<usize>,
+    pub filter: Vec<String>,
+    pub compact: bool,
+    pub flags: u32,
+    pub verbose: bool,
+}
+
+#[derive(Default)]
+struct Totals {
+    schemas: usize,
+    compiled: usize,
+    passing: usize,
+    compile_errors: BTreeMap<String, usize>,
+    validation_errors: usize,
+    invalidation_errors: usize,
+    failed_files: Vec<String>,
+    ttfm_us: Vec<f64>,
+    tbm_us: Vec<f64>,
+    tokens: usize,
+}
+
+/// The reason of a compile error without its particulars (names, pointers,
+/// numbers), for grouping.
+fn reason(msg: &str) -> String {
+    let mut out = String::new();
+    let mut in_quote = false;
+    for c in msg.chars() {
+        match c {
+            '"' | '\'' | '`' => {
+                in_quote = !in_quote;
+                if in_quote {
+                    out.push('…');
+                }
+            }
+            _ if in_quote => {}
+            '0'..='9' => {
+                if !out.ends_with('#') {
+                    out.push('#');
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    let mut words: Vec<&str> = out
+        .split_whitespace()
+        .filter(|w| !w.starts_with('/') && !w.starts_with("#/"))
+        .collect();
+    words.truncate(14);
+    words.join(" ")
+}
+
+fn files(opts: &Options) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&opts.dir)
+        .unwrap_or_else(|e| {
+            eprintln!("reading {}: {e}", opts.dir.display());
+            std::process::exit(1)
+        })
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            opts.filter.is_empty() || opts.filter.iter().any(|f| name.starts_with(f.as_str()))
+        })
+        .collect();
+    v.sort();
+    if let Some(n) = opts.limit {
+        v.truncate(n);
+    }
+    v
+}
+
+pub fn run(opts: &Options) {
+    let t0 = Instant::now();
+    let vocab = Arc::new(
+        Vocab::from_tokenizer_json(&opts.tokenizer).unwrap_or_else(|e| {
+            eprintln!("loading {}: {e}", opts.tokenizer.display());
+            std::process::exit(1)
+        }),
+    );
+    println!(
+        "vocab: {} tokens, loaded in {:.1} ms",
+        vocab.len(),
+        t0.elapsed().as_secs_f64() * 1e3
+    );
+    let tok = tokenizers::Tokenizer::from_file(&opts.tokenizer).unwrap_or_else(|e| {
+        eprintln!("tokenizers: {e}");
+        std::process::exit(1)
+    });
+    let mut t = Totals::default();
+    let mut mask = vec![0u32; vocab.mask_words()];
+    let files = files(opts);
+    for (k, path) in files.iter().enumerate() {
+        if k % 500 == 0 && k > 0 {
+            eprintln!("[{k}/{}]", files.len());
+        }
+        run_file(path, opts, &vocab, &tok, &mut mask, &mut t);
+    }
+    println!(
+        "schemas: {}  compiled: {}  passing: {} ({:.1}%)  compile errors: {}  validation errors: {}  invalidation errors: {}",
+        t.schemas,
+        t.compiled,
+        t.passing,
+        100.0 * t.passing as f64 / t.schemas.max(1) as f64,
+        t.schemas - t.compiled,
+        t.validation_errors,
+        t.invalidation_errors
+    );
+    println!("tokens walked: {}", t.tokens);
+    print_stats("TTFM", t.ttfm_us);
+    print_stats("TBM", t.tbm_us);
+    let mut errs: Vec<(&String, &usize)> = t.compile_errors.iter().collect();
+    errs.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    println!("compile errors by reason:");
+    for (r, n) in errs {
+        println!("  {n:>5}  {r}");
+    }
+    if !t.failed_files.is_empty() {
+        println!("schemas with validation/invalidation errors:");
+        for f in &t.failed_files {
+            println!("  {f}");
+        }
+    }
+}
+
+fn run_file(
+    path: &Path,
+    opts: &Options,
+    vocab: &Arc<Vocab>,
+    tok: &tokenizers::Tokenizer,
+    mask: &mut [u32],
+    t: &mut Totals,
+) {
+    let name = path.file_name().unwrap().to_string_lossy().to_string();
+    let text = match std::fs::read_to_string(path) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            return;
+        }
+    };
+    let Ok(top) = serde_json::from_str::<HashMap<String, Box<RawValue>>>(&text) else {
+        if opts.verbose {
+            eprintln!("{name}: not a MaskBench file");
+        }
+        return;
+    };
+    let Some(schema) = top.get("schema") else {
+        return;
+    };
+    let tests: Vec<HashMap<String, Box<RawValue>>> = top
+        .get("tests")
+        .and_then(|t| serde_json::from_str(t.get()).ok())
+        .unwrap_or_default();
+    t.schemas += 1;
+    // Instances: serialized and tokenized before timing.
+    let mut instances: Vec<(bool, Vec<u32>)> = Vec::new();
+    for test in &tests {
+        let valid = test.get("valid").is_some_and(|v| v.get() == "true");
+        let Some(data) = test.get("data") else {
+            continue;
+        };
+        let rendered = if opts.compact {
+            serde_json::from_str::<serde_json::Value>(data.get())
+                .map(|v| v.to_string())
+                .map_err(|e| e.to_string())
+        } else {
+            pyjson::dumps(data.get())
+        };
+        let Ok(rendered) = rendered else {
+            eprintln!("{name}: cannot serialize an instance");
+            continue;
+        };
+        let ids = tok.encode(rendered, false).unwrap().get_ids().to_vec();
+        instances.push((valid, ids));
+    }
+    let options = CompileOptions {
+        kind: Kind::JsonSchema,
+        flags: opts.flags,
+        ..Default::default()
+    };
+    let start = Instant::now();
+    let grammar = match cgram::compile(vocab, schema.get().as_bytes(), &options) {
+        Ok(g) => g,
+        Err(e) => {
+            if opts.verbose {
+                eprintln!("{name}: compile error: {e}");
+            }
+            *t.compile_errors.entry(reason(e.message())).or_default() += 1;
+            return;
+        }
+    };
+    let mut m = Matcher::new(grammar.clone());
+    if let Err(e) = m.fill_mask(mask) {
+        *t.compile_errors.entry(reason(e.message())).or_default() += 1;
+        return;
+    }
+    t.ttfm_us.push(start.elapsed().as_secs_f64() * 1e6);
+    t.compiled += 1;
+    let mut ok = true;
+    for (i, (valid, ids)) in instances.iter().enumerate() {
+        let mut m = Matcher::new(grammar.clone());
+        let mut accepted_all = true;
+        for &id in ids {
+            let s = Instant::now();
+            let r = m.fill_mask(mask);
+            t.tbm_us.push(s.elapsed().as_secs_f64() * 1e6);
+            t.tokens += 1;
+            if r.is_err() || mask[(id / 32) as usize] >> (id % 32) & 1 == 0 {
+                accepted_all = false;
+                break;
+            }
+            if m.accept(id).is_err() {
+                // The mask allowed a token that accept refuses: an engine bug.
+                eprintln!("{name}: test {i}: mask allowed token {id} that accept refused");
+                accepted_all = false;
+                break;
+            }
+        }
+        let passed = accepted_all && m.is_accepting();
+        if *valid && !passed {
+            t.validation_errors += 1;
+            ok = false;
+            if opts.verbose {
+                eprintln!("{name}: test {i}: valid instance rejected");
+            }
+        } else if !*valid && passed {
+            t.invalidation_errors += 1;
+            ok = false;
+            if opts.verbose {
+                eprintln!("{name}: test {i}: invalid instance accepted");
+            }
+        }
+    }
+    if ok {
+        t.passing += 1;
+    } else {
+        t.failed_files.push(name);
+    }
+}
