@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian machine with Rust, gcc and Python lacks for
+# cgram's scripts: cmake (C examples) and pkg-config. Does nothing when they
+# are there. Uses sudo only when not root.
+set -euo pipefail
+
+missing=()
+command -v cmake >/dev/null || missing+=(cmake)
+command -v pkg-config >/dev/null || missing+=(pkg-config)
+command -v cc >/dev/null || missing+=(gcc)
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+command -v apt-get >/dev/null || {
+  echo "install-deps.sh: please install: ${missing[*]} (no apt-get here)" >&2
+  exit 1
+}
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+echo "==> installing ${missing[*]} with apt-get"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq "${missing[@]}" >/dev/null

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# All the tests: formatting, lints, the Rust test suite (release), then the
+# C examples built with CMake from the installed package (scripts/demo.sh)
+# and a pkg-config build. Installs cmake / pkg-config when missing and
+# fetches the real tokenizers first. Every stage runs even if an earlier one
+# failed; the exit status is non-zero if any failed.
+set -uo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+failed=()
+passed=()
+
+stage() {
+  local name="$1"
+  shift
+  printf '\n======== %s: %s\n' "$name" "$*"
+  local start=$SECONDS
+  if "$@"; then
+    passed+=("$name")
+    printf -- '-------- %s passed (%ss)\n' "$name" $((SECONDS - start))
+  else
+    failed+=("$name")
+    printf -- '-------- %s FAILED (%ss)\n' "$name" $((SECONDS - start))
+  fi
+}
+
+pkg_config_build() {
+  # A C program built with the flags of the installed cgram.pc.
+  local prefix="${CGRAM_BUILD:-$root/build}/prefix" out="${CGRAM_BUILD:-$root/build}/pkgconfig-walk"
+  local flags
+  flags="$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs cgram)" || return 1
+  # shellcheck disable=SC2086
+  cc -std=c11 -Wall -Wextra -Werror -o "$out" c-examples/walk.c $flags -Wl,-rpath,"$prefix/lib" &&
+    { "$out" 2>&1 || true; } | grep -q usage
+}
+
+stage deps scripts/install-deps.sh
+stage tokenizers scripts/fetch-tokenizers.sh
+stage fmt cargo fmt --check
+stage clippy cargo clippy --all-targets -- -D warnings
+stage cargo-test cargo test --release
+stage c-examples scripts/demo.sh
+stage pkg-config pkg_config_build
+
+echo
+echo "test.sh: ${#passed[@]} stages passed (${passed[*]:-}), ${#failed[@]} failed (${failed[*]:-})"
+[ ${#failed[@]} -eq 0 ]

@@ -1,0 +1,1189 @@
+//! The C API: the thin boundary between C callers and the safe Rust API.
+//!
+//! Every entry point checks its arguments (NULL pointers, lengths, token ids,
+//! UTF-8), converts them, calls the safe API and converts the result back.
+//! Nothing else lives here. No panic crosses the boundary: each call runs
+//! under `catch_unwind`, and a panic becomes `CG_ERR_INTERNAL` with the panic
+//! message in [`cg_last_error`].
+//!
+//! `include/cgram.h` is generated from this file by cbindgen
+//! (`scripts/gen-header.sh`), so the doc comments below are the C
+//! documentation: they are written for C programmers. The functions are
+//! `unsafe` for Rust callers because they take raw pointers; each one's
+//! comment states what its pointers must be.
+
+#![allow(non_camel_case_types)]
+#![allow(clippy::missing_safety_doc)]
+
+use std::cell::RefCell;
+use std::ffi::{c_char, c_int, CStr, CString};
+use std::mem::{offset_of, size_of};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr;
+use std::slice;
+use std::sync::Arc;
+
+use crate::compile::{
+    self, CompileOptions, CompiledGrammar, Kind, DEFAULT_MAX_COMPILE_MS, DEFAULT_MAX_STATES,
+    FLAG_GBNF_ALLOW_LEFT_RECURSION, FLAG_JSON_COMPACT, FLAG_JSON_NO_EXTRA_PROPERTIES,
+};
+use crate::error::{Error, ErrorKind, Result};
+use crate::matcher::Matcher;
+use crate::vocab::{Vocab, MAX_VOCAB_SIZE};
+
+/// Success. Functions that return `int` return `CG_OK` (or a count, or 1/0
+/// for yes/no questions) on success and a negative `CG_ERR_*` code on
+/// failure; `cg_last_error()` then says what went wrong.
+pub const CG_OK: c_int = 0;
+/// A NULL pointer, a buffer too short, a token id out of range, options
+/// that make no sense, a source that is not UTF-8.
+pub const CG_ERR_INVALID_ARGUMENT: c_int = -1;
+/// The grammar, schema or regex text could not be parsed.
+pub const CG_ERR_PARSE: c_int = -2;
+/// The input is well formed but uses something cgram does not support.
+pub const CG_ERR_UNSUPPORTED: c_int = -3;
+/// A limit was reached (compile time, automaton size, nesting depth).
+pub const CG_ERR_LIMIT: c_int = -4;
+/// A file could not be read or does not have the expected format.
+pub const CG_ERR_IO: c_int = -5;
+/// `cg_accept` / `cg_accept_bytes`: the grammar does not allow this here.
+/// The matcher is unchanged.
+pub const CG_ERR_TOKEN_REJECTED: c_int = -6;
+/// The matcher has terminated (EOS was accepted) and takes no more input.
+pub const CG_ERR_TERMINATED: c_int = -7;
+/// A bug inside cgram (a caught panic). The object involved may be left in
+/// any valid state; please report the message.
+pub const CG_ERR_INTERNAL: c_int = -8;
+
+/// `cg_compile_options.kind`: llama.cpp's GBNF; `root` names the start rule.
+pub const CG_KIND_GBNF: u32 = 0;
+/// `cg_compile_options.kind`: a JSON Schema (the source is its JSON text).
+pub const CG_KIND_JSON_SCHEMA: u32 = 1;
+/// `cg_compile_options.kind`: a regular expression matched against the whole
+/// output.
+pub const CG_KIND_REGEX: u32 = 2;
+/// `cg_compile_options.kind`: any JSON value (the source is ignored and may
+/// be empty).
+pub const CG_KIND_ANY_JSON: u32 = 3;
+
+/// Token flag for `cg_vocab_new`: a special/control token (`<|eot_id|>`,
+/// `<s>`, ...). Text rules never match it; only a grammar element naming
+/// the token does.
+pub const CG_TOKEN_SPECIAL: u32 = 1;
+
+/// `cg_compile_options.flags`, JSON kinds: no optional whitespace at all.
+pub const CG_JSON_COMPACT: u32 = 1;
+/// `cg_compile_options.flags`, JSON Schema: objects allow no properties
+/// beyond those listed unless `additionalProperties` says otherwise (the
+/// specification's default allows any).
+pub const CG_JSON_NO_EXTRA_PROPERTIES: u32 = 2;
+/// `cg_compile_options.flags`, GBNF: accept left-recursive rules (an
+/// extension: llama.cpp rejects them).
+pub const CG_GBNF_ALLOW_LEFT_RECURSION: u32 = 4;
+
+const ALL_FLAGS: u32 = CG_JSON_COMPACT | CG_JSON_NO_EXTRA_PROPERTIES | CG_GBNF_ALLOW_LEFT_RECURSION;
+
+// The C constants must stay equal to the Rust ones they mirror.
+const _: () = {
+    assert!(CG_TOKEN_SPECIAL == crate::vocab::TOKEN_SPECIAL);
+    assert!(CG_JSON_COMPACT == FLAG_JSON_COMPACT);
+    assert!(CG_JSON_NO_EXTRA_PROPERTIES == FLAG_JSON_NO_EXTRA_PROPERTIES);
+    assert!(CG_GBNF_ALLOW_LEFT_RECURSION == FLAG_GBNF_ALLOW_LEFT_RECURSION);
+};
+
+// What the documented thread-safety rests on: vocabularies and grammars are
+// shared across threads, a matcher is moved to a worker by cg_fill_masks.
+const _: () = {
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+    #[allow(dead_code)]
+    fn check() {
+        send_sync::<Vocab>();
+        send_sync::<CompiledGrammar>();
+        send::<Matcher>();
+    }
+};
+
+/// A tokenizer's vocabulary: the bytes of every token, which tokens are
+/// special, which end the sequence. Immutable once built (except through
+/// `cg_vocab_set_eos`): share one across threads and grammars.
+pub struct cg_vocab {
+    inner: Arc<Vocab>,
+}
+
+/// A grammar compiled for one vocabulary. Immutable: share one across
+/// threads; every matcher made from it may run on its own thread.
+pub struct cg_grammar {
+    inner: Arc<CompiledGrammar>,
+}
+
+/// The state of one sequence being generated. Not thread-safe: use one
+/// matcher from one thread at a time (different matchers, even of the same
+/// grammar, may run on different threads at once).
+pub struct cg_matcher {
+    inner: Matcher,
+}
+
+/// Options for `cg_compile`. Initialise with `cg_compile_options_init`, then
+/// change the fields you need.
+///
+/// The struct only ever grows at its end. `struct_size`, `kind` and `root`
+/// never move. A program built against an older header passes its smaller
+/// `struct_size` and gets the defaults for the fields it does not know; a
+/// `struct_size` larger than this library's is accepted and the fields this
+/// library does not know are ignored.
+#[repr(C)]
+pub struct cg_compile_options {
+    /// `sizeof(cg_compile_options)` as the caller knows it; set by
+    /// `cg_compile_options_init`.
+    pub struct_size: u32,
+    /// What the source is: `CG_KIND_*`. Default `CG_KIND_GBNF`.
+    pub kind: u32,
+    /// GBNF: the start rule. NULL (the default) means "root". The string is
+    /// only read during `cg_compile`.
+    pub root: *const c_char,
+    /// `CG_JSON_*` / `CG_GBNF_*` bits; unknown bits are an error. Default 0.
+    pub flags: u32,
+    /// JSON kinds: the longest run of whitespace allowed between tokens;
+    /// 0 (the default) means unbounded. Small models can loop on newlines.
+    pub json_max_whitespace: u32,
+    /// Compilation fails with `CG_ERR_LIMIT` after this many milliseconds;
+    /// 0 means no limit. Default 10000.
+    pub max_compile_ms: u64,
+    /// Compilation fails with `CG_ERR_LIMIT` past this many automaton
+    /// states; 0 means no limit. Default 1000000.
+    pub max_states: u64,
+}
+
+/// Bytes of `cg_compile_options` that every caller must provide: the fields
+/// that never move (`struct_size`, `kind`, `root`).
+const OPTIONS_PREFIX: usize = offset_of!(cg_compile_options, root) + size_of::<*const c_char>();
+
+// ---------------------------------------------------------------------------
+// The error slot and the panic guard.
+
+thread_local! {
+    static LAST_ERROR: RefCell<Option<CString>> = const { RefCell::new(None) };
+}
+
+/// Records `message` as this thread's last error.
+fn set_last_error(message: String) {
+    let message = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
+    let _ = LAST_ERROR.try_with(|slot| {
+        if let Ok(mut slot) = slot.try_borrow_mut() {
+            *slot = Some(message);
+        }
+    });
+}
+
+/// The text of a panic payload.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(no message)".to_string()
+    }
+}
+
+fn internal_error(payload: &(dyn std::any::Any + Send)) -> Error {
+    Error::new(
+        ErrorKind::Internal,
+        format!("internal error (panic): {}", panic_message(payload)),
+    )
+}
+
+/// Runs `body` for the C function `func`: a failure or a panic is recorded
+/// in the error slot (prefixed with `func`) and turned into a return value
+/// by `fail`, which gets the error code.
+fn guard<T>(func: &str, fail: impl FnOnce(c_int) -> T, body: impl FnOnce() -> Result<T>) -> T {
+    let error = match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(value)) => return value,
+        Ok(Err(error)) => error,
+        Err(payload) => internal_error(&*payload),
+    };
+    // Formatting the message cannot unwind past here either.
+    let code = error.kind().code();
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        set_last_error(format!("{func}: {}", error.message()))
+    }));
+    fail(code)
+}
+
+/// [`guard`] for functions returning `int`: the error code on failure.
+fn guard_int(func: &str, body: impl FnOnce() -> Result<c_int>) -> c_int {
+    guard(func, |code| code, body)
+}
+
+/// [`guard`] for functions returning a pointer: NULL on failure.
+fn guard_ptr<T>(func: &str, body: impl FnOnce() -> Result<*mut T>) -> *mut T {
+    guard(func, |_| ptr::null_mut(), body)
+}
+
+// ---------------------------------------------------------------------------
+// Argument checks and conversions.
+
+fn null(what: &str) -> Error {
+    Error::invalid(format!("{what} is NULL"))
+}
+
+unsafe fn vocab_ref<'a>(p: *const cg_vocab) -> Result<&'a Arc<Vocab>> {
+    p.as_ref().map(|v| &v.inner).ok_or_else(|| null("vocab"))
+}
+
+unsafe fn grammar_ref<'a>(p: *const cg_grammar) -> Result<&'a Arc<CompiledGrammar>> {
+    p.as_ref().map(|g| &g.inner).ok_or_else(|| null("grammar"))
+}
+
+unsafe fn matcher_ref<'a>(p: *const cg_matcher) -> Result<&'a Matcher> {
+    p.as_ref().map(|m| &m.inner).ok_or_else(|| null("matcher"))
+}
+
+unsafe fn matcher_mut<'a>(p: *mut cg_matcher) -> Result<&'a mut Matcher> {
+    p.as_mut()
+        .map(|m| &mut m.inner)
+        .ok_or_else(|| null("matcher"))
+}
+
+/// `len` bytes at `p`; NULL is allowed only when `len` is 0.
+unsafe fn bytes_arg<'a>(p: *const u8, len: usize, what: &str) -> Result<&'a [u8]> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(Error::invalid(format!(
+            "{what} is NULL but its length is {len}"
+        )));
+    }
+    if len > isize::MAX as usize {
+        return Err(Error::invalid(format!("{what} length {len} is too large")));
+    }
+    Ok(slice::from_raw_parts(p, len))
+}
+
+/// `len` values of `T` at `p` (NULL allowed only when `len` is 0).
+unsafe fn array_arg<'a, T>(p: *const T, len: usize, what: &str) -> Result<&'a [T]> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    check_array(p, len, what)?;
+    Ok(slice::from_raw_parts(p, len))
+}
+
+/// Like [`array_arg`], writable.
+unsafe fn array_mut<'a, T>(p: *mut T, len: usize, what: &str) -> Result<&'a mut [T]> {
+    if len == 0 {
+        return Ok(&mut []);
+    }
+    check_array(p, len, what)?;
+    Ok(slice::from_raw_parts_mut(p, len))
+}
+
+fn check_array<T>(p: *const T, len: usize, what: &str) -> Result<()> {
+    if p.is_null() {
+        return Err(Error::invalid(format!(
+            "{what} is NULL but its length is {len}"
+        )));
+    }
+    if !(p as usize).is_multiple_of(std::mem::align_of::<T>()) {
+        return Err(Error::invalid(format!("{what} is not aligned")));
+    }
+    if len
+        .checked_mul(size_of::<T>())
+        .is_none_or(|n| n > isize::MAX as usize)
+    {
+        return Err(Error::invalid(format!("{what} length {len} is too large")));
+    }
+    Ok(())
+}
+
+/// A token id checked against a vocabulary of `n` tokens.
+fn token_arg(token: i32, n: usize, what: &str) -> Result<u32> {
+    if token < 0 || token as usize >= n {
+        return Err(Error::invalid(format!(
+            "{what} {token} is out of range (vocabulary of {n} tokens)"
+        )));
+    }
+    Ok(token as u32)
+}
+
+/// Where UTF-8 decoding fails, for messages.
+fn utf8_error(what: &str, e: std::str::Utf8Error) -> Error {
+    let at = e.valid_up_to();
+    match e.error_len() {
+        Some(_) => Error::invalid(format!(
+            "{what} is not valid UTF-8: invalid byte sequence at byte offset {at}"
+        )),
+        None => Error::invalid(format!(
+            "{what} is not valid UTF-8: incomplete character at byte offset {at} (end of input)"
+        )),
+    }
+}
+
+fn into_handle<T>(value: T) -> *mut T {
+    Box::into_raw(Box::new(value))
+}
+
+/// Frees a handle made by [`into_handle`]; NULL is a no-op.
+unsafe fn free_handle<T>(func: &str, p: *mut T) {
+    if !p.is_null() {
+        guard(
+            func,
+            |_| (),
+            || {
+                drop(Box::from_raw(p));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// Reads the options a caller passed, honouring its `struct_size`.
+unsafe fn read_options(p: *const cg_compile_options) -> Result<CompileOptions> {
+    let mut o = CompileOptions::default();
+    if p.is_null() {
+        return Ok(o);
+    }
+    let size = ptr::read_unaligned(p.cast::<u32>()) as usize;
+    if size < OPTIONS_PREFIX {
+        return Err(Error::invalid(format!(
+            "options->struct_size is {size}, smaller than the {OPTIONS_PREFIX} bytes every \
+             cg_compile_options has; initialise the options with cg_compile_options_init"
+        )));
+    }
+    // Only the fields that fit in the caller's struct are read.
+    macro_rules! field {
+        ($name:ident: $ty:ty) => {{
+            let _: fn(&cg_compile_options) -> $ty = |o| o.$name;
+            let off = offset_of!(cg_compile_options, $name);
+            if off + size_of::<$ty>() <= size {
+                Some(
+                    p.cast::<u8>()
+                        .wrapping_add(off)
+                        .cast::<$ty>()
+                        .read_unaligned(),
+                )
+            } else {
+                None
+            }
+        }};
+    }
+    let kind = field!(kind: u32).unwrap_or(CG_KIND_GBNF);
+    o.kind = match kind {
+        CG_KIND_GBNF => Kind::Gbnf,
+        CG_KIND_JSON_SCHEMA => Kind::JsonSchema,
+        CG_KIND_REGEX => Kind::Regex,
+        CG_KIND_ANY_JSON => Kind::AnyJson,
+        other => {
+            return Err(Error::invalid(format!(
+                "options->kind {other} is not a CG_KIND_* value"
+            )))
+        }
+    };
+    if let Some(root) = field!(root: *const c_char) {
+        if !root.is_null() {
+            let root = CStr::from_ptr(root)
+                .to_str()
+                .map_err(|e| utf8_error("options->root", e))?;
+            o.root = Some(root.to_string());
+        }
+    }
+    if let Some(flags) = field!(flags: u32) {
+        if flags & !ALL_FLAGS != 0 {
+            return Err(Error::invalid(format!(
+                "options->flags has unknown bits {:#x}",
+                flags & !ALL_FLAGS
+            )));
+        }
+        o.flags = flags;
+    }
+    if let Some(ws) = field!(json_max_whitespace: u32) {
+        o.json_max_whitespace = (ws != 0).then_some(ws);
+    }
+    if let Some(ms) = field!(max_compile_ms: u64) {
+        o.max_compile_ms = if ms == 0 { u64::MAX } else { ms };
+    }
+    if let Some(states) = field!(max_states: u64) {
+        o.max_states = if states == 0 {
+            usize::MAX
+        } else {
+            usize::try_from(states).unwrap_or(usize::MAX)
+        };
+    }
+    Ok(o)
+}
+
+/// Fills one mask of exactly the vocabulary's word count; on failure the
+/// mask is cleared, so that a caller ignoring the error allows nothing.
+fn fill(matcher: &mut Matcher, mask: &mut [u32]) -> Result<()> {
+    let result = match catch_unwind(AssertUnwindSafe(|| matcher.fill_mask(mask))) {
+        Ok(result) => result,
+        Err(payload) => Err(internal_error(&*payload)),
+    };
+    if result.is_err() {
+        mask.fill(0);
+    }
+    result
+}
+
+// ---------------------------------------------------------------------------
+// Library.
+
+/// The library version, e.g. "0.1.0". A static string: do not free it.
+/// Thread-safe.
+#[no_mangle]
+pub extern "C" fn cg_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+/// The message of the last failed cgram call on the calling thread (the
+/// name of the function, then what went wrong), or "" if no call has failed
+/// on this thread yet. Never NULL.
+///
+/// Each thread has its own message. Successful calls do not change it, so
+/// check the return value first and read the message only after a failure.
+/// The string is owned by cgram and stays valid until the next failing
+/// cgram call on the same thread (or until the thread exits): copy it to
+/// keep it longer. Do not free it.
+#[no_mangle]
+pub extern "C" fn cg_last_error() -> *const c_char {
+    LAST_ERROR
+        .try_with(|slot| match slot.try_borrow() {
+            Ok(slot) => slot.as_ref().map_or(c"".as_ptr(), |m| m.as_ptr()),
+            Err(_) => c"".as_ptr(),
+        })
+        .unwrap_or(c"".as_ptr())
+}
+
+// ---------------------------------------------------------------------------
+// Vocabularies.
+
+/// Loads a vocabulary from a HuggingFace `tokenizer.json` file (byte-level
+/// BPE such as Llama 3, GPT-2 and Qwen; SentencePiece-style with byte
+/// fallback) or a Mistral `tekken.json`. The end-of-sequence tokens are
+/// taken from the file; override them with `cg_vocab_set_eos`.
+///
+/// `path` is a NUL-terminated file name. Returns a new vocabulary that the
+/// caller frees with `cg_vocab_free`, or NULL on error (`CG_ERR_IO`: the
+/// file cannot be read or is not a tokenizer; see `cg_last_error`).
+/// Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn cg_vocab_from_tokenizer_json(path: *const c_char) -> *mut cg_vocab {
+    guard_ptr("cg_vocab_from_tokenizer_json", || {
+        if path.is_null() {
+            return Err(null("path"));
+        }
+        let path = CStr::from_ptr(path);
+        #[cfg(unix)]
+        let path = {
+            use std::os::unix::ffi::OsStrExt;
+            std::path::Path::new(std::ffi::OsStr::from_bytes(path.to_bytes()))
+        };
+        #[cfg(not(unix))]
+        let path = std::path::Path::new(path.to_str().map_err(|e| utf8_error("path", e))?);
+        let vocab = Vocab::from_tokenizer_json(path)?;
+        Ok(into_handle(cg_vocab {
+            inner: Arc::new(vocab),
+        }))
+    })
+}
+
+/// Builds a vocabulary from what a host such as llama.cpp knows about its
+/// tokenizer: for each token id `0 .. n_tokens-1`, its exact bytes
+/// (`token_bytes[i]`, `token_lens[i]` bytes long, not NUL-terminated; NULL
+/// is allowed for a token of length 0) and its flags (`token_flags[i]`, a
+/// combination of `CG_TOKEN_SPECIAL`; `token_flags` may be NULL: no special
+/// tokens), plus the `n_eos` end-of-sequence ids in `eos_tokens` (NULL if
+/// `n_eos` is 0).
+///
+/// Special tokens and tokens with no bytes never match grammar text. All
+/// arrays are copied: the caller keeps ownership and may free them after
+/// the call. Returns a new vocabulary that the caller frees with
+/// `cg_vocab_free`, or NULL on error (`CG_ERR_INVALID_ARGUMENT` for NULL
+/// arrays, no tokens or an EOS id out of range; `CG_ERR_LIMIT` for more than
+/// 16777216 tokens or a token longer than 65536 bytes). Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn cg_vocab_new(
+    n_tokens: u32,
+    token_bytes: *const *const u8,
+    token_lens: *const u32,
+    token_flags: *const u32,
+    eos_tokens: *const i32,
+    n_eos: u32,
+) -> *mut cg_vocab {
+    guard_ptr("cg_vocab_new", || {
+        let n = n_tokens as usize;
+        if n == 0 {
+            return Err(Error::invalid(
+                "n_tokens is 0: a vocabulary needs at least one token",
+            ));
+        }
+        if n > MAX_VOCAB_SIZE {
+            return Err(Error::limit(format!(
+                "n_tokens {n} exceeds the limit of {MAX_VOCAB_SIZE}"
+            )));
+        }
+        if token_bytes.is_null() {
+            return Err(null("token_bytes"));
+        }
+        if token_lens.is_null() {
+            return Err(null("token_lens"));
+        }
+        let ptrs = array_arg(token_bytes, n, "token_bytes")?;
+        let lens = array_arg(token_lens, n, "token_lens")?;
+        let flags = if token_flags.is_null() {
+            vec![0; n]
+        } else {
+            array_arg(token_flags, n, "token_flags")?.to_vec()
+        };
+        let mut tokens = Vec::with_capacity(n);
+        for (i, (&p, &len)) in ptrs.iter().zip(lens).enumerate() {
+            let bytes = bytes_arg(p, len as usize, "token_bytes[i]")
+                .map_err(|e| Error::invalid(format!("token {i}: {}", e.message())))?;
+            tokens.push(bytes.to_vec());
+        }
+        let eos = array_arg(eos_tokens, n_eos as usize, "eos_tokens")?
+            .iter()
+            .map(|&t| token_arg(t, n, "end-of-sequence token"))
+            .collect::<Result<Vec<u32>>>()?;
+        let vocab = Vocab::new(tokens, flags, eos)?;
+        Ok(into_handle(cg_vocab {
+            inner: Arc::new(vocab),
+        }))
+    })
+}
+
+/// The number of tokens of the vocabulary (token ids are `0 .. size-1`), or
+/// 0 if `vocab` is NULL. Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn cg_vocab_size(vocab: *const cg_vocab) -> u32 {
+    guard(
+        "cg_vocab_size",
+        |_| 0,
+        || Ok(vocab_ref(vocab)?.len() as u32),
+    )
+}
+
+/// The exact bytes of token `token`: returns a pointer to `*len` bytes (not
+/// NUL-terminated), owned by the vocabulary and valid as long as the
+/// vocabulary lives (until `cg_vocab_free` and the last grammar compiled
+/// from it are gone, or `cg_vocab_set_eos`). Special tokens have their text
+/// (e.g. "<|eot_id|>"). An empty token gives a non-NULL pointer and
+/// `*len` = 0.
+///
+/// Returns NULL and sets `*len` to 0 (when `len` is not NULL) if `vocab` or
+/// `len` is NULL or `token` is out of range. Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn cg_vocab_token_bytes(
+    vocab: *const cg_vocab,
+    token: i32,
+    len: *mut usize,
+) -> *const u8 {
+    if !len.is_null() {
+        *len = 0;
+    }
+    guard(
+        "cg_vocab_token_bytes",
+        |_| ptr::null(),
+        || {
+            let vocab = vocab_ref(vocab)?;
+            if len.is_null() {
+                return Err(null("len"));
+            }
+            let id = token_arg(token, vocab.len(), "token")?;
+            let bytes = vocab.token_bytes(id);
+            *len = bytes.len();
+            Ok(bytes.as_ptr())
+        },
+    )
+}
+
+/// The vocabulary's end-of-sequence token ids, in increasing order: writes
+/// up to `cap` of them to `out` (which may be NULL when `cap` is 0) and
+/// returns how many there are in all, which may be more than `cap` (call
+/// once with `cap` = 0 to size the buffer). Returns a negative `CG_ERR_*` on
+/// error. Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn cg_vocab_eos_tokens(
+    vocab: *const cg_vocab,
+    out: *mut i32,
+    cap: usize,
+) -> c_int {
+    guard_int("cg_vocab_eos_tokens", || {
+        let eos = vocab_ref(vocab)?.eos_tokens();
+        let out = array_mut(out, cap.min(eos.len()), "out")?;
+        for (o, &e) in out.iter_mut().zip(eos) {
+            *o = e as i32;
+        }
+        Ok(eos.len() as c_int)
+    })
+}
+
+/// Replaces the vocabulary's end-of-sequence tokens with the `n_eos` ids in
+/// `eos_tokens` (NULL if `n_eos` is 0; an empty list means no token ends
+/// the sequence). Hosts use it when the model's chat template ends turns
+/// with another token than the tokenizer's default.
+///
+/// Only possible before any grammar is compiled from the vocabulary: fails
+/// with `CG_ERR_INVALID_ARGUMENT` while a grammar (or a matcher made from
+/// one) compiled from it is still alive, since they were built for the old
+/// list. Invalidates pointers from `cg_vocab_token_bytes`. Returns `CG_OK`
+/// or a negative `CG_ERR_*`. Not thread-safe: no other thread may use this
+/// vocabulary during the call.
+#[no_mangle]
+pub unsafe extern "C" fn cg_vocab_set_eos(
+    vocab: *mut cg_vocab,
+    eos_tokens: *const i32,
+    n_eos: usize,
+) -> c_int {
+    guard_int("cg_vocab_set_eos", || {
+        let handle = vocab.as_mut().ok_or_else(|| null("vocab"))?;
+        let n = handle.inner.len();
+        let eos = array_arg(eos_tokens, n_eos, "eos_tokens")?
+            .iter()
+            .map(|&t| token_arg(t, n, "end-of-sequence token"))
+            .collect::<Result<Vec<u32>>>()?;
+        let users = Arc::strong_count(&handle.inner) - 1;
+        let Some(slot) = Arc::get_mut(&mut handle.inner) else {
+            return Err(Error::invalid(format!(
+                "cannot change the end-of-sequence tokens: {users} grammar(s) compiled from this \
+                 vocabulary are still alive; set them before compiling, or free the grammars \
+                 and their matchers first"
+            )));
+        };
+        *slot = slot.with_eos(eos)?;
+        Ok(CG_OK)
+    })
+}
+
+/// Releases the caller's reference to a vocabulary. Grammars compiled from
+/// it keep their own reference, so it may be freed while they live: the
+/// memory goes when the last of them is freed. NULL is a no-op. Each
+/// vocabulary must be freed exactly once.
+#[no_mangle]
+pub unsafe extern "C" fn cg_vocab_free(vocab: *mut cg_vocab) {
+    free_handle("cg_vocab_free", vocab)
+}
+
+// ---------------------------------------------------------------------------
+// Compiling.
+
+/// Fills `*options` with the defaults: `struct_size` =
+/// `sizeof(cg_compile_options)`, `kind` = `CG_KIND_GBNF`, `root` = NULL
+/// ("root"), `flags` = 0, `json_max_whitespace` = 0 (unbounded),
+/// `max_compile_ms` = 10000, `max_states` = 1000000. It writes the whole
+/// struct. NULL is a no-op (and sets `cg_last_error`). Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn cg_compile_options_init(options: *mut cg_compile_options) {
+    guard(
+        "cg_compile_options_init",
+        |_| (),
+        || {
+            if options.is_null() {
+                return Err(null("options"));
+            }
+            options.write_unaligned(cg_compile_options {
+                struct_size: size_of::<cg_compile_options>() as u32,
+                kind: CG_KIND_GBNF,
+                root: ptr::null(),
+                flags: 0,
+                json_max_whitespace: 0,
+                max_compile_ms: DEFAULT_MAX_COMPILE_MS,
+                max_states: DEFAULT_MAX_STATES as u64,
+            });
+            Ok(())
+        },
+    )
+}
+
+/// Compiles a grammar for a vocabulary: `source` is `source_len` bytes of
+/// UTF-8 text (not necessarily NUL-terminated; NULL only if `source_len` is
+/// 0) whose meaning `options->kind` gives: GBNF, JSON Schema, regex, or
+/// ignored for `CG_KIND_ANY_JSON`. `options` may be NULL for the defaults
+/// (GBNF with start rule "root"); otherwise `options->struct_size` must be
+/// at least the size of the fields that never move (use
+/// `cg_compile_options_init`).
+///
+/// Returns a new grammar that the caller frees with `cg_free`, or NULL on
+/// error with `cg_last_error` saying why: `CG_ERR_INVALID_ARGUMENT` (NULL
+/// pointers, bad options, source not UTF-8: the message gives the byte
+/// offset), `CG_ERR_PARSE` (with the position), `CG_ERR_UNSUPPORTED`,
+/// `CG_ERR_LIMIT`. The source, the options and `root` are only read during
+/// the call. The grammar keeps the vocabulary alive. Thread-safe: several
+/// threads may compile for the same vocabulary at once.
+#[no_mangle]
+pub unsafe extern "C" fn cg_compile(
+    vocab: *const cg_vocab,
+    source: *const c_char,
+    source_len: usize,
+    options: *const cg_compile_options,
+) -> *mut cg_grammar {
+    guard_ptr("cg_compile", || {
+        let vocab = vocab_ref(vocab)?;
+        let options = read_options(options)?;
+        let source = bytes_arg(source.cast(), source_len, "source")?;
+        std::str::from_utf8(source).map_err(|e| utf8_error("source", e))?;
+        let grammar = compile::compile(vocab, source, &options)?;
+        Ok(into_handle(cg_grammar { inner: grammar }))
+    })
+}
+
+/// The size of the vocabulary the grammar was compiled for, or 0 if
+/// `grammar` is NULL. Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn cg_grammar_vocab_size(grammar: *const cg_grammar) -> u32 {
+    guard(
+        "cg_grammar_vocab_size",
+        |_| 0,
+        || Ok(grammar_ref(grammar)?.vocab().len() as u32),
+    )
+}
+
+/// The number of 32-bit words of a token mask for this grammar:
+/// ceil(vocabulary size / 32). Returns 0 if `grammar` is NULL. Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn cg_mask_words(grammar: *const cg_grammar) -> usize {
+    guard(
+        "cg_mask_words",
+        |_| 0,
+        || Ok(grammar_ref(grammar)?.vocab().mask_words()),
+    )
+}
+
+/// Releases the caller's reference to a grammar. Matchers made from it keep
+/// their own reference, so it may be freed while they live. NULL is a
+/// no-op. Each grammar must be freed exactly once.
+#[no_mangle]
+pub unsafe extern "C" fn cg_free(grammar: *mut cg_grammar) {
+    free_handle("cg_free", grammar)
+}
+
+// ---------------------------------------------------------------------------
+// Matchers.
+
+/// A new matcher at the start of the grammar, for one sequence. The caller
+/// frees it with `cg_matcher_free`; it keeps the grammar alive. Returns NULL
+/// on error. Thread-safe (the grammar is only read).
+#[no_mangle]
+pub unsafe extern "C" fn cg_matcher_new(grammar: *const cg_grammar) -> *mut cg_matcher {
+    guard_ptr("cg_matcher_new", || {
+        let grammar = grammar_ref(grammar)?;
+        Ok(into_handle(cg_matcher {
+            inner: Matcher::new(Arc::clone(grammar)),
+        }))
+    })
+}
+
+/// A copy of a matcher in its current state (cheap; for beam search or for
+/// trying tokens). The two then evolve independently. The caller frees the
+/// copy with `cg_matcher_free`. Returns NULL on error. The original must not
+/// be in use by another thread during the call.
+#[no_mangle]
+pub unsafe extern "C" fn cg_matcher_clone(matcher: *const cg_matcher) -> *mut cg_matcher {
+    guard_ptr("cg_matcher_clone", || {
+        let m = matcher_ref(matcher)?;
+        Ok(into_handle(cg_matcher { inner: m.clone() }))
+    })
+}
+
+/// Frees a matcher. NULL is a no-op. Each matcher must be freed exactly
+/// once.
+#[no_mangle]
+pub unsafe extern "C" fn cg_matcher_free(matcher: *mut cg_matcher) {
+    free_handle("cg_matcher_free", matcher)
+}
+
+/// Writes the set of tokens allowed next: bit `t % 32` of `mask[t / 32]` is
+/// 1 exactly when token `t` may come next, that is when some continuation of
+/// the output with it is in the language. EOS tokens are allowed exactly
+/// when the matcher is accepting; special tokens only where the grammar
+/// names them. Bits past the vocabulary size are 0.
+///
+/// `mask` must hold `n_words` >= `cg_mask_words(grammar)` words; only the
+/// first `cg_mask_words` words are written. Returns `CG_OK`, or a negative
+/// `CG_ERR_*` (`CG_ERR_INVALID_ARGUMENT` for a NULL or too short mask); on
+/// error the mask is all zeros when it could be written. Not thread-safe for
+/// one matcher (it updates caches inside the matcher).
+#[no_mangle]
+pub unsafe extern "C" fn cg_fill_mask(
+    matcher: *mut cg_matcher,
+    mask: *mut u32,
+    n_words: usize,
+) -> c_int {
+    guard_int("cg_fill_mask", || {
+        let m = matcher_mut(matcher)?;
+        let need = m.grammar().vocab().mask_words();
+        if mask.is_null() {
+            return Err(null("mask"));
+        }
+        if n_words < need {
+            return Err(Error::invalid(format!(
+                "mask has {n_words} words but the vocabulary of {} tokens needs {need} \
+                 (cg_mask_words)",
+                m.grammar().vocab().len()
+            )));
+        }
+        let mask = array_mut(mask, need, "mask")?;
+        fill(m, mask)?;
+        Ok(CG_OK)
+    })
+}
+
+/// Fills the masks of `n` matchers at once, spread over `n_threads` threads
+/// (0: one per CPU; 1: all in the calling thread). `matchers` holds `n`
+/// distinct, non-NULL matcher pointers (the same matcher twice is an error);
+/// `masks` holds `n * n_words` words, mask `i` starting at
+/// `masks + i * n_words`, and `n_words` must be at least `cg_mask_words` of
+/// every matcher's grammar.
+///
+/// Returns `CG_OK` when every mask was filled. Otherwise returns the error
+/// code of the first matcher that failed (its index is in `cg_last_error`);
+/// the other masks are still filled, and each failed one is all zeros. No
+/// matcher of the batch may be in use by another thread during the call.
+#[no_mangle]
+pub unsafe extern "C" fn cg_fill_masks(
+    matchers: *const *mut cg_matcher,
+    n: usize,
+    masks: *mut u32,
+    n_words: usize,
+    n_threads: u32,
+) -> c_int {
+    guard_int("cg_fill_masks", || {
+        let ptrs = array_arg(matchers, n, "matchers")?;
+        if let Some(i) = ptrs.iter().position(|p| p.is_null()) {
+            return Err(Error::invalid(format!("matchers[{i}] is NULL")));
+        }
+        let mut sorted: Vec<(usize, usize)> = ptrs
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| (p as usize, i))
+            .collect();
+        sorted.sort_unstable();
+        if let Some(w) = sorted.windows(2).find(|w| w[0].0 == w[1].0) {
+            return Err(Error::invalid(format!(
+                "matchers[{}] and matchers[{}] are the same matcher; each may appear once",
+                w[0].1.min(w[1].1),
+                w[0].1.max(w[1].1)
+            )));
+        }
+        // SAFETY of the &mut: the pointers are distinct (checked above) and
+        // the caller promises no other thread uses them.
+        let mut ms: Vec<&mut Matcher> = ptrs.iter().map(|&p| &mut (*p).inner).collect();
+        if let Some((i, m)) = ms
+            .iter()
+            .enumerate()
+            .find(|(_, m)| m.grammar().vocab().mask_words() > n_words)
+        {
+            return Err(Error::invalid(format!(
+                "n_words is {n_words} but matchers[{i}] needs {} (cg_mask_words)",
+                m.grammar().vocab().mask_words()
+            )));
+        }
+        let total = n
+            .checked_mul(n_words)
+            .ok_or_else(|| Error::invalid("n * n_words overflows"))?;
+        if n == 0 {
+            return Ok(CG_OK);
+        }
+        if masks.is_null() {
+            return Err(null("masks"));
+        }
+        let masks = array_mut(masks, total, "masks")?;
+        let threads = match n_threads {
+            0 => std::thread::available_parallelism().map_or(1, |t| t.get()),
+            t => t as usize,
+        }
+        .clamp(1, n);
+        let mut results: Vec<Result<()>> = (0..n).map(|_| Ok(())).collect();
+        let run = |ms: &mut [&mut Matcher], masks: &mut [u32], results: &mut [Result<()>]| {
+            for ((m, mask), r) in ms.iter_mut().zip(masks.chunks_mut(n_words)).zip(results) {
+                let need = m.grammar().vocab().mask_words();
+                *r = fill(m, &mut mask[..need]);
+            }
+        };
+        if threads == 1 {
+            run(&mut ms, masks, &mut results);
+        } else {
+            let per = n.div_ceil(threads);
+            std::thread::scope(|s| {
+                let mut handles = Vec::new();
+                let chunks = ms
+                    .chunks_mut(per)
+                    .zip(masks.chunks_mut(per * n_words))
+                    .zip(results.chunks_mut(per));
+                for ((ms, masks), results) in chunks {
+                    handles.push(s.spawn(move || run(ms, masks, results)));
+                }
+                for h in handles {
+                    // `fill` catches panics, so joining cannot fail.
+                    let _ = h.join();
+                }
+            });
+        }
+        for (i, r) in results.into_iter().enumerate() {
+            r.map_err(|e| e.context(format!("matchers[{i}]")))?;
+        }
+        Ok(CG_OK)
+    })
+}
+
+/// Advances the matcher by one token. Returns `CG_OK`, or a negative
+/// `CG_ERR_*` and leaves the matcher unchanged: `CG_ERR_INVALID_ARGUMENT`
+/// (NULL matcher, `token` negative or not below the vocabulary size),
+/// `CG_ERR_TOKEN_REJECTED` (the grammar does not allow the token here;
+/// `cg_last_error` says why), `CG_ERR_TERMINATED` (the matcher already
+/// accepted EOS). Accepting an EOS token (allowed when the matcher is
+/// accepting) terminates the matcher. Not thread-safe for one matcher.
+#[no_mangle]
+pub unsafe extern "C" fn cg_accept(matcher: *mut cg_matcher, token: i32) -> c_int {
+    guard_int("cg_accept", || {
+        let m = matcher_mut(matcher)?;
+        let id = token_arg(token, m.grammar().vocab().len(), "token")?;
+        m.accept(id)?;
+        Ok(CG_OK)
+    })
+}
+
+/// Advances the matcher on raw text: `len` bytes at `bytes` (NULL only if
+/// `len` is 0), matched as if generated by any tokens that spell them (to
+/// force a prefix of the output, or to check a finished output with a fresh
+/// matcher). Returns `CG_OK`, or a negative `CG_ERR_*` and leaves the
+/// matcher unchanged (`CG_ERR_TOKEN_REJECTED` when the text is not a prefix
+/// of the language). `cg_rollback` undoes accepted tokens; do not roll back
+/// over text accepted this way in this version. Not thread-safe for one
+/// matcher.
+#[no_mangle]
+pub unsafe extern "C" fn cg_accept_bytes(
+    matcher: *mut cg_matcher,
+    bytes: *const u8,
+    len: usize,
+) -> c_int {
+    guard_int("cg_accept_bytes", || {
+        let m = matcher_mut(matcher)?;
+        let bytes = bytes_arg(bytes, len, "bytes")?;
+        m.accept_bytes(bytes)?;
+        Ok(CG_OK)
+    })
+}
+
+/// Undoes the last `n_tokens` accepted tokens (speculative decoding: drop
+/// the draft tokens the model refused). Returns `CG_OK`, or
+/// `CG_ERR_INVALID_ARGUMENT` and leaves the matcher unchanged when
+/// `n_tokens` is more than the tokens accepted since the start or the last
+/// `cg_reset`. Rolling back EOS un-terminates the matcher. Not thread-safe
+/// for one matcher.
+#[no_mangle]
+pub unsafe extern "C" fn cg_rollback(matcher: *mut cg_matcher, n_tokens: u32) -> c_int {
+    guard_int("cg_rollback", || {
+        let m = matcher_mut(matcher)?;
+        let n = n_tokens as usize;
+        let have = m.num_tokens();
+        if n > have {
+            return Err(Error::invalid(format!(
+                "cannot roll back {n} tokens: only {have} accepted since the start"
+            )));
+        }
+        m.rollback(n)?;
+        Ok(CG_OK)
+    })
+}
+
+/// 1 when the output so far is complete (a sentence of the language), so
+/// that EOS is allowed now; 0 when not; `CG_ERR_INVALID_ARGUMENT` for NULL.
+/// Not thread-safe for one matcher.
+#[no_mangle]
+pub unsafe extern "C" fn cg_is_accepting(matcher: *const cg_matcher) -> c_int {
+    guard_int("cg_is_accepting", || {
+        Ok(matcher_ref(matcher)?.is_accepting() as c_int)
+    })
+}
+
+/// 1 when the matcher has terminated: EOS was accepted, or nothing at all
+/// can follow (then the only allowed tokens are EOS); 0 when not;
+/// `CG_ERR_INVALID_ARGUMENT` for NULL. Not thread-safe for one matcher.
+#[no_mangle]
+pub unsafe extern "C" fn cg_is_terminated(matcher: *const cg_matcher) -> c_int {
+    guard_int("cg_is_terminated", || {
+        Ok(matcher_ref(matcher)?.is_terminated() as c_int)
+    })
+}
+
+/// Jump-forward decoding: writes to `out` up to `cap` tokens whose text the
+/// grammar forces next, whatever the model would choose, and returns how
+/// many were written (0 when the next text is not forced). `out` may be
+/// NULL only when `cap` is 0. The matcher is not advanced: feed the tokens
+/// to the model and `cg_accept` them. Returns a negative `CG_ERR_*` on
+/// error. Not thread-safe for one matcher.
+#[no_mangle]
+pub unsafe extern "C" fn cg_forced_tokens(
+    matcher: *mut cg_matcher,
+    out: *mut i32,
+    cap: usize,
+) -> c_int {
+    guard_int("cg_forced_tokens", || {
+        let m = matcher_mut(matcher)?;
+        let cap = cap.min(c_int::MAX as usize);
+        let out = array_mut(out, cap, "out")?;
+        let tokens = m.forced_tokens(cap)?;
+        let n = tokens.len().min(cap);
+        for (o, &t) in out.iter_mut().zip(&tokens[..n]) {
+            *o = t as i32;
+        }
+        Ok(n as c_int)
+    })
+}
+
+/// Puts the matcher back at the start of the grammar, as `cg_matcher_new`
+/// made it (to reuse it for a new sequence). NULL is a no-op (and sets
+/// `cg_last_error`). Not thread-safe for one matcher.
+#[no_mangle]
+pub unsafe extern "C" fn cg_reset(matcher: *mut cg_matcher) {
+    guard(
+        "cg_reset",
+        |_| (),
+        || {
+            matcher_mut(matcher)?.reset();
+            Ok(())
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn last_error() -> String {
+        unsafe { CStr::from_ptr(cg_last_error()) }
+            .to_str()
+            .unwrap()
+            .to_string()
+    }
+
+    #[test]
+    fn a_panic_becomes_an_internal_error() {
+        let rc = guard_int("cg_test", || panic!("boom {}", 42));
+        assert_eq!(rc, CG_ERR_INTERNAL);
+        let msg = last_error();
+        assert!(
+            msg.starts_with("cg_test: internal error (panic): boom 42"),
+            "{msg}"
+        );
+        let p: *mut u8 = guard_ptr("cg_test", || panic!("static message"));
+        assert!(p.is_null());
+        assert!(last_error().contains("static message"));
+    }
+
+    #[test]
+    fn errors_keep_their_code_and_the_slot_is_per_thread() {
+        assert_eq!(last_error(), "");
+        let rc = guard_int("cg_x", || Err(Error::limit("too big")));
+        assert_eq!(rc, CG_ERR_LIMIT);
+        assert_eq!(last_error(), "cg_x: too big");
+        std::thread::spawn(|| assert_eq!(last_error(), ""))
+            .join()
+            .unwrap();
+        // A success leaves the message alone.
+        assert_eq!(guard_int("cg_y", || Ok(7)), 7);
+        assert_eq!(last_error(), "cg_x: too big");
+        // A NUL inside a message does not lose it.
+        guard_int("cg_z", || Err(Error::invalid("a\0b")));
+        assert_eq!(last_error(), "cg_z: a\\0b");
+    }
+
+    fn options_bytes(o: &cg_compile_options) -> Vec<u8> {
+        let p = o as *const cg_compile_options as *const u8;
+        unsafe { slice::from_raw_parts(p, size_of::<cg_compile_options>()) }.to_vec()
+    }
+
+    fn defaults() -> cg_compile_options {
+        let mut o = std::mem::MaybeUninit::<cg_compile_options>::uninit();
+        unsafe {
+            cg_compile_options_init(o.as_mut_ptr());
+            o.assume_init()
+        }
+    }
+
+    #[test]
+    fn options_honour_struct_size() {
+        let mut o = defaults();
+        o.kind = CG_KIND_JSON_SCHEMA;
+        o.root = c"start".as_ptr();
+        o.flags = CG_JSON_COMPACT;
+        o.json_max_whitespace = 3;
+        o.max_compile_ms = 5;
+        o.max_states = 6;
+        let full = unsafe { read_options(&o) }.unwrap();
+        assert_eq!(full.kind, Kind::JsonSchema);
+        assert_eq!(full.root.as_deref(), Some("start"));
+        assert_eq!(full.flags, CG_JSON_COMPACT);
+        assert_eq!(full.json_max_whitespace, Some(3));
+        assert_eq!((full.max_compile_ms, full.max_states), (5, 6));
+
+        // An older caller whose struct ends after `root`: only the prefix is
+        // read, from a buffer exactly that long.
+        o.struct_size = OPTIONS_PREFIX as u32;
+        let bytes = options_bytes(&o)[..OPTIONS_PREFIX].to_vec();
+        let old = unsafe { read_options(bytes.as_ptr().cast()) }.unwrap();
+        assert_eq!(old.kind, Kind::JsonSchema);
+        assert_eq!(old.root.as_deref(), Some("start"));
+        assert_eq!(old.flags, 0);
+        assert_eq!(old.json_max_whitespace, None);
+        assert_eq!(old.max_compile_ms, DEFAULT_MAX_COMPILE_MS);
+        assert_eq!(old.max_states, DEFAULT_MAX_STATES);
+
+        // A newer caller with more fields: what this library knows is read.
+        let mut bigger = options_bytes(&o);
+        bigger.extend_from_slice(&[0xAB; 64]);
+        let size = bigger.len() as u32;
+        bigger[..4].copy_from_slice(&size.to_ne_bytes());
+        let new = unsafe { read_options(bigger.as_ptr().cast()) }.unwrap();
+        assert_eq!(new.flags, CG_JSON_COMPACT);
+        assert_eq!(new.max_states, 6);
+
+        for size in [0, 4, OPTIONS_PREFIX as u32 - 1] {
+            o.struct_size = size;
+            let e = unsafe { read_options(&o) }.unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+            assert!(e.message().contains("struct_size"), "{e}");
+        }
+    }
+
+    #[test]
+    fn options_defaults_and_zero_limits() {
+        let o = defaults();
+        assert_eq!(o.struct_size as usize, size_of::<cg_compile_options>());
+        let d = unsafe { read_options(&o) }.unwrap();
+        assert_eq!(d.kind, Kind::Gbnf);
+        assert_eq!(d.root, None);
+        assert_eq!(d.max_compile_ms, DEFAULT_MAX_COMPILE_MS);
+        assert_eq!(d.max_states, DEFAULT_MAX_STATES);
+        let none = unsafe { read_options(ptr::null()) }.unwrap();
+        assert_eq!(none.kind, Kind::Gbnf);
+
+        let mut z = defaults();
+        z.max_compile_ms = 0;
+        z.max_states = 0;
+        let u = unsafe { read_options(&z) }.unwrap();
+        assert_eq!((u.max_compile_ms, u.max_states), (u64::MAX, usize::MAX));
+
+        let mut bad = defaults();
+        bad.kind = 99;
+        assert!(unsafe { read_options(&bad) }
+            .unwrap_err()
+            .message()
+            .contains("kind 99"));
+        let mut bad = defaults();
+        bad.flags = 0x80;
+        assert!(unsafe { read_options(&bad) }
+            .unwrap_err()
+            .message()
+            .contains("0x80"));
+        let mut bad = defaults();
+        bad.root = c"\xff".as_ptr();
+        assert!(unsafe { read_options(&bad) }
+            .unwrap_err()
+            .message()
+            .contains("UTF-8"));
+    }
+}
