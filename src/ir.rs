@@ -237,7 +237,7 @@ impl Expr {
     }
 
     /// Complement of a regular expression.
-    pub fn not(e: Expr) -> Expr {
+    pub fn complement(e: Expr) -> Expr {
         Expr::Not(Box::new(e))
     }
 

@@ -185,7 +185,7 @@ pub fn simplify(e: &Expr, productive: &[bool]) -> Expr {
             }
         }
         Expr::And(v) => Expr::and(v.iter().map(|x| simplify(x, productive)).collect()),
-        Expr::Not(x) => Expr::not(simplify(x, productive)),
+        Expr::Not(x) => Expr::complement(simplify(x, productive)),
         other => other.clone(),
     }
 }
@@ -313,7 +313,7 @@ pub fn expand(e: &Expr, g: &Grammar) -> Expr {
         Expr::Alt(v) => Expr::Alt(v.iter().map(|x| expand(x, g)).collect()),
         Expr::Repeat { expr, min, max } => Expr::repeat(expand(expr, g), *min, *max),
         Expr::And(v) => Expr::And(v.iter().map(|x| expand(x, g)).collect()),
-        Expr::Not(x) => Expr::not(expand(x, g)),
+        Expr::Not(x) => Expr::complement(expand(x, g)),
         other => other.clone(),
     }
 }

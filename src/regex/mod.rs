@@ -19,7 +19,9 @@ pub enum Anchoring {
 /// accepts under `anchoring`, as a regular IR expression.
 pub fn to_expr(pattern: &str, anchoring: Anchoring) -> Result<Expr> {
     let _ = (pattern, anchoring);
-    Err(Error::unsupported("the ECMA-262 regex translation is not written yet"))
+    Err(Error::unsupported(
+        "the ECMA-262 regex translation is not written yet",
+    ))
 }
 
 /// The strings a JSON Schema `format` accepts, or `None` for formats that
