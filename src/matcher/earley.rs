@@ -222,17 +222,12 @@ impl CompiledGrammar {
         older: impl Fn(u32) -> &'s [Item],
         scratch: &mut IntSet,
     ) -> bool {
-        scratch.clear();
+        let mut dedup = Dedup::new(scratch);
         // Deduplicate the kernel.
-        let mut w = 0;
-        for r in 0..items.len() {
-            let it = items[r];
-            if scratch.insert(it.key()) {
-                items[w] = it;
-                w += 1;
-            }
+        let kernel = std::mem::take(items);
+        for it in &kernel {
+            dedup.add(items, *it);
         }
-        items.truncate(w);
         let mut exited = false;
         let mut k = 0;
         while k < items.len() {
@@ -251,13 +246,13 @@ impl CompiledGrammar {
                             }
                             for &(r, t) in &self.structural[parent.state as usize].calls {
                                 if r == rule {
-                                    let n = Item {
-                                        state: t,
-                                        origin: parent.origin,
-                                    };
-                                    if scratch.insert(n.key()) {
-                                        items.push(n);
-                                    }
+                                    dedup.add(
+                                        items,
+                                        Item {
+                                            state: t,
+                                            origin: parent.origin,
+                                        },
+                                    );
                                 }
                             }
                         }
@@ -266,26 +261,61 @@ impl CompiledGrammar {
             }
             if self.is_structural(it.state) {
                 for &(r, t) in &self.structural[it.state as usize].calls {
-                    let p = Item {
-                        state: self.rule_start(r),
-                        origin: pos,
-                    };
-                    if scratch.insert(p.key()) {
-                        items.push(p);
-                    }
+                    dedup.add(
+                        items,
+                        Item {
+                            state: self.rule_start(r),
+                            origin: pos,
+                        },
+                    );
                     if self.rules[r as usize].nullable {
-                        let n = Item {
-                            state: t,
-                            origin: it.origin,
-                        };
-                        if scratch.insert(n.key()) {
-                            items.push(n);
-                        }
+                        dedup.add(
+                            items,
+                            Item {
+                                state: t,
+                                origin: it.origin,
+                            },
+                        );
                     }
                 }
             }
         }
         exited
+    }
+}
+
+/// Set membership for items being collected: a linear scan while the set
+/// is small (the common case), a hash set once it grows.
+struct Dedup<'a> {
+    seen: &'a mut IntSet,
+    hashed: bool,
+}
+
+impl<'a> Dedup<'a> {
+    const LINEAR_MAX: usize = 24;
+
+    fn new(seen: &'a mut IntSet) -> Self {
+        Dedup {
+            seen,
+            hashed: false,
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, items: &mut Vec<Item>, it: Item) {
+        if !self.hashed {
+            if items.contains(&it) {
+                return;
+            }
+            items.push(it);
+            if items.len() > Self::LINEAR_MAX {
+                self.seen.clear();
+                self.seen.extend(items.iter().map(|x| x.key()));
+                self.hashed = true;
+            }
+        } else if self.seen.insert(it.key()) {
+            items.push(it);
+        }
     }
 }
 

@@ -10,6 +10,8 @@
 pub mod earley;
 pub mod tokens;
 
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::sync::Arc;
 
 use earley::{Chart, Item, Scratch, Walker, NO_ORIGIN};
@@ -19,10 +21,20 @@ use crate::compile::lexeme::{byteset_contains, ByteSet};
 use crate::compile::CompiledGrammar;
 use crate::error::{Error, ErrorKind, Result};
 
+/// Tokens that finish an item's rule mid-token and go on in its callers,
+/// by `(state, origin)`. They depend only on chart sets up to `origin`,
+/// which never change while the output grows, so every mask inside one
+/// long string reuses them; rollback drops the entries it invalidates.
+type ExitCache = HashMap<(u32, u32), Arc<[u32]>, BuildHasherDefault<earley::IntHasher>>;
+
+/// Entries kept at most per matcher (the cache is cleared past this).
+const EXIT_CACHE_MAX: usize = 4096;
+
 /// Walks a compiled grammar one token at a time.
 pub struct Matcher {
     grammar: Arc<CompiledGrammar>,
     chart: Chart,
+    exit_cache: ExitCache,
     /// Number of chart sets after each accepted step.
     step_ends: Vec<u32>,
     /// End-of-sequence was accepted (at this many steps).
@@ -35,6 +47,7 @@ impl Clone for Matcher {
         Matcher {
             grammar: self.grammar.clone(),
             chart: self.chart.clone(),
+            exit_cache: self.exit_cache.clone(),
             step_ends: self.step_ends.clone(),
             terminated: self.terminated,
             scratch: Scratch::default(),
@@ -47,6 +60,7 @@ impl Matcher {
         let mut m = Matcher {
             grammar,
             chart: Chart::new(),
+            exit_cache: ExitCache::default(),
             step_ends: Vec::new(),
             terminated: false,
             scratch: Scratch::default(),
@@ -62,6 +76,7 @@ impl Matcher {
     /// Back to the start state.
     pub fn reset(&mut self) {
         self.chart = Chart::new();
+        self.exit_cache.clear();
         self.step_ends.clear();
         self.terminated = false;
         let g = self.grammar.clone();
@@ -251,6 +266,8 @@ impl Matcher {
         self.step_ends.truncate(keep);
         let sets = self.step_ends.last().map_or(1, |&e| e as usize);
         self.chart.truncate(sets);
+        self.exit_cache
+            .retain(|&(_, origin), _| (origin as usize) < sets);
         self.terminated = false;
         Ok(())
     }
@@ -296,34 +313,20 @@ impl Matcher {
             if info.exits.is_empty() || it.origin == NO_ORIGIN {
                 continue;
             }
-            // The rule of `it` finishes mid-token: go on in its real callers.
-            let rule = g.rule_of(it.state);
-            let mut kernel = Vec::new();
-            for parent in self.chart.set(it.origin as usize) {
-                if g.is_structural(parent.state) {
-                    for &(r, t) in &g.structural[parent.state as usize].calls {
-                        if r == rule {
-                            kernel.push(Item {
-                                state: t,
-                                origin: parent.origin,
-                            });
-                        }
+            let key = (it.state, it.origin);
+            let tokens = match self.exit_cache.get(&key) {
+                Some(t) => t.clone(),
+                None => {
+                    let t: Arc<[u32]> = exit_tokens(&g, &self.chart, *it, &info).into();
+                    if self.exit_cache.len() >= EXIT_CACHE_MAX {
+                        self.exit_cache.clear();
                     }
+                    self.exit_cache.insert(key, t.clone());
+                    t
                 }
-            }
-            let mut walker = Walker::new(&g, &self.chart);
-            if !walker.push_kernel(&kernel) {
-                continue;
-            }
-            let mut first: ByteSet = [0; 4];
-            for x in walker.top() {
-                let f = g.direct_first(x.state);
-                for k in 0..4 {
-                    first[k] |= f[k];
-                }
-            }
-            for exit in info.exits_starting_with(&first) {
-                check_exit(&g, &mut walker, exit, mask);
+            };
+            for &t in tokens.iter() {
+                mask[(t >> 5) as usize] |= 1 << (t & 31);
             }
         }
         if g.has_token_edges {
@@ -380,9 +383,47 @@ impl Matcher {
     }
 }
 
-/// Marks the tokens of `exit` that the walker (holding the set right after
-/// the rule finished) can read to the end.
-fn check_exit(g: &CompiledGrammar, walker: &mut Walker, exit: &tokens::Exit, mask: &mut [u32]) {
+/// The exit tokens of item `it` (see [`tokens`]) that its real callers can
+/// read to the end.
+fn exit_tokens(g: &CompiledGrammar, chart: &Chart, it: Item, info: &tokens::TokenInfo) -> Vec<u32> {
+    let mut out = Vec::new();
+    // The rule of `it` finishes mid-token: go on in its real callers.
+    let rule = g.rule_of(it.state);
+    let mut kernel = Vec::new();
+    for parent in chart.set(it.origin as usize) {
+        if g.is_structural(parent.state) {
+            for &(r, t) in &g.structural[parent.state as usize].calls {
+                if r == rule {
+                    kernel.push(Item {
+                        state: t,
+                        origin: parent.origin,
+                    });
+                }
+            }
+        }
+    }
+    let mut walker = Walker::new(g, chart);
+    if !walker.push_kernel(&kernel) {
+        return out;
+    }
+    let mut first: ByteSet = [0; 4];
+    for x in walker.top() {
+        let f = g.direct_first(x.state);
+        for k in 0..4 {
+            first[k] |= f[k];
+        }
+    }
+    for exit in info.exits_starting_with(&first) {
+        check_exit(g, &mut walker, exit, &mut out);
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Collects the tokens of `exit` that the walker (holding the set right
+/// after the rule finished) can read to the end.
+fn check_exit(g: &CompiledGrammar, walker: &mut Walker, exit: &tokens::Exit, out: &mut Vec<u32>) {
     let trie = g.vocab().trie();
     let nodes = trie.nodes();
     let ids = trie.token_ids();
@@ -395,13 +436,11 @@ fn check_exit(g: &CompiledGrammar, walker: &mut Walker, exit: &tokens::Exit, mas
             return;
         }
     }
-    let mark = |mask: &mut [u32], node: usize| {
+    let mark = |out: &mut Vec<u32>, node: usize| {
         let r = trie.tokens_at(node as u32);
-        for &t in &ids[r.start as usize..r.end as usize] {
-            mask[(t >> 5) as usize] |= 1 << (t & 31);
-        }
+        out.extend_from_slice(&ids[r.start as usize..r.end as usize]);
     };
-    mark(mask, c);
+    mark(out, c);
     // The rest of the subtree, relative to the walker's depth at node c.
     let base_depth = nodes[c].depth as usize;
     let base_sets = walker.depth();
@@ -412,7 +451,7 @@ fn check_exit(g: &CompiledGrammar, walker: &mut Walker, exit: &tokens::Exit, mas
         let rel = n.depth as usize - base_depth;
         walker.truncate(base_sets + rel - 1);
         if walker.push_byte(n.byte) {
-            mark(mask, i);
+            mark(out, i);
             i += 1;
         } else {
             i = n.subtree_end as usize;
