@@ -137,31 +137,6 @@ pub trait Stepper {
     fn exited(&self) -> bool;
 }
 
-struct DfaStepper<'a> {
-    dfa: &'a LexemeDfa,
-    stack: Vec<u32>,
-}
-
-impl Stepper for DfaStepper<'_> {
-    #[inline]
-    fn truncate(&mut self, depth: usize) {
-        self.stack.truncate(depth + 1);
-    }
-    #[inline]
-    fn push(&mut self, byte: u8) -> bool {
-        let t = self.dfa.next(*self.stack.last().unwrap(), byte);
-        if t == DEAD {
-            return false;
-        }
-        self.stack.push(t);
-        true
-    }
-    #[inline]
-    fn exited(&self) -> bool {
-        self.dfa.is_final[*self.stack.last().unwrap() as usize]
-    }
-}
-
 impl Stepper for Walker<'_> {
     fn truncate(&mut self, depth: usize) {
         Walker::truncate(self, depth + 1);
@@ -224,14 +199,70 @@ pub fn walk_trie(
 }
 
 /// Token sets of DFA state `state` of a lexeme followed by bytes in `follow`.
+///
+/// The same walk as [`walk_trie`], specialised to a DFA: a subtree whose
+/// bytes all loop back to the current state is taken whole, and accepted
+/// tokens are collected as trie-order ranges.
 pub fn lexeme_info(vocab: &Vocab, dfa: &LexemeDfa, state: u32, follow: &ByteSet) -> TokenInfo {
-    let mut stepper = DfaStepper {
-        dfa,
-        stack: vec![state],
+    let trie = vocab.trie();
+    let nodes = trie.nodes();
+    let end = trie.root_end() as usize;
+    let max = vocab.max_token_len() + 2;
+    let mut stack = vec![DEAD; max];
+    let mut path = vec![0u8; max];
+    stack[0] = state;
+    let mut pending: Vec<u16> = Vec::new();
+    let mut ranges: Vec<(u32, u32)> = Vec::new();
+    let mut add_range = |lo: u32, hi: u32| {
+        if lo < hi {
+            match ranges.last_mut() {
+                Some(r) if r.1 == lo => r.1 = hi,
+                _ => ranges.push((lo, hi)),
+            }
+        }
     };
-    let mut inside = Vec::new();
     let mut exits = Vec::new();
-    walk_trie(vocab.trie(), &mut stepper, follow, &mut inside, &mut exits);
+    let mut i = 0usize;
+    while i < end {
+        let n = nodes[i];
+        let d = n.depth as usize;
+        while pending.last().is_some_and(|&p| p as usize >= d) {
+            pending.pop();
+        }
+        path[d] = n.byte;
+        let t = dfa.next(stack[d - 1], n.byte);
+        if t != DEAD {
+            if trie.groups_below(i as u32) & !dfa.loop_groups[t as usize] == 0 {
+                // Every byte below loops on `t`: the whole subtree is inside.
+                add_range(n.tok_start, nodes[n.subtree_end as usize].tok_start);
+                i = n.subtree_end as usize;
+                continue;
+            }
+            add_range(n.tok_start, nodes[i + 1].tok_start);
+            stack[d] = t;
+            if dfa.is_final[t as usize] {
+                pending.push(d as u16);
+            }
+            i += 1;
+        } else {
+            for &pd in &pending {
+                let first = path[pd as usize + 1];
+                if byteset_contains(follow, first) {
+                    exits.push(Exit {
+                        node: i as u32,
+                        depth: pd,
+                        first,
+                    });
+                }
+            }
+            i = n.subtree_end as usize;
+        }
+    }
+    let ids = trie.token_ids();
+    let mut inside = Vec::with_capacity(ranges.iter().map(|r| (r.1 - r.0) as usize).sum());
+    for (lo, hi) in ranges {
+        inside.extend_from_slice(&ids[lo as usize..hi as usize]);
+    }
     TokenInfo::new(inside, exits, vocab)
 }
 

@@ -23,6 +23,29 @@ pub struct TrieNode {
     pub tok_start: u32,
 }
 
+/// Coarse byte groups (each ASCII punctuation character alone, letters,
+/// digits, controls, UTF-8 lead and continuation bytes), so that a subtree's
+/// bytes fit in one `u64`: see [`TokenTrie::groups_below`].
+pub fn byte_group(b: u8) -> u32 {
+    match b {
+        0x00..=0x1f => 0,
+        b' ' => 1,
+        b'0'..=b'9' => 2,
+        b'A'..=b'Z' => 3,
+        b'a'..=b'z' => 4,
+        0x7f => 5,
+        0x80..=0xbf => 6,
+        0xc0..=0xdf => 7,
+        0xe0..=0xef => 8,
+        0xf0..=0xff => 9,
+        // The 32 ASCII punctuation characters, one group each.
+        b'!'..=b'/' => 10 + (b - b'!') as u32,
+        b':'..=b'@' => 25 + (b - b':') as u32,
+        b'['..=b'`' => 32 + (b - b'[') as u32,
+        b'{'..=b'~' => 38 + (b - b'{') as u32,
+    }
+}
+
 /// A byte trie over a vocabulary's text tokens.
 #[derive(Clone, Debug)]
 pub struct TokenTrie {
@@ -31,6 +54,8 @@ pub struct TokenTrie {
     nodes: Vec<TrieNode>,
     /// Token ids in trie order.
     token_ids: Vec<u32>,
+    /// Per node: the [`byte_group`]s of every byte strictly below it.
+    groups_below: Vec<u64>,
 }
 
 impl TokenTrie {
@@ -80,7 +105,30 @@ impl TokenTrie {
             subtree_end: nodes.len() as u32 + 1,
             tok_start: token_ids.len() as u32,
         });
-        TokenTrie { nodes, token_ids }
+        // Bottom-up: a node's groups are its children's bytes and theirs.
+        let n = nodes.len() - 1;
+        let mut groups_below = vec![0u64; n];
+        for i in (0..n).rev() {
+            let mut g = 0u64;
+            let mut c = i + 1;
+            while c < nodes[i].subtree_end as usize {
+                g |= (1u64 << byte_group(nodes[c].byte)) | groups_below[c];
+                c = nodes[c].subtree_end as usize;
+            }
+            groups_below[i] = g;
+        }
+        TokenTrie {
+            nodes,
+            token_ids,
+            groups_below,
+        }
+    }
+
+    /// The [`byte_group`]s of all bytes below node `i` (a walk whose state
+    /// loops on all of them accepts the whole subtree at once).
+    #[inline]
+    pub fn groups_below(&self, i: u32) -> u64 {
+        self.groups_below[i as usize]
     }
 
     /// All nodes; the last one is a sentinel that is not part of the trie.

@@ -50,6 +50,9 @@ pub struct LexemeDfa {
     pub is_final: Vec<bool>,
     /// Bytes with a transition out of each state.
     pub first_bytes: Vec<ByteSet>,
+    /// Per state: the trie byte groups all of whose bytes lead back to the
+    /// same state (see `TokenTrie::groups_below`).
+    pub loop_groups: Vec<u64>,
     pub start: u32,
     /// Token sets per (state, follow set), computed on first use.
     pub(crate) infos: Mutex<HashMap<(u32, ByteSet), Arc<TokenInfo>>>,
@@ -311,6 +314,16 @@ impl LexemeDfa {
                 }
             }
         }
+        let mut loop_groups = vec![0u64; n];
+        for (s, lg) in loop_groups.iter_mut().enumerate() {
+            let mut broken = 0u64;
+            for b in 0..=255u8 {
+                if trans[s * num_classes + classes[b as usize] as usize] != s as u32 {
+                    broken |= 1 << crate::vocab::trie::byte_group(b);
+                }
+            }
+            *lg = !broken;
+        }
         LexemeDfa {
             key,
             classes,
@@ -318,6 +331,7 @@ impl LexemeDfa {
             trans,
             is_final,
             first_bytes,
+            loop_groups,
             start: if n > 0 && live[0] { 0 } else { DEAD },
             infos: Mutex::new(HashMap::new()),
         }
