@@ -312,9 +312,6 @@ pub fn compile_ir(
             grammar.rules[grammar.start as usize].name
         )));
     }
-    for r in &grammar.rules {
-        check_token_ids(&r.body, vocab.len())?;
-    }
     let mut low = Lowering {
         g: grammar,
         analysis,
@@ -438,23 +435,6 @@ pub fn compile_ir(
         start_state: 0,
         has_token_edges,
     }))
-}
-
-fn check_token_ids(e: &Expr, n: usize) -> Result<()> {
-    if let Expr::Token(ts) = e {
-        if let Some(&id) = ts.ids.iter().find(|&&id| id as usize >= n) {
-            return Err(Error::invalid(format!(
-                "token id {id} is out of range (vocabulary size {n})"
-            )));
-        }
-    }
-    let mut res = Ok(());
-    e.for_each_child(|c| {
-        if res.is_ok() {
-            res = check_token_ids(c, n);
-        }
-    });
-    res
 }
 
 /// Drops the edges into states that can never finish their rule (a lexeme
@@ -647,14 +627,14 @@ pub fn compile(
         ))
     })?;
     let grammar = match options.kind {
-        Kind::Gbnf => {
-            let g =
-                crate::gbnf::parse(text, options.root.as_deref().unwrap_or("root"), Some(vocab))?;
-            if options.flags & FLAG_GBNF_ALLOW_LEFT_RECURSION == 0 {
-                crate::gbnf::check_left_recursion(&g)?;
-            }
-            g
-        }
+        Kind::Gbnf => crate::gbnf::parse_with(
+            text,
+            options.root.as_deref().unwrap_or("root"),
+            Some(vocab),
+            &crate::gbnf::ParseOptions {
+                reject_left_recursion: options.flags & FLAG_GBNF_ALLOW_LEFT_RECURSION == 0,
+            },
+        )?,
         Kind::JsonSchema => crate::json_schema::to_grammar(text, &json_options(options))?,
         Kind::AnyJson => crate::json_schema::any_json_grammar(&json_options(options))?,
         Kind::Regex => crate::regex::regex_grammar(text)?,

@@ -31,13 +31,21 @@
 //!   ill-formed bytes such as `ED A0 80` leniently and could match them).
 //! - A NUL character in the grammar text is an error (llama.cpp reads a C
 //!   string and silently stops there).
-//! - `{m,n}` with `n < m` is an error (llama.cpp loops until memory runs out).
+//! - `{m,n}` with `n < m` is an error at once (llama.cpp tries to generate
+//!   about 2^64 rules and fails only when memory runs out).
 //! - Groups nested deeper than [`MAX_NESTING`] are a limit error (llama.cpp
 //!   recurses without a bound and crashes on very deep input).
 //! - A start rule that is only referenced, never defined (possible when the
 //!   only reference sits in an overridden definition) is an error (llama.cpp
 //!   reads out of bounds), and llama.cpp's generated rule names (`root_1`)
 //!   are not start rules.
+//! - An empty grammar (no rule at all) is reported by [`parse_rules`], with
+//!   a position; llama.cpp reports it when building the grammar.
+//!
+//! Everything else was compared with llama.cpp's own parser and
+//! `llama_grammar_init_impl` on random grammars: same acceptance, same
+//! stage. (Where llama.cpp's left-recursion check misses a left recursion,
+//! it then hangs building the grammar; cgram's engine copes.)
 
 mod left_recursion;
 mod parser;
@@ -113,7 +121,8 @@ impl GbnfRules {
 }
 
 /// Parses GBNF text into its rules, without choosing a start rule: what
-/// llama.cpp's parser checks (syntax, limits, undefined rules, empty grammar).
+/// llama.cpp's parser checks (syntax, limits, undefined rules), and that
+/// there is at least one rule.
 pub fn parse_rules(text: &str, vocab: Option<&Vocab>) -> Result<GbnfRules> {
     let parsed = parser::parse_rules(text, vocab)?;
     Ok(GbnfRules {

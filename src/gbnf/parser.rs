@@ -16,8 +16,11 @@
 //!   (so a reference to an undefined rule inside a definition that a later
 //!   one overrides is an error or not depending on symbol order).
 //!
-//! Neither model needs the generated rules themselves, only counts and which
-//! references survive, so the IR stays free of llama.cpp's desugaring.
+//! Neither check needs the generated rules themselves, only counts and which
+//! references survive. A third one does: llama.cpp's left-recursion check
+//! runs on its desugared rules with its own notion of "may be empty", so the
+//! parser also records a compact [`Shadow`] of that rule table (only what
+//! the check reads). The IR itself stays free of llama.cpp's desugaring.
 
 use std::collections::HashMap;
 use std::fmt;
