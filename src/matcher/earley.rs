@@ -393,6 +393,24 @@ impl<'a> Walker<'a> {
         self.push_items(kernel)
     }
 
+    /// Replaces the items of the top set (already closed) with `items`.
+    pub fn replace_top(&mut self, items: &[Item]) {
+        let n = self.own.num_sets();
+        let exited = self.exited[n - 1];
+        self.own.truncate(n - 1);
+        self.own.push_set(items);
+        self.exited.truncate(n - 1);
+        self.exited.push(exited);
+    }
+
+    /// The top set's only item, if it is inside a lexeme: its DFA and state.
+    pub fn single_lexeme(&self) -> Option<(&'a crate::compile::lexeme::LexemeDfa, u32)> {
+        match self.own.last() {
+            [it] if !self.g.is_structural(it.state) => Some(self.g.lexeme_state(it.state)),
+            _ => None,
+        }
+    }
+
     /// Number of pushed sets.
     pub fn depth(&self) -> usize {
         self.own.num_sets()

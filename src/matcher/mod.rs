@@ -17,7 +17,7 @@ use std::sync::Arc;
 use earley::{Chart, Item, Scratch, Walker, NO_ORIGIN};
 use tokens::info_for;
 
-use crate::compile::lexeme::{byteset_contains, ByteSet};
+use crate::compile::lexeme::ByteSet;
 use crate::compile::CompiledGrammar;
 use crate::error::{Error, ErrorKind, Result};
 
@@ -307,7 +307,7 @@ impl Matcher {
             }
             let info = info_for(&g, it.state);
             if !done.contains(&it.state) {
-                info.inside.or_into(mask);
+                info.or_inside_into(mask);
                 done.push(it.state);
             }
             if info.exits.is_empty() || it.origin == NO_ORIGIN {
@@ -413,8 +413,9 @@ fn exit_tokens(g: &CompiledGrammar, chart: &Chart, it: Item, info: &tokens::Toke
             first[k] |= f[k];
         }
     }
+    let mut pw = tokens::PrefixWalk::new(1);
     for exit in info.exits_starting_with(&first) {
-        check_exit(g, &mut walker, exit, &mut out);
+        check_exit(g, &mut walker, &mut pw, exit, &mut out);
     }
     out.sort_unstable();
     out.dedup();
@@ -423,43 +424,23 @@ fn exit_tokens(g: &CompiledGrammar, chart: &Chart, it: Item, info: &tokens::Toke
 
 /// Collects the tokens of `exit` that the walker (holding the set right
 /// after the rule finished) can read to the end.
-fn check_exit(g: &CompiledGrammar, walker: &mut Walker, exit: &tokens::Exit, out: &mut Vec<u32>) {
-    let trie = g.vocab().trie();
-    let nodes = trie.nodes();
-    let ids = trie.token_ids();
-    let c = exit.node as usize;
-    let any_token = ids[trie.subtree_tokens(exit.node).start as usize];
-    let prefix = &g.vocab().token_bytes(any_token)[exit.depth as usize..nodes[c].depth as usize];
-    walker.truncate(1);
-    for &b in prefix {
-        if !walker.push_byte(b) {
-            return;
-        }
+fn check_exit(
+    g: &CompiledGrammar,
+    walker: &mut Walker,
+    pw: &mut tokens::PrefixWalk,
+    exit: &tokens::Exit,
+    out: &mut Vec<u32>,
+) {
+    if pw
+        .reach(walker, tokens::exit_remainder(g.vocab(), exit))
+        .is_err()
+    {
+        return;
     }
-    let mark = |out: &mut Vec<u32>, node: usize| {
-        let r = trie.tokens_at(node as u32);
-        out.extend_from_slice(&ids[r.start as usize..r.end as usize]);
-    };
-    mark(out, c);
-    // The rest of the subtree, relative to the walker's depth at node c.
-    let base_depth = nodes[c].depth as usize;
-    let base_sets = walker.depth();
-    let end = nodes[c].subtree_end as usize;
-    let mut i = c + 1;
-    while i < end {
-        let n = nodes[i];
-        let rel = n.depth as usize - base_depth;
-        walker.truncate(base_sets + rel - 1);
-        if walker.push_byte(n.byte) {
-            mark(out, i);
-            i += 1;
-        } else {
-            i = n.subtree_end as usize;
-        }
-    }
-}
-
-#[allow(dead_code)]
-fn first_allows(first: &ByteSet, b: u8) -> bool {
-    byteset_contains(first, b)
+    // No item here has an unknown caller, so nothing exits: no follow set.
+    let none: ByteSet = [0; 4];
+    let mut exits = Vec::new();
+    let mut dfs = tokens::Dfs::new(g.vocab().trie(), &none, out, &mut exits);
+    dfs.accept_node_pub(exit.node as usize);
+    dfs.below(walker, exit.node as usize);
 }

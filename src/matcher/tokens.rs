@@ -79,9 +79,82 @@ pub struct Exit {
     pub first: u8,
 }
 
+/// The bytes of `exit`'s tokens read after the rule ended, down to its node
+/// (all its tokens share them).
+pub fn exit_remainder<'v>(vocab: &'v Vocab, exit: &Exit) -> &'v [u8] {
+    let trie = vocab.trie();
+    let node = &trie.nodes()[exit.node as usize];
+    let any = trie.token_ids()[node.tok_start as usize];
+    &vocab.token_bytes(any)[exit.depth as usize..node.depth as usize]
+}
+
+/// Feeds exit remainders, in sorted order, to a [`Walker`] whose first
+/// `base` sets stay: a common beginning with the previous remainder is not
+/// read again, and remainders starting with a beginning already known to
+/// fail are refused at once.
+pub struct PrefixWalk {
+    base: usize,
+    /// Bytes read above the base, and whether the walked rule can end after
+    /// each.
+    read: Vec<u8>,
+    exited: Vec<bool>,
+    /// A beginning that cannot be read.
+    dead: Option<Vec<u8>>,
+}
+
+impl PrefixWalk {
+    pub fn new(base: usize) -> PrefixWalk {
+        PrefixWalk {
+            base,
+            read: Vec::new(),
+            exited: Vec::new(),
+            dead: None,
+        }
+    }
+
+    /// Reads `rem`. `Ok(())`: the walker is right after it; `Err(k)`: only
+    /// its first `k` bytes can be read.
+    pub fn reach(&mut self, walker: &mut Walker, rem: &[u8]) -> Result<(), usize> {
+        if let Some(d) = &self.dead {
+            if rem.starts_with(d) {
+                return Err(d.len() - 1);
+            }
+        }
+        let lcp = self
+            .read
+            .iter()
+            .zip(rem)
+            .take_while(|(a, b)| a == b)
+            .count();
+        walker.truncate(self.base + lcp);
+        self.read.truncate(lcp);
+        self.exited.truncate(lcp);
+        for &b in &rem[lcp..] {
+            if !walker.push_byte(b) {
+                let mut d = self.read.clone();
+                d.push(b);
+                self.dead = Some(d);
+                return Err(self.read.len());
+            }
+            self.read.push(b);
+            self.exited.push(walker.top_exited());
+        }
+        Ok(())
+    }
+
+    /// Whether the walked rule can end after each of the first bytes read.
+    pub fn exited(&self) -> &[bool] {
+        &self.exited
+    }
+}
+
 /// The token sets of one automaton state.
 pub struct TokenInfo {
     pub inside: TokenList,
+    /// Lexeme token sets whose inside tokens are inside this state too (the
+    /// lexemes this parser-rule state can start right away): kept by
+    /// reference so that each big set is stored once per vocabulary.
+    pub shared: Vec<Arc<TokenInfo>>,
     /// Sorted by `first`.
     pub exits: Box<[Exit]>,
     /// `(first byte, index of its first exit)`, ascending.
@@ -90,7 +163,11 @@ pub struct TokenInfo {
 
 impl TokenInfo {
     fn new(inside: Vec<u32>, mut exits: Vec<Exit>, vocab: &Vocab) -> TokenInfo {
-        exits.sort_by_key(|e| e.first);
+        // By first byte, then by the bytes read after the rule, so that
+        // exits with a common beginning are walked together.
+        exits.sort_by(|a, b| {
+            (a.first, exit_remainder(vocab, a)).cmp(&(b.first, exit_remainder(vocab, b)))
+        });
         let mut runs: Vec<(u8, u32)> = Vec::new();
         for (i, e) in exits.iter().enumerate() {
             if runs.last().map(|r| r.0) != Some(e.first) {
@@ -99,6 +176,7 @@ impl TokenInfo {
         }
         TokenInfo {
             inside: TokenList::from_ids(inside, vocab),
+            shared: Vec::new(),
             exits: exits.into_boxed_slice(),
             exit_runs: runs.into_boxed_slice(),
         }
@@ -123,78 +201,244 @@ impl TokenInfo {
     }
 
     pub fn memory(&self) -> usize {
-        self.inside.memory() + self.exits.len() * 8 + self.exit_runs.len() * 8
+        self.inside.memory()
+            + self.exits.len() * 8
+            + self.exit_runs.len() * 8
+            + self.shared.len() * 8
+    }
+
+    /// Sets the bits of every inside token (own and shared) in `mask`.
+    pub fn or_inside_into(&self, mask: &mut [u32]) {
+        self.inside.or_into(mask);
+        for s in &self.shared {
+            s.inside.or_into(mask);
+        }
     }
 }
 
-/// Something that reads bytes one at a time and backs off.
-pub trait Stepper {
-    /// Keeps the state after the first `depth` bytes.
-    fn truncate(&mut self, depth: usize);
-    /// Reads one more byte; false (state unchanged) if impossible.
-    fn push(&mut self, byte: u8) -> bool;
-    /// The walked rule can be finished right after the last byte.
-    fn exited(&self) -> bool;
-}
-
-impl Stepper for Walker<'_> {
-    fn truncate(&mut self, depth: usize) {
-        Walker::truncate(self, depth + 1);
-    }
-    fn push(&mut self, byte: u8) -> bool {
-        self.push_byte(byte)
-    }
-    fn exited(&self) -> bool {
-        self.top_exited()
-    }
-}
-
-/// Walks the whole trie with `stepper` (already in its start state),
+/// Walks the whole trie with `walker` (its one set is the start),
 /// collecting inside tokens and exits whose first byte is in `follow`.
 pub fn walk_trie(
     trie: &TokenTrie,
-    stepper: &mut impl Stepper,
+    walker: &mut Walker,
     follow: &ByteSet,
     inside: &mut Vec<u32>,
     exits: &mut Vec<Exit>,
 ) {
-    let nodes = trie.nodes();
-    let ids = trie.token_ids();
-    let end = trie.root_end() as usize;
-    let mut pending: Vec<u16> = Vec::new();
-    let mut path: Vec<u8> = vec![0; 2];
-    let mut i = 0usize;
-    while i < end {
-        let n = nodes[i];
-        let d = n.depth as usize;
-        stepper.truncate(d - 1);
-        while pending.last().is_some_and(|&p| p as usize >= d) {
-            pending.pop();
+    let mut walk = Dfs::new(trie, follow, inside, exits);
+    let mut at = WalkerAt { walker, offset: 0 };
+    walk.range(&mut at, 0, trie.root_end() as usize, 0);
+}
+
+/// One depth-first walk over trie nodes with an Earley [`Walker`], with its
+/// bookkeeping. Inside a lexeme that cannot end yet the walk switches to
+/// the lexeme's DFA (no parser work per byte).
+pub(crate) struct Dfs<'a> {
+    pub trie: &'a TokenTrie,
+    follow: &'a ByteSet,
+    pub inside: &'a mut Vec<u32>,
+    exits: &'a mut Vec<Exit>,
+    /// Depths (bytes read) after which the walked rule could end, on the
+    /// current path.
+    pending: Vec<u16>,
+    /// `path[d]` = byte at depth `d` of the current path.
+    path: Vec<u8>,
+    /// DFA states by depth (fast path).
+    dfa_stack: Vec<u32>,
+}
+
+impl<'a> Dfs<'a> {
+    pub fn new(
+        trie: &'a TokenTrie,
+        follow: &'a ByteSet,
+        inside: &'a mut Vec<u32>,
+        exits: &'a mut Vec<Exit>,
+    ) -> Dfs<'a> {
+        Dfs {
+            trie,
+            follow,
+            inside,
+            exits,
+            pending: Vec::new(),
+            path: vec![0; 2],
+            dfa_stack: Vec::new(),
         }
-        if path.len() <= d {
-            path.resize(d + 1, 0);
+    }
+
+    fn set_path(&mut self, depth: usize, byte: u8) {
+        if self.path.len() <= depth {
+            self.path.resize(depth + 1, 0);
         }
-        path[d] = n.byte;
-        if stepper.push(n.byte) {
-            let r = trie.tokens_at(i as u32);
-            inside.extend_from_slice(&ids[r.start as usize..r.end as usize]);
-            if stepper.exited() {
-                pending.push(d as u16);
+        self.path[depth] = byte;
+    }
+
+    fn pop_pending(&mut self, depth: usize) {
+        while self.pending.last().is_some_and(|&p| p as usize >= depth) {
+            self.pending.pop();
+        }
+    }
+
+    /// Records the exits of a subtree the walk cannot enter (node `i`).
+    fn pruned(&mut self, i: usize) {
+        for &pd in &self.pending {
+            let first = self.path[pd as usize + 1];
+            if byteset_contains(self.follow, first) {
+                self.exits.push(Exit {
+                    node: i as u32,
+                    depth: pd,
+                    first,
+                });
             }
-            i += 1;
-        } else {
-            for &pd in &pending {
-                let first = path[pd as usize + 1];
-                if byteset_contains(follow, first) {
-                    exits.push(Exit {
-                        node: i as u32,
-                        depth: pd,
-                        first,
-                    });
+        }
+    }
+
+    fn accept_node(&mut self, i: usize) {
+        let r = self.trie.tokens_at(i as u32);
+        self.inside
+            .extend_from_slice(&self.trie.token_ids()[r.start as usize..r.end as usize]);
+    }
+
+    /// Adds the tokens ending at node `i`.
+    pub fn accept_node_pub(&mut self, i: usize) {
+        self.accept_node(i);
+    }
+
+    fn accept_subtree(&mut self, i: usize) {
+        let r = self.trie.subtree_tokens(i as u32);
+        self.inside
+            .extend_from_slice(&self.trie.token_ids()[r.start as usize..r.end as usize]);
+    }
+
+    /// Walks the subtree below node `c`, the walker being at `c`.
+    pub fn below(&mut self, walker: &mut Walker, c: usize) {
+        let n = self.trie.nodes()[c];
+        if c + 1 >= n.subtree_end as usize {
+            return;
+        }
+        if let Some((dfa, s)) = walker.single_lexeme() {
+            if !dfa.is_final[s as usize] {
+                let sets = walker.depth();
+                self.dfa_subtree(walker, sets, c, dfa, s);
+                return;
+            }
+        }
+        let offset = walker.depth() - 1;
+        let mut at = WalkerAt { walker, offset };
+        self.range(&mut at, c + 1, n.subtree_end as usize, n.depth as usize);
+    }
+
+    /// Walks nodes `first..end` (siblings and their subtrees, children of
+    /// one node at depth `base`); the walker view is in that node's state.
+    pub fn range(&mut self, at: &mut WalkerAt, first: usize, end: usize, base: usize) {
+        let nodes = self.trie.nodes();
+        let mut i = first;
+        while i < end {
+            let n = nodes[i];
+            let d = n.depth as usize;
+            at.truncate(d - base - 1);
+            self.pop_pending(d);
+            self.set_path(d, n.byte);
+            if !at.walker.push_byte(n.byte) {
+                self.pruned(i);
+                i = n.subtree_end as usize;
+                continue;
+            }
+            self.accept_node(i);
+            if at.walker.top_exited() {
+                self.pending.push(d as u16);
+            }
+            if i + 1 < n.subtree_end as usize {
+                if let Some((dfa, s)) = at.walker.single_lexeme() {
+                    if !dfa.is_final[s as usize] {
+                        let top = at.walker.depth();
+                        self.dfa_subtree(at.walker, top, i, dfa, s);
+                        i = n.subtree_end as usize;
+                        continue;
+                    }
                 }
             }
-            i = n.subtree_end as usize;
+            i += 1;
         }
+    }
+
+    /// The subtree below node `top` (where the walker has `sets` sets and
+    /// is inside lexeme `dfa` at non-final state `s`), read with the DFA
+    /// until the lexeme can end, where the parser takes over again.
+    fn dfa_subtree(
+        &mut self,
+        walker: &mut Walker,
+        sets: usize,
+        top: usize,
+        dfa: &LexemeDfa,
+        s: u32,
+    ) {
+        let nodes = self.trie.nodes();
+        let dtop = nodes[top].depth as usize;
+        let end = nodes[top].subtree_end as usize;
+        let base_len = self.dfa_stack.len();
+        self.dfa_stack.push(s);
+        let mut j = top + 1;
+        while j < end {
+            let n = nodes[j];
+            let d = n.depth as usize;
+            let rel = d - dtop;
+            self.dfa_stack.truncate(base_len + rel);
+            self.pop_pending(d);
+            self.set_path(d, n.byte);
+            let t = dfa.next(self.dfa_stack[base_len + rel - 1], n.byte);
+            if t == DEAD {
+                self.pruned(j);
+                j = n.subtree_end as usize;
+                continue;
+            }
+            if !dfa.is_final[t as usize] {
+                if self.trie.groups_below(j as u32) & !dfa.loop_groups[t as usize] == 0 {
+                    self.accept_subtree(j);
+                    j = n.subtree_end as usize;
+                    continue;
+                }
+                self.accept_node(j);
+                self.dfa_stack.push(t);
+                j += 1;
+                continue;
+            }
+            // The lexeme can end here: bring the parser to this node and let
+            // it walk the subtree.
+            self.accept_node(j);
+            walker.truncate(sets);
+            let mut synced = true;
+            for k in dtop + 1..=d {
+                if !walker.push_byte(self.path[k]) {
+                    synced = false;
+                    break;
+                }
+            }
+            debug_assert!(synced, "the DFA and the parser disagree");
+            if synced {
+                if walker.top_exited() {
+                    self.pending.push(d as u16);
+                }
+                let offset = walker.depth() - 1;
+                let mut at = WalkerAt { walker, offset };
+                self.range(&mut at, j + 1, n.subtree_end as usize, d);
+            }
+            j = n.subtree_end as usize;
+        }
+        self.dfa_stack.truncate(base_len);
+    }
+}
+
+/// A [`Walker`] seen from a trie node: its first `offset` sets are below
+/// the node, set `offset` is the node's.
+pub(crate) struct WalkerAt<'w, 'a> {
+    pub walker: &'w mut Walker<'a>,
+    pub offset: usize,
+}
+
+impl WalkerAt<'_, '_> {
+    /// Keeps the state after `depth` bytes below the node.
+    fn truncate(&mut self, depth: usize) {
+        self.walker.truncate(self.offset + depth + 1);
     }
 }
 
@@ -267,6 +511,11 @@ pub fn lexeme_info(vocab: &Vocab, dfa: &LexemeDfa, state: u32, follow: &ByteSet)
 }
 
 /// Token sets of parser-rule state `state`.
+///
+/// The lexemes the state can start right away are not walked here: their
+/// (per-vocabulary) token sets are included by reference, and only their
+/// exits (tokens that finish the lexeme and go on in this rule) are walked,
+/// from the set reached after the lexeme.
 pub fn structural_info(g: &CompiledGrammar, state: u32) -> TokenInfo {
     let empty = Chart::new();
     let mut walker = Walker::new(g, &empty);
@@ -274,17 +523,110 @@ pub fn structural_info(g: &CompiledGrammar, state: u32) -> TokenInfo {
         state,
         origin: CTX_ORIGIN,
     }]);
+    let set0: Vec<Item> = walker.top().to_vec();
+    let (lexemes, rest): (Vec<Item>, Vec<Item>) = set0
+        .iter()
+        .partition(|it| !g.is_structural(it.state) && it.origin == 0);
+    walker.replace_top(&rest);
     let follow = g.rules[g.rule_of(state) as usize].follow;
+    let trie = g.vocab().trie();
     let mut inside = Vec::new();
     let mut exits = Vec::new();
-    walk_trie(
-        g.vocab().trie(),
-        &mut walker,
-        &follow,
-        &mut inside,
-        &mut exits,
-    );
-    TokenInfo::new(inside, exits, g.vocab())
+    walk_trie(trie, &mut walker, &follow, &mut inside, &mut exits);
+    let mut shared = Vec::new();
+    for li in &lexemes {
+        let info = info_for(g, li.state);
+        if !info.exits.is_empty() {
+            // The set right after the lexeme ends: its callers in set 0,
+            // advanced.
+            let rule = g.rule_of(li.state);
+            let mut kernel = Vec::new();
+            for parent in &set0 {
+                if g.is_structural(parent.state) {
+                    for &(r, t) in &g.structural[parent.state as usize].calls {
+                        if r == rule {
+                            kernel.push(Item {
+                                state: t,
+                                origin: parent.origin,
+                            });
+                        }
+                    }
+                }
+            }
+            walker.truncate(1);
+            walker.replace_top(&set0);
+            if walker.push_kernel(&kernel) {
+                let mut first: ByteSet = [0; 4];
+                for x in walker.top() {
+                    let f = g.direct_first(x.state);
+                    for k in 0..4 {
+                        first[k] |= f[k];
+                    }
+                }
+                let after = walker.top_exited();
+                let mut dfs = Dfs::new(trie, &follow, &mut inside, &mut exits);
+                let mut pw = PrefixWalk::new(2);
+                for exit in info.exits_starting_with(&first) {
+                    remainder(&mut dfs, g.vocab(), &mut walker, &mut pw, exit, after);
+                }
+            }
+        }
+        // Small sets are copied in (one list is faster to apply than
+        // several); big ones stay shared.
+        match &info.inside {
+            TokenList::Sparse(ids) => inside.extend_from_slice(ids),
+            TokenList::Dense(_) => shared.push(info.clone()),
+        }
+        for s in &info.shared {
+            shared.push(s.clone());
+        }
+    }
+    let mut info = TokenInfo::new(inside, exits, g.vocab());
+    info.shared = shared;
+    info
+}
+
+/// Walks the tokens of a lexeme's `exit` from the set right after the
+/// lexeme (the walker's set 1; `exited`: the walked rule can end there),
+/// adding what is inside and what exits the walked rule to `dfs`.
+fn remainder(
+    dfs: &mut Dfs,
+    vocab: &Vocab,
+    walker: &mut Walker,
+    pw: &mut PrefixWalk,
+    exit: &Exit,
+    exited: bool,
+) {
+    let trie = dfs.trie;
+    let c = exit.node as usize;
+    let d = exit.depth as usize;
+    let rem = exit_remainder(vocab, exit);
+    for (k, &b) in rem.iter().enumerate() {
+        dfs.set_path(d + 1 + k, b);
+    }
+    let reached = pw.reach(walker, rem);
+    let readable = match reached {
+        Ok(()) => rem.len(),
+        Err(k) => k,
+    };
+    dfs.pending.clear();
+    if exited {
+        dfs.pending.push(d as u16);
+    }
+    for (k, &e) in pw.exited()[..readable].iter().enumerate() {
+        if e {
+            dfs.pending.push((d + 1 + k) as u16);
+        }
+    }
+    if reached.is_err() {
+        dfs.pruned(c);
+        return;
+    }
+    // Node c itself is read: its tokens are inside.
+    let r = trie.tokens_at(c as u32);
+    dfs.inside
+        .extend_from_slice(&trie.token_ids()[r.start as usize..r.end as usize]);
+    dfs.below(walker, c);
 }
 
 /// The cached token sets of any state.

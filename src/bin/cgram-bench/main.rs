@@ -171,6 +171,8 @@ fn main() {
         .collect();
     let mut ttfm = Vec::new();
     let mut tbm = Vec::new();
+    // (microseconds, text index, token index) of every mask of the first round.
+    let mut slow: Vec<(f64, usize, usize)> = Vec::new();
     let mut mask = vec![0u32; vocab.mask_words()];
     for round in 0..repeat {
         let t = Instant::now();
@@ -184,12 +186,16 @@ fn main() {
         if round == 0 {
             println!("grammar: {} states, {} bytes", g.num_states(), g.memory());
         }
-        for (path, ids) in &encoded {
+        for (ti, (path, ids)) in encoded.iter().enumerate() {
             let mut m = Matcher::new(g.clone());
             for (k, &id) in ids.iter().enumerate() {
                 let t = Instant::now();
                 m.fill_mask(&mut mask).unwrap();
-                tbm.push(t.elapsed().as_secs_f64() * 1e6);
+                let us = t.elapsed().as_secs_f64() * 1e6;
+                tbm.push(us);
+                if round == 0 {
+                    slow.push((us, ti, k));
+                }
                 if mask[(id / 32) as usize] >> (id % 32) & 1 == 0 {
                     eprintln!("{}: token {k} ({id}) not in the mask", path.display());
                     std::process::exit(1);
@@ -209,4 +215,16 @@ fn main() {
     );
     print_stats("TTFM", ttfm);
     print_stats("TBM", tbm);
+    slow.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap());
+    println!("slowest masks of the first round:");
+    for &(us, ti, k) in slow.iter().take(8) {
+        let (path, ids) = &encoded[ti];
+        let before = tok
+            .decode(&ids[k.saturating_sub(6)..k], false)
+            .unwrap_or_default();
+        println!(
+            "  {us:>9.1} us  {} token {k} after {before:?}",
+            path.display()
+        );
+    }
 }
