@@ -135,6 +135,11 @@ fn is_productive(e: &Expr, productive: &[bool]) -> bool {
         Expr::Class(c) => !c.is_empty(),
         Expr::Seq(v) => v.iter().all(|x| is_productive(x, productive)),
         Expr::Alt(v) => v.iter().any(|x| is_productive(x, productive)),
+        Expr::Repeat {
+            max: Some(max),
+            min,
+            ..
+        } if max < min => false,
         Expr::Repeat { expr, min, .. } => *min == 0 || is_productive(expr, productive),
         Expr::Ref(r) => productive[*r as usize],
         // Decided exactly once the lexeme DFA is built (empty ones are
@@ -169,6 +174,11 @@ pub fn simplify(e: &Expr, productive: &[bool]) -> Expr {
                 .collect();
             Expr::alt(alts)
         }
+        Expr::Repeat {
+            max: Some(max),
+            min,
+            ..
+        } if max < min => Expr::Nothing,
         Expr::Repeat { expr, min, max } => {
             let inner = simplify(expr, productive);
             match inner {

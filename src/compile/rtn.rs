@@ -100,6 +100,11 @@ impl<'a> RtnBuilder<'a> {
                 }
                 end
             }
+            Expr::Repeat {
+                max: Some(max),
+                min,
+                ..
+            } if max < min => self.fresh()?,
             Expr::Repeat { expr, min, max } => {
                 let mut cur = from;
                 for _ in 0..*min {

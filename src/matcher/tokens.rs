@@ -564,6 +564,13 @@ pub fn structural_info(g: &CompiledGrammar, state: u32) -> TokenInfo {
                     }
                 }
                 let after = walker.top_exited();
+                if after {
+                    // This rule can end with the lexeme: whatever may follow
+                    // the rule may come next.
+                    for k in 0..4 {
+                        first[k] |= follow[k];
+                    }
+                }
                 let mut dfs = Dfs::new(trie, &follow, &mut inside, &mut exits);
                 let mut pw = PrefixWalk::new(2);
                 for exit in info.exits_starting_with(&first) {

@@ -174,6 +174,11 @@ impl Nfa {
                 }
                 Ok(end)
             }
+            Expr::Repeat {
+                max: Some(max),
+                min,
+                ..
+            } if max < min => Ok(self.add()),
             Expr::Repeat { expr, min, max } if has_boolean(e) => {
                 let mut cur = from;
                 for _ in 0..*min {

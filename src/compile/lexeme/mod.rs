@@ -136,6 +136,11 @@ pub fn to_hir(expr: &Expr) -> Hir {
         Expr::Class(c) => class_hir(c),
         Expr::Seq(v) => Hir::concat(v.iter().map(to_hir).collect()),
         Expr::Alt(v) => Hir::alternation(v.iter().map(to_hir).collect()),
+        Expr::Repeat {
+            max: Some(max),
+            min,
+            ..
+        } if max < min => Hir::fail(),
         Expr::Repeat { expr, min, max } => Hir::repetition(hir::Repetition {
             min: *min,
             max: *max,
