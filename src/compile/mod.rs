@@ -117,6 +117,8 @@ pub struct CompiledGrammar {
     pub(crate) start_state: u32,
     /// Some state has a token edge (else masks skip that step).
     pub(crate) has_token_edges: bool,
+    /// Interned parser contexts and the exit tokens cached by them.
+    pub(crate) contexts: crate::matcher::context::Contexts,
 }
 
 impl CompiledGrammar {
@@ -434,6 +436,7 @@ pub fn compile_ir(
         structural_infos,
         start_state: 0,
         has_token_edges,
+        contexts: Default::default(),
     }))
 }
 

@@ -7,6 +7,7 @@
 //! items, plus the tokens that leave a rule mid-token, checked against the
 //! real callers with a [`earley::Walker`].
 
+pub mod context;
 pub mod earley;
 pub mod tokens;
 
@@ -14,6 +15,7 @@ use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::sync::Arc;
 
+use context::{NO_CTX, ROOT_CTX};
 use earley::{Chart, Item, Scratch, Walker, NO_ORIGIN};
 use tokens::info_for;
 
@@ -21,20 +23,17 @@ use crate::compile::lexeme::ByteSet;
 use crate::compile::CompiledGrammar;
 use crate::error::{Error, ErrorKind, Result};
 
-/// Tokens that finish an item's rule mid-token and go on in its callers,
-/// by `(state, origin)`. They depend only on chart sets up to `origin`,
-/// which never change while the output grows, so every mask inside one
-/// long string reuses them; rollback drops the entries it invalidates.
-type ExitCache = HashMap<(u32, u32), Arc<[u32]>, BuildHasherDefault<earley::IntHasher>>;
-
-/// Entries kept at most per matcher (the cache is cleared past this).
-const EXIT_CACHE_MAX: usize = 4096;
+/// Context ids (see [`context`]) of `(origin, rule)`: the callers in chart
+/// set `origin` of a rule started there. They depend only on sets up to
+/// `origin`, which never change while the output grows; rollback drops the
+/// entries it invalidates.
+type ContextMemo = HashMap<(u32, u32), u32, BuildHasherDefault<earley::IntHasher>>;
 
 /// Walks a compiled grammar one token at a time.
 pub struct Matcher {
     grammar: Arc<CompiledGrammar>,
     chart: Chart,
-    exit_cache: ExitCache,
+    contexts: ContextMemo,
     /// Number of chart sets after each accepted step.
     step_ends: Vec<u32>,
     /// End-of-sequence was accepted (at this many steps).
@@ -47,7 +46,7 @@ impl Clone for Matcher {
         Matcher {
             grammar: self.grammar.clone(),
             chart: self.chart.clone(),
-            exit_cache: self.exit_cache.clone(),
+            contexts: self.contexts.clone(),
             step_ends: self.step_ends.clone(),
             terminated: self.terminated,
             scratch: Scratch::default(),
@@ -60,7 +59,7 @@ impl Matcher {
         let mut m = Matcher {
             grammar,
             chart: Chart::new(),
-            exit_cache: ExitCache::default(),
+            contexts: ContextMemo::default(),
             step_ends: Vec::new(),
             terminated: false,
             scratch: Scratch::default(),
@@ -76,7 +75,7 @@ impl Matcher {
     /// Back to the start state.
     pub fn reset(&mut self) {
         self.chart = Chart::new();
-        self.exit_cache.clear();
+        self.contexts.clear();
         self.step_ends.clear();
         self.terminated = false;
         let g = self.grammar.clone();
@@ -266,8 +265,8 @@ impl Matcher {
         self.step_ends.truncate(keep);
         let sets = self.step_ends.last().map_or(1, |&e| e as usize);
         self.chart.truncate(sets);
-        self.exit_cache
-            .retain(|&(_, origin), _| (origin as usize) < sets);
+        self.contexts
+            .retain(|&(origin, _), _| (origin as usize) < sets);
         self.terminated = false;
         Ok(())
     }
@@ -313,15 +312,25 @@ impl Matcher {
             if info.exits.is_empty() || it.origin == NO_ORIGIN {
                 continue;
             }
-            let key = (it.state, it.origin);
-            let tokens = match self.exit_cache.get(&key) {
-                Some(t) => t.clone(),
+            let ctx = context_of(
+                &g,
+                &self.chart,
+                &mut self.contexts,
+                it.origin,
+                g.rule_of(it.state),
+            );
+            let cached = if ctx == NO_CTX {
+                None
+            } else {
+                g.contexts.exits(it.state, ctx)
+            };
+            let tokens = match cached {
+                Some(t) => t,
                 None => {
                     let t: Arc<[u32]> = exit_tokens(&g, &self.chart, *it, &info).into();
-                    if self.exit_cache.len() >= EXIT_CACHE_MAX {
-                        self.exit_cache.clear();
+                    if ctx != NO_CTX {
+                        g.contexts.store_exits(it.state, ctx, t.clone());
                     }
-                    self.exit_cache.insert(key, t.clone());
                     t
                 }
             };
@@ -420,6 +429,74 @@ fn exit_tokens(g: &CompiledGrammar, chart: &Chart, it: Item, info: &tokens::Toke
     out.sort_unstable();
     out.dedup();
     out
+}
+
+/// The context id of rule `rule` started at chart set `origin` (see
+/// [`context`]), memoized; computed bottom-up without recursion.
+fn context_of(
+    g: &CompiledGrammar,
+    chart: &Chart,
+    memo: &mut ContextMemo,
+    origin: u32,
+    rule: u32,
+) -> u32 {
+    if origin == NO_ORIGIN {
+        return ROOT_CTX;
+    }
+    if let Some(&c) = memo.get(&(origin, rule)) {
+        return c;
+    }
+    let mut stack: Vec<(u32, u32)> = vec![(origin, rule)];
+    while let Some(&(o, r)) = stack.last() {
+        if memo.contains_key(&(o, r)) {
+            stack.pop();
+            continue;
+        }
+        let mut callers = Vec::new();
+        let mut missing = None;
+        let mut uncached = false;
+        'parents: for parent in chart.set(o as usize) {
+            if !g.is_structural(parent.state) {
+                continue;
+            }
+            for &(cr, t) in &g.structural[parent.state as usize].calls {
+                if cr != r {
+                    continue;
+                }
+                let pc = if parent.origin == NO_ORIGIN {
+                    ROOT_CTX
+                } else {
+                    let key = (parent.origin, g.rule_of(parent.state));
+                    match memo.get(&key) {
+                        Some(&c) => c,
+                        None if stack.contains(&key) => {
+                            // A cycle (left recursion at one position).
+                            uncached = true;
+                            break 'parents;
+                        }
+                        None => {
+                            missing = Some(key);
+                            break 'parents;
+                        }
+                    }
+                };
+                uncached |= pc == NO_CTX;
+                callers.push((t, pc));
+            }
+        }
+        if let Some(m) = missing {
+            stack.push(m);
+            continue;
+        }
+        let id = if uncached {
+            NO_CTX
+        } else {
+            g.contexts.intern(callers)
+        };
+        memo.insert((o, r), id);
+        stack.pop();
+    }
+    memo[&(origin, rule)]
 }
 
 /// Collects the tokens of `exit` that the walker (holding the set right

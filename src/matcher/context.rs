@@ -1,0 +1,83 @@
+//! Position-independent names for parser contexts, and the grammar-wide
+//! cache of exit tokens keyed by them.
+//!
+//! An Earley item `(state, origin)` leaves its rule into the callers found
+//! in chart set `origin`; what can follow is fully described by those
+//! callers' return states and, recursively, their own callers. Interning
+//! that structure gives every distinct context a small id, equal for equal
+//! contexts wherever and in whichever matcher they occur, so the tokens
+//! that finish a rule mid-token can be cached per `(state, context)` for
+//! the whole grammar: a new matcher on the same schema reuses them.
+
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+use std::sync::{Arc, Mutex};
+
+use super::earley::IntHasher;
+
+/// The context of the start rule: the end of the output.
+pub const ROOT_CTX: u32 = u32::MAX - 1;
+/// A context that is not interned (cyclic, or the table is full): results
+/// for it are not cached.
+pub const NO_CTX: u32 = u32::MAX;
+
+/// Most contexts interned per grammar.
+const MAX_CONTEXTS: usize = 1 << 20;
+/// Most token ids kept in the exit cache per grammar (cleared past this).
+const MAX_EXIT_TOKENS: usize = 1 << 22;
+
+type Map<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
+
+#[derive(Default)]
+struct Inner {
+    /// Sorted `(return state, caller context)` lists -> id.
+    ids: HashMap<Box<[(u32, u32)]>, u32>,
+    /// `(state, context)` -> exit tokens allowed there.
+    exits: Map<(u32, u32), Arc<[u32]>>,
+    exit_tokens: usize,
+}
+
+/// The grammar-wide table (behind a lock: grammars are shared by threads).
+#[derive(Default)]
+pub struct Contexts {
+    inner: Mutex<Inner>,
+}
+
+impl Contexts {
+    /// The id of the context made of these callers.
+    pub fn intern(&self, mut callers: Vec<(u32, u32)>) -> u32 {
+        callers.sort_unstable();
+        callers.dedup();
+        let mut inner = self.inner.lock().unwrap();
+        if let Some(&id) = inner.ids.get(callers.as_slice()) {
+            return id;
+        }
+        if inner.ids.len() >= MAX_CONTEXTS {
+            return NO_CTX;
+        }
+        let id = inner.ids.len() as u32;
+        inner.ids.insert(callers.into_boxed_slice(), id);
+        id
+    }
+
+    pub fn exits(&self, state: u32, ctx: u32) -> Option<Arc<[u32]>> {
+        self.inner.lock().unwrap().exits.get(&(state, ctx)).cloned()
+    }
+
+    pub fn store_exits(&self, state: u32, ctx: u32, tokens: Arc<[u32]>) {
+        let mut inner = self.inner.lock().unwrap();
+        if inner.exit_tokens + tokens.len() > MAX_EXIT_TOKENS {
+            inner.exits.clear();
+            inner.exit_tokens = 0;
+        }
+        inner.exit_tokens += tokens.len();
+        inner.exits.insert((state, ctx), tokens);
+    }
+
+    /// Approximate heap bytes.
+    pub fn memory(&self) -> usize {
+        let inner = self.inner.lock().unwrap();
+        let ids: usize = inner.ids.keys().map(|k| k.len() * 8 + 32).sum();
+        ids + inner.exits.len() * 40 + inner.exit_tokens * 4
+    }
+}
