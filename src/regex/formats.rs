@@ -1,0 +1,411 @@
+//! JSON Schema `format`s as exact regular languages.
+//!
+//! Each supported format is the set of strings the JSON Schema Test Suite
+//! (`optional/format/*.json`, drafts 7 and 2020-12) and the RFCs it cites
+//! accept; where Python's `jsonschema` (4.26, with its optional format
+//! libraries) disagrees with the suite, the suite wins, and the difference
+//! is noted. Formats not listed here are annotations: [`format_expr`]
+//! returns `None` and the string is not constrained. The rules:
+//!
+//! | format | rule |
+//! |---|---|
+//! | `date` | RFC 3339 `full-date`: `YYYY-MM-DD`, ASCII digits, month 01-12, day within the month, 29 February only in leap years (divisible by 4, centuries only when divisible by 400, decided on the digits); year 0000 rejected (as Python's `datetime` does). |
+//! | `time` | RFC 3339 `full-time`: `HH:MM:SS`, optional `.` and one or more digits, then `Z`/`z` or `+HH:MM`/`-HH:MM` (hours 00-23, minutes 00-59). Leap seconds per [`LeapSeconds`]: by default second `60` only at `23:59` with a zero offset. The suite also accepts `15:59:60-08:00` (23:59 in UTC, [`LeapSeconds::Exact`]), which costs an automaton of about 11,000 states; Python rejects every leap second ([`LeapSeconds::Reject`]). |
+//! | `date-time` | `date`, `T` or `t`, `time`. |
+//! | `duration` | RFC 3339 Appendix A (ISO 8601): `P` then `nY[nM[nD]]`, `nM[nD]` or `nD`, optionally followed by `T` and `nH[nM[nS]]`, `nM[nS]` or `nS`; or `PT...` alone; or `PnW`. Integers only, uppercase designators. |
+//! | `email` | RFC 5321 `Mailbox`: a dot-string of `atext` atoms or a quoted string (`qtextSMTP`, `\` pairs), `@`, then a domain (labels of letters, digits and inner hyphens, separated by dots) or an address literal `[IPv4]` / `[IPv6:addr]` (`IPv6` in any case). The ABNF only: no length limits, no general address literals. Python accepts any string containing `@`. |
+//! | `hostname` | RFC 1123: dot-separated labels of 1-63 ASCII letters, digits and hyphens, not starting or ending with a hyphen, no trailing dot; the limit of 253 characters in all only with [`FormatOptions::hostname_total_length`] (it multiplies the automaton by about 400). `xn--` labels are checked as such labels only: whether they decode to valid IDNA (the suite's Punycode cases) is not a regular property. |
+//! | `ipv4` | Four decimal octets 0-255 without leading zeros. |
+//! | `ipv6` | RFC 4291 text forms (RFC 3986 `IPv6address`): 1-4 hex digits per group, at most one `::`, an optional dotted IPv4 tail; no zone index, no brackets. |
+//! | `uri` | RFC 3986 `URI` (scheme, `:`, hierarchical part, query, fragment; percent-escapes; IP literals with strict IPv4 octets). ASCII only. |
+//! | `uri-reference` | RFC 3986 `URI-reference` (a URI or a relative reference). |
+//! | `iri` | RFC 3987 `IRI`: the `uri` rule with `ucschar` allowed where unreserved characters are, and `iprivate` in queries. |
+//! | `iri-reference` | RFC 3987 `IRI-reference`. |
+//! | `uuid` | `8-4-4-4-12` hexadecimal digits in any case, nothing else (Python's `UUID()` also takes braces and `urn:uuid:`, which the suite rejects). |
+//! | `json-pointer` | RFC 6901: empty, or `/`-prefixed reference tokens where `~` is only in `~0` and `~1`. |
+//! | `relative-json-pointer` | A non-negative integer without leading zeros, then `#` or a JSON pointer (draft-handrews-relative-json-pointer-01, as Python checks it: no index manipulation). |
+//! | `uri-template` | RFC 6570 level 4 syntax: literals (with the errata's `'`), percent-escapes, and `{op? varspec,...}` expressions with `:1`-`:9999` prefixes and `*` explode. |
+//!
+//! Not supported (`None`): `regex` (the language of valid patterns is not
+//! regular), `idn-hostname` and `idn-email` (IDNA 2008's Unicode tables
+//! and contextual rules), and every non-standard name (`int32`, `url`,
+//! `topic`, ...), which validators treat as annotations.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+use super::{to_expr, Anchoring};
+use crate::ir::Expr;
+
+/// The format names [`format_expr`] checks.
+pub const SUPPORTED: &[&str] = &[
+    "date",
+    "time",
+    "date-time",
+    "duration",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "json-pointer",
+    "relative-json-pointer",
+    "uri-template",
+];
+
+/// Which leap seconds (`:60`) `time` and `date-time` accept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum LeapSeconds {
+    /// Exactly the JSON Schema Test Suite's rule: second 60 when the time
+    /// in UTC is 23:59, whatever the offset (`15:59:60-08:00`). The DFA
+    /// must remember the hour and minute until it reads the offset: about
+    /// 11,000 states instead of about 70.
+    Exact,
+    /// Second 60 only at 23:59 with offset `Z`, `z`, `+00:00` or `-00:00`
+    /// (a subset of `Exact`: no invalid time is accepted; a leap second
+    /// written with a non-zero offset is refused).
+    #[default]
+    Utc,
+    /// No leap seconds, as Python's `jsonschema` (rfc3339-validator) does.
+    Reject,
+}
+
+/// Options of [`format_expr_with`]. The default keeps every automaton
+/// small (under 350 states); [`FormatOptions::exact`] passes every case of
+/// the JSON Schema Test Suite that a regular language can decide, at the
+/// cost of automata with tens of thousands of states.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct FormatOptions {
+    pub leap_seconds: LeapSeconds,
+    /// `hostname`: also enforce the 253-character limit on the whole name
+    /// (labels are always limited to 63). Counting both lengths at once
+    /// takes an automaton of about 57,000 states (instead of about 130).
+    pub hostname_total_length: bool,
+}
+
+impl FormatOptions {
+    /// The exact rules, whatever the automaton size.
+    pub fn exact() -> FormatOptions {
+        FormatOptions {
+            leap_seconds: LeapSeconds::Exact,
+            hostname_total_length: true,
+        }
+    }
+}
+
+/// The strings `format` accepts, `None` when it is not checked.
+pub fn format_expr(format: &str) -> Option<Expr> {
+    format_expr_with(format, &FormatOptions::default())
+}
+
+/// [`format_expr`] with options.
+pub fn format_expr_with(format: &str, options: &FormatOptions) -> Option<Expr> {
+    type Cache = HashMap<(String, FormatOptions), Expr>;
+    static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
+    if !SUPPORTED.contains(&format) {
+        return None;
+    }
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    let key = (format.to_string(), *options);
+    if let Some(e) = cache.lock().unwrap().get(&key) {
+        return Some(e.clone());
+    }
+    let pattern = pattern_with(format, options)?;
+    let e = to_expr(&pattern, Anchoring::Full).unwrap_or_else(|err| {
+        panic!("format '{format}': built-in pattern does not translate: {err}")
+    });
+    cache.lock().unwrap().insert(key, e.clone());
+    Some(e)
+}
+
+/// The ECMA-262 pattern (full match) of a supported format.
+pub fn pattern(format: &str) -> Option<String> {
+    pattern_with(format, &FormatOptions::default())
+}
+
+/// [`pattern`] with options.
+pub fn pattern_with(format: &str, options: &FormatOptions) -> Option<String> {
+    let time = || time(options.leap_seconds);
+    Some(match format {
+        "date" => date(),
+        "time" => time(),
+        "date-time" => format!("{}[Tt]{}", date(), time()),
+        "duration" => duration(),
+        "email" => email(),
+        "hostname" => hostname(options.hostname_total_length),
+        "ipv4" => IPV4.to_string(),
+        "ipv6" => ipv6(),
+        "uri" => uri(false, false),
+        "uri-reference" => uri(true, false),
+        "iri" => uri(false, true),
+        "iri-reference" => uri(true, true),
+        "uuid" => "[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
+            .to_string(),
+        "json-pointer" => JSON_POINTER.to_string(),
+        "relative-json-pointer" => format!("(?:0|[1-9][0-9]*)(?:#|{JSON_POINTER})"),
+        "uri-template" => uri_template(),
+        _ => return None,
+    })
+}
+
+/// Years 0001-9999.
+const YEAR: &str = "(?:[1-9][0-9]{3}|0[1-9][0-9]{2}|00[1-9][0-9]|000[1-9])";
+/// Leap years among them: `YY` (the last two digits) a non-zero multiple
+/// of 4, or `YY` = 00 and `CC` (the first two) a multiple of 4.
+const LEAP_YEAR: &str =
+    "(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)";
+/// Month and day in every year (29 February aside).
+const MONTH_DAY: &str = "(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))";
+
+fn date() -> String {
+    format!("(?:{YEAR}-{MONTH_DAY}|{LEAP_YEAR}-02-29)")
+}
+
+const FRAC: &str = "(?:\\.[0-9]+)?";
+const HOUR: &str = "(?:[01][0-9]|2[0-3])";
+const MINUTE: &str = "[0-5][0-9]";
+
+/// RFC 3339 `full-time`. A leap second is valid when local time minus
+/// the offset is 23:59 UTC: for each local time there is exactly one
+/// positive and one negative offset that works (two for 23:59, whose
+/// zero offset has both signs, besides `Z`).
+fn time(leap: LeapSeconds) -> String {
+    let offset = format!("(?:[Zz]|[+-]{HOUR}:{MINUTE})");
+    let normal = format!("{HOUR}:{MINUTE}:[0-5][0-9]{FRAC}{offset}");
+    match leap {
+        LeapSeconds::Reject => return normal,
+        LeapSeconds::Utc => return format!("(?:{normal}|23:59:60{FRAC}(?:[Zz]|[+-]00:00))"),
+        LeapSeconds::Exact => {}
+    }
+    let mut leaps = Vec::with_capacity(1440);
+    for local in 0..1440u32 {
+        // local = 23:59 + offset (mod 24 h)
+        let plus = (local + 1440 - 1439) % 1440;
+        let minus = (1439 + 1440 - local) % 1440;
+        let mut offs = vec![
+            format!("\\+{:02}:{:02}", plus / 60, plus % 60),
+            format!("-{:02}:{:02}", minus / 60, minus % 60),
+        ];
+        if local == 1439 {
+            offs.push("[Zz]".to_string());
+        }
+        leaps.push(format!(
+            "{:02}:{:02}:60{FRAC}(?:{})",
+            local / 60,
+            local % 60,
+            offs.join("|")
+        ));
+    }
+    format!("(?:{normal}|{})", leaps.join("|"))
+}
+
+fn duration() -> String {
+    let time = "T(?:[0-9]+H(?:[0-9]+M(?:[0-9]+S)?)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S)";
+    let date = "(?:[0-9]+D|[0-9]+M(?:[0-9]+D)?|[0-9]+Y(?:[0-9]+M(?:[0-9]+D)?)?)";
+    format!("P(?:{date}(?:{time})?|{time}|[0-9]+W)")
+}
+
+const IPV4: &str = "(?:(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9][0-9]|[0-9])\\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9][0-9]|[0-9])";
+
+/// RFC 3986 `IPv6address`.
+fn ipv6() -> String {
+    let h16 = "[0-9A-Fa-f]{1,4}";
+    let ls32 = format!("(?:{h16}:{h16}|{IPV4})");
+    // [ *n( h16 ":" ) h16 ]
+    let head = |n: u32| {
+        if n == 0 {
+            format!("(?:{h16})?")
+        } else {
+            format!("(?:(?:{h16}:){{0,{n}}}{h16})?")
+        }
+    };
+    let alts = [
+        format!("(?:{h16}:){{6}}{ls32}"),
+        format!("::(?:{h16}:){{5}}{ls32}"),
+        format!("{}::(?:{h16}:){{4}}{ls32}", head(0)),
+        format!("{}::(?:{h16}:){{3}}{ls32}", head(1)),
+        format!("{}::(?:{h16}:){{2}}{ls32}", head(2)),
+        format!("{}::{h16}:{ls32}", head(3)),
+        format!("{}::{ls32}", head(4)),
+        format!("{}::{h16}", head(5)),
+        format!("{}::", head(6)),
+    ];
+    format!("(?:{})", alts.join("|"))
+}
+
+/// An LDH label of 1-63 characters.
+const LABEL: &str = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
+
+fn hostname(total_length: bool) -> String {
+    let name = format!("{LABEL}(?:\\.{LABEL})*");
+    if total_length {
+        // The 253-character limit as a lookahead: an intersection.
+        format!("(?=.{{1,253}}$){name}")
+    } else {
+        name
+    }
+}
+
+fn email() -> String {
+    let atext = "[A-Za-z0-9!#$%&'*+\\-/=?^_`{|}~]";
+    let dot_string = format!("{atext}+(?:\\.{atext}+)*");
+    let quoted = "\"(?:[\\x20\\x21\\x23-\\x5B\\x5D-\\x7E]|\\\\[\\x20-\\x7E])*\"";
+    let sub_domain = "[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?";
+    let domain = format!("{sub_domain}(?:\\.{sub_domain})*");
+    let literal = format!("\\[(?:{IPV4}|[Ii][Pp][Vv]6:{})\\]", ipv6());
+    format!("(?:{dot_string}|{quoted})@(?:{domain}|{literal})")
+}
+
+/// RFC 3986 `URI` / `URI-reference`, or with `iri` RFC 3987's `IRI` /
+/// `IRI-reference`.
+fn uri(reference: bool, iri: bool) -> String {
+    // ucschar and iprivate (RFC 3987), as class contents.
+    let ucschar = "\\u{A0}-\\u{D7FF}\\u{F900}-\\u{FDCF}\\u{FDF0}-\\u{FFEF}\\u{10000}-\\u{1FFFD}\\u{20000}-\\u{2FFFD}\\u{30000}-\\u{3FFFD}\\u{40000}-\\u{4FFFD}\\u{50000}-\\u{5FFFD}\\u{60000}-\\u{6FFFD}\\u{70000}-\\u{7FFFD}\\u{80000}-\\u{8FFFD}\\u{90000}-\\u{9FFFD}\\u{A0000}-\\u{AFFFD}\\u{B0000}-\\u{BFFFD}\\u{C0000}-\\u{CFFFD}\\u{D0000}-\\u{DFFFD}\\u{E1000}-\\u{EFFFD}";
+    let iprivate = "\\u{E000}-\\u{F8FF}\\u{F0000}-\\u{FFFFD}\\u{100000}-\\u{10FFFD}";
+    let ucs = if iri { ucschar } else { "" };
+    let unreserved = format!("A-Za-z0-9\\-._~{ucs}");
+    let sub_delims = "!$&'()*+,;=";
+    let pct = "%[0-9A-Fa-f]{2}";
+    let pchar = format!("(?:[{unreserved}{sub_delims}:@]|{pct})");
+    let segment = format!("{pchar}*");
+    let segment_nz = format!("{pchar}+");
+    let segment_nz_nc = format!("(?:[{unreserved}{sub_delims}@]|{pct})+");
+    let query = if iri {
+        format!("(?:[{unreserved}{sub_delims}:@/?{iprivate}]|{pct})*")
+    } else {
+        format!("(?:[{unreserved}{sub_delims}:@/?]|{pct})*")
+    };
+    let fragment = format!("(?:[{unreserved}{sub_delims}:@/?]|{pct})*");
+    let userinfo = format!("(?:[{unreserved}{sub_delims}:]|{pct})*");
+    // IPvFuture has no ucschar, even in IRIs.
+    let ipvfuture = format!("[Vv][0-9A-Fa-f]+\\.[A-Za-z0-9\\-._~{sub_delims}:]+");
+    let ip_literal = format!("\\[(?:{}|{ipvfuture})\\]", ipv6());
+    // reg-name covers IPv4address.
+    let reg_name = format!("(?:[{unreserved}{sub_delims}]|{pct})*");
+    let authority = format!("(?:{userinfo}@)?(?:{ip_literal}|{reg_name})(?::[0-9]*)?");
+    let path_abempty = format!("(?:/{segment})*");
+    let path_absolute = format!("/(?:{segment_nz}(?:/{segment})*)?");
+    let path_rootless = format!("{segment_nz}(?:/{segment})*");
+    let path_noscheme = format!("{segment_nz_nc}(?:/{segment})*");
+    let scheme = "[A-Za-z][A-Za-z0-9+\\-.]*";
+    let tail = format!("(?:\\?{query})?(?:#{fragment})?");
+    let hier = format!("(?://{authority}{path_abempty}|{path_absolute}|{path_rootless})?");
+    let absolute = format!("{scheme}:{hier}{tail}");
+    if !reference {
+        return absolute;
+    }
+    let relative =
+        format!("(?://{authority}{path_abempty}|{path_absolute}|{path_noscheme})?{tail}");
+    format!("(?:{absolute}|{relative})")
+}
+
+const JSON_POINTER: &str = "(?:/(?:[^~/]|~[01])*)*";
+
+fn uri_template() -> String {
+    let ucschar = "\\u{A0}-\\u{D7FF}\\u{F900}-\\u{FDCF}\\u{FDF0}-\\u{FFEF}\\u{10000}-\\u{1FFFD}\\u{20000}-\\u{2FFFD}\\u{30000}-\\u{3FFFD}\\u{40000}-\\u{4FFFD}\\u{50000}-\\u{5FFFD}\\u{60000}-\\u{6FFFD}\\u{70000}-\\u{7FFFD}\\u{80000}-\\u{8FFFD}\\u{90000}-\\u{9FFFD}\\u{A0000}-\\u{AFFFD}\\u{B0000}-\\u{BFFFD}\\u{C0000}-\\u{CFFFD}\\u{D0000}-\\u{DFFFD}\\u{E1000}-\\u{EFFFD}";
+    let iprivate = "\\u{E000}-\\u{F8FF}\\u{F0000}-\\u{FFFFD}\\u{100000}-\\u{10FFFD}";
+    let pct = "%[0-9A-Fa-f]{2}";
+    // %x21 / %x23-24 / %x26-27 (errata 6937) / %x28-3B / %x3D / %x3F-5B /
+    // %x5D / %x5F / %x61-7A / %x7E
+    let literals = format!(
+        "(?:[\\x21\\x23\\x24\\x26\\x27\\x28-\\x3B\\x3D\\x3F-\\x5B\\x5D\\x5F\\x61-\\x7A\\x7E{ucschar}{iprivate}]|{pct})"
+    );
+    let varchar = format!("(?:[A-Za-z0-9_]|{pct})");
+    let varname = format!("{varchar}(?:\\.?{varchar})*");
+    let modifier = "(?::[1-9][0-9]{0,3}|\\*)?";
+    let varspec = format!("{varname}{modifier}");
+    let expression = format!("\\{{[+#./;?&=,!@|]?{varspec}(?:,{varspec})*\\}}");
+    format!("(?:{literals}|{expression})*")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::expr::matches;
+    use super::*;
+
+    #[test]
+    fn every_format_translates() {
+        for f in SUPPORTED {
+            assert!(format_expr(f).is_some(), "{f}");
+        }
+        for f in SUPPORTED {
+            // Plain regular expressions: the compiler may split them.
+            assert!(!super::super::has_boolean(&format_expr(f).unwrap()), "{f}");
+        }
+        assert!(format_expr("int32").is_none());
+        assert!(format_expr("regex").is_none());
+    }
+
+    /// The exact options against the suite's time, date-time and hostname
+    /// cases, with the derivative matcher (the compiler would need seconds
+    /// for these automata in a debug build).
+    #[test]
+    fn exact_options_pass_the_suite() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/regex/formats.json");
+        let cases: Vec<serde_json::Value> =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let exact = FormatOptions::exact();
+        let mut n = 0;
+        for c in &cases {
+            let f = c["format"].as_str().unwrap();
+            let data = c["data"].as_str().unwrap();
+            if !["time", "date-time", "hostname"].contains(&f)
+                || !c["src"].as_str().unwrap().starts_with("suite")
+                || data.to_ascii_lowercase().contains("xn--")
+            {
+                continue;
+            }
+            let e = format_expr_with(f, &exact).unwrap();
+            assert_eq!(
+                matches(&e, data),
+                c["valid"].as_bool().unwrap(),
+                "{f} {data:?}"
+            );
+            n += 1;
+        }
+        assert!(n > 80, "{n} cases");
+    }
+
+    #[test]
+    fn dates_and_times() {
+        let d = format_expr("date").unwrap();
+        for (s, ok) in [
+            ("2020-02-29", true),
+            ("2021-02-29", false),
+            ("2000-02-29", true),
+            ("1900-02-29", false),
+            ("0400-02-29", true),
+            ("0000-01-01", false),
+            ("2020-04-31", false),
+            ("2020-12-31", true),
+        ] {
+            assert_eq!(matches(&d, s), ok, "date {s}");
+        }
+        let t = format_expr_with("time", &FormatOptions::exact()).unwrap();
+        for (s, ok) in [
+            ("23:59:60Z", true),
+            ("15:59:60-08:00", true),
+            ("01:29:60+01:30", true),
+            ("00:29:60-23:30", true),
+            ("23:59:60+01:00", false),
+            ("22:59:60Z", false),
+            ("12:00:00.5+05:30", true),
+            ("12:00:00", false),
+        ] {
+            assert_eq!(matches(&t, s), ok, "time {s}");
+        }
+        let t = format_expr("time").unwrap();
+        for (s, ok) in [
+            ("23:59:60Z", true),
+            ("23:59:60.5-00:00", true),
+            ("15:59:60-08:00", false),
+            ("23:58:60Z", false),
+        ] {
+            assert_eq!(matches(&t, s), ok, "time {s}");
+        }
+    }
+}

@@ -1,0 +1,1534 @@
+//! From a parsed pattern to the exact set of strings it accepts.
+//!
+//! Without assertions a pattern is a plain regular expression. Assertions
+//! are zero-width conditions on the *whole* string around a position, and
+//! are handled in two layers:
+//!
+//! 1. **Local assertions** (`^ $ \b \B`) depend only on the characters next
+//!    to the position (or on there being none). A sub-pattern without
+//!    lookarounds is translated into a *context matrix*: for every kind of
+//!    left context of the match (start of string, after a word character,
+//!    after another character) and every kind of right context, the strings
+//!    the sub-pattern matches there. Concatenation, alternation and
+//!    repetition are matrix operations (repetition is a Kleene closure over
+//!    the few boundary contexts), so anchors inside groups and loops
+//!    (`(^a|b)c`, `(x($|/))*`, `a^b`) come out exact.
+//! 2. **Lookarounds** and the context conditions left at the edges of such
+//!    sub-patterns become conditions on the prefix before a position
+//!    (`Lb`: `^`, lookbehind, the left half of `\b`) or on the suffix after
+//!    it (`La`: `$`, lookahead, the right half of `\b`). A sequence is split
+//!    at a point with only prefix conditions to its left and only suffix
+//!    conditions to its right; the left part is built forwards, threading
+//!    the language of "everything before" (`P·v1 ∩ Q`), the right part
+//!    backwards, threading "everything after" (`v2·K ∩ S`), and the two
+//!    halves are concatenated. Intersection and complement (`Expr::And`,
+//!    `Expr::Not`) express the conditions exactly.
+//!
+//! What cannot be expressed this way is reported as unsupported with the
+//! offset of the assertion: a suffix condition that must hold before a
+//! prefix condition in the same sequence (`(?=\w*x)a+(?<=y\w*)`), a lookbehind
+//! inside a lookahead after characters the lookahead consumed (and the
+//! mirror case), prefix and suffix conditions together inside an unbounded
+//! (or over 16) repetition, and lookarounds inside an unbounded repetition
+//! unless each step reads one character of some class `C` and what follows
+//! the loop cannot start with a `C` character (for lookaheads; the mirror
+//! for lookbehinds), as in the "tempered" loops `^((?!ab).)*$` and
+//! `((?!ab)[a-z])*\.json`. Zero-width loop bodies (`(?:\b)*`) are exact:
+//! ECMA-262 refuses their empty iterations past the minimum.
+
+use super::expr::{
+    alt, and, any_plus, any_star, edge_chars, is_any_star, nonempty, not, nullable, repeat,
+    restrict_first, restrict_last, seq,
+};
+use super::parser::Node;
+use super::unicode;
+use crate::error::{Error, Result};
+use crate::ir::{CharClass, Expr};
+
+/// Largest expression (in IR nodes) a translation may build.
+pub const MAX_EXPR_SIZE: usize = 200_000;
+
+fn unsupported(at: usize, msg: impl std::fmt::Display) -> Error {
+    Error::unsupported(format!(
+        "regex construct not supported at offset {at}: {msg}"
+    ))
+}
+
+fn too_large() -> Error {
+    Error::limit(format!(
+        "regex translation exceeds {MAX_EXPR_SIZE} expression nodes (assertions inside \
+         repetitions multiply the expression)"
+    ))
+}
+
+fn check_size(e: &Expr) -> Result<()> {
+    if e.size() > MAX_EXPR_SIZE {
+        Err(too_large())
+    } else {
+        Ok(())
+    }
+}
+
+/// The language of a whole parsed pattern: `prefix` and `suffix` are the
+/// languages around the match (`Σ*` for a search, `ε` for a full match).
+pub(crate) fn translate(node: &Node, prefix: Expr, suffix: Expr) -> Result<Expr> {
+    let p = lower(node)?;
+    let e = t(&p, prefix, suffix)?;
+    check_size(&e)?;
+    Ok(e)
+}
+
+// ---------------------------------------------------------------------------
+// Layer 1: local assertions through context matrices.
+
+/// Which local assertions a sub-pattern contains; they decide which
+/// contexts need telling apart.
+#[derive(Clone, Copy, Debug, Default)]
+struct Dims {
+    start: bool,
+    end: bool,
+    word: bool,
+}
+
+/// A kind of context on one side of a position.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ctx {
+    /// The start (left side) of the string.
+    Start,
+    /// The end (right side) of the string.
+    End,
+    /// A word character (`[A-Za-z0-9_]`).
+    W,
+    /// Another character; also the string's edge when no `^`/`$` needs it
+    /// told apart (for `\b` the edges count as non-word).
+    N,
+    /// Any character (only `^`/`$` matter, not word-ness).
+    Other,
+    /// Anything, edge included (nothing on this side matters).
+    Any,
+}
+
+fn dims_of(n: &Node, d: &mut Dims) {
+    match n {
+        Node::Start { .. } => d.start = true,
+        Node::End { .. } => d.end = true,
+        Node::WordBoundary { .. } => d.word = true,
+        Node::Seq(v) | Node::Alt(v) => v.iter().for_each(|x| dims_of(x, d)),
+        Node::Repeat { node, .. } | Node::Look { node, .. } => dims_of(node, d),
+        Node::Empty | Node::Char(_) => {}
+    }
+}
+
+fn has_assert(n: &Node) -> bool {
+    match n {
+        Node::Start { .. } | Node::End { .. } | Node::WordBoundary { .. } | Node::Look { .. } => {
+            true
+        }
+        Node::Seq(v) | Node::Alt(v) => v.iter().any(has_assert),
+        Node::Repeat { node, .. } => has_assert(node),
+        Node::Empty | Node::Char(_) => false,
+    }
+}
+
+/// The expression of an assertion-free node.
+fn plain(n: &Node) -> Expr {
+    match n {
+        Node::Empty => Expr::Empty,
+        Node::Char(c) => seq(vec![Expr::Class(c.clone())]),
+        Node::Seq(v) => seq(v.iter().map(plain).collect()),
+        Node::Alt(v) => alt(v.iter().map(plain).collect()),
+        Node::Repeat { node, min, max, .. } => repeat(plain(node), *min, *max),
+        _ => unreachable!("plain() on an assertion"),
+    }
+}
+
+struct Local {
+    d: Dims,
+    /// Left-context kinds (rows).
+    pv: Vec<Ctx>,
+    /// Right-context kinds (columns).
+    nv: Vec<Ctx>,
+    /// Rows that a consumed character produces (its kind as a left
+    /// context for what follows).
+    pct: Vec<usize>,
+    /// Columns a consumed character produces.
+    nct: Vec<usize>,
+}
+
+impl Local {
+    fn new(d: Dims) -> Local {
+        let (pv, pct) = if d.word {
+            if d.start {
+                (vec![Ctx::Start, Ctx::W, Ctx::N], vec![1, 2])
+            } else {
+                (vec![Ctx::W, Ctx::N], vec![0, 1])
+            }
+        } else if d.start {
+            (vec![Ctx::Start, Ctx::Other], vec![1])
+        } else {
+            (vec![Ctx::Any], vec![0])
+        };
+        let (nv, nct) = if d.word {
+            if d.end {
+                (vec![Ctx::End, Ctx::W, Ctx::N], vec![1, 2])
+            } else {
+                (vec![Ctx::W, Ctx::N], vec![0, 1])
+            }
+        } else if d.end {
+            (vec![Ctx::End, Ctx::Other], vec![1])
+        } else {
+            (vec![Ctx::Any], vec![0])
+        };
+        Local {
+            d,
+            pv,
+            nv,
+            pct,
+            nct,
+        }
+    }
+
+    fn class(&self, c: Ctx) -> CharClass {
+        match c {
+            Ctx::W => unicode::word(),
+            Ctx::N => unicode::word().negate(),
+            Ctx::Other | Ctx::Any => CharClass::any(),
+            Ctx::Start | Ctx::End => CharClass::empty(),
+        }
+    }
+
+    fn is_word(c: Ctx) -> bool {
+        c == Ctx::W
+    }
+
+    /// The prefixes that leave left context `c`, and the same as a local
+    /// condition (class of the previous character, or the string start).
+    fn pre(&self, c: Ctx) -> (Expr, (CharClass, bool)) {
+        match c {
+            Ctx::Start => (Expr::Empty, (CharClass::empty(), true)),
+            Ctx::W => (
+                seq(vec![any_star(), Expr::Class(unicode::word())]),
+                (unicode::word(), false),
+            ),
+            Ctx::N => {
+                let e = seq(vec![any_star(), Expr::Class(unicode::word().negate())]);
+                if self.d.start {
+                    (e, (unicode::word().negate(), false))
+                } else {
+                    (alt(vec![Expr::Empty, e]), (unicode::word().negate(), true))
+                }
+            }
+            Ctx::Other => (any_plus(), (CharClass::any(), false)),
+            Ctx::Any | Ctx::End => (any_star(), (CharClass::any(), true)),
+        }
+    }
+
+    /// The suffixes that give right context `c`.
+    fn suf(&self, c: Ctx) -> (Expr, (CharClass, bool)) {
+        match c {
+            Ctx::End => (Expr::Empty, (CharClass::empty(), true)),
+            Ctx::W => (
+                seq(vec![Expr::Class(unicode::word()), any_star()]),
+                (unicode::word(), false),
+            ),
+            Ctx::N => {
+                let e = seq(vec![Expr::Class(unicode::word().negate()), any_star()]);
+                if self.d.end {
+                    (e, (unicode::word().negate(), false))
+                } else {
+                    (alt(vec![Expr::Empty, e]), (unicode::word().negate(), true))
+                }
+            }
+            Ctx::Other => (any_plus(), (CharClass::any(), false)),
+            Ctx::Any | Ctx::Start => (any_star(), (CharClass::any(), true)),
+        }
+    }
+
+    /// Only one character kind on the left, and it is any character.
+    fn trivial_p(&self) -> bool {
+        self.pct.len() == 1 && self.class(self.pv[self.pct[0]]) == CharClass::any()
+    }
+
+    fn trivial_q(&self) -> bool {
+        self.nct.len() == 1 && self.class(self.nv[self.nct[0]]) == CharClass::any()
+    }
+}
+
+/// A sub-pattern's strings per (left context, right context), or the same
+/// strings in every context.
+#[derive(Clone, Debug)]
+enum Lang {
+    U(Expr),
+    M(Vec<Expr>),
+}
+
+impl Lang {
+    fn get(&self, l: &Local, a: usize, b: usize) -> &Expr {
+        match self {
+            Lang::U(e) => e,
+            Lang::M(v) => &v[a * l.nv.len() + b],
+        }
+    }
+}
+
+fn size_of(l: &Lang) -> usize {
+    match l {
+        Lang::U(e) => e.size(),
+        Lang::M(v) => v.iter().map(Expr::size).sum(),
+    }
+}
+
+fn matrix(n: &Node, l: &Local) -> Result<Lang> {
+    if !has_assert(n) {
+        return Ok(Lang::U(plain(n)));
+    }
+    let (np, nn) = (l.pv.len(), l.nv.len());
+    let from_pred = |f: &dyn Fn(Ctx, Ctx) -> bool| {
+        let mut v = Vec::with_capacity(np * nn);
+        for a in 0..np {
+            for b in 0..nn {
+                v.push(if f(l.pv[a], l.nv[b]) {
+                    Expr::Empty
+                } else {
+                    Expr::Nothing
+                });
+            }
+        }
+        Lang::M(v)
+    };
+    let out = match n {
+        Node::Start { .. } => from_pred(&|p, _| p == Ctx::Start),
+        Node::End { .. } => from_pred(&|_, q| q == Ctx::End),
+        Node::WordBoundary { negated, .. } => {
+            let neg = *negated;
+            from_pred(&move |p, q| (Local::is_word(p) != Local::is_word(q)) != neg)
+        }
+        Node::Seq(items) => {
+            let parts = match seq_parts(items) {
+                Some(p) => p,
+                None => return Ok(Lang::U(Expr::Nothing)),
+            };
+            let mut acc: Option<Lang> = None;
+            for part in parts {
+                let m = match part {
+                    Part::Plain(e) => Lang::U(e),
+                    Part::Node(n) => matrix(n, l)?,
+                };
+                acc = Some(match acc.take() {
+                    None => m,
+                    Some(a) => compose(&a, &m, l)?,
+                });
+            }
+            acc.unwrap_or(Lang::U(Expr::Empty))
+        }
+        Node::Alt(v) => {
+            let ms: Vec<Lang> = v.iter().map(|x| matrix(x, l)).collect::<Result<_>>()?;
+            let mut out = Vec::with_capacity(np * nn);
+            for a in 0..np {
+                for b in 0..nn {
+                    out.push(alt(ms.iter().map(|m| m.get(l, a, b).clone()).collect()));
+                }
+            }
+            Lang::M(out)
+        }
+        Node::Repeat { node, min, max, at } => {
+            let body = matrix(node, l)?;
+            closure(&body, *min, *max, *at, l)?
+        }
+        Node::Look { .. } | Node::Empty | Node::Char(_) => unreachable!(),
+    };
+    if size_of(&out) > MAX_EXPR_SIZE {
+        return Err(too_large());
+    }
+    Ok(out)
+}
+
+/// An item of a sequence: a run of assertion-free items, or an item with
+/// assertions.
+enum Part<'a> {
+    Plain(Expr),
+    Node(&'a Node),
+}
+
+/// A sequence as parts, with the assertions that sit between two
+/// non-empty plain runs decided on the spot: `^` after characters or `$`
+/// before them fail, and `\b`/`\B` between runs whose adjacent characters
+/// are all word (or all non-word) characters on one side restrict the
+/// other side. Without this, every assertion would multiply the size of
+/// the context matrices. `None` when the sequence can match nothing.
+fn seq_parts(items: &[Node]) -> Option<Vec<Part<'_>>> {
+    let mut parts: Vec<Part> = Vec::new();
+    for it in items {
+        if has_assert(it) {
+            parts.push(Part::Node(it));
+        } else {
+            let e = plain(it);
+            match parts.last_mut() {
+                Some(Part::Plain(prev)) => *prev = seq(vec![prev.clone(), e]),
+                _ => parts.push(Part::Plain(e)),
+            }
+        }
+    }
+    let solid = |p: Option<&Part>| match p {
+        Some(Part::Plain(e)) if !nullable(e) => Some(e.clone()),
+        _ => None,
+    };
+    let word = unicode::word();
+    let kind = |c: &CharClass| {
+        if c.intersect(&word) == *c {
+            Some(true)
+        } else if c.intersect(&word).is_empty() {
+            Some(false)
+        } else {
+            None
+        }
+    };
+    let mut i = 0;
+    while i < parts.len() {
+        let (before, after) = (
+            if i > 0 { solid(parts.get(i - 1)) } else { None },
+            solid(parts.get(i + 1)),
+        );
+        let resolved = match parts[i] {
+            Part::Node(Node::Start { .. }) if before.is_some() => return None,
+            Part::Node(Node::End { .. }) if after.is_some() => return None,
+            Part::Node(&Node::WordBoundary { negated, .. }) => match (before, after) {
+                (Some(x), Some(y)) => {
+                    let kx = kind(&edge_chars(&x, true));
+                    let ky = kind(&edge_chars(&y, false));
+                    // Which word-ness the other side must have.
+                    let need = |k: bool| if negated { k } else { !k };
+                    match (kx, ky) {
+                        (Some(a), Some(b)) => {
+                            if (a != b) == negated {
+                                return None;
+                            }
+                            Some((x, y))
+                        }
+                        (Some(a), None) => {
+                            let c = if need(a) { word.clone() } else { word.negate() };
+                            Some((x, restrict_first(&y, &c)))
+                        }
+                        (None, Some(b)) => {
+                            let c = if need(b) { word.clone() } else { word.negate() };
+                            Some((restrict_last(&x, &c), y))
+                        }
+                        (None, None) => None,
+                    }
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        match resolved {
+            Some((x, y)) => {
+                // Replace `x, assertion, y` by the plain `x·y`.
+                let joined = seq(vec![x, y]);
+                if joined == Expr::Nothing {
+                    return None;
+                }
+                parts.splice(i - 1..=i + 1, [Part::Plain(joined)]);
+                i -= 1;
+            }
+            None => i += 1,
+        }
+    }
+    Some(parts)
+}
+
+/// Concatenation of context matrices. For a match `v = v1·v2` split at
+/// `m`, the context at `m` is read off `v1`'s last character (or the outer
+/// left context when `v1` is empty) and `v2`'s first character (or the
+/// outer right context when `v2` is empty).
+fn compose(x: &Lang, y: &Lang, l: &Local) -> Result<Lang> {
+    if let (Lang::U(a), Lang::U(b)) = (x, y) {
+        return Ok(Lang::U(seq(vec![a.clone(), b.clone()])));
+    }
+    let (np, nn) = (l.pv.len(), l.nv.len());
+    let tp = l.trivial_p();
+    let tq = l.trivial_q();
+    let mut out = Vec::with_capacity(np * nn);
+    for a in 0..np {
+        for b in 0..nn {
+            let xab = x.get(l, a, b);
+            let yab = y.get(l, a, b);
+            let mut terms: Vec<Expr> = Vec::new();
+            let mut done12 = false;
+            let mut done13 = false;
+            // When only one kind of character exists on a side, the cases
+            // "v1 empty" (or "v2 empty") and "both empty" merge into the
+            // whole of Y (or X), sparing a split into empty and non-empty
+            // parts. Prefer the merge that leaves nothing else behind.
+            let m12 = tq && nullable(xab) && nullable(x.get(l, a, l.nct[0]));
+            let m13 = tp && nullable(yab) && nullable(y.get(l, l.pct[0], b));
+            if m12 && !(m13 && *yab == Expr::Empty) {
+                // v1 = ε with either context after it: all of Y.
+                terms.push(yab.clone());
+                done12 = true;
+            } else if m13 {
+                terms.push(xab.clone());
+                done13 = true;
+            }
+            if !done12 && !done13 && nullable(xab) && nullable(yab) {
+                terms.push(Expr::Empty);
+            }
+            if !done12 {
+                for &q in &l.nct {
+                    if nullable(x.get(l, a, q)) {
+                        terms.push(restrict_first(yab, &l.class(l.nv[q])));
+                    }
+                }
+            }
+            if !done13 {
+                for &p in &l.pct {
+                    if nullable(y.get(l, p, b)) {
+                        terms.push(restrict_last(xab, &l.class(l.pv[p])));
+                    }
+                }
+            }
+            for &p in &l.pct {
+                for &q in &l.nct {
+                    let left = x.get(l, a, q);
+                    let right = y.get(l, p, b);
+                    if matches!(left, Expr::Nothing) || matches!(right, Expr::Nothing) {
+                        continue;
+                    }
+                    terms.push(seq(vec![
+                        restrict_last(left, &l.class(l.pv[p])),
+                        restrict_first(right, &l.class(l.nv[q])),
+                    ]));
+                }
+            }
+            out.push(alt(terms));
+        }
+    }
+    let m = Lang::M(out);
+    if size_of(&m) > MAX_EXPR_SIZE {
+        return Err(too_large());
+    }
+    Ok(m)
+}
+
+/// The identity of [`compose`]: the empty match, in any context.
+fn identity(l: &Local) -> Lang {
+    Lang::M(vec![Expr::Empty; l.pv.len() * l.nv.len()])
+}
+
+/// `X{min,max}` on context matrices. Empty iterations after the minimum,
+/// which ECMA-262 refuses, never change the set of strings matched, so
+/// the closure is over non-empty iterations only; between two of them the
+/// context is a pair (kind of the last character, kind of the next one).
+fn closure(x: &Lang, min: u32, max: Option<u32>, at: usize, l: &Local) -> Result<Lang> {
+    if let Lang::U(e) = x {
+        return Ok(Lang::U(repeat(e.clone(), min, max)));
+    }
+    let mut mandatory = identity(l);
+    for _ in 0..min {
+        mandatory = compose(&mandatory, x, l)?;
+    }
+    if max == Some(min) {
+        return Ok(mandatory);
+    }
+    let (np, nn) = (l.pv.len(), l.nv.len());
+    let xp: Vec<Expr> = (0..np * nn)
+        .map(|i| nonempty(x.get(l, i / nn, i % nn)))
+        .collect();
+    let xg = |a: usize, b: usize| &xp[a * nn + b];
+    // Boundary states between two non-empty iterations.
+    let states: Vec<(usize, usize)> = l
+        .pct
+        .iter()
+        .flat_map(|&p| l.nct.iter().map(move |&q| (p, q)))
+        .collect();
+    let ns = states.len();
+    // First iteration: from the outer left context to a boundary.
+    let first: Vec<Vec<Expr>> = (0..np)
+        .map(|a| {
+            states
+                .iter()
+                .map(|&(p, q)| restrict_last(xg(a, q), &l.class(l.pv[p])))
+                .collect()
+        })
+        .collect();
+    // Middle iterations: boundary to boundary.
+    let step: Vec<Vec<Expr>> = states
+        .iter()
+        .map(|&(p, q)| {
+            states
+                .iter()
+                .map(|&(p2, q2)| {
+                    restrict_first(
+                        &restrict_last(xg(p, q2), &l.class(l.pv[p2])),
+                        &l.class(l.nv[q]),
+                    )
+                })
+                .collect()
+        })
+        .collect();
+    // Last iteration: boundary to the outer right context.
+    let last: Vec<Vec<Expr>> = states
+        .iter()
+        .map(|&(p, q)| {
+            (0..nn)
+                .map(|b| restrict_first(xg(p, b), &l.class(l.nv[q])))
+                .collect()
+        })
+        .collect();
+    // Only boundary states that some path from the first iteration to the
+    // last one goes through matter; pruning the others often leaves one,
+    // which keeps bounded repetitions compact.
+    let nothing = |e: &Expr| matches!(e, Expr::Nothing);
+    let mut reach: Vec<bool> = (0..ns)
+        .map(|s| first.iter().any(|row| !nothing(&row[s])))
+        .collect();
+    let mut coreach: Vec<bool> = (0..ns)
+        .map(|s| last[s].iter().any(|e| !nothing(e)))
+        .collect();
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for i in 0..ns {
+            for j in 0..ns {
+                if nothing(&step[i][j]) {
+                    continue;
+                }
+                if reach[i] && !reach[j] {
+                    reach[j] = true;
+                    changed = true;
+                }
+                if coreach[j] && !coreach[i] {
+                    coreach[i] = true;
+                    changed = true;
+                }
+            }
+        }
+    }
+    let live: Vec<usize> = (0..ns).filter(|&s| reach[s] && coreach[s]).collect();
+    let nl = live.len();
+    let sub: Vec<Vec<Expr>> = live
+        .iter()
+        .map(|&i| live.iter().map(|&j| step[i][j].clone()).collect())
+        .collect();
+    // Paths through any number (or at most k) of middle iterations.
+    let sub_mids: Vec<Vec<Expr>> = match max {
+        None => kleene(&sub),
+        Some(m) => {
+            let k = m - min;
+            if k < 2 {
+                vec![vec![Expr::Nothing; nl]; nl]
+            } else if nl == 1 {
+                vec![vec![repeat(sub[0][0].clone(), 0, Some(k - 2))]]
+            } else {
+                // Horner: I^0 + I(I^0 + I(...)).
+                let id: Vec<Vec<Expr>> = (0..nl)
+                    .map(|i| {
+                        (0..nl)
+                            .map(|j| if i == j { Expr::Empty } else { Expr::Nothing })
+                            .collect()
+                    })
+                    .collect();
+                let mut r = id.clone();
+                for _ in 0..k - 2 {
+                    let mut nr = id.clone();
+                    for i in 0..nl {
+                        for j in 0..nl {
+                            let mut terms = vec![nr[i][j].clone()];
+                            for (u, row) in r.iter().enumerate() {
+                                terms.push(seq(vec![sub[i][u].clone(), row[j].clone()]));
+                            }
+                            nr[i][j] = alt(terms);
+                        }
+                    }
+                    r = nr;
+                    if r.iter().flatten().map(Expr::size).sum::<usize>() > MAX_EXPR_SIZE {
+                        return Err(unsupported(
+                            at,
+                            "a word boundary inside a repetition with a large count",
+                        ));
+                    }
+                }
+                r
+            }
+        }
+    };
+    let mut mids = vec![vec![Expr::Nothing; ns]; ns];
+    for (i, &si) in live.iter().enumerate() {
+        for (j, &sj) in live.iter().enumerate() {
+            mids[si][sj] = sub_mids[i][j].clone();
+        }
+    }
+    let two_or_more = max.is_none_or(|m| m - min >= 2);
+    let last_at = |s: usize, b: usize| &last[s][b];
+    let mut tail = Vec::with_capacity(np * nn);
+    for (a, first_a) in first.iter().enumerate() {
+        for b in 0..nn {
+            let mut terms = vec![Expr::Empty, xg(a, b).clone()];
+            if two_or_more {
+                for (s, mid_s) in mids.iter().enumerate() {
+                    for (s2, mid) in mid_s.iter().enumerate() {
+                        if matches!(mid, Expr::Nothing) {
+                            continue;
+                        }
+                        terms.push(seq(vec![
+                            first_a[s].clone(),
+                            mid.clone(),
+                            last_at(s2, b).clone(),
+                        ]));
+                    }
+                }
+            }
+            tail.push(alt(terms));
+        }
+    }
+    compose(&mandatory, &Lang::M(tail), l)
+}
+
+/// Kleene closure `A*` of a square matrix of expressions.
+fn kleene(a: &[Vec<Expr>]) -> Vec<Vec<Expr>> {
+    let n = a.len();
+    let mut r: Vec<Vec<Expr>> = a.to_vec();
+    for k in 0..n {
+        let s = repeat(r[k][k].clone(), 0, None);
+        let mut nr = r.clone();
+        for i in 0..n {
+            for j in 0..n {
+                if matches!(r[i][k], Expr::Nothing) || matches!(r[k][j], Expr::Nothing) {
+                    continue;
+                }
+                nr[i][j] = alt(vec![
+                    r[i][j].clone(),
+                    seq(vec![r[i][k].clone(), s.clone(), r[k][j].clone()]),
+                ]);
+            }
+        }
+        r = nr;
+    }
+    for (i, row) in r.iter_mut().enumerate() {
+        row[i] = alt(vec![Expr::Empty, row[i].clone()]);
+    }
+    r
+}
+
+/// Alternatives of an expression (its operands if a union).
+fn alternatives(e: &Expr) -> Vec<Expr> {
+    match e {
+        Expr::Alt(v) => v.clone(),
+        Expr::Nothing => Vec::new(),
+        e => vec![e.clone()],
+    }
+}
+
+/// A context matrix as conditions at the edges: alternatives common to
+/// every context stay plain, the rest is guarded by prefix and suffix
+/// conditions describing the contexts.
+fn to_p(lang: Lang, l: &Local, at: usize) -> P {
+    let v = match lang {
+        Lang::U(e) => return P::Plain(e),
+        Lang::M(v) => v,
+    };
+    let (np, nn) = (l.pv.len(), l.nv.len());
+    let alts: Vec<Vec<Expr>> = v.iter().map(alternatives).collect();
+    let common: Vec<Expr> = alts[0]
+        .iter()
+        .filter(|e| alts.iter().all(|a| a.contains(e)))
+        .cloned()
+        .collect();
+    let residual: Vec<Expr> = alts
+        .iter()
+        .map(|a| alt(a.iter().filter(|e| !common.contains(e)).cloned().collect()))
+        .collect();
+    let mut out: Vec<P> = Vec::new();
+    if !common.is_empty() {
+        out.push(P::Plain(alt(common)));
+    }
+    // Group contexts by residual.
+    let mut groups: Vec<(Expr, Vec<(usize, usize)>)> = Vec::new();
+    for a in 0..np {
+        for b in 0..nn {
+            let r = &residual[a * nn + b];
+            if matches!(r, Expr::Nothing) {
+                continue;
+            }
+            match groups.iter_mut().find(|g| g.0 == *r) {
+                Some(g) => g.1.push((a, b)),
+                None => groups.push((r.clone(), vec![(a, b)])),
+            }
+        }
+    }
+    let lb = |rows: &[usize]| -> Option<P> {
+        if rows.len() == np {
+            return None;
+        }
+        let parts: Vec<(Expr, (CharClass, bool))> = rows.iter().map(|&a| l.pre(l.pv[a])).collect();
+        Some(P::Lb(cond_union(parts, at)))
+    };
+    let la = |cols: &[usize]| -> Option<P> {
+        if cols.len() == nn {
+            return None;
+        }
+        let parts: Vec<(Expr, (CharClass, bool))> = cols.iter().map(|&b| l.suf(l.nv[b])).collect();
+        Some(P::La(cond_union(parts, at)))
+    };
+    for (r, pairs) in groups {
+        let mut rows: Vec<usize> = pairs.iter().map(|p| p.0).collect();
+        rows.dedup();
+        let mut cols: Vec<usize> = pairs.iter().map(|p| p.1).collect();
+        cols.sort_unstable();
+        cols.dedup();
+        let product = pairs.len() == rows.len() * cols.len();
+        if product {
+            let mut items = Vec::new();
+            items.extend(lb(&rows));
+            items.push(P::Plain(r));
+            items.extend(la(&cols));
+            out.push(P::Seq(items));
+        } else {
+            for &a in &rows {
+                let cs: Vec<usize> = pairs.iter().filter(|p| p.0 == a).map(|p| p.1).collect();
+                let mut items = Vec::new();
+                items.extend(lb(&[a]));
+                items.push(P::Plain(r.clone()));
+                items.extend(la(&cs));
+                out.push(P::Seq(items));
+            }
+        }
+    }
+    match out.len() {
+        0 => P::Plain(Expr::Nothing),
+        1 => out.pop().unwrap(),
+        _ => P::Alt(out),
+    }
+}
+
+fn cond_union(parts: Vec<(Expr, (CharClass, bool))>, at: usize) -> Cond {
+    let mut class = CharClass::empty();
+    let mut edge = false;
+    let mut langs = Vec::new();
+    for (e, (c, b)) in parts {
+        langs.push(e);
+        class = class.union(&c);
+        edge |= b;
+    }
+    Cond {
+        lang: alt(langs),
+        local: Some((class, edge)),
+        at,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Layer 2: prefix and suffix conditions.
+
+/// A condition on the text before (`Lb`) or after (`La`) a position.
+#[derive(Clone, Debug)]
+struct Cond {
+    /// The prefixes (for `Lb`) or suffixes (for `La`) that satisfy it.
+    lang: Expr,
+    /// When the condition only looks at the adjacent character: the
+    /// classes it allows there, and whether the string's edge is allowed.
+    local: Option<(CharClass, bool)>,
+    /// Offset of the assertion in the pattern (for messages).
+    at: usize,
+}
+
+impl Cond {
+    fn negate(&self) -> Cond {
+        Cond {
+            lang: not(self.lang.clone()),
+            local: self.local.as_ref().map(|(c, b)| (c.negate(), !b)),
+            at: self.at,
+        }
+    }
+
+    fn and(conds: &[Cond]) -> Cond {
+        let local = conds
+            .iter()
+            .try_fold((CharClass::any(), true), |(c, b), x| {
+                x.local.as_ref().map(|(xc, xb)| (c.intersect(xc), b && *xb))
+            });
+        Cond {
+            lang: and(conds.iter().map(|c| c.lang.clone()).collect()),
+            local,
+            at: conds.first().map_or(0, |c| c.at),
+        }
+    }
+}
+
+/// A pattern with its assertions turned into prefix and suffix conditions.
+#[derive(Clone, Debug)]
+enum P {
+    Plain(Expr),
+    Lb(Cond),
+    La(Cond),
+    Seq(Vec<P>),
+    Alt(Vec<P>),
+    Rep {
+        body: Box<P>,
+        min: u32,
+        max: Option<u32>,
+        at: usize,
+    },
+}
+
+/// (has prefix conditions, has suffix conditions)
+fn kinds(p: &P) -> (bool, bool) {
+    match p {
+        P::Plain(_) => (false, false),
+        P::Lb(_) => (true, false),
+        P::La(_) => (false, true),
+        P::Seq(v) | P::Alt(v) => v.iter().fold((false, false), |(a, b), x| {
+            let (c, d) = kinds(x);
+            (a || c, b || d)
+        }),
+        P::Rep { body, .. } => kinds(body),
+    }
+}
+
+fn has_lb(p: &P) -> bool {
+    kinds(p).0
+}
+
+fn has_la(p: &P) -> bool {
+    kinds(p).1
+}
+
+/// Reads no characters.
+fn zero_width(p: &P) -> bool {
+    match p {
+        P::Plain(e) => *e == Expr::Empty,
+        P::Lb(_) | P::La(_) => true,
+        P::Seq(v) | P::Alt(v) => v.iter().all(zero_width),
+        P::Rep { body, .. } => zero_width(body),
+    }
+}
+
+fn to_plain(p: &P) -> Option<Expr> {
+    match p {
+        P::Plain(e) => Some(e.clone()),
+        P::Lb(_) | P::La(_) => None,
+        P::Seq(v) => Some(seq(v.iter().map(to_plain).collect::<Option<_>>()?)),
+        P::Alt(v) => Some(alt(v.iter().map(to_plain).collect::<Option<_>>()?)),
+        P::Rep { body, min, max, .. } => Some(repeat(to_plain(body)?, *min, *max)),
+    }
+}
+
+fn first_at(p: &P) -> usize {
+    match p {
+        P::Lb(c) | P::La(c) => c.at,
+        P::Seq(v) | P::Alt(v) => v
+            .iter()
+            .map(first_at)
+            .find(|&a| a != usize::MAX)
+            .unwrap_or(usize::MAX),
+        P::Rep { at, .. } => *at,
+        P::Plain(_) => usize::MAX,
+    }
+}
+
+fn flatten_seq(items: Vec<P>) -> Vec<P> {
+    let mut out = Vec::with_capacity(items.len());
+    for it in items {
+        match it {
+            P::Seq(v) => out.extend(flatten_seq(v)),
+            P::Plain(Expr::Empty) => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+fn lower(n: &Node) -> Result<P> {
+    if !n.has_look() {
+        let mut d = Dims::default();
+        dims_of(n, &mut d);
+        let l = Local::new(d);
+        let m = matrix(n, &l)?;
+        return Ok(to_p(m, &l, first_assert_at(n)));
+    }
+    Ok(match n {
+        Node::Seq(items) => {
+            let mut out = Vec::new();
+            let mut run: Vec<Node> = Vec::new();
+            for it in items {
+                if it.has_look() {
+                    if !run.is_empty() {
+                        out.push(lower(&Node::Seq(std::mem::take(&mut run)))?);
+                    }
+                    out.push(lower(it)?);
+                } else {
+                    run.push(it.clone());
+                }
+            }
+            if !run.is_empty() {
+                out.push(lower(&Node::Seq(run))?);
+            }
+            P::Seq(out)
+        }
+        Node::Alt(v) => P::Alt(v.iter().map(lower).collect::<Result<_>>()?),
+        // Iterations of a body that reads nothing all test the same
+        // position: ECMA-262 refuses empty iterations past the minimum, so
+        // the loop is the body once (or nothing when the minimum is 0).
+        Node::Repeat { node, min, .. } if zero_width_node(node) => {
+            if *min == 0 {
+                P::Plain(Expr::Empty)
+            } else {
+                lower(node)?
+            }
+        }
+        Node::Repeat { node, min, max, at } => P::Rep {
+            body: Box::new(lower(node)?),
+            min: *min,
+            max: *max,
+            at: *at,
+        },
+        Node::Look {
+            behind,
+            negated,
+            node,
+            at,
+        } => lower_look(*behind, *negated, node, *at)?,
+        _ => unreachable!("nodes without lookarounds are handled above"),
+    })
+}
+
+/// Can only match the empty string (reads no character on any path).
+fn zero_width_node(n: &Node) -> bool {
+    match n {
+        Node::Char(_) => false,
+        Node::Empty
+        | Node::Start { .. }
+        | Node::End { .. }
+        | Node::WordBoundary { .. }
+        | Node::Look { .. } => true,
+        Node::Seq(v) | Node::Alt(v) => v.iter().all(zero_width_node),
+        Node::Repeat { node, .. } => zero_width_node(node),
+    }
+}
+
+fn first_assert_at(n: &Node) -> usize {
+    match n {
+        Node::Start { at }
+        | Node::End { at }
+        | Node::WordBoundary { at, .. }
+        | Node::Look { at, .. } => *at,
+        Node::Seq(v) | Node::Alt(v) => v.iter().map(first_assert_at).min().unwrap_or(usize::MAX),
+        Node::Repeat { node, .. } => first_assert_at(node),
+        _ => usize::MAX,
+    }
+}
+
+/// A lookaround as conditions. The body's own prefix conditions at its
+/// start (for a lookahead) hold at the lookahead's position, so they are
+/// hoisted out; the rest of the body becomes the suffix language.
+fn lower_look(behind: bool, negated: bool, body: &Node, at: usize) -> Result<P> {
+    let pb = lower(body)?;
+    // Branches: (conditions on the other side, the rest).
+    let branches = if behind {
+        split_edge(pb, false, at)?
+    } else {
+        split_edge(pb, true, at)?
+    };
+    let mut langs: Vec<(Option<Cond>, Cond)> = Vec::new();
+    for (hoisted, rest) in branches {
+        let h = (!hoisted.is_empty()).then(|| Cond::and(&hoisted));
+        let lang = if behind {
+            fwd(&flatten_seq(vec![rest.clone()]), any_star())?
+        } else {
+            bwd(&flatten_seq(vec![rest.clone()]), any_star())?
+        };
+        // A lookaround of one character class only looks next door.
+        let local = match to_plain(&rest) {
+            Some(Expr::Class(c)) => Some((c, false)),
+            Some(Expr::Literal(s)) if s.chars().count() == 1 => {
+                Some((CharClass::single(s.chars().next().unwrap() as u32), false))
+            }
+            _ => None,
+        };
+        langs.push((h, Cond { lang, local, at }));
+    }
+    let wrap = |c: Cond| if behind { P::Lb(c) } else { P::La(c) };
+    let wrap_other = |c: Cond| if behind { P::La(c) } else { P::Lb(c) };
+    if !negated {
+        let alts: Vec<P> = langs
+            .into_iter()
+            .map(|(h, c)| {
+                let mut items: Vec<P> = h.into_iter().map(wrap_other).collect();
+                items.push(wrap(c));
+                P::Seq(items)
+            })
+            .collect();
+        return Ok(if alts.len() == 1 {
+            alts.into_iter().next().unwrap()
+        } else {
+            P::Alt(alts)
+        });
+    }
+    // not (H1 and C1 or H2 and C2 ...) = (not H1 or not C1) and ...
+    let mut items: Vec<P> = Vec::new();
+    let mut plain_conds: Vec<Cond> = Vec::new();
+    for (h, c) in langs {
+        match h {
+            None => plain_conds.push(c),
+            Some(h) => items.push(P::Alt(vec![wrap_other(h.negate()), wrap(c.negate())])),
+        }
+    }
+    if !plain_conds.is_empty() {
+        let c = if plain_conds.len() == 1 {
+            plain_conds.pop().unwrap()
+        } else {
+            let local = plain_conds
+                .iter()
+                .try_fold((CharClass::empty(), false), |(c, b), x| {
+                    x.local.as_ref().map(|(xc, xb)| (c.union(xc), b || *xb))
+                });
+            Cond {
+                lang: alt(plain_conds.into_iter().map(|c| c.lang).collect()),
+                local,
+                at,
+            }
+        };
+        items.insert(0, wrap(c.negate()));
+    }
+    Ok(if items.len() == 1 {
+        items.pop().unwrap()
+    } else {
+        P::Seq(items)
+    })
+}
+
+/// Splits `p` into branches of (conditions of the opposite kind found at
+/// the edge, rest without such conditions). `front`: a lookahead body,
+/// whose prefix conditions must sit at its start; otherwise a lookbehind
+/// body, whose suffix conditions must sit at its end.
+fn split_edge(p: P, front: bool, at: usize) -> Result<Vec<(Vec<Cond>, P)>> {
+    let bad = |p: &P| if front { has_lb(p) } else { has_la(p) };
+    if !bad(&p) {
+        return Ok(vec![(Vec::new(), p)]);
+    }
+    match p {
+        P::Lb(c) if front => Ok(vec![(vec![c], P::Plain(Expr::Empty))]),
+        P::La(c) if !front => Ok(vec![(vec![c], P::Plain(Expr::Empty))]),
+        P::Alt(v) => {
+            let mut out = Vec::new();
+            for x in v {
+                out.extend(split_edge(x, front, at)?);
+            }
+            Ok(out)
+        }
+        P::Seq(items) => {
+            let mut items = flatten_seq(items);
+            if !front {
+                items.reverse();
+            }
+            let mut branches: Vec<(Vec<Cond>, Vec<P>)> = vec![(Vec::new(), Vec::new())];
+            let mut i = 0;
+            while i < items.len() && items[i..].iter().any(bad) {
+                let it = items[i].clone();
+                if !zero_width(&it) {
+                    let pos = items[i..]
+                        .iter()
+                        .filter(|x| bad(x))
+                        .map(first_at)
+                        .min()
+                        .unwrap_or(at);
+                    return Err(unsupported(
+                        pos,
+                        if front {
+                            "an anchor or lookbehind (^, \\b, (?<=...)) inside a lookahead, after characters the lookahead reads"
+                        } else {
+                            "an anchor or lookahead ($, \\b, (?=...)) inside a lookbehind, before characters the lookbehind reads"
+                        },
+                    ));
+                }
+                let parts = split_edge(it, front, at)?;
+                let mut nb = Vec::new();
+                for (c0, r0) in &branches {
+                    for (c1, r1) in &parts {
+                        let mut c = c0.clone();
+                        c.extend(c1.iter().cloned());
+                        let mut r = r0.clone();
+                        r.push(r1.clone());
+                        nb.push((c, r));
+                    }
+                }
+                branches = nb;
+                if branches.len() > 64 {
+                    return Err(too_large());
+                }
+                i += 1;
+            }
+            let rest: Vec<P> = items[i..].to_vec();
+            Ok(branches
+                .into_iter()
+                .map(|(c, mut r)| {
+                    r.extend(rest.iter().cloned());
+                    if !front {
+                        r.reverse();
+                    }
+                    (c, P::Seq(r))
+                })
+                .collect())
+        }
+        other => Err(unsupported(
+            first_at(&other),
+            "an anchor or lookaround inside a repetition inside a lookaround",
+        )),
+    }
+}
+
+/// The strings of a whole pattern `p` with `pfx` before it and `sfx`
+/// after it.
+fn t(p: &P, pfx: Expr, sfx: Expr) -> Result<Expr> {
+    match p {
+        P::Plain(e) => Ok(seq(vec![pfx, e.clone(), sfx])),
+        P::Seq(v) => t_seq(flatten_seq(v.clone()), pfx, sfx),
+        P::Alt(v) => {
+            let mut plains = Vec::new();
+            let mut out = Vec::new();
+            for x in v {
+                match to_plain(x) {
+                    Some(e) => plains.push(e),
+                    None => out.push(t(x, pfx.clone(), sfx.clone())?),
+                }
+            }
+            if !plains.is_empty() {
+                out.push(seq(vec![pfx, alt(plains), sfx]));
+            }
+            let e = alt(out);
+            check_size(&e)?;
+            Ok(e)
+        }
+        other => t_seq(vec![other.clone()], pfx, sfx),
+    }
+}
+
+/// Merges one-character conditions into the neighbouring plain item:
+/// `(?=[a-z])\w+` is `[a-z]\w*`, and the `\b` in `\bfoo` only asks about
+/// the character before.
+fn resolve_local(items: Vec<P>) -> Vec<P> {
+    let mut items = items;
+    let mut changed = true;
+    while changed {
+        changed = false;
+        let mut i = 0;
+        while i + 1 < items.len() {
+            let merged = match (&items[i], &items[i + 1]) {
+                (P::La(c), P::Plain(e)) if !nullable(e) && c.local.is_some() => {
+                    let (cls, _) = c.local.as_ref().unwrap();
+                    Some(P::Plain(restrict_first(e, cls)))
+                }
+                (P::Plain(e), P::Lb(c)) if !nullable(e) && c.local.is_some() => {
+                    let (cls, _) = c.local.as_ref().unwrap();
+                    Some(P::Plain(restrict_last(e, cls)))
+                }
+                _ => None,
+            };
+            if let Some(m) = merged {
+                items[i] = m;
+                items.remove(i + 1);
+                changed = true;
+            } else {
+                i += 1;
+            }
+        }
+    }
+    items
+}
+
+fn t_seq(items: Vec<P>, pfx: Expr, sfx: Expr) -> Result<Expr> {
+    let mut items = resolve_local(flatten_seq(items));
+    // Zero-width conditions at the same position commute: move prefix
+    // conditions before suffix conditions (`(?!x)^` is `^(?!x)`).
+    let mut swapped = true;
+    while swapped {
+        swapped = false;
+        for i in 0..items.len().saturating_sub(1) {
+            let (a, b) = (&items[i], &items[i + 1]);
+            if zero_width(a)
+                && zero_width(b)
+                && kinds(a) == (false, true)
+                && kinds(b) == (true, false)
+            {
+                items.swap(i, i + 1);
+                swapped = true;
+            }
+        }
+    }
+    let ks: Vec<(bool, bool)> = items.iter().map(kinds).collect();
+    // Distribute over the first item that has both kinds of conditions.
+    if let Some(i) = ks.iter().position(|&(a, b)| a && b) {
+        return distribute(&items, i, pfx, sfx);
+    }
+    let last_lb = ks.iter().rposition(|k| k.0);
+    let first_la = ks.iter().position(|k| k.1);
+    match (last_lb, first_la) {
+        (None, _) => Ok(seq(vec![pfx, bwd(&items, sfx)?])),
+        (Some(_), None) => Ok(seq(vec![fwd(&items, pfx)?, sfx])),
+        (Some(l), Some(f)) if l < f => {
+            let left = fwd(&items[..=l], pfx)?;
+            let right = bwd(&items[l + 1..], sfx)?;
+            let e = seq(vec![left, right]);
+            check_size(&e)?;
+            Ok(e)
+        }
+        (Some(l), Some(f)) => {
+            // A suffix condition before a prefix condition: try splitting
+            // an alternation between them into separate sequences.
+            if let Some(i) = (f..=l).find(|&i| matches!(items[i], P::Alt(_))) {
+                return distribute(&items, i, pfx, sfx);
+            }
+            Err(unsupported(
+                first_at(&items[f]),
+                format!(
+                    "a lookahead-type assertion ($, \\b, (?=...)) followed, in the same sequence, \
+                     by a lookbehind-type assertion (^, \\b, (?<=...)) at offset {}",
+                    first_at(&items[l])
+                ),
+            ))
+        }
+    }
+}
+
+/// `items` with item `i` (an alternation, or a bounded repetition written
+/// out as one) replaced by each of its branches in turn.
+fn distribute(items: &[P], i: usize, pfx: Expr, sfx: Expr) -> Result<Expr> {
+    let branches: Vec<P> = match &items[i] {
+        P::Alt(v) => v.clone(),
+        P::Rep {
+            body,
+            min,
+            max: Some(max),
+            ..
+        } if *max <= 16 => (*min..=*max)
+            .map(|n| P::Seq(vec![(**body).clone(); n as usize]))
+            .collect(),
+        other => {
+            return Err(unsupported(
+                first_at(other),
+                "lookahead-type and lookbehind-type assertions (or a word boundary) together \
+                 inside an unbounded or large repetition",
+            ))
+        }
+    };
+    let mut out = Vec::new();
+    for b in branches {
+        let mut v: Vec<P> = items[..i].to_vec();
+        v.push(b);
+        v.extend(items[i + 1..].iter().cloned());
+        out.push(t_seq(v, pfx.clone(), sfx.clone())?);
+        check_size(out.last().unwrap())?;
+    }
+    let e = alt(out);
+    check_size(&e)?;
+    Ok(e)
+}
+
+/// `acc` (the language of everything before) followed by `items`, whose
+/// prefix conditions constrain what came before them.
+fn fwd(items: &[P], acc: Expr) -> Result<Expr> {
+    let mut acc = acc;
+    for it in items {
+        acc = fwd1(it, acc)?;
+    }
+    Ok(acc)
+}
+
+fn fwd1(p: &P, acc: Expr) -> Result<Expr> {
+    Ok(match p {
+        P::Plain(e) => seq(vec![acc, e.clone()]),
+        P::Lb(c) => and(vec![acc, c.lang.clone()]),
+        P::La(c) => {
+            return Err(Error::new(
+                crate::error::ErrorKind::Internal,
+                format!("regex: misplaced suffix condition at offset {}", c.at),
+            ))
+        }
+        P::Seq(v) => fwd(&flatten_seq(v.clone()), acc)?,
+        P::Alt(v) => {
+            let mut plains = Vec::new();
+            let mut out = Vec::new();
+            for x in v {
+                match to_plain(x) {
+                    Some(e) => plains.push(e),
+                    None => out.push(fwd1(x, acc.clone())?),
+                }
+            }
+            if !plains.is_empty() {
+                out.push(seq(vec![acc, alt(plains)]));
+            }
+            alt(out)
+        }
+        P::Rep { body, min, max, at } => {
+            if let Some(e) = to_plain(body) {
+                return Ok(seq(vec![acc, repeat(e, *min, *max)]));
+            }
+            // Iterations are interchangeable: the open-ended part first,
+            // where `acc` is still simple.
+            let mut acc = acc;
+            match max {
+                None => acc = fwd_star(body, acc, *at)?,
+                Some(m) => {
+                    for _ in 0..m - min {
+                        acc = alt(vec![acc.clone(), fwd1(body, acc)?]);
+                        check_size(&acc)?;
+                    }
+                }
+            }
+            for _ in 0..*min {
+                acc = fwd1(body, acc)?;
+                check_size(&acc)?;
+            }
+            acc
+        }
+    })
+}
+
+/// `items` followed by `acc` (the language of everything after), whose
+/// suffix conditions constrain what comes after them.
+fn bwd(items: &[P], acc: Expr) -> Result<Expr> {
+    let mut acc = acc;
+    for it in items.iter().rev() {
+        acc = bwd1(it, acc)?;
+    }
+    Ok(acc)
+}
+
+fn bwd1(p: &P, acc: Expr) -> Result<Expr> {
+    Ok(match p {
+        P::Plain(e) => seq(vec![e.clone(), acc]),
+        P::La(c) => and(vec![acc, c.lang.clone()]),
+        P::Lb(c) => {
+            return Err(Error::new(
+                crate::error::ErrorKind::Internal,
+                format!("regex: misplaced prefix condition at offset {}", c.at),
+            ))
+        }
+        P::Seq(v) => bwd(&flatten_seq(v.clone()), acc)?,
+        P::Alt(v) => {
+            let mut plains = Vec::new();
+            let mut out = Vec::new();
+            for x in v {
+                match to_plain(x) {
+                    Some(e) => plains.push(e),
+                    None => out.push(bwd1(x, acc.clone())?),
+                }
+            }
+            if !plains.is_empty() {
+                out.push(seq(vec![alt(plains), acc]));
+            }
+            alt(out)
+        }
+        P::Rep { body, min, max, at } => {
+            if let Some(e) = to_plain(body) {
+                return Ok(seq(vec![repeat(e, *min, *max), acc]));
+            }
+            let mut acc = acc;
+            match max {
+                None => acc = bwd_star(body, acc, *at)?,
+                Some(m) => {
+                    for _ in 0..m - min {
+                        acc = alt(vec![acc.clone(), bwd1(body, acc)?]);
+                        check_size(&acc)?;
+                    }
+                }
+            }
+            for _ in 0..*min {
+                acc = bwd1(body, acc)?;
+                check_size(&acc)?;
+            }
+            acc
+        }
+    })
+}
+
+/// A loop body that reads exactly one character: (conditions before,
+/// the character class, conditions after).
+fn single_step(body: &P) -> Option<(Vec<Cond>, CharClass, Vec<Cond>)> {
+    let items = resolve_local(flatten_seq(vec![body.clone()]));
+    let pos = items.iter().position(|x| !zero_width(x))?;
+    let class = match &items[pos] {
+        P::Plain(Expr::Class(c)) => c.clone(),
+        P::Plain(Expr::Literal(s)) if s.chars().count() == 1 => {
+            CharClass::single(s.chars().next().unwrap() as u32)
+        }
+        _ => return None,
+    };
+    let conds = |v: &[P]| -> Option<Vec<Cond>> {
+        v.iter()
+            .map(|x| match x {
+                P::Lb(c) | P::La(c) => Some(vec![c.clone()]),
+                P::Seq(s) if s.is_empty() => Some(Vec::new()),
+                _ => None,
+            })
+            .collect::<Option<Vec<Vec<Cond>>>>()
+            .map(|v| v.into_iter().flatten().collect())
+    };
+    Some((conds(&items[..pos])?, class, conds(&items[pos + 1..])?))
+}
+
+fn star_error(at: usize, front: bool) -> Error {
+    unsupported(
+        at,
+        if front {
+            "a lookbehind inside an unbounded repetition; supported only when each step \
+             reads one character of a class that cannot end what comes before the \
+             repetition (like ^((?<!a).)* or ,((?<!a)[^,])*)"
+        } else {
+            "a lookahead inside an unbounded repetition; supported only when each step \
+             reads one character of a class that cannot start what follows the \
+             repetition (like ((?!ab).)*$ or ((?!ab)[^,])*,)"
+        },
+    )
+}
+
+/// `acc · body*` where `body` has prefix conditions, for a body that
+/// reads one character of class `C` per step. When no string of `acc` ends
+/// with a `C` character, the steps are exactly the longest suffix of `C`
+/// characters, so "every step's condition holds" is a condition on the
+/// whole string: no prefix that fails a condition is followed by steps
+/// only.
+fn fwd_star(body: &P, acc: Expr, at: usize) -> Result<Expr> {
+    if is_any_star(&acc) {
+        // Zero iterations already give every string.
+        return Ok(acc);
+    }
+    let (before, class, after) = single_step(body).ok_or_else(|| star_error(at, true))?;
+    if !edge_chars(&acc, true).intersect(&class).is_empty() {
+        return Err(star_error(at, true));
+    }
+    let cs = Expr::Class(class);
+    // Checked before reading each character, and after it.
+    let bad1 = not(Cond::and(&before).lang);
+    let bad2 = not(Cond::and(&after).lang);
+    Ok(and(vec![
+        seq(vec![acc, repeat(cs.clone(), 0, None)]),
+        not(seq(vec![bad1, repeat(cs.clone(), 1, None)])),
+        not(seq(vec![
+            and(vec![bad2, seq(vec![any_star(), cs.clone()])]),
+            repeat(cs, 0, None),
+        ])),
+    ]))
+}
+
+/// `body* · acc` where `body` has suffix conditions: the mirror of
+/// [`fwd_star`] (no string of `acc` may start with a `C` character).
+fn bwd_star(body: &P, acc: Expr, at: usize) -> Result<Expr> {
+    if is_any_star(&acc) {
+        return Ok(acc);
+    }
+    let (before, class, after) = single_step(body).ok_or_else(|| star_error(at, false))?;
+    if !edge_chars(&acc, false).intersect(&class).is_empty() {
+        return Err(star_error(at, false));
+    }
+    let cs = Expr::Class(class);
+    let bad1 = not(Cond::and(&before).lang);
+    let bad2 = not(Cond::and(&after).lang);
+    Ok(and(vec![
+        seq(vec![repeat(cs.clone(), 0, None), acc]),
+        not(seq(vec![
+            repeat(cs.clone(), 0, None),
+            and(vec![bad1, seq(vec![cs.clone(), any_star()])]),
+        ])),
+        not(seq(vec![repeat(cs, 1, None), bad2])),
+    ]))
+}
