@@ -80,19 +80,25 @@ pub fn analyze(g: &Grammar) -> Result<Analysis> {
     // Expanded sizes and loops of regular rules (callees first).
     let mut exp_size = vec![usize::MAX; n];
     let mut looping = vec![false; n];
+    let mut boolean = vec![false; n];
     for comp in &sccs {
         for &r in comp {
             let r = r as usize;
             if regular[r] {
                 exp_size[r] = expanded_size(&g.rules[r].body, &exp_size);
                 looping[r] = has_loop(&g.rules[r].body, &looping);
+                boolean[r] = has_boolean(&g.rules[r].body, &boolean);
             }
         }
     }
     let class = (0..n)
         .map(|r| {
             let hint = g.rules[r].lexeme;
-            if !regular[r]
+            // Intersection and complement only exist on DFAs: such rules
+            // are lexemes whatever their size.
+            if boolean[r] && exp_size[r] <= LEXEME_MAX_SIZE {
+                RuleClass::Lexeme
+            } else if !regular[r]
                 || exp_size[r] > LEXEME_MAX_SIZE
                 || (hint == LexemeHint::Auto && exp_size[r] > AUTO_LEXEME_MAX_SIZE)
             {
@@ -212,6 +218,20 @@ fn collect_refs(e: &Expr) -> Vec<RuleId> {
     out.sort_unstable();
     out.dedup();
     out
+}
+
+/// `e` uses intersection or complement, itself or in a rule it refers to
+/// (`boolean` holds the answer for rules already seen).
+fn has_boolean(e: &Expr, boolean: &[bool]) -> bool {
+    match e {
+        Expr::And(_) | Expr::Not(_) => true,
+        Expr::Ref(r) => boolean[*r as usize],
+        _ => {
+            let mut found = false;
+            e.for_each_child(|c| found = found || has_boolean(c, boolean));
+            found
+        }
+    }
 }
 
 pub fn has_token(e: &Expr) -> bool {

@@ -122,7 +122,7 @@ pub struct DfaLimits {
 impl Default for DfaLimits {
     fn default() -> Self {
         DfaLimits {
-            max_bytes: 64 << 20,
+            max_bytes: 32 << 20,
         }
     }
 }
