@@ -2,10 +2,13 @@
 //!
 //! Seeded random walks over grammars (llama.cpp's example grammars, the
 //! grammars of llama.cpp's integration tests, hand-built IR) and
-//! vocabularies (real tokenizers: Llama 3 byte-level BPE and a
-//! SentencePiece byte-fallback one; a small synthetic one). At every state
-//! reached, every token id is checked against the independent reference
-//! matcher (`tests/common/reference.rs`):
+//! vocabularies: real tokenizers (Llama 3 and Mistral tekken byte-level
+//! BPE, a SentencePiece byte-fallback one; missing ones make the tests fail
+//! with a hint to run `scripts/fetch-tokenizers.sh`), a small synthetic one
+//! (every byte, partial UTF-8), and per grammar a vocabulary cut from random
+//! strings of its own language (tokens spanning grammar elements every way
+//! the grammar allows). At every state reached, every token id is checked
+//! against the independent reference matcher (`tests/common/reference.rs`):
 //! - a text token is allowed iff the text so far plus its bytes is a prefix
 //!   of some string of the language;
 //! - an end-of-sequence token is allowed iff the text so far is complete;
