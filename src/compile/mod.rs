@@ -451,7 +451,9 @@ fn trim(kinds: &[(String, RuleKind)], structural: &mut [SState]) -> Result<()> {
     let mut state_ok = vec![false; structural.len()];
     loop {
         let mut changed = false;
-        for i in 0..structural.len() {
+        // Backwards: states are numbered from their rule's start, so a
+        // property flowing back from final states settles in few passes.
+        for i in (0..structural.len()).rev() {
             if state_ok[i] {
                 continue;
             }
@@ -515,7 +517,7 @@ fn compute_nullable(kinds: &[(String, RuleKind)], structural: &[SState]) -> Vec<
     let mut empty_done = vec![false; structural.len()];
     loop {
         let mut changed = false;
-        for (i, s) in structural.iter().enumerate() {
+        for (i, s) in structural.iter().enumerate().rev() {
             if !empty_done[i]
                 && (s.is_final
                     || s.calls
@@ -572,7 +574,9 @@ fn compute_follow(
     let mut state_empty: Vec<bool> = structural.iter().map(|s| s.is_final).collect();
     loop {
         let mut changed = false;
-        for i in 0..structural.len() {
+        // Backwards: states are numbered from their rule's start, so a
+        // property flowing back from final states settles in few passes.
+        for i in (0..structural.len()).rev() {
             let s = &structural[i];
             for &(r, t) in &s.calls {
                 let f = rule_first[r as usize];
