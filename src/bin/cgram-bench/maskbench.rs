@@ -36,6 +36,18 @@ struct Totals {
     ttfm_us: Vec<f64>,
     tbm_us: Vec<f64>,
     tokens: usize,
+    /// The slowest masks: (us, file, test, token index).
+    slow_masks: Vec<(f64, String, usize, usize)>,
+    /// The slowest compilations: (us, file).
+    slow_compiles: Vec<(f64, String)>,
+}
+
+/// Keeps the `n` largest entries (by their first field).
+fn keep_top<T>(v: &mut Vec<T>, n: usize, key: impl Fn(&T) -> f64) {
+    if v.len() > 4 * n {
+        v.sort_by(|a, b| key(b).partial_cmp(&key(a)).unwrap());
+        v.truncate(n);
+    }
 }
 
 /// The reason of a compile error without its particulars (names, pointers,
@@ -133,6 +145,17 @@ pub fn run(opts: &Options) {
     for (r, n) in errs {
         println!("  {n:>5}  {r}");
     }
+    t.slow_compiles
+        .sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap());
+    println!("slowest compilations (TTFM):");
+    for (us, f) in t.slow_compiles.iter().take(20) {
+        println!("  {us:>12.0} us  {f}");
+    }
+    t.slow_masks.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap());
+    println!("slowest masks:");
+    for (us, f, test, k) in t.slow_masks.iter().take(20) {
+        println!("  {us:>12.0} us  {f} test {test} token {k}");
+    }
     if !t.failed_files.is_empty() {
         println!("schemas with validation/invalidation errors:");
         for f in &t.failed_files {
@@ -213,16 +236,24 @@ fn run_file(
         *t.compile_errors.entry(reason(e.message())).or_default() += 1;
         return;
     }
-    t.ttfm_us.push(start.elapsed().as_secs_f64() * 1e6);
+    let ttfm = start.elapsed().as_secs_f64() * 1e6;
+    t.ttfm_us.push(ttfm);
+    t.slow_compiles.push((ttfm, name.clone()));
+    keep_top(&mut t.slow_compiles, 20, |x| x.0);
     t.compiled += 1;
     let mut ok = true;
     for (i, (valid, ids)) in instances.iter().enumerate() {
         let mut m = Matcher::new(grammar.clone());
         let mut accepted_all = true;
-        for &id in ids {
+        for (k, &id) in ids.iter().enumerate() {
             let s = Instant::now();
             let r = m.fill_mask(mask);
-            t.tbm_us.push(s.elapsed().as_secs_f64() * 1e6);
+            let us = s.elapsed().as_secs_f64() * 1e6;
+            t.tbm_us.push(us);
+            if us > 100.0 {
+                t.slow_masks.push((us, name.clone(), i, k));
+                keep_top(&mut t.slow_masks, 20, |x| x.0);
+            }
             t.tokens += 1;
             if r.is_err() || mask[(id / 32) as usize] >> (id % 32) & 1 == 0 {
                 accepted_all = false;
