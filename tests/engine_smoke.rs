@@ -205,3 +205,27 @@ fn utf8_partial_tokens() {
     assert!(m.is_accepting());
     assert_eq!(m.num_tokens(), 0);
 }
+
+#[test]
+fn counting_lexeme_shares_token_sets_exactly() {
+    // 40 DFA states that differ only near the bound: token sets are shared
+    // between states no token can tell apart, and must stay exact near it.
+    let v = toy_vocab();
+    let mut b = GrammarBuilder::new();
+    let root = b.add_rule("root");
+    b.set_body(
+        root,
+        Expr::seq(vec![
+            Expr::literal("("),
+            Expr::repeat(
+                Expr::Class(CharClass::from_ranges([(b'a' as u32, b'b' as u32)])),
+                0,
+                Some(40),
+            ),
+            Expr::literal(")"),
+        ]),
+    );
+    let g = compile_ir(&v, &b.finish(root), &opts()).unwrap();
+    let m = Matcher::new(g);
+    check_walks(&m, 45, 11);
+}

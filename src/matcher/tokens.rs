@@ -645,6 +645,8 @@ pub fn info_for(g: &CompiledGrammar, state: u32) -> Arc<TokenInfo> {
     } else {
         let (dfa, s) = g.lexeme_state(state);
         let follow = g.rules[g.rule_of(state) as usize].follow;
+        // States that no token can tell apart share one token set.
+        let s = dfa.token_class(s, g.vocab().max_token_len());
         if let Some(info) = dfa.infos.lock().unwrap().get(&(s, follow)) {
             return info.clone();
         }

@@ -56,9 +56,66 @@ pub struct LexemeDfa {
     pub start: u32,
     /// Token sets per (state, follow set), computed on first use.
     pub(crate) infos: Mutex<HashMap<(u32, ByteSet), Arc<TokenInfo>>>,
+    /// Per state: the smallest state equivalent to it on every string of at
+    /// most the vocabulary's longest token (see [`LexemeDfa::token_class`]).
+    token_classes: OnceLock<Vec<u32>>,
 }
 
+/// DFAs with fewer states are not worth the refinement (minimization
+/// already merged their equivalent states).
+const TOKEN_CLASS_MIN_STATES: usize = 32;
+
 impl LexemeDfa {
+    /// A representative of `state`'s class: states that accept and reject
+    /// the same strings of up to `horizon` bytes (the longest token) have
+    /// the same token sets. Counting DFAs (`.{0,500}`, `maxLength`) have
+    /// hundreds of states that differ only far beyond any token; they all
+    /// share one token-set walk.
+    pub fn token_class(&self, state: u32, horizon: usize) -> u32 {
+        if self.num_states() < TOKEN_CLASS_MIN_STATES {
+            return state;
+        }
+        self.token_classes.get_or_init(|| self.refine(horizon))[state as usize]
+    }
+
+    /// Moore's partition refinement, stopped after `horizon` rounds.
+    fn refine(&self, horizon: usize) -> Vec<u32> {
+        let n = self.num_states();
+        const DEAD_CLASS: u32 = u32::MAX;
+        let mut class: Vec<u32> = self.is_final.iter().map(|&f| f as u32).collect();
+        let mut count = 2usize;
+        let mut sig: Vec<u32> = Vec::with_capacity(self.num_classes + 1);
+        for _ in 0..horizon {
+            let mut ids: HashMap<Vec<u32>, u32> = HashMap::new();
+            let mut next = Vec::with_capacity(n);
+            for s in 0..n {
+                sig.clear();
+                sig.push(class[s]);
+                for c in 0..self.num_classes {
+                    let t = self.trans[s * self.num_classes + c];
+                    sig.push(if t == DEAD {
+                        DEAD_CLASS
+                    } else {
+                        class[t as usize]
+                    });
+                }
+                let k = ids.len() as u32;
+                next.push(*ids.entry(sig.clone()).or_insert(k));
+            }
+            let stable = ids.len() == count;
+            count = ids.len();
+            class = next;
+            if stable {
+                break;
+            }
+        }
+        // Name each class by its smallest state.
+        let mut first: HashMap<u32, u32> = HashMap::new();
+        (0..n as u32)
+            .map(|s| *first.entry(class[s as usize]).or_insert(s))
+            .collect()
+    }
+
     #[inline]
     pub fn next(&self, state: u32, byte: u8) -> u32 {
         self.trans[state as usize * self.num_classes + self.classes[byte as usize] as usize]
@@ -339,6 +396,7 @@ impl LexemeDfa {
             loop_groups,
             start: if n > 0 && live[0] { 0 } else { DEAD },
             infos: Mutex::new(HashMap::new()),
+            token_classes: OnceLock::new(),
         }
     }
 }
@@ -381,6 +439,26 @@ mod tests {
             st = d.next(st, b);
         }
         (st != DEAD).then(|| d.is_final[st as usize])
+    }
+
+    #[test]
+    fn token_classes_merge_states_far_from_the_bound() {
+        let e = Expr::repeat(Expr::Class(CharClass::from_ranges([(97, 98)])), 0, Some(40));
+        let d = LexemeDfa::from_table(
+            table_from_hir(&to_hir(&e), "k", &DfaLimits::default()).unwrap(),
+            "k".into(),
+        );
+        let mut path = vec![d.start];
+        for _ in 0..40 {
+            path.push(d.next(*path.last().unwrap(), b'a'));
+        }
+        // With tokens of at most 3 bytes, states with 3 or more letters left
+        // look alike; the last ones differ.
+        assert_eq!(d.token_class(path[0], 3), d.token_class(path[30], 3));
+        assert_eq!(d.token_class(path[0], 3), d.token_class(path[37], 3));
+        assert_ne!(d.token_class(path[37], 3), d.token_class(path[38], 3));
+        assert_ne!(d.token_class(path[38], 3), d.token_class(path[39], 3));
+        assert_ne!(d.token_class(path[39], 3), d.token_class(path[40], 3));
     }
 
     #[test]
