@@ -1,8 +1,108 @@
 //! JSON Schema front end: a schema to IR that accepts exactly the JSON
-//! texts of the instances the schema validates.
+//! texts of the instances the schema validates, or a precise error.
+//!
+//! # Exactness
+//!
+//! Every schema either compiles to a grammar whose instances are exactly
+//! the schema's, or fails with an error naming the keyword and the JSON
+//! pointer where it sits (e.g. `uniqueItems at /properties/tags: items are
+//! not a small finite set`). "Exactly" is about values; the *spelling* of
+//! a value in JSON text follows these documented rules:
+//!
+//! - **Whitespace**: what JSON allows between tokens (`[ \t\n\r]*`), also
+//!   before and after the whole value; [`JsonOptions::compact`] allows
+//!   none, [`JsonOptions::max_whitespace`] bounds each run.
+//! - **Property order**: an object with at most 5 listed properties
+//!   (`properties`, required names, names merged in from `allOf`/`$ref`
+//!   siblings, dependencies) accepts them in any order, each at most once
+//!   (the grammar tracks which were written). Larger objects take listed
+//!   properties in that order (names from `properties` first, in order of
+//!   first mention; names listed only by `required` or dependencies after
+//!   them), optional ones may be left out. Additional properties (names not
+//!   listed: those matching `patternProperties` get that schema, others
+//!   `additionalProperties`) may come anywhere, before, between or after
+//!   the listed ones (each is attached to the position after the last
+//!   listed property written, so the grammar stays unambiguous). The names
+//!   of listed properties are written in their canonical JSON form (the
+//!   form `serde_json` and Python's `json.dumps` write); other names and
+//!   every string value may use any escape. Duplicate names among
+//!   additional properties are not prevented (RFC 8259 leaves their
+//!   meaning open).
+//! - **Numbers**: see [`number`] — an unconstrained `number` is the whole
+//!   JSON number syntax; a constrained one (bounds, `integer`,
+//!   `multipleOf`, `const`) accepts plain decimals and scientific notation
+//!   with a normalized mantissa (`1e-05`, `1.5e+16`, as every float
+//!   printer writes), which keeps comparisons exact; `integer` accepts
+//!   `1.0` (JSON Schema integers are values with zero fraction).
+//! - **Strings**: the schema constrains the decoded string; every JSON
+//!   spelling of it is accepted ([`strings`]). Lengths count code points;
+//!   a string with only a length bound above 32 is counted in chunks of 32
+//!   code points by a parser rule (one lexeme with a state per position
+//!   would be slow to build); a length bound above 1024 together with
+//!   `pattern` or `format` is refused (limit), as is any bound above
+//!   1,280,000.
+//! - Numbers in the schema itself are read as IEEE doubles (their shortest
+//!   round-trip decimal is the bound).
+//!
+//! # Keywords
+//!
+//! Drafts 4, 6, 7, 2019-09 and 2020-12 (from `$schema`; without it,
+//! 2020-12 semantics, except that array-valued `items` is read as the
+//! older tuple form with `additionalItems`). Annotations (`title`,
+//! `description`, `default`, `examples`, `$comment`, ...) and unknown
+//! keywords (MaskBench disables keywords by prefixing `_`) are ignored.
+//!
+//! - `type` (lists too), `enum`, `const` (JSON equality: `1 == 1.0`),
+//!   boolean schemas.
+//! - Objects: `properties`, `required`, `additionalProperties` (default
+//!   true; [`JsonOptions::no_extra_properties`] makes it false),
+//!   `patternProperties` (names are split into the classes of patterns
+//!   they match, at most 64 classes per object), `propertyNames`, `minProperties`, `maxProperties`,
+//!   `dependentRequired`, `dependentSchemas`, draft-4 `dependencies`.
+//! - Arrays: `items`, `prefixItems`, `additionalItems`, `minItems`,
+//!   `maxItems`, `contains` with `minContains`/`maxContains` (one per
+//!   array), `uniqueItems`: exact when the items are a small finite set of
+//!   scalars (at most 12 values: enumerated subsets), otherwise refused.
+//! - Strings: `minLength`, `maxLength`, `pattern` (ECMA-262, through
+//!   [`crate::regex`]), `format`: asserted in every draft (MaskBench's
+//!   validators assert it) with the languages of
+//!   [`crate::regex::format_expr`]; the standard formats it cannot express
+//!   (`regex`, `idn-email`, `idn-hostname`) are refused, unknown formats
+//!   are annotations.
+//! - Numbers: `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum`
+//!   (numbers, or draft-4 booleans), `multipleOf` (divisors whose scaled
+//!   integer is at most 1000 with at most 6 decimals; a factor prime to 10
+//!   at most 13).
+//! - Combinators: `allOf` (merged), `anyOf` (union), `not` (the negation
+//!   is pushed into each keyword: refused for `uniqueItems` and for
+//!   additional/pattern properties), `if`/`then`/`else`
+//!   (`(if ∧ then) ∨ (¬if ∧ else)`), `oneOf`: branch `i` becomes
+//!   `A_i ∧ ¬A_j` for every other branch that may overlap it; branches
+//!   provably disjoint (different types, different `const`/`enum` values
+//!   of a required property, ...) need no negation. Exact in all cases,
+//!   refused when a needed negation is not expressible.
+//! - References: `$ref` (JSON pointers, `$id` base URIs, `$anchor`,
+//!   draft-6/7 plain-name ids, recursion through properties and items),
+//!   `$defs`/`definitions`; in drafts 4-7 a `$ref` hides its siblings.
+//!   References outside the document are refused, as are
+//!   `unevaluatedProperties`/`unevaluatedItems` (unless vacuous) and
+//!   dynamic scoping.
+//!
+//! Combinatorial schemas hit limits (alternatives per node, rules,
+//! evaluations, counting states) and fail with a limit error.
+
+mod compiler;
+pub mod decimal;
+mod doc;
+mod minimize;
+mod node;
+pub mod number;
+pub mod strings;
+
+use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::ir;
+use crate::ir::{self, Expr, LexemeHint};
 
 /// Options of the JSON front ends.
 #[derive(Clone, Debug, Default)]
@@ -17,12 +117,31 @@ pub struct JsonOptions {
 
 /// Compiles a JSON Schema (text) to IR.
 pub fn to_grammar(schema: &str, options: &JsonOptions) -> Result<ir::Grammar> {
-    let _ = (schema, options);
-    Err(Error::unsupported("JSON Schema is not supported yet"))
+    let value: Value = serde_json::from_str(schema)
+        .map_err(|e| Error::parse(format!("the schema is not valid JSON: {e}")))?;
+    compile_value(&value, options)
 }
 
 /// The grammar of any JSON value.
 pub fn any_json_grammar(options: &JsonOptions) -> Result<ir::Grammar> {
-    let _ = options;
-    Err(Error::unsupported("any-JSON is not supported yet"))
+    compile_value(&Value::Bool(true), options)
+}
+
+fn compile_value(value: &Value, options: &JsonOptions) -> Result<ir::Grammar> {
+    let doc = doc::Doc::new(value);
+    let mut c = compiler::Compiler::new(doc, options);
+    let root_term = node::Term::Loc(0);
+    let n = c.eval(&root_term)?;
+    if n.is_empty() {
+        return Err(Error::invalid(
+            "the schema accepts no JSON value at all (it is unsatisfiable)",
+        ));
+    }
+    let root = c.b.add_rule("root");
+    let ws = c.ws();
+    let v = c.rule_for(&root_term)?;
+    c.b.set_body(root, Expr::seq(vec![ws.clone(), Expr::Ref(v), ws]));
+    c.b.set_lexeme_hint(root, LexemeHint::Never);
+    let g = c.b.finish(root);
+    Ok(minimize::minimize(g))
 }

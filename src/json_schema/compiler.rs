@@ -1,0 +1,1823 @@
+//! From schema keywords to nodes ([`eval_schema`](Compiler::eval_schema))
+//! and from nodes to IR rules ([`rule_for`](Compiler::rule_for)).
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::rc::Rc;
+
+use serde_json::{Map, Value};
+
+use super::decimal::Dec;
+use super::doc::{Doc, Draft};
+use super::node::{ArrShape, Contains, Node, ObjShape, Term};
+use super::number::{multiple_of, set_expr, NumAtom};
+use super::strings::{canonical_json, encode, encode_lang, is_full, length, StrLang};
+use super::JsonOptions;
+use crate::error::{Error, ErrorKind, Result};
+use crate::ir::{CharClass, Expr, GrammarBuilder, LexemeHint, RuleId};
+
+/// Most IR rules one schema may produce.
+const MAX_RULES: usize = 100_000;
+/// Longest time the translation may take.
+const MAX_MS: u64 = 10_000;
+/// Most node evaluations (guards against combinatorial schemas).
+const MAX_EVALS: usize = 200_000;
+/// Most classes of property names that `patternProperties` split names
+/// into (combinations of matched patterns).
+const MAX_PATTERN_CLASSES: usize = 64;
+/// Most states of an array or object counting automaton.
+const MAX_COUNT_STATES: usize = 20_000;
+/// Objects with at most this many listed properties accept them in any
+/// order (the grammar tracks which were written: 2^n states); larger
+/// objects take them in definition order.
+const ANY_ORDER_MAX: usize = 5;
+/// Code points per chunk of a long string (see `chunked_string`).
+const CHUNK: u32 = 32;
+/// Most chunks of a long string.
+const MAX_CHUNKS: u32 = 40_000;
+/// Most distinct values of a `uniqueItems` domain.
+const MAX_UNIQUE_DOMAIN: usize = 12;
+/// Most subsets a `uniqueItems` automaton may track.
+const MAX_UNIQUE_STATES: usize = 5_000;
+
+pub fn at(ptr: &str) -> String {
+    if ptr.is_empty() {
+        "the root".to_string()
+    } else {
+        ptr.to_string()
+    }
+}
+
+fn kw_err(kind: ErrorKind, kw: &str, ptr: &str, reason: impl std::fmt::Display) -> Error {
+    Error::new(kind, format!("{kw} at {}: {reason}", at(ptr)))
+}
+
+fn unsup(kw: &str, ptr: &str, reason: impl std::fmt::Display) -> Error {
+    kw_err(ErrorKind::Unsupported, kw, ptr, reason)
+}
+
+fn bad(kw: &str, ptr: &str, reason: impl std::fmt::Display) -> Error {
+    kw_err(ErrorKind::Parse, kw, ptr, reason)
+}
+
+/// Errors from the node algebra (limits or inexpressible negations).
+fn algebra(kw: &str, ptr: &str, reason: String) -> Error {
+    let kind = if reason.starts_with("more than") {
+        ErrorKind::Limit
+    } else {
+        ErrorKind::Unsupported
+    };
+    kw_err(kind, kw, ptr, reason)
+}
+
+pub struct Compiler<'a> {
+    pub doc: Doc<'a>,
+    opts: JsonOptions,
+    vals: Vec<Value>,
+    val_ids: HashMap<String, u32>,
+    nodes: HashMap<Term, Rc<Node>>,
+    in_progress: HashSet<Term>,
+    evals: usize,
+    pub b: GrammarBuilder,
+    rule_of_term: HashMap<Term, RuleId>,
+    lexemes: HashMap<Expr, RuleId>,
+    arr_rules: HashMap<ArrShape, RuleId>,
+    obj_rules: HashMap<ObjShape, RuleId>,
+    ws: Option<RuleId>,
+    start: std::time::Instant,
+}
+
+fn as_count(v: &Value) -> Option<u32> {
+    match v {
+        Value::Number(n) => {
+            let d = Dec::from_json(n)?;
+            if d.neg || !d.is_integer() {
+                return None;
+            }
+            let s = d.int_part();
+            Some(s.parse::<u64>().unwrap_or(u64::MAX).min(u32::MAX as u64) as u32)
+        }
+        _ => None,
+    }
+}
+
+impl<'a> Compiler<'a> {
+    pub fn new(doc: Doc<'a>, opts: &JsonOptions) -> Compiler<'a> {
+        Compiler {
+            doc,
+            opts: opts.clone(),
+            vals: Vec::new(),
+            val_ids: HashMap::new(),
+            nodes: HashMap::new(),
+            in_progress: HashSet::new(),
+            evals: 0,
+            b: GrammarBuilder::new(),
+            rule_of_term: HashMap::new(),
+            lexemes: HashMap::new(),
+            arr_rules: HashMap::new(),
+            obj_rules: HashMap::new(),
+            ws: None,
+            start: std::time::Instant::now(),
+        }
+    }
+
+    fn val(&mut self, v: &Value) -> Term {
+        let key = serde_json::to_string(v).unwrap_or_default();
+        if let Some(&id) = self.val_ids.get(&key) {
+            return Term::Val(id);
+        }
+        let id = self.vals.len() as u32;
+        self.vals.push(v.clone());
+        self.val_ids.insert(key, id);
+        Term::Val(id)
+    }
+
+    fn ptr_of(&self, t: &Term) -> String {
+        match t {
+            Term::Loc(id) => at(self.doc.ptr(*id)),
+            Term::Not(x) => format!("not({})", self.ptr_of(x)),
+            Term::And(v) => v
+                .iter()
+                .map(|x| self.ptr_of(x))
+                .collect::<Vec<_>>()
+                .join(" & "),
+            Term::Val(_) => "a const value".into(),
+            Term::True => "true".into(),
+            Term::False => "false".into(),
+        }
+    }
+
+    // ---------------------------------------------------------------
+    // Evaluation: terms to nodes.
+
+    pub fn eval(&mut self, t: &Term) -> Result<Rc<Node>> {
+        if let Some(n) = self.nodes.get(t) {
+            return Ok(n.clone());
+        }
+        self.evals += 1;
+        self.check_time()?;
+        if self.evals > MAX_EVALS {
+            return Err(Error::limit(format!(
+                "the schema needs more than {MAX_EVALS} subschema combinations"
+            )));
+        }
+        if !self.in_progress.insert(t.clone()) {
+            return Err(Error::unsupported(format!(
+                "$ref: the schema at {} refers to itself without an intervening \
+                 property or item (an infinite loop)",
+                self.ptr_of(t)
+            )));
+        }
+        let r = self.eval_uncached(t);
+        self.in_progress.remove(t);
+        let n = Rc::new(r?);
+        self.nodes.insert(t.clone(), n.clone());
+        Ok(n)
+    }
+
+    fn eval_uncached(&mut self, t: &Term) -> Result<Node> {
+        Ok(match t {
+            Term::True => Node::any(),
+            Term::False => Node::none(),
+            Term::Loc(id) => self.eval_schema(*id)?,
+            Term::Val(v) => {
+                let v = self.vals[*v as usize].clone();
+                self.value_node(&v)?
+            }
+            Term::Not(x) => {
+                let n = self.eval(x)?;
+                n.not()
+                    .map_err(|e| Error::unsupported(format!("not of {}: {e}", self.ptr_of(x))))?
+            }
+            Term::And(v) => {
+                let mut acc = Node::any();
+                for x in v {
+                    let n = self.eval(x)?;
+                    acc = acc
+                        .and(&n)
+                        .map_err(|e| Error::limit(format!("combining {}: {e}", self.ptr_of(t))))?;
+                }
+                acc
+            }
+        })
+    }
+
+    /// The node of one JSON value (`const`).
+    fn value_node(&mut self, v: &Value) -> Result<Node> {
+        let mut n = Node::none();
+        match v {
+            Value::Null => n.null = true,
+            Value::Bool(b) => n.bools = if *b { 2 } else { 1 },
+            Value::Number(x) => {
+                let d = Dec::from_json(x)
+                    .ok_or_else(|| Error::parse(format!("bad number {x} in a const")))?;
+                n.num = vec![NumAtom::value(d)];
+            }
+            Value::String(s) => n.str = StrLang::lit(s),
+            Value::Array(a) => {
+                let prefix: Vec<Term> = a.iter().map(|x| self.val(x)).collect();
+                let len = prefix.len() as u32;
+                n.arr = ArrShape {
+                    prefix,
+                    rest: Term::False,
+                    min: len,
+                    max: Some(len),
+                    contains: Vec::new(),
+                    unique: false,
+                }
+                .simplify()
+                .into_iter()
+                .collect();
+            }
+            Value::Object(m) => {
+                let props: Vec<(String, Term)> =
+                    m.iter().map(|(k, x)| (k.clone(), self.val(x))).collect();
+                n.obj = ObjShape {
+                    required: props.iter().map(|(k, _)| k.clone()).collect(),
+                    props,
+                    extra: Vec::new(),
+                    min: 0,
+                    max: None,
+                    weak: BTreeSet::new(),
+                    need: Vec::new(),
+                }
+                .simplify()
+                .into_iter()
+                .collect();
+            }
+        }
+        Ok(n)
+    }
+
+    fn values_node(&mut self, vals: &[Value]) -> Result<Node> {
+        let mut n = Node::none();
+        for v in vals {
+            let x = self.value_node(v)?;
+            n = n.or(&x).map_err(Error::limit)?;
+        }
+        Ok(n)
+    }
+
+    /// The node of the schema at document entry `id`.
+    fn eval_schema(&mut self, id: u32) -> Result<Node> {
+        let value = self.doc.value(id);
+        let ptr = self.doc.ptr(id).to_string();
+        let m = match value {
+            Value::Bool(true) => return Ok(Node::any()),
+            Value::Bool(false) => return Ok(Node::none()),
+            Value::Object(m) => m,
+            _ => {
+                return Err(Error::parse(format!(
+                    "the schema at {} is neither an object nor a boolean",
+                    at(&ptr)
+                )))
+            }
+        };
+        let draft = self.doc.draft;
+        // Drafts 4 to 7: a $ref replaces every sibling keyword.
+        if draft <= Draft::D7 {
+            if let Some(r) = m.get("$ref") {
+                let target = self.ref_target(id, "$ref", r, &ptr)?;
+                let n = self.eval(&Term::Loc(target))?;
+                return Ok((*n).clone());
+            }
+        }
+        let mut node = Node::any();
+        let and = |node: &mut Node, other: &Node, kw: &str| -> Result<()> {
+            *node = node.and(other).map_err(|e| algebra(kw, &ptr, e))?;
+            Ok(())
+        };
+
+        // const / enum first: their key order is the most likely order of
+        // an instance's properties.
+        if let Some(c) = m.get("const") {
+            let n = self.value_node(c)?;
+            and(&mut node, &n, "const")?;
+        }
+        if let Some(e) = m.get("enum") {
+            let Value::Array(vals) = e else {
+                return Err(bad("enum", &ptr, "not an array"));
+            };
+            let n = self.values_node(vals)?;
+            and(&mut node, &n, "enum")?;
+        }
+        if let Some(t) = m.get("type") {
+            let n = type_node(t).map_err(|e| bad("type", &ptr, e))?;
+            and(&mut node, &n, "type")?;
+        }
+        // Type-specific keywords.
+        if let Some(s) = self.string_keywords(m, &ptr)? {
+            if !node.str.is_empty() {
+                node.str = node.str.and(&s);
+            }
+        }
+        if let Some(a) = self.number_keywords(m, &ptr)? {
+            node.num = super::number::set_and(&node.num, &[a]);
+        }
+        if !node.obj.is_empty() {
+            if let Some(shape) = self.object_keywords(id, m, &ptr)? {
+                let mut n = Node::any();
+                n.obj = shape.simplify().into_iter().collect();
+                and(&mut node, &n, "properties")?;
+            }
+        }
+        if !node.arr.is_empty() {
+            if let Some(shape) = self.array_keywords(id, m, &ptr)? {
+                let mut n = Node::any();
+                n.arr = shape.simplify().into_iter().collect();
+                and(&mut node, &n, "items")?;
+            }
+        }
+        // Dependencies (objects only).
+        for kw in ["dependentRequired", "dependentSchemas", "dependencies"] {
+            let Some(Value::Object(deps)) = m.get(kw) else {
+                continue;
+            };
+            if node.obj.is_empty() {
+                break;
+            }
+            for (name, dep) in deps {
+                let n = match dep {
+                    Value::Array(names) => {
+                        let mut req = vec![name.clone()];
+                        for x in names {
+                            let Value::String(s) = x else {
+                                return Err(bad(kw, &ptr, "dependency names must be strings"));
+                            };
+                            req.push(s.clone());
+                        }
+                        self.dependency_node(name, &req, None)
+                    }
+                    Value::Object(_) | Value::Bool(_) => {
+                        let sub = self
+                            .doc
+                            .child(id, &[kw, name])
+                            .ok_or_else(|| bad(kw, &ptr, "missing subschema"))?;
+                        let s = self.eval(&Term::Loc(sub))?;
+                        self.dependency_node(name, std::slice::from_ref(name), Some(&s))
+                    }
+                    _ => return Err(bad(kw, &ptr, "a dependency must be an array or a schema")),
+                }
+                .map_err(|e| algebra(kw, &ptr, e))?;
+                and(&mut node, &n, kw)?;
+            }
+        }
+        // Applicators.
+        if draft >= Draft::D2019 {
+            if let Some(r) = m.get("$ref") {
+                let target = self.ref_target(id, "$ref", r, &ptr)?;
+                let n = self.eval(&Term::Loc(target))?;
+                and(&mut node, &n, "$ref")?;
+            }
+            if let Some(r) = m.get("$recursiveRef") {
+                if self.doc.has_dynamic_anchor(None) > 0 {
+                    return Err(unsup(
+                        "$recursiveRef",
+                        &ptr,
+                        "dynamic scoping ($recursiveAnchor) is not supported",
+                    ));
+                }
+                let target = self.ref_target(id, "$recursiveRef", r, &ptr)?;
+                let n = self.eval(&Term::Loc(target))?;
+                and(&mut node, &n, "$recursiveRef")?;
+            }
+            if let Some(r) = m.get("$dynamicRef") {
+                let name = r.as_str().and_then(|s| s.rsplit_once('#')).map(|x| x.1);
+                if name.is_some_and(|n| self.doc.has_dynamic_anchor(Some(n)) > 1) {
+                    return Err(unsup(
+                        "$dynamicRef",
+                        &ptr,
+                        "dynamic scoping (several $dynamicAnchor of one name) is not supported",
+                    ));
+                }
+                let target = self.ref_target(id, "$dynamicRef", r, &ptr)?;
+                let n = self.eval(&Term::Loc(target))?;
+                and(&mut node, &n, "$dynamicRef")?;
+            }
+        }
+        if let Some(v) = m.get("allOf") {
+            for sub in self.subschemas(id, "allOf", v, &ptr)? {
+                let n = self.eval(&Term::Loc(sub))?;
+                and(&mut node, &n, "allOf")?;
+            }
+        }
+        if let Some(v) = m.get("anyOf") {
+            let mut acc = Node::none();
+            for sub in self.subschemas(id, "anyOf", v, &ptr)? {
+                let n = self.eval(&Term::Loc(sub))?;
+                acc = acc.or(&n).map_err(|e| algebra("anyOf", &ptr, e))?;
+            }
+            and(&mut node, &acc, "anyOf")?;
+        }
+        if let Some(v) = m.get("oneOf") {
+            let subs = self.subschemas(id, "oneOf", v, &ptr)?;
+            let n = self.one_of(&subs, &node, &ptr)?;
+            and(&mut node, &n, "oneOf")?;
+        }
+        if let Some(Value::Object(_) | Value::Bool(_)) = m.get("not") {
+            let sub = self.doc.child(id, &["not"]).unwrap();
+            let n = self.eval(&Term::Loc(sub))?;
+            let neg = n.not().map_err(|e| unsup("not", &ptr, e))?;
+            and(&mut node, &neg, "not")?;
+        }
+        if m.contains_key("if") && (m.contains_key("then") || m.contains_key("else")) {
+            let get = |c: &mut Self, k: &str| -> Result<Rc<Node>> {
+                match c.doc.child(id, &[k]) {
+                    Some(sub) if m.contains_key(k) => c.eval(&Term::Loc(sub)),
+                    _ => Ok(Rc::new(Node::any())),
+                }
+            };
+            let i = get(self, "if")?;
+            let t = get(self, "then")?;
+            let e = get(self, "else")?;
+            let err = |e: String| algebra("if", &ptr, e);
+            let yes = i.and(&t).map_err(err)?;
+            let no = i
+                .not()
+                .map_err(|e| unsup("if", &ptr, e))?
+                .and(&e)
+                .map_err(err)?;
+            let n = yes.or(&no).map_err(err)?;
+            and(&mut node, &n, "if")?;
+        }
+        for kw in ["unevaluatedProperties", "unevaluatedItems"] {
+            match m.get(kw) {
+                None | Some(Value::Bool(true)) => {}
+                Some(Value::Object(o)) if o.is_empty() => {}
+                Some(_) => {
+                    let vacuous = if kw == "unevaluatedProperties" {
+                        node.obj.is_empty()
+                    } else {
+                        node.arr.is_empty()
+                    };
+                    if !vacuous {
+                        return Err(unsup(kw, &ptr, "not supported"));
+                    }
+                }
+            }
+        }
+        Ok(node)
+    }
+
+    fn ref_target(&mut self, id: u32, kw: &str, r: &Value, ptr: &str) -> Result<u32> {
+        let Value::String(s) = r else {
+            return Err(bad(kw, ptr, "not a string"));
+        };
+        self.doc.resolve_ref(id, s).map_err(|e| unsup(kw, ptr, e))
+    }
+
+    fn subschemas(&mut self, id: u32, kw: &str, v: &Value, ptr: &str) -> Result<Vec<u32>> {
+        let Value::Array(a) = v else {
+            return Err(bad(kw, ptr, "not an array"));
+        };
+        if a.is_empty() {
+            return Err(bad(kw, ptr, "an empty array"));
+        }
+        (0..a.len())
+            .map(|i| {
+                self.doc
+                    .child(id, &[kw, &i.to_string()])
+                    .ok_or_else(|| bad(kw, ptr, "missing subschema"))
+            })
+            .collect()
+    }
+
+    /// `oneOf`: exactly one branch. Branch `i` is kept as `A_i ∧ ¬A_j` for
+    /// every other branch `j` that may overlap with it within `ctx` (the
+    /// sibling keywords); provably disjoint branches need no negation.
+    fn one_of(&mut self, subs: &[u32], ctx: &Node, ptr: &str) -> Result<Node> {
+        let mut branches = Vec::new();
+        for &s in subs {
+            let n = self.eval(&Term::Loc(s))?;
+            let n = n.and(ctx).map_err(|e| algebra("oneOf", ptr, e))?;
+            branches.push(n);
+        }
+        let k = branches.len();
+        let mut acc = Node::none();
+        let mut negs: Vec<Option<Node>> = vec![None; k];
+        for i in 0..k {
+            let mut cur = branches[i].clone();
+            for j in 0..k {
+                if i == j || cur.is_empty() {
+                    continue;
+                }
+                let both = cur
+                    .and(&branches[j])
+                    .map_err(|e| algebra("oneOf", ptr, e))?;
+                if self.is_empty_deep(&both, 3)? {
+                    continue;
+                }
+                if negs[j].is_none() {
+                    let neg = branches[j].not().map_err(|e| {
+                        unsup(
+                            "oneOf",
+                            ptr,
+                            format!(
+                                "branches {i} and {j} may overlap, and excluding branch {j} \
+                                 needs its negation: {e}"
+                            ),
+                        )
+                    })?;
+                    negs[j] = Some(neg);
+                }
+                cur = cur
+                    .and(negs[j].as_ref().unwrap())
+                    .map_err(|e| algebra("oneOf", ptr, e))?;
+            }
+            acc = acc.or(&cur).map_err(|e| algebra("oneOf", ptr, e))?;
+        }
+        Ok(acc)
+    }
+
+    /// Whether a node accepts nothing, looking `depth` levels into member
+    /// schemas (false when unsure).
+    fn is_empty_deep(&mut self, n: &Node, depth: u32) -> Result<bool> {
+        if n.null || n.bools != 0 || !n.num.is_empty() || !n.str.is_empty() {
+            return Ok(false);
+        }
+        if depth == 0 {
+            return Ok(n.is_empty());
+        }
+        for s in &n.obj {
+            let mut empty = false;
+            for r in &s.required {
+                let t = s.value_for(r);
+                if self.term_empty(&t, depth - 1)? {
+                    empty = true;
+                    break;
+                }
+            }
+            if !empty {
+                return Ok(false);
+            }
+        }
+        for s in &n.arr {
+            let mut empty = false;
+            for i in 0..(s.min as usize).min(s.prefix.len() + 1) {
+                if self.term_empty(&s.at(i).clone(), depth - 1)? {
+                    empty = true;
+                    break;
+                }
+            }
+            if !empty {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    fn term_empty(&mut self, t: &Term, depth: u32) -> Result<bool> {
+        if self.in_progress.contains(t) {
+            return Ok(false);
+        }
+        match self.eval(t) {
+            Ok(n) => self.is_empty_deep(&n.clone(), depth),
+            // Unsure (e.g. a negation that cannot be expressed): not empty.
+            Err(e) if e.kind() == ErrorKind::Unsupported => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `name` absent, or present with `required` present (and `schema`).
+    fn dependency_node(
+        &mut self,
+        name: &str,
+        required: &[String],
+        schema: Option<&Node>,
+    ) -> std::result::Result<Node, String> {
+        let mut absent = Node::any();
+        absent.obj = ObjShape {
+            props: vec![(name.to_string(), Term::False)],
+            weak: [name.to_string()].into_iter().collect(),
+            ..ObjShape::any()
+        }
+        .simplify()
+        .into_iter()
+        .collect();
+        let mut present = Node::none();
+        let mut req = BTreeSet::new();
+        let mut props = Vec::new();
+        for r in required {
+            if req.insert(r.clone()) {
+                props.push((r.clone(), Term::True));
+            }
+        }
+        present.obj = ObjShape {
+            props,
+            weak: req.clone(),
+            required: req,
+            ..ObjShape::any()
+        }
+        .simplify()
+        .into_iter()
+        .collect();
+        if let Some(s) = schema {
+            present = present.and(s)?;
+        }
+        absent.or(&present)
+    }
+
+    fn string_keywords(&mut self, m: &Map<String, Value>, ptr: &str) -> Result<Option<StrLang>> {
+        let mut parts: Vec<Expr> = Vec::new();
+        let min = match m.get("minLength") {
+            Some(v) => Some(as_count(v).ok_or_else(|| bad("minLength", ptr, "not a count"))?),
+            None => None,
+        };
+        let max = match m.get("maxLength") {
+            Some(v) => Some(as_count(v).ok_or_else(|| bad("maxLength", ptr, "not a count"))?),
+            None => None,
+        };
+        if min.unwrap_or(0) > 0 || max.is_some() {
+            if let (Some(a), Some(b)) = (min, max) {
+                if a > b {
+                    return Ok(Some(StrLang::none()));
+                }
+            }
+            let bound = max.unwrap_or(0).max(min.unwrap_or(0));
+            if bound / CHUNK > MAX_CHUNKS {
+                let kw = if max.is_some() {
+                    "maxLength"
+                } else {
+                    "minLength"
+                };
+                return Err(kw_err(
+                    ErrorKind::Limit,
+                    kw,
+                    ptr,
+                    format!(
+                        "a length bound above {} is not supported",
+                        CHUNK * MAX_CHUNKS
+                    ),
+                ));
+            }
+            parts.push(length(min.unwrap_or(0), max));
+        }
+        if let Some(p) = m.get("pattern") {
+            let Value::String(p) = p else {
+                return Err(bad("pattern", ptr, "not a string"));
+            };
+            let e = crate::regex::to_expr(p, crate::regex::Anchoring::Search)
+                .map_err(|e| kw_err(e.kind(), "pattern", ptr, e.message()))?;
+            parts.push(e);
+        }
+        if let Some(Value::String(f)) = m.get("format") {
+            match crate::regex::format_expr(f) {
+                Some(e) => parts.push(e),
+                // Standard formats whose language is not regular (or not
+                // built): asserting them exactly is impossible here.
+                None if matches!(f.as_str(), "regex" | "idn-email" | "idn-hostname") => {
+                    return Err(unsup(
+                        "format",
+                        ptr,
+                        format!("'{f}' cannot be checked by a finite automaton"),
+                    ));
+                }
+                None => {}
+            }
+        }
+        // A length bound with a pattern or format is counted in the
+        // pattern's automaton: the expanded expression must stay within
+        // the compiler's lexeme size.
+        if parts.len() > 1 {
+            if let Some(Expr::Repeat { min, max, .. }) = parts.first() {
+                let bound = max.unwrap_or(*min).max(*min) as usize;
+                let unit = super::strings::encode_class(&CharClass::any()).size();
+                let rest: usize = parts[1..]
+                    .iter()
+                    .map(|e| super::strings::encode(e).size())
+                    .sum();
+                if unit * bound + rest > crate::compile::analyze::LEXEME_MAX_SIZE * 4 / 5 {
+                    let kw = if m.contains_key("maxLength") {
+                        "maxLength"
+                    } else {
+                        "minLength"
+                    };
+                    return Err(kw_err(
+                        ErrorKind::Limit,
+                        kw,
+                        ptr,
+                        format!(
+                            "a length bound of {bound} together with pattern or format is too \
+                             large an automaton (the bound is counted inside the pattern's)"
+                        ),
+                    ));
+                }
+            }
+        }
+        if parts.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(StrLang::from_expr(Expr::and(parts))))
+    }
+
+    fn number_keywords(&mut self, m: &Map<String, Value>, ptr: &str) -> Result<Option<NumAtom>> {
+        let num = |kw: &str| -> Result<Option<Dec>> {
+            match m.get(kw) {
+                None => Ok(None),
+                Some(Value::Number(n)) => Ok(Some(
+                    Dec::from_json(n).ok_or_else(|| bad(kw, ptr, "bad number"))?,
+                )),
+                Some(Value::Bool(_)) if kw.starts_with("exclusive") => Ok(None),
+                Some(_) => Err(bad(kw, ptr, "not a number")),
+            }
+        };
+        let mut a = NumAtom::any();
+        let flag = |kw: &str| m.get(kw) == Some(&Value::Bool(true));
+        if let Some(d) = num("minimum")? {
+            a.lo = Some((d, flag("exclusiveMinimum")));
+        }
+        if let Some(d) = num("maximum")? {
+            a.hi = Some((d, flag("exclusiveMaximum")));
+        }
+        if let Some(d) = num("exclusiveMinimum")? {
+            let x = NumAtom {
+                lo: Some((d, true)),
+                ..NumAtom::any()
+            };
+            a = a.and(&x).unwrap_or_else(empty_atom);
+        }
+        if let Some(d) = num("exclusiveMaximum")? {
+            let x = NumAtom {
+                hi: Some((d, true)),
+                ..NumAtom::any()
+            };
+            a = a.and(&x).unwrap_or_else(empty_atom);
+        }
+        if let Some(d) = num("multipleOf")? {
+            if d.neg || d.is_zero() {
+                return Err(bad("multipleOf", ptr, "must be greater than 0"));
+            }
+            // Check now that the language can be built, for a precise error.
+            multiple_of(&d).map_err(|e| unsup("multipleOf", ptr, e))?;
+            a.mult.push(d);
+        }
+        if a.is_any() {
+            return Ok(None);
+        }
+        if !a.normalize() {
+            return Ok(Some(empty_atom()));
+        }
+        Ok(Some(a))
+    }
+
+    fn object_keywords(
+        &mut self,
+        id: u32,
+        m: &Map<String, Value>,
+        ptr: &str,
+    ) -> Result<Option<ObjShape>> {
+        let has = |k: &str| m.contains_key(k);
+        if !(has("properties")
+            || has("patternProperties")
+            || has("additionalProperties")
+            || has("required")
+            || has("propertyNames")
+            || has("minProperties")
+            || has("maxProperties")
+            || self.opts.no_extra_properties)
+        {
+            return Ok(None);
+        }
+        // patternProperties.
+        let mut patterns: Vec<(Expr, Term)> = Vec::new();
+        if let Some(pp) = m.get("patternProperties") {
+            let Value::Object(pp) = pp else {
+                return Err(bad("patternProperties", ptr, "not an object"));
+            };
+            for (p, _) in pp {
+                let e = crate::regex::to_expr(p, crate::regex::Anchoring::Search).map_err(|e| {
+                    kw_err(
+                        e.kind(),
+                        "patternProperties",
+                        ptr,
+                        format!("{p:?}: {}", e.message()),
+                    )
+                })?;
+                let sub = self.doc.child(id, &["patternProperties", p]).unwrap();
+                patterns.push((e, Term::Loc(sub)));
+            }
+        }
+        let additional = match m.get("additionalProperties") {
+            Some(_) => Term::Loc(self.doc.child(id, &["additionalProperties"]).unwrap()),
+            None if self.opts.no_extra_properties => Term::False,
+            None => Term::True,
+        };
+        let unlisted = |k: &str| -> Term {
+            let matching: Vec<Term> = patterns
+                .iter()
+                .filter(|(e, _)| super::strings::matches(e, k))
+                .map(|(_, t)| t.clone())
+                .collect();
+            if matching.is_empty() {
+                additional.clone()
+            } else {
+                Term::and_all(matching)
+            }
+        };
+        let mut props: Vec<(String, Term)> = Vec::new();
+        if let Some(p) = m.get("properties") {
+            let Value::Object(p) = p else {
+                return Err(bad("properties", ptr, "not an object"));
+            };
+            for (k, _) in p {
+                let sub = self.doc.child(id, &["properties", k]).unwrap();
+                let mut parts = vec![Term::Loc(sub)];
+                for (e, t) in &patterns {
+                    if super::strings::matches(e, k) {
+                        parts.push(t.clone());
+                    }
+                }
+                props.push((k.clone(), Term::and_all(parts)));
+            }
+        }
+        let mut required = BTreeSet::new();
+        let mut weak = BTreeSet::new();
+        if let Some(r) = m.get("required") {
+            let Value::Array(r) = r else {
+                return Err(bad("required", ptr, "not an array"));
+            };
+            for x in r {
+                let Value::String(k) = x else {
+                    return Err(bad("required", ptr, "names must be strings"));
+                };
+                if !props.iter().any(|(n, _)| n == k) {
+                    props.push((k.clone(), unlisted(k)));
+                    weak.insert(k.clone());
+                }
+                required.insert(k.clone());
+            }
+        }
+        // Classes of unlisted names: the combinations of matched patterns,
+        // split one pattern at a time, dropping provably empty parts.
+        let mut classes: Vec<(StrLang, Vec<usize>)> = vec![(StrLang::any(), Vec::new())];
+        for (i, (e, _)) in patterns.iter().enumerate() {
+            let p = StrLang::from_expr(e.clone());
+            let not_p = p.not();
+            let mut next = Vec::new();
+            for (l, ms) in classes {
+                let yes = l.and(&p);
+                if !yes.is_empty() {
+                    let mut m2 = ms.clone();
+                    m2.push(i);
+                    next.push((yes, m2));
+                }
+                let no = l.and(&not_p);
+                if !no.is_empty() {
+                    next.push((no, ms));
+                }
+            }
+            classes = next;
+            if classes.len() > MAX_PATTERN_CLASSES {
+                return Err(kw_err(
+                    ErrorKind::Limit,
+                    "patternProperties",
+                    ptr,
+                    format!("the patterns overlap in more than {MAX_PATTERN_CLASSES} ways"),
+                ));
+            }
+        }
+        let mut extra: Vec<(StrLang, Term)> = Vec::new();
+        for (l, ms) in classes {
+            let term = if ms.is_empty() {
+                additional.clone()
+            } else {
+                Term::and_all(ms.iter().map(|&i| patterns[i].1.clone()).collect())
+            };
+            if term != Term::False {
+                extra.push((l, term));
+            }
+        }
+        // Merge classes with the same value schema.
+        let mut merged: Vec<(StrLang, Term)> = Vec::new();
+        for (l, t) in extra {
+            match merged.iter_mut().find(|(_, x)| *x == t) {
+                Some(e) => e.0 = e.0.or(&l),
+                None => merged.push((l, t)),
+            }
+        }
+        let mut shape = ObjShape {
+            props,
+            required,
+            extra: merged,
+            min: 0,
+            max: None,
+            weak,
+            need: Vec::new(),
+        };
+        if let Some(pn) = m.get("propertyNames") {
+            let _ = pn;
+            let sub = self.doc.child(id, &["propertyNames"]).unwrap();
+            let n = self.eval(&Term::Loc(sub))?;
+            let names = n.str.clone();
+            for (k, t) in shape.props.iter_mut() {
+                if !names.contains(k) {
+                    *t = Term::False;
+                }
+            }
+            for (l, _) in shape.extra.iter_mut() {
+                *l = l.and(&names);
+            }
+        }
+        if let Some(v) = m.get("minProperties") {
+            shape.min = as_count(v).ok_or_else(|| bad("minProperties", ptr, "not a count"))?;
+        }
+        if let Some(v) = m.get("maxProperties") {
+            shape.max = Some(as_count(v).ok_or_else(|| bad("maxProperties", ptr, "not a count"))?);
+        }
+        Ok(Some(shape))
+    }
+
+    fn array_keywords(
+        &mut self,
+        id: u32,
+        m: &Map<String, Value>,
+        ptr: &str,
+    ) -> Result<Option<ArrShape>> {
+        let mut shape = ArrShape::any();
+        let mut any = false;
+        let child = |c: &mut Self, segs: &[&str]| -> Term {
+            Term::Loc(c.doc.child(id, segs).expect("walked subschema"))
+        };
+        match m.get("items") {
+            Some(Value::Array(a)) => {
+                any = true;
+                for i in 0..a.len() {
+                    let t = child(self, &["items", &i.to_string()]);
+                    shape.prefix.push(t);
+                }
+                if m.contains_key("additionalItems") {
+                    shape.rest = child(self, &["additionalItems"]);
+                }
+            }
+            Some(_) => {
+                any = true;
+                shape.rest = child(self, &["items"]);
+            }
+            None => {}
+        }
+        if let Some(Value::Array(a)) = m.get("prefixItems") {
+            any = true;
+            shape.prefix.clear();
+            for i in 0..a.len() {
+                let t = child(self, &["prefixItems", &i.to_string()]);
+                shape.prefix.push(t);
+            }
+            if !matches!(m.get("items"), Some(Value::Object(_) | Value::Bool(_))) {
+                shape.rest = Term::True;
+            }
+        }
+        if let Some(v) = m.get("minItems") {
+            any = true;
+            shape.min = as_count(v).ok_or_else(|| bad("minItems", ptr, "not a count"))?;
+        }
+        if let Some(v) = m.get("maxItems") {
+            any = true;
+            shape.max = Some(as_count(v).ok_or_else(|| bad("maxItems", ptr, "not a count"))?);
+        }
+        if m.contains_key("contains") {
+            any = true;
+            let min = match m.get("minContains") {
+                Some(v) if self.doc.draft >= Draft::D2019 => {
+                    as_count(v).ok_or_else(|| bad("minContains", ptr, "not a count"))?
+                }
+                _ => 1,
+            };
+            let max = match m.get("maxContains") {
+                Some(v) if self.doc.draft >= Draft::D2019 => {
+                    Some(as_count(v).ok_or_else(|| bad("maxContains", ptr, "not a count"))?)
+                }
+                _ => None,
+            };
+            let t = child(self, &["contains"]);
+            shape.contains.push(Contains {
+                term: t,
+                min,
+                max,
+                from: 0,
+            });
+        }
+        if m.get("uniqueItems") == Some(&Value::Bool(true)) {
+            any = true;
+            shape.unique = true;
+        }
+        Ok(any.then_some(shape))
+    }
+
+    // ---------------------------------------------------------------
+    // Emission: nodes to IR rules.
+
+    fn check_time(&self) -> Result<()> {
+        if self.start.elapsed().as_millis() as u64 > MAX_MS {
+            return Err(Error::limit(format!(
+                "translating the schema took longer than {MAX_MS} ms"
+            )));
+        }
+        Ok(())
+    }
+
+    fn new_rule(&mut self, name: String) -> Result<RuleId> {
+        self.check_time()?;
+        if self.b.len() >= MAX_RULES {
+            return Err(Error::limit(format!(
+                "the schema needs more than {MAX_RULES} grammar rules"
+            )));
+        }
+        Ok(self.b.add_rule(name))
+    }
+
+    pub fn ws(&mut self) -> Expr {
+        if self.opts.compact || self.opts.max_whitespace == Some(0) {
+            return Expr::Empty;
+        }
+        if let Some(r) = self.ws {
+            return Expr::Ref(r);
+        }
+        let r = self.b.add_rule("ws");
+        let class = Expr::Class(CharClass::from_ranges([
+            (0x20, 0x20),
+            (0x09, 0x0A),
+            (0x0D, 0x0D),
+        ]));
+        self.b
+            .set_body(r, Expr::repeat(class, 0, self.opts.max_whitespace));
+        self.b.set_lexeme_hint(r, LexemeHint::Always);
+        self.ws = Some(r);
+        Expr::Ref(r)
+    }
+
+    fn lexeme(&mut self, body: Expr, name: &str) -> Result<RuleId> {
+        if let Some(&r) = self.lexemes.get(&body) {
+            return Ok(r);
+        }
+        let r = self.new_rule(format!("{name}#{}", self.b.len()))?;
+        self.b.set_body(r, body.clone());
+        self.b.set_lexeme_hint(r, LexemeHint::Always);
+        self.lexemes.insert(body, r);
+        Ok(r)
+    }
+
+    /// The rule of a term's JSON texts.
+    pub fn rule_for(&mut self, t: &Term) -> Result<RuleId> {
+        if let Some(&r) = self.rule_of_term.get(t) {
+            return Ok(r);
+        }
+        let name = match t {
+            Term::Loc(id) => format!("schema:{}", at(self.doc.ptr(*id))),
+            _ => format!("combo#{}", self.b.len()),
+        };
+        let r = self.new_rule(name)?;
+        self.rule_of_term.insert(t.clone(), r);
+        let node = self.eval(t)?;
+        let (body, hint) = self.emit_node(&node)?;
+        self.b.set_body(r, body);
+        self.b.set_lexeme_hint(r, hint);
+        Ok(r)
+    }
+
+    pub fn emit_node(&mut self, n: &Node) -> Result<(Expr, LexemeHint)> {
+        let mut scalars = Vec::new();
+        if n.null {
+            scalars.push(Expr::literal("null"));
+        }
+        if n.bools & 2 != 0 {
+            scalars.push(Expr::literal("true"));
+        }
+        if n.bools & 1 != 0 {
+            scalars.push(Expr::literal("false"));
+        }
+        if !n.num.is_empty() {
+            scalars.push(set_expr(&n.num).map_err(Error::unsupported)?);
+        }
+        let mut composite = Vec::new();
+        if !n.str.is_empty() {
+            match pure_length(&n.str) {
+                Some((lo, hi)) if lo > CHUNK || hi.is_some_and(|h| h > CHUNK) => {
+                    composite.push(Expr::Ref(self.chunked_string(lo, hi)?));
+                }
+                _ => scalars.push(encode_lang(&n.str)),
+            }
+        }
+        for s in &n.arr {
+            composite.push(Expr::Ref(self.array_rule(s)?));
+        }
+        for s in &n.obj {
+            composite.push(Expr::Ref(self.object_rule(s)?));
+        }
+        if composite.is_empty() {
+            return Ok((Expr::alt(scalars), LexemeHint::Always));
+        }
+        if !scalars.is_empty() {
+            let r = self.lexeme(Expr::alt(scalars), "scalar")?;
+            composite.insert(0, Expr::Ref(r));
+        }
+        Ok((Expr::alt(composite), LexemeHint::Never))
+    }
+
+    /// Strings of `lo..=hi` code points as a parser rule counting chunks
+    /// of [`CHUNK`] code points (each chunk a small shared lexeme): one DFA
+    /// for the whole count would have a state per position and take long
+    /// to build. Lengths `K·c + r` (`r < K`) decompose uniquely, so the
+    /// rule is unambiguous.
+    fn chunked_string(&mut self, lo: u32, hi: Option<u32>) -> Result<RuleId> {
+        let key = Expr::Seq(vec![Expr::literal("chunked"), length(lo, hi)]);
+        if let Some(&r) = self.lexemes.get(&key) {
+            return Ok(r);
+        }
+        let k = CHUNK;
+        let chunk_lexeme = self.lexeme(encode(&length(k, Some(k))), "chunk")?;
+        // A parser rule around the chunk: a repetition of a lexeme would be
+        // merged back into one large lexeme by the compiler.
+        let chunk = match self
+            .lexemes
+            .get(&Expr::Seq(vec![Expr::literal("chunk-rule")]))
+        {
+            Some(&r) => r,
+            None => {
+                let r = self.new_rule("chunk".into())?;
+                self.b.set_body(r, Expr::Ref(chunk_lexeme));
+                self.b.set_lexeme_hint(r, LexemeHint::Never);
+                self.lexemes
+                    .insert(Expr::Seq(vec![Expr::literal("chunk-rule")]), r);
+                r
+            }
+        };
+        let rem = |this: &mut Self, a: u32, b: u32| -> Result<Expr> {
+            Ok(Expr::Ref(
+                this.lexeme(encode(&length(a, Some(b))), "chunk")?,
+            ))
+        };
+        let c_min = lo / k;
+        let mut alts = Vec::new();
+        match hi {
+            None => {
+                let r = rem(self, lo % k, k - 1)?;
+                alts.push(Expr::seq(vec![
+                    Expr::repeat(Expr::Ref(chunk), c_min, Some(c_min)),
+                    r,
+                ]));
+                let r = rem(self, 0, k - 1)?;
+                alts.push(Expr::seq(vec![
+                    Expr::repeat(Expr::Ref(chunk), c_min + 1, None),
+                    r,
+                ]));
+            }
+            Some(n) => {
+                let c_max = n / k;
+                // c == c_min
+                let r = rem(self, lo % k, (k - 1).min(n - k * c_min))?;
+                alts.push(Expr::seq(vec![
+                    Expr::repeat(Expr::Ref(chunk), c_min, Some(c_min)),
+                    r,
+                ]));
+                // c_min < c < c_max: any remainder
+                if c_max > c_min + 1 {
+                    let r = rem(self, 0, k - 1)?;
+                    alts.push(Expr::seq(vec![
+                        Expr::repeat(Expr::Ref(chunk), c_min + 1, Some(c_max - 1)),
+                        r,
+                    ]));
+                }
+                // c == c_max
+                if c_max > c_min {
+                    let r = rem(self, 0, n % k)?;
+                    alts.push(Expr::seq(vec![
+                        Expr::repeat(Expr::Ref(chunk), c_max, Some(c_max)),
+                        r,
+                    ]));
+                }
+            }
+        }
+        let r = self.new_rule(format!("string#{}", self.b.len()))?;
+        self.b.set_body(
+            r,
+            Expr::seq(vec![
+                Expr::literal("\""),
+                Expr::alt(alts),
+                Expr::literal("\""),
+            ]),
+        );
+        self.b.set_lexeme_hint(r, LexemeHint::Never);
+        self.lexemes.insert(key, r);
+        Ok(r)
+    }
+
+    fn array_rule(&mut self, s: &ArrShape) -> Result<RuleId> {
+        if let Some(&r) = self.arr_rules.get(s) {
+            return Ok(r);
+        }
+        let r = self.new_rule(format!("array#{}", self.b.len()))?;
+        self.arr_rules.insert(s.clone(), r);
+        self.b.set_lexeme_hint(r, LexemeHint::Never);
+        let ws = self.ws();
+        let items = if s.unique {
+            self.unique_items(s)?
+        } else if !s.contains.is_empty() {
+            self.counted_items(s)?
+        } else {
+            self.plain_items(s)?
+        };
+        let empty_ok = s.min == 0 && s.contains.iter().all(|c| c.min == 0);
+        let mut alts = Vec::new();
+        if empty_ok {
+            alts.push(Expr::seq(vec![
+                Expr::literal("["),
+                ws.clone(),
+                Expr::literal("]"),
+            ]));
+        }
+        if items != Expr::Nothing {
+            alts.push(Expr::seq(vec![
+                Expr::literal("["),
+                ws.clone(),
+                items,
+                ws,
+                Expr::literal("]"),
+            ]));
+        }
+        self.b.set_body(r, Expr::alt(alts));
+        Ok(r)
+    }
+
+    fn sep(&mut self) -> Expr {
+        let ws = self.ws();
+        Expr::seq(vec![ws.clone(), Expr::literal(","), ws])
+    }
+
+    /// Items of an array without `contains` or `uniqueItems`: a non-empty
+    /// sequence (`Nothing` when there can be none).
+    fn plain_items(&mut self, s: &ArrShape) -> Result<Expr> {
+        let sep = self.sep();
+        let mut t = s.prefix.len().max(s.min as usize);
+        if let Some(m) = s.max {
+            t = t.min(m as usize);
+        }
+        if t > MAX_COUNT_STATES {
+            return Err(Error::limit(format!(
+                "an array needs more than {MAX_COUNT_STATES} item positions"
+            )));
+        }
+        // Items from index t on, all of the `rest` schema.
+        let more = match s.max {
+            Some(m) if m as usize <= t => Expr::Nothing,
+            _ if s.rest == Term::False => Expr::Nothing,
+            max => {
+                let v = Expr::Ref(self.rule_for(&s.rest)?);
+                let extra_max = max.map(|m| m - t as u32 - 1);
+                let mut next = Expr::seq(vec![sep.clone(), v.clone()]);
+                if extra_max.is_some_and(|m| m > 1) {
+                    // A bounded repetition of a regular item would become
+                    // one lexeme with a copy per position: keep the count
+                    // in the parser.
+                    let r = self.new_rule(format!("item#{}", self.b.len()))?;
+                    self.b.set_body(r, next);
+                    self.b.set_lexeme_hint(r, LexemeHint::Never);
+                    next = Expr::Ref(r);
+                }
+                Expr::seq(vec![v, Expr::repeat(next, 0, extra_max)])
+            }
+        };
+        let mut e = more;
+        for i in (0..t).rev() {
+            let v = Expr::Ref(self.rule_for(&s.at(i).clone())?);
+            let mut cont = Vec::new();
+            if i + 1 >= s.min as usize {
+                cont.push(Expr::Empty);
+            }
+            if e != Expr::Nothing {
+                cont.push(Expr::seq(vec![sep.clone(), e]));
+            }
+            e = Expr::seq(vec![v, Expr::alt(cont)]);
+        }
+        Ok(e)
+    }
+
+    /// Items with one `contains` constraint: states (position, count).
+    fn counted_items(&mut self, s: &ArrShape) -> Result<Expr> {
+        if s.contains.len() > 1 {
+            return Err(Error::unsupported(
+                "contains: several contains constraints on one array are not supported",
+            ));
+        }
+        let c = s.contains[0].clone();
+        let sep = self.sep();
+        let from = c.from as usize;
+        let mut t = s.prefix.len().max(s.min as usize).max(from);
+        if let Some(m) = s.max {
+            t = t.min(m as usize);
+        }
+        let k = match c.max {
+            Some(m) => m as usize,
+            None => c.min as usize,
+        };
+        if (t + 1) * (k + 1) > MAX_COUNT_STATES {
+            return Err(Error::limit(format!(
+                "contains: the array needs more than {MAX_COUNT_STATES} counting states"
+            )));
+        }
+        let counted_term = |i: usize| Term::and(s.at(i).clone(), c.term.clone());
+        let uncounted_term = |i: usize| {
+            if c.max.is_some() && i >= from {
+                Term::and(s.at(i).clone(), Term::not(c.term.clone()))
+            } else {
+                s.at(i).clone()
+            }
+        };
+        // Rules E(i, n): items from index i on (non-empty), n counted so far.
+        let mut rules: HashMap<(usize, usize), RuleId> = HashMap::new();
+        let mut todo = vec![(0usize, 0usize)];
+        let id_of = |rules: &mut HashMap<(usize, usize), RuleId>,
+                     todo: &mut Vec<(usize, usize)>,
+                     this: &mut Self,
+                     key: (usize, usize)|
+         -> Result<RuleId> {
+            if let Some(&r) = rules.get(&key) {
+                return Ok(r);
+            }
+            let r = this.new_rule(format!("items#{}", this.b.len()))?;
+            this.b.set_lexeme_hint(r, LexemeHint::Never);
+            rules.insert(key, r);
+            todo.push(key);
+            Ok(r)
+        };
+        let start = id_of(&mut rules, &mut todo, self, (0, 0))?;
+        todo.clear();
+        todo.push((0, 0));
+        while let Some((i, n)) = todo.pop() {
+            let r = rules[&(i, n)];
+            let mut alts = Vec::new();
+            let mut options = vec![(uncounted_term(i), n)];
+            if i >= from {
+                let n2 = match c.max {
+                    Some(m) => {
+                        if n < m as usize {
+                            Some(n + 1)
+                        } else {
+                            None
+                        }
+                    }
+                    None => Some((n + 1).min(k)),
+                };
+                if let Some(n2) = n2 {
+                    options.push((counted_term(i), n2));
+                }
+            }
+            for (term, n2) in options {
+                if term == Term::False {
+                    continue;
+                }
+                let v = Expr::Ref(self.rule_for(&term)?);
+                let mut cont = Vec::new();
+                if i + 1 >= s.min as usize && n2 >= c.min as usize {
+                    cont.push(Expr::Empty);
+                }
+                let more = s.max.is_none_or(|m| i + 1 < m as usize);
+                if more {
+                    let next = ((i + 1).min(t), n2);
+                    let nr = id_of(&mut rules, &mut todo, self, next)?;
+                    cont.push(Expr::seq(vec![sep.clone(), Expr::Ref(nr)]));
+                }
+                alts.push(Expr::seq(vec![v, Expr::alt(cont)]));
+            }
+            self.b.set_body(r, Expr::alt(alts));
+        }
+        Ok(Expr::Ref(start))
+    }
+
+    /// Items of a `uniqueItems` array over a small finite domain: the
+    /// states are the sets of values used so far.
+    fn unique_items(&mut self, s: &ArrShape) -> Result<Expr> {
+        if !s.contains.is_empty() {
+            return Err(Error::unsupported(
+                "uniqueItems: together with contains is not supported",
+            ));
+        }
+        // The domain: every value any position admits, which must be a
+        // small finite set.
+        let mut terms: Vec<Term> = s.prefix.clone();
+        terms.push(s.rest.clone());
+        let mut domain: Vec<Value> = Vec::new();
+        for t in &terms {
+            let n = self.eval(t)?;
+            let vals = finite_values(&n).ok_or_else(|| {
+                Error::unsupported(
+                    "uniqueItems: items are not a small finite set (only enumerations of \
+                     scalars, booleans and null are supported)",
+                )
+            })?;
+            for v in vals {
+                if !domain.iter().any(|x| json_equal(x, &v)) {
+                    domain.push(v);
+                }
+            }
+            if domain.len() > MAX_UNIQUE_DOMAIN {
+                return Err(Error::unsupported(format!(
+                    "uniqueItems: items are not a small finite set (more than \
+                     {MAX_UNIQUE_DOMAIN} values)"
+                )));
+            }
+        }
+        // The value v is allowed at position i when at(i) admits it.
+        let d = domain.len();
+        let mut allowed: Vec<Vec<bool>> = Vec::new();
+        for i in 0..=s.prefix.len() {
+            let n = self.eval(&s.at(i).clone())?;
+            let vals = finite_values(&n).unwrap_or_default();
+            allowed.push(
+                domain
+                    .iter()
+                    .map(|v| vals.iter().any(|x| json_equal(x, v)))
+                    .collect(),
+            );
+        }
+        let max = s.max.map_or(d, |m| (m as usize).min(d));
+        let sep = self.sep();
+        let val_rules: Vec<RuleId> = domain
+            .iter()
+            .map(|v| {
+                let t = self.val(v);
+                self.rule_for(&t)
+            })
+            .collect::<Result<_>>()?;
+        let mut rules: HashMap<u32, RuleId> = HashMap::new();
+        let mut todo: Vec<u32> = Vec::new();
+        // Rule U(set): items after the values in `set` were used (non-empty).
+        fn get(
+            this: &mut Compiler,
+            rules: &mut HashMap<u32, RuleId>,
+            set: u32,
+            todo: &mut Vec<u32>,
+        ) -> Result<RuleId> {
+            if let Some(&r) = rules.get(&set) {
+                return Ok(r);
+            }
+            if rules.len() >= MAX_UNIQUE_STATES {
+                return Err(Error::limit(format!(
+                    "uniqueItems: more than {MAX_UNIQUE_STATES} states"
+                )));
+            }
+            let r = this.new_rule(format!("unique#{}", this.b.len()))?;
+            this.b.set_lexeme_hint(r, LexemeHint::Never);
+            rules.insert(set, r);
+            todo.push(set);
+            Ok(r)
+        }
+        let start = get(self, &mut rules, 0, &mut todo)?;
+        while let Some(set) = todo.pop() {
+            let i = set.count_ones() as usize;
+            let row = &allowed[i.min(s.prefix.len())];
+            let mut alts = Vec::new();
+            for v in 0..d {
+                if set & (1 << v) != 0 || !row[v] {
+                    continue;
+                }
+                let next = set | (1 << v);
+                let used = i + 1;
+                let mut cont = Vec::new();
+                if used >= s.min as usize {
+                    cont.push(Expr::Empty);
+                }
+                if used < max {
+                    let nr = get(self, &mut rules, next, &mut todo)?;
+                    cont.push(Expr::seq(vec![sep.clone(), Expr::Ref(nr)]));
+                }
+                alts.push(Expr::seq(vec![Expr::Ref(val_rules[v]), Expr::alt(cont)]));
+            }
+            let r = rules[&set];
+            self.b.set_body(r, Expr::alt(alts));
+        }
+        Ok(Expr::Ref(start))
+    }
+
+    fn object_rule(&mut self, s: &ObjShape) -> Result<RuleId> {
+        if let Some(&r) = self.obj_rules.get(s) {
+            return Ok(r);
+        }
+        let r = self.new_rule(format!("object#{}", self.b.len()))?;
+        self.obj_rules.insert(s.clone(), r);
+        self.b.set_lexeme_hint(r, LexemeHint::Never);
+        let body = self.object_body(s)?;
+        self.b.set_body(r, body);
+        Ok(r)
+    }
+
+    /// The members of an object shape: per listed property its variants
+    /// (member text, whether it satisfies the shape's `need`) and whether
+    /// it is required; the variants of unlisted members. `None` when a
+    /// required property can have no value.
+    #[allow(clippy::type_complexity)]
+    fn object_members(
+        &mut self,
+        s: &ObjShape,
+    ) -> Result<Option<(Vec<(Vec<(Expr, bool)>, bool)>, Vec<(Expr, bool)>)>> {
+        let ws = self.ws();
+        if s.need.len() > 1 {
+            return Err(Error::unsupported(
+                "not: several negated additionalProperties / patternProperties on one \
+                 object are not supported",
+            ));
+        }
+        let need = s.need.first().cloned();
+        let member = |this: &mut Self, key: Expr, t: &Term| -> Result<Expr> {
+            let v = this.rule_for(t)?;
+            Ok(Expr::seq(vec![
+                key,
+                ws.clone(),
+                Expr::literal(":"),
+                ws.clone(),
+                Expr::Ref(v),
+            ]))
+        };
+        let mut members = Vec::new();
+        for (k, t) in &s.props {
+            let req = s.required.contains(k);
+            if *t == Term::False {
+                if req {
+                    return Ok(None);
+                }
+                continue;
+            }
+            let key = Expr::literal(&canonical_json(k));
+            let mut alts = vec![(member(self, key.clone(), t)?, false)];
+            if let Some((nl, nt)) = &need {
+                if nl.contains(k) {
+                    let both = Term::and(t.clone(), nt.clone());
+                    if both != Term::False {
+                        alts.push((member(self, key, &both)?, true));
+                    }
+                }
+            }
+            members.push((alts, req));
+        }
+        let listed = StrLang::Lits(s.props.iter().map(|(k, _)| k.clone()).collect());
+        let mut extras = Vec::new();
+        for (l, t) in &s.extra {
+            let keys = if s.props.is_empty() {
+                l.clone()
+            } else {
+                l.and(&listed.not())
+            };
+            if keys.is_empty() {
+                continue;
+            }
+            let kr = self.lexeme(encode_lang(&keys), "key")?;
+            extras.push((member(self, Expr::Ref(kr), t)?, false));
+            if let Some((nl, nt)) = &need {
+                let keys2 = keys.and(nl);
+                let both = Term::and(t.clone(), nt.clone());
+                if !keys2.is_empty() && both != Term::False {
+                    let kr = self.lexeme(encode_lang(&keys2), "key")?;
+                    extras.push((member(self, Expr::Ref(kr), &both)?, true));
+                }
+            }
+        }
+        Ok(Some((members, extras)))
+    }
+
+    /// An object of the shape. Few listed members (at most
+    /// [`ANY_ORDER_MAX`]) may come in any order, each at most once (the
+    /// states are the sets written); more come in the listed order,
+    /// optional ones may be left out. Unlisted members may come anywhere:
+    /// each is attached to the state after the last listed member written,
+    /// so the grammar is unambiguous. A `need` adds a flag to the states.
+    fn object_body(&mut self, s: &ObjShape) -> Result<Expr> {
+        let ws = self.ws();
+        let sep = self.sep();
+        let Some((members, extras)) = self.object_members(s)? else {
+            return Ok(Expr::Nothing);
+        };
+        let has_extra = !extras.is_empty();
+        let n = members.len();
+        let nreq = members.iter().filter(|m| m.1).count() as u32;
+        // Counting is needed only when the bounds can bind.
+        let min = if s.min > nreq { s.min as usize } else { 0 };
+        let max = match s.max {
+            Some(m) if has_extra || (m as usize) < n => Some(m as usize),
+            _ => None,
+        };
+        let k = max.unwrap_or(min);
+        let any_order = (2..=ANY_ORDER_MAX).contains(&n);
+        let positions = if any_order { 1usize << n } else { 2 * (n + 1) };
+        if positions * (k + 1) * 2 > MAX_COUNT_STATES {
+            return Err(Error::limit(format!(
+                "minProperties/maxProperties: the object needs more than \
+                 {MAX_COUNT_STATES} counting states"
+            )));
+        }
+        let can_add = |c: usize| max.is_none_or(|m| c < m);
+        let inc = |c: usize| if max.is_none() { (c + 1).min(k) } else { c + 1 };
+        let f0 = s.need.is_empty();
+        let req_mask: u32 = members
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.1)
+            .map(|(i, _)| 1u32 << i)
+            .sum();
+        let mut req_from = vec![false; n + 1];
+        for i in (0..n).rev() {
+            req_from[i] = req_from[i + 1] || members[i].1;
+        }
+        // States: (kind, position, count, flag). Kind 0: after a member
+        // (position = next listed index, or the set written when in any
+        // order); kind 1: the next listed member written is at index >=
+        // position (listed order only).
+        type Key = (u8, usize, usize, bool);
+        let mut rules: HashMap<Key, RuleId> = HashMap::new();
+        let mut todo: Vec<Key> = Vec::new();
+        fn get(
+            this: &mut Compiler,
+            rules: &mut HashMap<Key, RuleId>,
+            todo: &mut Vec<Key>,
+            key: Key,
+        ) -> Result<Expr> {
+            if let Some(&r) = rules.get(&key) {
+                return Ok(Expr::Ref(r));
+            }
+            let r = this.new_rule(format!("members#{}", this.b.len()))?;
+            this.b.set_lexeme_hint(r, LexemeHint::Never);
+            rules.insert(key, r);
+            todo.push(key);
+            Ok(Expr::Ref(r))
+        }
+        // The start: nothing written yet (a non-empty continuation).
+        let mut first = Vec::new();
+        if can_add(0) {
+            for (e, sets) in &extras {
+                let start_pos = 0;
+                let next = get(
+                    self,
+                    &mut rules,
+                    &mut todo,
+                    (0, start_pos, inc(0), f0 || *sets),
+                )?;
+                first.push(Expr::seq(vec![e.clone(), next]));
+            }
+            for (j, m) in members.iter().enumerate() {
+                let pos = if any_order { 1 << j } else { j + 1 };
+                for (e, sets) in &m.0 {
+                    let next = get(self, &mut rules, &mut todo, (0, pos, inc(0), f0 || *sets))?;
+                    first.push(Expr::seq(vec![e.clone(), next]));
+                }
+                if m.1 && !any_order {
+                    break;
+                }
+            }
+        }
+        while let Some(key) = todo.pop() {
+            let (kind, pos, c, f) = key;
+            let r = rules[&key];
+            let mut alts = Vec::new();
+            if kind == 0 {
+                let done = if any_order {
+                    (pos as u32) & req_mask == req_mask
+                } else {
+                    !req_from[pos]
+                };
+                if c >= min && done && f {
+                    alts.push(Expr::Empty);
+                }
+                if can_add(c) {
+                    for (e, sets) in &extras {
+                        let next = get(self, &mut rules, &mut todo, (0, pos, inc(c), f || *sets))?;
+                        alts.push(Expr::seq(vec![sep.clone(), e.clone(), next]));
+                    }
+                    if any_order {
+                        for (j, m) in members.iter().enumerate() {
+                            if pos & (1 << j) != 0 {
+                                continue;
+                            }
+                            for (e, sets) in &m.0 {
+                                let next = get(
+                                    self,
+                                    &mut rules,
+                                    &mut todo,
+                                    (0, pos | 1 << j, inc(c), f || *sets),
+                                )?;
+                                alts.push(Expr::seq(vec![sep.clone(), e.clone(), next]));
+                            }
+                        }
+                    } else if pos < n {
+                        alts.push(get(self, &mut rules, &mut todo, (1, pos, c, f))?);
+                    }
+                }
+            } else {
+                for (e, sets) in &members[pos].0 {
+                    let next = get(
+                        self,
+                        &mut rules,
+                        &mut todo,
+                        (0, pos + 1, inc(c), f || *sets),
+                    )?;
+                    alts.push(Expr::seq(vec![sep.clone(), e.clone(), next]));
+                }
+                if !members[pos].1 && pos + 1 < n {
+                    alts.push(get(self, &mut rules, &mut todo, (1, pos + 1, c, f))?);
+                }
+            }
+            self.b.set_body(r, Expr::alt(alts));
+        }
+        let mut alts = Vec::new();
+        if nreq == 0 && min == 0 && f0 {
+            alts.push(Expr::seq(vec![
+                Expr::literal("{"),
+                ws.clone(),
+                Expr::literal("}"),
+            ]));
+        }
+        let f = Expr::alt(first);
+        if f != Expr::Nothing {
+            alts.push(Expr::seq(vec![
+                Expr::literal("{"),
+                ws.clone(),
+                f,
+                ws,
+                Expr::literal("}"),
+            ]));
+        }
+        Ok(Expr::alt(alts))
+    }
+}
+
+fn empty_atom() -> NumAtom {
+    // An atom no number satisfies (lower bound above upper bound is
+    // normalized away by callers; here: an impossible exact value).
+    NumAtom {
+        int: Some(true),
+        value: Some(Dec::parse("0.5").unwrap()),
+        ..NumAtom::any()
+    }
+}
+
+/// `Some((min, max))` when the language is only a length bound.
+fn pure_length(l: &StrLang) -> Option<(u32, Option<u32>)> {
+    match l {
+        StrLang::Re(Expr::Repeat { expr, min, max }) => match &**expr {
+            Expr::Class(c) if is_full(c) => Some((*min, *max)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn type_node(t: &Value) -> std::result::Result<Node, String> {
+    let names: Vec<&str> = match t {
+        Value::String(s) => vec![s.as_str()],
+        Value::Array(a) => a
+            .iter()
+            .map(|x| x.as_str().ok_or("type names must be strings"))
+            .collect::<std::result::Result<_, _>>()?,
+        _ => return Err("not a string or an array".into()),
+    };
+    let mut n = Node::none();
+    for name in names {
+        match name {
+            "null" => n.null = true,
+            "boolean" => n.bools = 3,
+            "integer" => {
+                if !n.num.contains(&NumAtom::any()) {
+                    n.num.push(NumAtom::integer());
+                }
+            }
+            "number" => n.num = vec![NumAtom::any()],
+            "string" => n.str = StrLang::any(),
+            "array" => n.arr = vec![ArrShape::any()],
+            "object" => n.obj = vec![ObjShape::any()],
+            other => return Err(format!("unknown type '{other}'")),
+        }
+    }
+    Ok(n)
+}
+
+/// The values of a node that is a small finite set of scalars.
+fn finite_values(n: &Node) -> Option<Vec<Value>> {
+    let mut out = Vec::new();
+    if !n.arr.is_empty() || !n.obj.is_empty() {
+        return None;
+    }
+    if n.null {
+        out.push(Value::Null);
+    }
+    if n.bools & 1 != 0 {
+        out.push(Value::Bool(false));
+    }
+    if n.bools & 2 != 0 {
+        out.push(Value::Bool(true));
+    }
+    for a in &n.num {
+        let v = a.value.as_ref()?;
+        out.push(serde_json::from_str(&v.to_text()).ok()?);
+    }
+    match &n.str {
+        StrLang::Lits(l) => out.extend(l.iter().map(|s| Value::String(s.clone()))),
+        StrLang::Re(_) => return None,
+    }
+    Some(out)
+}
+
+fn json_equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => match (Dec::from_json(x), Dec::from_json(y)) {
+            (Some(p), Some(q)) => p.cmp_value(&q).is_eq(),
+            _ => x == y,
+        },
+        _ => a == b,
+    }
+}

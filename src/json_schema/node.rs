@@ -1,0 +1,675 @@
+//! The meaning of a schema in normal form, and its boolean algebra.
+//!
+//! A [`Node`] is the set of instances a schema accepts, split by JSON
+//! type: whether `null` is accepted, which booleans, a union of number
+//! constraints ([`NumAtom`]), a set of decoded strings ([`StrLang`]), and
+//! unions of array and object *shapes*. A shape is one conjunction of the
+//! structural keywords (`properties`, `required`, `items`, bounds, ...)
+//! whose member schemas are [`Term`]s: references to subschemas, combined
+//! lazily with and/or/not. Intersection (`allOf`, sibling keywords) merges
+//! shapes pairwise; union (`anyOf`) concatenates them; complement (`not`,
+//! `oneOf`, `if`) pushes the negation into each keyword (`not required a`
+//! is "`a` absent", `not minItems n` is `maxItems n-1`, ...), giving a
+//! union of shapes again. Keywords whose negation has no shape (e.g. `not
+//! uniqueItems`) are refused with a message.
+
+use std::collections::BTreeSet;
+
+use super::number::{set_and, set_not, set_or, NumAtom};
+use super::strings::StrLang;
+
+/// Most shapes (alternatives) of one type in a node.
+pub const MAX_SHAPES: usize = 256;
+
+/// A schema-valued expression, evaluated lazily into a [`Node`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Term {
+    True,
+    False,
+    /// The schema at a document location.
+    Loc(u32),
+    /// Exactly one JSON value (from `const` / `enum`).
+    Val(u32),
+    Not(Box<Term>),
+    And(Vec<Term>),
+}
+
+impl Term {
+    pub fn and(a: Term, b: Term) -> Term {
+        Term::and_all(vec![a, b])
+    }
+
+    pub fn and_all(v: Vec<Term>) -> Term {
+        let mut parts = Vec::new();
+        for t in v {
+            match t {
+                Term::True => {}
+                Term::False => return Term::False,
+                Term::And(x) => parts.extend(x),
+                t => parts.push(t),
+            }
+        }
+        parts.sort();
+        parts.dedup();
+        match parts.len() {
+            0 => Term::True,
+            1 => parts.pop().unwrap(),
+            _ => Term::And(parts),
+        }
+    }
+
+    #[allow(clippy::should_implement_trait)]
+    pub fn not(t: Term) -> Term {
+        match t {
+            Term::True => Term::False,
+            Term::False => Term::True,
+            Term::Not(x) => *x,
+            t => Term::Not(Box::new(t)),
+        }
+    }
+}
+
+/// At least `min` (at most `max`) items from index `from` on match `term`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Contains {
+    pub term: Term,
+    pub min: u32,
+    pub max: Option<u32>,
+    pub from: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ArrShape {
+    /// Schemas of the first items.
+    pub prefix: Vec<Term>,
+    /// Schema of the items after the prefix.
+    pub rest: Term,
+    pub min: u32,
+    pub max: Option<u32>,
+    pub contains: Vec<Contains>,
+    pub unique: bool,
+}
+
+impl ArrShape {
+    pub fn any() -> ArrShape {
+        ArrShape {
+            prefix: Vec::new(),
+            rest: Term::True,
+            min: 0,
+            max: None,
+            contains: Vec::new(),
+            unique: false,
+        }
+    }
+
+    pub fn at(&self, i: usize) -> &Term {
+        self.prefix.get(i).unwrap_or(&self.rest)
+    }
+
+    pub fn and(&self, o: &ArrShape) -> Option<ArrShape> {
+        let n = self.prefix.len().max(o.prefix.len());
+        let prefix = (0..n)
+            .map(|i| Term::and(self.at(i).clone(), o.at(i).clone()))
+            .collect();
+        let mut contains = self.contains.clone();
+        for c in &o.contains {
+            if !contains.contains(c) {
+                contains.push(c.clone());
+            }
+        }
+        ArrShape {
+            prefix,
+            rest: Term::and(self.rest.clone(), o.rest.clone()),
+            min: self.min.max(o.min),
+            max: match (self.max, o.max) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
+            contains,
+            unique: self.unique || o.unique,
+        }
+        .simplify()
+    }
+
+    /// Normal form; `None` when provably empty.
+    pub fn simplify(mut self) -> Option<ArrShape> {
+        // Contains over every item is a length bound.
+        let mut keep = Vec::new();
+        for c in std::mem::take(&mut self.contains) {
+            if c.min == 0 && c.max.is_none() {
+                continue;
+            }
+            if c.term == Term::True {
+                self.min = self.min.max(c.from + c.min);
+                if let Some(m) = c.max {
+                    let cap = c.from + m;
+                    self.max = Some(self.max.map_or(cap, |x| x.min(cap)));
+                }
+                continue;
+            }
+            if c.term == Term::False {
+                if c.min > 0 {
+                    return None;
+                }
+                continue;
+            }
+            keep.push(c);
+        }
+        self.contains = keep;
+        if self.rest == Term::False {
+            let p = self.prefix.len() as u32;
+            self.max = Some(self.max.map_or(p, |m| m.min(p)));
+        }
+        if let Some(m) = self.max {
+            if self.prefix.len() > m as usize {
+                self.prefix.truncate(m as usize);
+            }
+            if self.min > m {
+                return None;
+            }
+        }
+        while self.prefix.last() == Some(&self.rest) {
+            self.prefix.pop();
+        }
+        for i in 0..self.min as usize {
+            if *self.at(i) == Term::False {
+                return None;
+            }
+            if i > self.prefix.len() {
+                break;
+            }
+        }
+        if self.max.is_some_and(|m| m <= 1) {
+            self.unique = false;
+        }
+        Some(self)
+    }
+
+    /// The arrays this shape rejects, as a union of shapes.
+    pub fn negate(&self) -> Result<Vec<ArrShape>, String> {
+        if self.unique {
+            return Err(
+                "the negation of uniqueItems (an array with a duplicate) cannot be expressed"
+                    .into(),
+            );
+        }
+        let mut out = Vec::new();
+        let base = ArrShape::any;
+        if self.min > 0 {
+            out.push(ArrShape {
+                max: Some(self.min - 1),
+                ..base()
+            });
+        }
+        if let Some(m) = self.max {
+            out.push(ArrShape {
+                min: m + 1,
+                ..base()
+            });
+        }
+        for (i, t) in self.prefix.iter().enumerate() {
+            if *t == Term::True {
+                continue;
+            }
+            let mut prefix = vec![Term::True; i];
+            prefix.push(Term::not(t.clone()));
+            out.push(ArrShape {
+                prefix,
+                min: i as u32 + 1,
+                ..base()
+            });
+        }
+        if self.rest != Term::True {
+            out.push(ArrShape {
+                contains: vec![Contains {
+                    term: Term::not(self.rest.clone()),
+                    min: 1,
+                    max: None,
+                    from: self.prefix.len() as u32,
+                }],
+                ..base()
+            });
+        }
+        for c in &self.contains {
+            if c.min > 0 {
+                out.push(ArrShape {
+                    contains: vec![Contains {
+                        term: c.term.clone(),
+                        min: 0,
+                        max: Some(c.min - 1),
+                        from: c.from,
+                    }],
+                    ..base()
+                });
+            }
+            if let Some(m) = c.max {
+                out.push(ArrShape {
+                    contains: vec![Contains {
+                        term: c.term.clone(),
+                        min: m + 1,
+                        max: None,
+                        from: c.from,
+                    }],
+                    ..base()
+                });
+            }
+        }
+        Ok(out.into_iter().filter_map(|s| s.simplify()).collect())
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ObjShape {
+    /// Listed properties, in order, with the schema of their value (which
+    /// includes the `patternProperties` matching the name).
+    pub props: Vec<(String, Term)>,
+    /// Required names (always listed).
+    pub required: BTreeSet<String>,
+    /// Disjoint classes of unlisted names with the schema of their value;
+    /// an unlisted name in no class is not allowed.
+    pub extra: Vec<(StrLang, Term)>,
+    pub min: u32,
+    pub max: Option<u32>,
+    /// Listed names without a place of their own in `properties` (from
+    /// `required`, dependencies, negations): when shapes merge, their
+    /// position yields to names listed by `properties`.
+    pub weak: BTreeSet<String>,
+    /// At least one member (listed or not) has a name in the language and
+    /// a value matching the term (from negating `additionalProperties`,
+    /// `patternProperties`, `propertyNames`).
+    pub need: Vec<(StrLang, Term)>,
+}
+
+impl ObjShape {
+    pub fn any() -> ObjShape {
+        ObjShape {
+            props: Vec::new(),
+            required: BTreeSet::new(),
+            extra: vec![(StrLang::any(), Term::True)],
+            min: 0,
+            max: None,
+            weak: BTreeSet::new(),
+            need: Vec::new(),
+        }
+    }
+
+    /// The schema a property named `k` must satisfy.
+    pub fn value_for(&self, k: &str) -> Term {
+        if let Some((_, t)) = self.props.iter().find(|(n, _)| n == k) {
+            return t.clone();
+        }
+        for (l, t) in &self.extra {
+            if l.contains(k) {
+                return t.clone();
+            }
+        }
+        Term::False
+    }
+
+    pub fn and(&self, o: &ObjShape) -> Option<ObjShape> {
+        // Names listed by `properties` first, in order of first mention;
+        // names listed only weakly after them.
+        let mut props: Vec<(String, Term)> = Vec::new();
+        let mut weak = BTreeSet::new();
+        for pass in 0..2 {
+            for (k, _) in self.props.iter().chain(o.props.iter()) {
+                let is_weak = (self.weak.contains(k) || !self.props.iter().any(|(n, _)| n == k))
+                    && (o.weak.contains(k) || !o.props.iter().any(|(n, _)| n == k));
+                if (pass == 0) == is_weak || props.iter().any(|(n, _)| n == k) {
+                    continue;
+                }
+                if is_weak {
+                    weak.insert(k.clone());
+                }
+                props.push((k.clone(), Term::and(self.value_for(k), o.value_for(k))));
+            }
+        }
+        let mut extra = Vec::new();
+        for (la, ta) in &self.extra {
+            for (lb, tb) in &o.extra {
+                let l = la.and(lb);
+                let t = Term::and(ta.clone(), tb.clone());
+                if l.is_empty() || t == Term::False {
+                    continue;
+                }
+                extra.push((l, t));
+            }
+        }
+        let mut need = self.need.clone();
+        for x in &o.need {
+            if !need.contains(x) {
+                need.push(x.clone());
+            }
+        }
+        ObjShape {
+            props,
+            weak,
+            need,
+            required: self.required.union(&o.required).cloned().collect(),
+            extra,
+            min: self.min.max(o.min),
+            max: match (self.max, o.max) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
+        }
+        .simplify()
+    }
+
+    /// Normal form; `None` when provably empty.
+    pub fn simplify(mut self) -> Option<ObjShape> {
+        for r in &self.required {
+            match self.props.iter().find(|(n, _)| n == r) {
+                Some((_, Term::False)) | None => return None,
+                _ => {}
+            }
+        }
+        if let Some(m) = self.max {
+            if self.min > m || self.required.len() as u32 > m {
+                return None;
+            }
+        }
+        self.extra
+            .retain(|(l, t)| !l.is_empty() && *t != Term::False);
+        if self
+            .need
+            .iter()
+            .any(|(l, t)| l.is_empty() || *t == Term::False)
+        {
+            return None;
+        }
+        // Listed optional names that may not appear and no class would take
+        // anyway need no listing.
+        let extra = &self.extra;
+        let required = &self.required;
+        self.props.retain(|(n, t)| {
+            !(*t == Term::False
+                && !required.contains(n)
+                && !extra.iter().any(|(l, _)| l.contains(n)))
+        });
+        if self.min <= self.required.len() as u32 {
+            self.min = 0;
+        }
+        Some(self)
+    }
+
+    fn all_extra_allowed(&self) -> bool {
+        self.extra.len() == 1 && self.extra[0].0.is_any() && self.extra[0].1 == Term::True
+    }
+
+    /// The objects this shape rejects, as a union of shapes.
+    pub fn negate(&self) -> Result<Vec<ObjShape>, String> {
+        let mut out = Vec::new();
+        let base = ObjShape::any;
+        for r in &self.required {
+            out.push(ObjShape {
+                props: vec![(r.clone(), Term::False)],
+                weak: [r.clone()].into_iter().collect(),
+                ..base()
+            });
+        }
+        for (k, t) in &self.props {
+            if *t == Term::True {
+                continue;
+            }
+            out.push(ObjShape {
+                props: vec![(k.clone(), Term::not(t.clone()))],
+                required: [k.clone()].into_iter().collect(),
+                weak: [k.clone()].into_iter().collect(),
+                ..base()
+            });
+        }
+        if !self.need.is_empty() {
+            return Err(
+                "the negation of a negated additionalProperties / patternProperties \
+                 (every property ...) cannot be expressed"
+                    .into(),
+            );
+        }
+        if !self.all_extra_allowed() {
+            // Some unlisted member violates its class, or has a name in no
+            // class.
+            let listed = StrLang::Lits(self.props.iter().map(|(k, _)| k.clone()).collect());
+            let unlisted = listed.not();
+            let mut covered = StrLang::none();
+            for (l, t) in &self.extra {
+                covered = covered.or(l);
+                if *t != Term::True {
+                    out.push(ObjShape {
+                        need: vec![(l.and(&unlisted), Term::not(t.clone()))],
+                        ..base()
+                    });
+                }
+            }
+            let stray = covered.not().and(&unlisted);
+            if !stray.is_empty() {
+                out.push(ObjShape {
+                    need: vec![(stray, Term::True)],
+                    ..base()
+                });
+            }
+        }
+        if self.min > 0 {
+            out.push(ObjShape {
+                max: Some(self.min - 1),
+                ..base()
+            });
+        }
+        if let Some(m) = self.max {
+            out.push(ObjShape {
+                min: m + 1,
+                ..base()
+            });
+        }
+        Ok(out.into_iter().filter_map(|s| s.simplify()).collect())
+    }
+}
+
+/// The instances of a schema, by JSON type.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Node {
+    pub null: bool,
+    /// Bit 0: `false` accepted; bit 1: `true` accepted.
+    pub bools: u8,
+    /// Union of number constraints (empty: no number).
+    pub num: Vec<NumAtom>,
+    pub str: StrLang,
+    pub arr: Vec<ArrShape>,
+    pub obj: Vec<ObjShape>,
+}
+
+fn too_many() -> String {
+    format!("more than {MAX_SHAPES} alternatives of one type after combining subschemas")
+}
+
+impl Node {
+    pub fn any() -> Node {
+        Node {
+            null: true,
+            bools: 3,
+            num: vec![NumAtom::any()],
+            str: StrLang::any(),
+            arr: vec![ArrShape::any()],
+            obj: vec![ObjShape::any()],
+        }
+    }
+
+    pub fn none() -> Node {
+        Node {
+            null: false,
+            bools: 0,
+            num: Vec::new(),
+            str: StrLang::none(),
+            arr: Vec::new(),
+            obj: Vec::new(),
+        }
+    }
+
+    pub fn is_any(&self) -> bool {
+        *self == Node::any()
+    }
+
+    /// Provably accepts nothing (shallow: member schemas not looked at).
+    pub fn is_empty(&self) -> bool {
+        !self.null
+            && self.bools == 0
+            && self.num.is_empty()
+            && self.str.is_empty()
+            && self.arr.is_empty()
+            && self.obj.is_empty()
+    }
+
+    pub fn and(&self, o: &Node) -> Result<Node, String> {
+        if self.is_any() {
+            return Ok(o.clone());
+        }
+        if o.is_any() {
+            return Ok(self.clone());
+        }
+        let mut arr = Vec::new();
+        for a in &self.arr {
+            for b in &o.arr {
+                if let Some(s) = a.and(b) {
+                    if !arr.contains(&s) {
+                        arr.push(s);
+                    }
+                }
+                if arr.len() > MAX_SHAPES {
+                    return Err(too_many());
+                }
+            }
+        }
+        let mut obj = Vec::new();
+        for a in &self.obj {
+            for b in &o.obj {
+                if let Some(s) = a.and(b) {
+                    if !obj.contains(&s) {
+                        obj.push(s);
+                    }
+                }
+                if obj.len() > MAX_SHAPES {
+                    return Err(too_many());
+                }
+            }
+        }
+        let num = set_and(&self.num, &o.num);
+        if num.len() > MAX_SHAPES {
+            return Err(too_many());
+        }
+        Ok(Node {
+            null: self.null && o.null,
+            bools: self.bools & o.bools,
+            num,
+            str: self.str.and(&o.str),
+            arr,
+            obj,
+        })
+    }
+
+    pub fn or(&self, o: &Node) -> Result<Node, String> {
+        let mut arr = self.arr.clone();
+        for s in &o.arr {
+            if !arr.contains(s) {
+                arr.push(s.clone());
+            }
+        }
+        let mut obj = self.obj.clone();
+        for s in &o.obj {
+            if !obj.contains(s) {
+                obj.push(s.clone());
+            }
+        }
+        // A union with "any" of a type is "any" of that type.
+        if arr.contains(&ArrShape::any()) {
+            arr = vec![ArrShape::any()];
+        }
+        if obj.contains(&ObjShape::any()) {
+            obj = vec![ObjShape::any()];
+        }
+        if arr.len() > MAX_SHAPES || obj.len() > MAX_SHAPES {
+            return Err(too_many());
+        }
+        Ok(Node {
+            null: self.null || o.null,
+            bools: self.bools | o.bools,
+            num: set_or(&self.num, &o.num),
+            str: self.str.or(&o.str),
+            arr,
+            obj,
+        })
+    }
+
+    pub fn not(&self) -> Result<Node, String> {
+        let mut arr = vec![ArrShape::any()];
+        for s in &self.arr {
+            let neg = s.negate()?;
+            let mut next = Vec::new();
+            for a in &arr {
+                for b in &neg {
+                    if let Some(x) = a.and(b) {
+                        if !next.contains(&x) {
+                            next.push(x);
+                        }
+                    }
+                }
+            }
+            if next.len() > MAX_SHAPES {
+                return Err(too_many());
+            }
+            arr = next;
+        }
+        let mut obj = vec![ObjShape::any()];
+        for s in &self.obj {
+            let neg = s.negate()?;
+            let mut next = Vec::new();
+            for a in &obj {
+                for b in &neg {
+                    if let Some(x) = a.and(b) {
+                        if !next.contains(&x) {
+                            next.push(x);
+                        }
+                    }
+                }
+            }
+            if next.len() > MAX_SHAPES {
+                return Err(too_many());
+            }
+            obj = next;
+        }
+        let num = set_not(&self.num);
+        if num.len() > MAX_SHAPES {
+            return Err(too_many());
+        }
+        Ok(Node {
+            null: !self.null,
+            bools: !self.bools & 3,
+            num,
+            str: self.str.not(),
+            arr,
+            obj,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn negation_round_trip_shapes() {
+        let mut s = ObjShape::any();
+        s.props.push(("a".into(), Term::Loc(1)));
+        s.required.insert("a".into());
+        let n = s.negate().unwrap();
+        assert_eq!(n.len(), 2);
+        let a = ArrShape {
+            min: 2,
+            ..ArrShape::any()
+        };
+        let n = a.negate().unwrap();
+        assert_eq!(n[0].max, Some(1));
+        let any = Node::any();
+        assert!(any.not().unwrap().is_empty());
+        assert!(Node::none().not().unwrap().is_any());
+    }
+}

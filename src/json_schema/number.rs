@@ -1,0 +1,1085 @@
+//! Numbers: sets of JSON numbers as exact regular languages over their
+//! text.
+//!
+//! A number constraint ([`NumAtom`]: integer or not, bounds, `multipleOf`,
+//! a `const` value and exclusions) becomes a regular expression over the
+//! number's JSON text, built digit by digit from the bounds' decimal
+//! expansions (no floating point anywhere), so that e.g. `minimum: 0.1`
+//! accepts `0.1`, `0.10`, `1e-1` and rejects `0.0999...9` however long.
+//!
+//! Text forms. Plain numbers with no constraint accept the whole JSON
+//! number syntax. A constrained number accepts the *canonical domain*
+//! where value comparisons stay regular:
+//! - plain decimals `-?(0|[1-9][0-9]*)(\.[0-9]+)?`,
+//! - scientific notation with a normalized mantissa
+//!   `-?[1-9](\.[0-9]+)?[eE][+-]?[0-9]+` (what Python, JavaScript, Rust and
+//!   C printers write, e.g. `1e-05`, `1.5e+16`),
+//! - zero with any exponent `-?0(\.0+)?[eE][+-]?[0-9]+`.
+//!
+//! Other spellings (`10e5`, `0.5e1`) are never accepted for a constrained
+//! number (comparing such a number with a bound needs to compare an
+//! unbounded digit count with the exponent, which no finite automaton can
+//! do). Further restrictions of the domain, where exactness needs them:
+//! - integers (`type: integer`, a JSON Schema integer is any number with a
+//!   zero fraction, e.g. `1.0`): in scientific notation the mantissa has
+//!   at most [`INT_SCI_FRAC_MAX`] fraction digits (`1.2345e+20` is
+//!   accepted, as every float printer writes it);
+//! - `multipleOf`: plain decimals only (and zero in any form).
+//!
+//! The complement of a constraint (`not`) is taken within the domain where
+//! the constraint is exact, so it never admits a number of the wrong value.
+
+use super::decimal::{digits_to_u128, Dec};
+use crate::ir::{CharClass, Expr};
+
+/// Most fraction digits of a mantissa in an integer's scientific notation.
+pub const INT_SCI_FRAC_MAX: u32 = 16;
+/// Largest scaled `multipleOf` divisor handled (its residues are states).
+const MAX_DIVISOR: u128 = 1_000;
+
+/// One conjunction of number constraints.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NumAtom {
+    /// `Some(true)`: an integer; `Some(false)`: not an integer.
+    pub int: Option<bool>,
+    /// Lower bound and whether it is exclusive.
+    pub lo: Option<(Dec, bool)>,
+    pub hi: Option<(Dec, bool)>,
+    pub mult: Vec<Dec>,
+    pub not_mult: Vec<Dec>,
+    pub value: Option<Dec>,
+    pub not_values: Vec<Dec>,
+}
+
+impl NumAtom {
+    pub fn any() -> NumAtom {
+        NumAtom::default()
+    }
+
+    pub fn integer() -> NumAtom {
+        NumAtom {
+            int: Some(true),
+            ..NumAtom::default()
+        }
+    }
+
+    pub fn value(v: Dec) -> NumAtom {
+        NumAtom {
+            value: Some(v),
+            ..NumAtom::default()
+        }
+    }
+
+    pub fn is_any(&self) -> bool {
+        *self == NumAtom::default()
+    }
+
+    /// The conjunction, or `None` when it is provably empty.
+    pub fn and(&self, o: &NumAtom) -> Option<NumAtom> {
+        let int = match (self.int, o.int) {
+            (Some(a), Some(b)) if a != b => return None,
+            (a, b) => a.or(b),
+        };
+        let lo = tighter(&self.lo, &o.lo, true);
+        let hi = tighter(&self.hi, &o.hi, false);
+        let value = match (&self.value, &o.value) {
+            (Some(a), Some(b)) => {
+                if a.cmp_value(b).is_ne() {
+                    return None;
+                }
+                Some(a.clone())
+            }
+            (a, b) => a.clone().or(b.clone()),
+        };
+        let mut r = NumAtom {
+            int,
+            lo,
+            hi,
+            mult: union(&self.mult, &o.mult),
+            not_mult: union(&self.not_mult, &o.not_mult),
+            value,
+            not_values: union(&self.not_values, &o.not_values),
+        };
+        r.normalize().then_some(r)
+    }
+
+    /// Tightens and checks the atom; false when it is provably empty.
+    pub fn normalize(&mut self) -> bool {
+        if let Some(v) = self.value.clone() {
+            if !self.admits(&v) {
+                return false;
+            }
+            *self = NumAtom::value(v);
+            return true;
+        }
+        if let (Some((lo, ls)), Some((hi, hs))) = (&self.lo, &self.hi) {
+            match lo.cmp_value(hi) {
+                std::cmp::Ordering::Greater => return false,
+                std::cmp::Ordering::Equal => {
+                    if *ls || *hs {
+                        return false;
+                    }
+                    let v = lo.clone();
+                    let mut c = self.clone();
+                    c.lo = None;
+                    c.hi = None;
+                    if !c.admits(&v) {
+                        return false;
+                    }
+                    *self = NumAtom::value(v);
+                    return true;
+                }
+                _ => {}
+            }
+        }
+        if self.int == Some(true) {
+            // Some integer must lie within the bounds.
+            let l = self.lo.as_ref().map(|(d, s)| {
+                if *s && d.is_integer() {
+                    d.add_int(1)
+                } else {
+                    d.ceil()
+                }
+            });
+            let h = self.hi.as_ref().map(|(d, s)| {
+                if *s && d.is_integer() {
+                    d.add_int(-1)
+                } else {
+                    d.floor()
+                }
+            });
+            if let (Some(l), Some(h)) = (&l, &h) {
+                if l.cmp_value(h).is_gt() {
+                    return false;
+                }
+                if l.cmp_value(h).is_eq() {
+                    let mut c = self.clone();
+                    c.lo = None;
+                    c.hi = None;
+                    if !c.admits(l) {
+                        return false;
+                    }
+                    *self = NumAtom::value(l.clone());
+                    return true;
+                }
+            }
+            // Integer multiples of 1 are all integers.
+            let one = Dec::parse("1").unwrap();
+            self.mult.retain(|m| m.cmp_value(&one).is_ne());
+        }
+        true
+    }
+
+    /// Whether the value `v` satisfies every constraint but `value`.
+    pub fn admits(&self, v: &Dec) -> bool {
+        if let Some(i) = self.int {
+            if v.is_integer() != i {
+                return false;
+            }
+        }
+        if let Some((lo, s)) = &self.lo {
+            let c = v.cmp_value(lo);
+            if c.is_lt() || (*s && c.is_eq()) {
+                return false;
+            }
+        }
+        if let Some((hi, s)) = &self.hi {
+            let c = v.cmp_value(hi);
+            if c.is_gt() || (*s && c.is_eq()) {
+                return false;
+            }
+        }
+        for m in &self.mult {
+            if v.is_multiple_of(m) == Some(false) {
+                return false;
+            }
+        }
+        for m in &self.not_mult {
+            if v.is_multiple_of(m) == Some(true) {
+                return false;
+            }
+        }
+        if self.not_values.iter().any(|x| x.cmp_value(v).is_eq()) {
+            return false;
+        }
+        true
+    }
+
+    /// The numbers this atom rejects, as a union of atoms.
+    pub fn negate(&self) -> Vec<NumAtom> {
+        let mut out = Vec::new();
+        let one = |f: &dyn Fn(&mut NumAtom)| {
+            let mut a = NumAtom::any();
+            f(&mut a);
+            a
+        };
+        if let Some(i) = self.int {
+            out.push(one(&|a| a.int = Some(!i)));
+        }
+        if let Some((d, s)) = &self.lo {
+            out.push(one(&|a| a.hi = Some((d.clone(), !*s))));
+        }
+        if let Some((d, s)) = &self.hi {
+            out.push(one(&|a| a.lo = Some((d.clone(), !*s))));
+        }
+        for m in &self.mult {
+            out.push(one(&|a| a.not_mult = vec![m.clone()]));
+        }
+        for m in &self.not_mult {
+            out.push(one(&|a| a.mult = vec![m.clone()]));
+        }
+        if let Some(v) = &self.value {
+            out.push(one(&|a| a.not_values = vec![v.clone()]));
+        }
+        for v in &self.not_values {
+            out.push(one(&|a| a.value = Some(v.clone())));
+        }
+        out.retain_mut(|a| a.normalize());
+        out
+    }
+
+    /// The JSON texts of the numbers in this atom (see the module doc for
+    /// which spellings).
+    pub fn to_expr(&self) -> Result<Expr, String> {
+        if let Some(v) = &self.value {
+            return Ok(eq(v));
+        }
+        let mut parts = Vec::new();
+        let mut positive = false;
+        match self.int {
+            Some(true) => {
+                parts.push(integer());
+                positive = true;
+            }
+            Some(false) => {
+                parts.push(Expr::and(vec![
+                    integer_domain(),
+                    Expr::complement(integer()),
+                ]));
+                positive = true;
+            }
+            None => {}
+        }
+        if let Some((d, s)) = &self.lo {
+            parts.push(cmp(d, if *s { Op::Gt } else { Op::Ge }));
+            positive = true;
+        }
+        if let Some((d, s)) = &self.hi {
+            parts.push(cmp(d, if *s { Op::Lt } else { Op::Le }));
+            positive = true;
+        }
+        for m in &self.mult {
+            parts.push(multiple_of(m)?);
+            positive = true;
+        }
+        for m in &self.not_mult {
+            parts.push(Expr::and(vec![
+                multiple_domain(),
+                Expr::complement(multiple_of(m)?),
+            ]));
+            positive = true;
+        }
+        for v in &self.not_values {
+            parts.push(Expr::complement(eq(v)));
+        }
+        if parts.is_empty() {
+            return Ok(json_number());
+        }
+        if !positive {
+            parts.push(domain());
+        }
+        Ok(Expr::and(parts))
+    }
+}
+
+fn tighter(a: &Option<(Dec, bool)>, b: &Option<(Dec, bool)>, lower: bool) -> Option<(Dec, bool)> {
+    match (a, b) {
+        (Some(x), Some(y)) => {
+            let c = x.0.cmp_value(&y.0);
+            let pick_x = match c {
+                std::cmp::Ordering::Equal => x.1 || !y.1,
+                std::cmp::Ordering::Greater => lower,
+                std::cmp::Ordering::Less => !lower,
+            };
+            Some(if pick_x { x.clone() } else { y.clone() })
+        }
+        (x, y) => x.clone().or(y.clone()),
+    }
+}
+
+fn union(a: &[Dec], b: &[Dec]) -> Vec<Dec> {
+    let mut v: Vec<Dec> = a.to_vec();
+    for x in b {
+        if !v.iter().any(|y| y.cmp_value(x).is_eq()) {
+            v.push(x.clone());
+        }
+    }
+    v.sort();
+    v
+}
+
+/// Union of atoms: the conjunction of two unions (distributed).
+pub fn set_and(a: &[NumAtom], b: &[NumAtom]) -> Vec<NumAtom> {
+    let mut out: Vec<NumAtom> = Vec::new();
+    for x in a {
+        for y in b {
+            if let Some(z) = x.and(y) {
+                if !out.contains(&z) {
+                    out.push(z);
+                }
+            }
+        }
+    }
+    simplify_set(out)
+}
+
+/// The complement of a union of atoms.
+pub fn set_not(a: &[NumAtom]) -> Vec<NumAtom> {
+    let mut acc = vec![NumAtom::any()];
+    for x in a {
+        acc = set_and(&acc, &x.negate());
+        if acc.is_empty() {
+            break;
+        }
+    }
+    acc
+}
+
+pub fn set_or(a: &[NumAtom], b: &[NumAtom]) -> Vec<NumAtom> {
+    let mut out = a.to_vec();
+    for x in b {
+        if !out.contains(x) {
+            out.push(x.clone());
+        }
+    }
+    simplify_set(out)
+}
+
+fn simplify_set(v: Vec<NumAtom>) -> Vec<NumAtom> {
+    if v.iter().any(|a| a.is_any()) {
+        return vec![NumAtom::any()];
+    }
+    v
+}
+
+pub fn set_expr(a: &[NumAtom]) -> Result<Expr, String> {
+    Ok(Expr::alt(
+        a.iter().map(|x| x.to_expr()).collect::<Result<_, _>>()?,
+    ))
+}
+
+// ---- regular-expression building blocks over number text ----
+
+fn lit(s: &str) -> Expr {
+    Expr::literal(s)
+}
+
+fn seq(v: Vec<Expr>) -> Expr {
+    if v.contains(&Expr::Nothing) {
+        return Expr::Nothing;
+    }
+    Expr::seq(v.into_iter().filter(|e| *e != Expr::Empty).collect())
+}
+
+fn alt(v: Vec<Expr>) -> Expr {
+    Expr::alt(v.into_iter().filter(|e| *e != Expr::Nothing).collect())
+}
+
+fn drange(lo: u8, hi: u8) -> Expr {
+    if lo > hi {
+        Expr::Nothing
+    } else {
+        Expr::Class(CharClass::from_ranges([(
+            (b'0' + lo) as u32,
+            (b'0' + hi) as u32,
+        )]))
+    }
+}
+
+fn d() -> Expr {
+    drange(0, 9)
+}
+
+fn nz() -> Expr {
+    drange(1, 9)
+}
+
+fn e_mark() -> Expr {
+    Expr::Class(CharClass::from_ranges([
+        ('e' as u32, 'e' as u32),
+        ('E' as u32, 'E' as u32),
+    ]))
+}
+
+fn uint() -> Expr {
+    alt(vec![lit("0"), seq(vec![nz(), Expr::star(d())])])
+}
+
+fn frac_any() -> Expr {
+    Expr::optional(seq(vec![lit("."), Expr::plus(d())]))
+}
+
+fn zero_frac() -> Expr {
+    Expr::optional(seq(vec![lit("."), Expr::plus(lit("0"))]))
+}
+
+fn exp_any() -> Expr {
+    seq(vec![
+        e_mark(),
+        Expr::optional(Expr::Class(CharClass::from_ranges([
+            ('+' as u32, '+' as u32),
+            ('-' as u32, '-' as u32),
+        ]))),
+        Expr::plus(d()),
+    ])
+}
+
+/// The whole JSON number syntax.
+pub fn json_number() -> Expr {
+    seq(vec![
+        Expr::optional(lit("-")),
+        uint(),
+        frac_any(),
+        Expr::optional(exp_any()),
+    ])
+}
+
+fn sci_u() -> Expr {
+    seq(vec![nz(), frac_any(), exp_any()])
+}
+
+fn zsci_u() -> Expr {
+    seq(vec![lit("0"), zero_frac(), exp_any()])
+}
+
+fn u_all() -> Expr {
+    alt(vec![seq(vec![uint(), frac_any()]), sci_u(), zsci_u()])
+}
+
+/// The canonical domain (see the module doc).
+pub fn domain() -> Expr {
+    seq(vec![Expr::optional(lit("-")), u_all()])
+}
+
+fn digit_str(s: &str, i: usize) -> u8 {
+    s.as_bytes()[i] - b'0'
+}
+
+/// Digit strings of the same length as `s` that compare greater (or
+/// less) lexicographically; the first digit is at least `first_min`.
+fn same_len(s: &str, greater: bool, first_min: u8) -> Expr {
+    let n = s.len();
+    let mut alts = Vec::new();
+    for i in 0..n {
+        let c = digit_str(s, i);
+        let lo_bound = if i == 0 { first_min } else { 0 };
+        let class = if greater {
+            drange((c + 1).max(lo_bound), 9)
+        } else if c == 0 {
+            Expr::Nothing
+        } else {
+            drange(lo_bound, c - 1)
+        };
+        alts.push(seq(vec![
+            lit(&s[..i]),
+            class,
+            Expr::repeat(d(), (n - i - 1) as u32, Some((n - i - 1) as u32)),
+        ]));
+    }
+    alt(alts)
+}
+
+/// Canonical unsigned integers (`0|[1-9][0-9]*`) greater than `s`.
+fn uint_gt(s: &str) -> Expr {
+    if s == "0" {
+        return seq(vec![nz(), Expr::star(d())]);
+    }
+    alt(vec![
+        seq(vec![nz(), Expr::repeat(d(), s.len() as u32, None)]),
+        same_len(s, true, 1),
+    ])
+}
+
+/// Canonical unsigned integers less than `s`.
+fn uint_lt(s: &str) -> Expr {
+    if s == "0" {
+        return Expr::Nothing;
+    }
+    let mut alts = vec![lit("0")];
+    if s.len() >= 2 {
+        alts.push(seq(vec![
+            nz(),
+            Expr::repeat(d(), 0, Some(s.len() as u32 - 2)),
+        ]));
+    }
+    alts.push(same_len(s, false, 1));
+    alt(alts)
+}
+
+/// Fractions (absent, or `.` and digits) comparing with `0.F`.
+fn frac_cmp(f: &str, op: Op) -> Expr {
+    let n = f.len();
+    let prefix_less = |greater: bool| -> Vec<Expr> {
+        (0..n)
+            .map(|i| {
+                let c = digit_str(f, i);
+                let class = if greater {
+                    drange(c + 1, 9)
+                } else if c == 0 {
+                    Expr::Nothing
+                } else {
+                    drange(0, c - 1)
+                };
+                seq(vec![lit(&f[..i]), class, Expr::star(d())])
+            })
+            .collect()
+    };
+    let dot = |body: Vec<Expr>| seq(vec![lit("."), alt(body)]);
+    match op {
+        Op::Ge => {
+            if n == 0 {
+                return frac_any();
+            }
+            let mut v = prefix_less(true);
+            v.push(seq(vec![lit(f), Expr::star(d())]));
+            dot(v)
+        }
+        Op::Gt => {
+            let mut v = prefix_less(true);
+            v.push(seq(vec![
+                lit(f),
+                Expr::star(lit("0")),
+                nz(),
+                Expr::star(d()),
+            ]));
+            dot(v)
+        }
+        Op::Le => {
+            if n == 0 {
+                return zero_frac();
+            }
+            let mut v = prefix_less(false);
+            for i in 1..n {
+                v.push(lit(&f[..i]));
+            }
+            v.push(seq(vec![lit(f), Expr::star(lit("0"))]));
+            alt(vec![Expr::Empty, dot(v)])
+        }
+        Op::Lt => {
+            if n == 0 {
+                return Expr::Nothing;
+            }
+            let mut v = prefix_less(false);
+            for i in 1..n {
+                v.push(lit(&f[..i]));
+            }
+            alt(vec![Expr::Empty, dot(v)])
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    Gt,
+    Ge,
+    Lt,
+    Le,
+}
+
+/// Exponent texts (`[+-]?[0-9]+`, leading zeros allowed) comparing with `k`.
+fn exp_cmp(k: i64, op: Op) -> Expr {
+    let pos = |m: Expr| seq(vec![Expr::optional(lit("+")), Expr::star(lit("0")), m]);
+    let neg = |m: Expr| seq(vec![lit("-"), Expr::star(lit("0")), m]);
+    let ks = k.unsigned_abs().to_string();
+    let eq = if k > 0 {
+        pos(lit(&ks))
+    } else if k == 0 {
+        alt(vec![pos(lit("0")), neg(lit("0"))])
+    } else {
+        neg(lit(&ks))
+    };
+    let gt = if k >= 0 {
+        pos(uint_gt(&ks))
+    } else {
+        alt(vec![pos(uint()), neg(uint_lt(&ks))])
+    };
+    let lt = if k > 0 {
+        alt(vec![pos(uint_lt(&ks)), neg(uint())])
+    } else if k == 0 {
+        neg(uint_gt("0"))
+    } else {
+        neg(uint_gt(&ks))
+    };
+    let body = match op {
+        Op::Gt => gt,
+        Op::Ge => alt(vec![gt, eq]),
+        Op::Lt => lt,
+        Op::Le => alt(vec![lt, eq]),
+    };
+    seq(vec![e_mark(), body])
+}
+
+/// Unsigned number texts of the canonical domain whose value compares
+/// with `b >= 0` (given as its magnitude).
+fn u_cmp(b: &Dec, op: Op) -> Expr {
+    let i = b.int_part();
+    let f = b.frac_part();
+    let plain = match op {
+        Op::Gt | Op::Ge => alt(vec![
+            seq(vec![uint_gt(&i), frac_any()]),
+            seq(vec![lit(&i), frac_cmp(&f, op)]),
+        ]),
+        Op::Lt | Op::Le => alt(vec![
+            seq(vec![uint_lt(&i), frac_any()]),
+            seq(vec![lit(&i), frac_cmp(&f, op)]),
+        ]),
+    };
+    let sci = if b.is_zero() {
+        match op {
+            Op::Gt | Op::Ge => sci_u(),
+            _ => Expr::Nothing,
+        }
+    } else {
+        let eb = b.exp - 1;
+        let m0 = b.digits[0];
+        let r: String = b.digits[1..].iter().map(|x| (b'0' + x) as char).collect();
+        match op {
+            Op::Gt | Op::Ge => alt(vec![
+                seq(vec![nz(), frac_any(), exp_cmp(eb, Op::Gt)]),
+                seq(vec![
+                    alt(vec![
+                        seq(vec![drange(m0 + 1, 9), frac_any()]),
+                        seq(vec![lit(&m0.to_string()), frac_cmp(&r, op)]),
+                    ]),
+                    exp_eq(eb),
+                ]),
+            ]),
+            Op::Lt | Op::Le => alt(vec![
+                seq(vec![nz(), frac_any(), exp_cmp(eb, Op::Lt)]),
+                seq(vec![
+                    alt(vec![
+                        seq(vec![drange(1, m0.saturating_sub(1)), frac_any()]),
+                        seq(vec![lit(&m0.to_string()), frac_cmp(&r, op)]),
+                    ]),
+                    exp_eq(eb),
+                ]),
+            ]),
+        }
+    };
+    let zero_ok = match op {
+        Op::Ge => b.is_zero(),
+        Op::Gt => false,
+        Op::Le => true,
+        Op::Lt => !b.is_zero(),
+    };
+    let zsci = if zero_ok { zsci_u() } else { Expr::Nothing };
+    alt(vec![plain, sci, zsci])
+}
+
+fn exp_eq(k: i64) -> Expr {
+    // `exp_cmp` with equality only.
+    let pos = |m: Expr| seq(vec![Expr::optional(lit("+")), Expr::star(lit("0")), m]);
+    let neg = |m: Expr| seq(vec![lit("-"), Expr::star(lit("0")), m]);
+    let ks = k.unsigned_abs().to_string();
+    let body = if k > 0 {
+        pos(lit(&ks))
+    } else if k == 0 {
+        alt(vec![pos(lit("0")), neg(lit("0"))])
+    } else {
+        neg(lit(&ks))
+    };
+    seq(vec![e_mark(), body])
+}
+
+/// Signed number texts (canonical domain) whose value compares with `b`.
+pub fn cmp(b: &Dec, op: Op) -> Expr {
+    let m = b.abs();
+    let minus = |e: Expr| seq(vec![lit("-"), e]);
+    match op {
+        Op::Ge => {
+            if !b.neg {
+                if b.is_zero() {
+                    alt(vec![u_all(), minus(u_cmp(&m, Op::Le))])
+                } else {
+                    u_cmp(&m, Op::Ge)
+                }
+            } else {
+                alt(vec![u_all(), minus(u_cmp(&m, Op::Le))])
+            }
+        }
+        Op::Gt => {
+            if !b.neg {
+                u_cmp(&m, Op::Gt)
+            } else {
+                alt(vec![u_all(), minus(u_cmp(&m, Op::Lt))])
+            }
+        }
+        Op::Le => {
+            if b.neg {
+                minus(u_cmp(&m, Op::Ge))
+            } else {
+                alt(vec![u_cmp(&m, Op::Le), minus(u_all())])
+            }
+        }
+        Op::Lt => {
+            if b.neg || b.is_zero() {
+                minus(u_cmp(&m, Op::Gt))
+            } else {
+                alt(vec![u_cmp(&m, Op::Lt), minus(u_all())])
+            }
+        }
+    }
+}
+
+/// Every text (canonical domain) of exactly the value `v`.
+pub fn eq(v: &Dec) -> Expr {
+    if v.is_zero() {
+        return seq(vec![
+            Expr::optional(lit("-")),
+            lit("0"),
+            zero_frac(),
+            Expr::optional(exp_any()),
+        ]);
+    }
+    let i = v.int_part();
+    let f = v.frac_part();
+    let frac = |f: &str| {
+        if f.is_empty() {
+            zero_frac()
+        } else {
+            seq(vec![lit("."), lit(f), Expr::star(lit("0"))])
+        }
+    };
+    let r: String = v.digits[1..].iter().map(|x| (b'0' + x) as char).collect();
+    let body = alt(vec![
+        seq(vec![lit(&i), frac(&f)]),
+        seq(vec![
+            lit(&v.digits[0].to_string()),
+            frac(&r),
+            exp_eq(v.exp - 1),
+        ]),
+    ]);
+    if v.neg {
+        seq(vec![lit("-"), body])
+    } else {
+        body
+    }
+}
+
+/// Integers (see the module doc for the spellings).
+pub fn integer() -> Expr {
+    let j = INT_SCI_FRAC_MAX;
+    let mut sci = vec![seq(vec![
+        nz(),
+        Expr::optional(seq(vec![lit("."), Expr::repeat(lit("0"), 1, Some(j))])),
+        exp_cmp(0, Op::Ge),
+    ])];
+    for k in 1..=j {
+        sci.push(seq(vec![
+            nz(),
+            lit("."),
+            Expr::repeat(d(), k - 1, Some(k - 1)),
+            nz(),
+            Expr::repeat(lit("0"), 0, Some(j - k)),
+            exp_cmp(k as i64, Op::Ge),
+        ]));
+    }
+    seq(vec![
+        Expr::optional(lit("-")),
+        alt(vec![seq(vec![uint(), zero_frac()]), zsci_u(), alt(sci)]),
+    ])
+}
+
+/// The domain within which [`integer`] is exact.
+fn integer_domain() -> Expr {
+    seq(vec![
+        Expr::optional(lit("-")),
+        alt(vec![
+            seq(vec![uint(), frac_any()]),
+            zsci_u(),
+            seq(vec![
+                nz(),
+                Expr::optional(seq(vec![
+                    lit("."),
+                    Expr::repeat(d(), 1, Some(INT_SCI_FRAC_MAX)),
+                ])),
+                exp_any(),
+            ]),
+        ]),
+    ])
+}
+
+/// The domain within which [`multiple_of`] is exact.
+fn multiple_domain() -> Expr {
+    seq(vec![
+        Expr::optional(lit("-")),
+        alt(vec![seq(vec![uint(), frac_any()]), zsci_u()]),
+    ])
+}
+
+/// Plain decimals that are integer multiples of `m > 0` (and zero in any
+/// spelling).
+pub fn multiple_of(m: &Dec) -> Result<Expr, String> {
+    let (a_digits, k) = m.as_scaled_int();
+    let a = digits_to_u128(&a_digits)
+        .filter(|&a| a <= MAX_DIVISOR)
+        .ok_or_else(|| format!("divisor {} is too large", m.to_text()))?;
+    if k > 6 {
+        return Err(format!("divisor {} has too many decimals", m.to_text()));
+    }
+    // x is a multiple of m = a × 10^-k iff N = x × 10^k is an integer
+    // divisible by a: the fraction's digits past the k-th are zeros, and
+    // the integer formed by the integer part and the first k fraction
+    // digits (padded with zeros) is divisible by a.
+    let mut alts = Vec::new();
+    for r in 0..a {
+        let int_r = int_residue(a, r)?;
+        if int_r == Expr::Nothing {
+            continue;
+        }
+        let fr = frac_from(a, r, k, 0)?;
+        alts.push(seq(vec![int_r, fr]));
+    }
+    Ok(alt(vec![
+        seq(vec![Expr::optional(lit("-")), alt(alts)]),
+        seq(vec![Expr::optional(lit("-")), zsci_u()]),
+    ]))
+}
+
+/// The fraction that may follow an integer part of residue `r` (mod a),
+/// `p` fraction digits read (0 = before the point).
+fn frac_from(a: u128, r: u128, k: u32, p: u32) -> Result<Expr, String> {
+    let pow = |e: u32| -> u128 {
+        let mut v = 1u128;
+        for _ in 0..e {
+            v = (v * 10) % a;
+        }
+        v
+    };
+    let done_ok = (r * pow(k - p)).is_multiple_of(a);
+    if p == k {
+        // Only zeros may follow.
+        if !r.is_multiple_of(a) {
+            return Ok(Expr::Nothing);
+        }
+        return Ok(if p == 0 {
+            zero_frac()
+        } else {
+            Expr::star(lit("0"))
+        });
+    }
+    // Group the next digit by the residue it leads to.
+    let mut by_res: Vec<(u128, Vec<u8>)> = Vec::new();
+    for dd in 0..10u8 {
+        let r2 = (r * 10 + dd as u128) % a;
+        match by_res.iter_mut().find(|(x, _)| *x == r2) {
+            Some(e) => e.1.push(dd),
+            None => by_res.push((r2, vec![dd])),
+        }
+    }
+    if by_res.len() as u128 * (k - p) as u128 > 2_000 {
+        return Err("multipleOf needs too large an automaton".into());
+    }
+    let mut next = Vec::new();
+    for (r2, ds) in by_res {
+        let tail = frac_from(a, r2, k, p + 1)?;
+        if tail == Expr::Nothing {
+            continue;
+        }
+        let class = Expr::Class(CharClass::from_ranges(
+            ds.iter().map(|&x| ((b'0' + x) as u32, (b'0' + x) as u32)),
+        ));
+        next.push(seq(vec![class, tail]));
+    }
+    let more = alt(next);
+    if p == 0 {
+        Ok(alt(vec![
+            if done_ok { Expr::Empty } else { Expr::Nothing },
+            seq(vec![lit("."), more]),
+        ]))
+    } else {
+        Ok(alt(vec![
+            if done_ok { Expr::Empty } else { Expr::Nothing },
+            more,
+        ]))
+    }
+}
+
+/// Canonical unsigned integers congruent to `r` modulo `a`.
+fn int_residue(a: u128, r: u128) -> Result<Expr, String> {
+    if a == 1 {
+        return Ok(uint());
+    }
+    // a = a1 × a2, a1 | 10^t, gcd(a2, 10) = 1.
+    let mut a1 = 1u128;
+    let mut a2 = a;
+    let mut t = 0u32;
+    let mut twos = 0;
+    let mut fives = 0;
+    while a2.is_multiple_of(2) {
+        a2 /= 2;
+        a1 *= 2;
+        twos += 1;
+    }
+    while a2.is_multiple_of(5) {
+        a2 /= 5;
+        a1 *= 5;
+        fives += 1;
+    }
+    t = t.max(twos).max(fives);
+    let part1 = if a1 == 1 {
+        None
+    } else {
+        Some(suffix_residue(a1, r % a1, t)?)
+    };
+    let part2 = if a2 == 1 {
+        None
+    } else {
+        Some(coprime_residue(a2, r % a2)?)
+    };
+    Ok(match (part1, part2) {
+        (Some(x), Some(y)) => Expr::and(vec![x, y]),
+        (Some(x), None) | (None, Some(x)) => x,
+        (None, None) => uint(),
+    })
+}
+
+/// Canonical integers `≡ r (mod a1)` where `a1` divides `10^t`: decided by
+/// the last `t` digits.
+fn suffix_residue(a1: u128, r: u128, t: u32) -> Result<Expr, String> {
+    let limit = 10u128.pow(t);
+    if limit > 10_000 {
+        return Err("multipleOf divisor needs too many final digits".into());
+    }
+    let mut short = Vec::new();
+    let mut suffixes = Vec::new();
+    for n in 0..limit {
+        if n % a1 != r {
+            continue;
+        }
+        if n < limit / 10 || t == 0 {
+            short.push(lit(&n.to_string()));
+        }
+        suffixes.push(lit(&format!("{:0width$}", n, width = t as usize)));
+    }
+    // Numbers with at least t digits: [1-9][0-9]* then a t-digit suffix,
+    // or exactly t digits with a non-zero first digit.
+    let mut long = vec![seq(vec![nz(), Expr::star(d()), alt(suffixes.clone())])];
+    for s in &suffixes {
+        if let Expr::Literal(x) = s {
+            if !x.starts_with('0') {
+                long.push(s.clone());
+            }
+        }
+    }
+    Ok(alt(vec![alt(short), alt(long)]))
+}
+
+/// Canonical integers `≡ r (mod a2)` with `gcd(a2, 10) = 1`, by state
+/// elimination on the residue automaton.
+fn coprime_residue(a2: u128, r: u128) -> Result<Expr, String> {
+    if a2 > 13 {
+        return Err(format!(
+            "multipleOf with a divisor factor {a2} (prime to 10) above 13 is not supported"
+        ));
+    }
+    let n = a2 as usize;
+    // Edge labels between residues: from state s on digit dd to (10s+dd)%n.
+    let mut m: Vec<Vec<Expr>> = vec![vec![Expr::Nothing; n]; n];
+    for (s, row) in m.iter_mut().enumerate() {
+        let mut classes: Vec<Vec<u8>> = vec![Vec::new(); n];
+        for dd in 0..10u8 {
+            classes[(s * 10 + dd as usize) % n].push(dd);
+        }
+        for (t, ds) in classes.into_iter().enumerate() {
+            if !ds.is_empty() {
+                row[t] = Expr::Class(CharClass::from_ranges(
+                    ds.iter().map(|&x| ((b'0' + x) as u32, (b'0' + x) as u32)),
+                ));
+            }
+        }
+    }
+    // Start: first digit [1-9] goes to residue d % n; "0" alone is residue 0.
+    let mut start: Vec<Expr> = vec![Expr::Nothing; n];
+    {
+        let mut classes: Vec<Vec<u8>> = vec![Vec::new(); n];
+        for dd in 1..10u8 {
+            classes[dd as usize % n].push(dd);
+        }
+        for (t, ds) in classes.into_iter().enumerate() {
+            if !ds.is_empty() {
+                start[t] = Expr::Class(CharClass::from_ranges(
+                    ds.iter().map(|&x| ((b'0' + x) as u32, (b'0' + x) as u32)),
+                ));
+            }
+        }
+    }
+    // Eliminate every state but `r`, keeping paths start -> r.
+    let target = r as usize;
+    let mut alive: Vec<bool> = vec![true; n];
+    for s in 0..n {
+        if s == target {
+            continue;
+        }
+        let self_loop = Expr::star(m[s][s].clone());
+        for p in 0..n {
+            if !alive[p] || p == s || m[p][s] == Expr::Nothing {
+                continue;
+            }
+            for q in 0..n {
+                if !alive[q] || q == s || m[s][q] == Expr::Nothing {
+                    continue;
+                }
+                let via = seq(vec![m[p][s].clone(), self_loop.clone(), m[s][q].clone()]);
+                m[p][q] = alt(vec![m[p][q].clone(), via]);
+            }
+        }
+        for q in 0..n {
+            if !alive[q] || q == s || m[s][q] == Expr::Nothing || start[s] == Expr::Nothing {
+                continue;
+            }
+            let via = seq(vec![start[s].clone(), self_loop.clone(), m[s][q].clone()]);
+            start[q] = alt(vec![start[q].clone(), via]);
+        }
+        alive[s] = false;
+        for row in m.iter_mut() {
+            row[s] = Expr::Nothing;
+        }
+        for x in m[s].iter_mut() {
+            *x = Expr::Nothing;
+        }
+        let size: usize = m.iter().flatten().map(|e| e.size()).sum::<usize>()
+            + start.iter().map(|e| e.size()).sum::<usize>();
+        if size > 200_000 {
+            return Err("multipleOf needs too large an automaton".into());
+        }
+    }
+    let body = seq(vec![
+        start[target].clone(),
+        Expr::star(m[target][target].clone()),
+    ]);
+    Ok(if target == 0 {
+        alt(vec![lit("0"), body])
+    } else {
+        body
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atoms_negate_and_intersect() {
+        let mut a = NumAtom::integer();
+        a.lo = Some((Dec::parse("1.5").unwrap(), false));
+        a.hi = Some((Dec::parse("1.9").unwrap(), false));
+        assert!(!a.normalize());
+        let mut b = NumAtom::integer();
+        b.lo = Some((Dec::parse("1").unwrap(), true));
+        b.hi = Some((Dec::parse("3").unwrap(), true));
+        assert!(b.normalize());
+        assert_eq!(b.value, Some(Dec::parse("2").unwrap()));
+        assert_eq!(set_not(&[NumAtom::any()]), vec![]);
+    }
+}
