@@ -42,6 +42,7 @@ stage clippy cargo clippy --all-targets -- -D warnings
 stage cargo-test cargo test --release
 stage c-examples scripts/demo.sh
 stage pkg-config pkg_config_build
+stage llama scripts/llama-demo.sh --quick
 
 echo
 echo "test.sh: ${#passed[@]} stages passed (${passed[*]:-}), ${#failed[@]} failed (${failed[*]:-})"

@@ -1,0 +1,178 @@
+/*
+ * cgram_llama: a llama.cpp sampler that constrains generation with cgram.
+ *
+ * This adapter is source code that the host compiles against its own
+ * llama.h (struct llama_sampler_i grows between llama.cpp versions, so it
+ * cannot live inside libcgram). Add cgram_llama.c to the program or use
+ * adapters/llama/CMakeLists.txt (target cgram_llama), and link libcgram
+ * and libllama.
+ *
+ *   struct llama_sampler *g = cgram_llama_sampler_init(
+ *       llama_model_get_vocab(model), "json_schema", schema_text, NULL);
+ *   if (!g) { fprintf(stderr, "%s\n", cgram_llama_last_error()); ... }
+ *   struct llama_sampler *chain =
+ *       llama_sampler_chain_init(llama_sampler_chain_default_params());
+ *   llama_sampler_chain_add(chain, g);        // the chain owns it now
+ *   llama_sampler_chain_add(chain, llama_sampler_init_top_k(40));
+ *   llama_sampler_chain_add(chain, llama_sampler_init_temp(0.7f));
+ *   llama_sampler_chain_add(chain, llama_sampler_init_dist(seed));
+ *   ... llama_sampler_sample(chain, ctx, -1) in the decoding loop ...
+ *   if (cgram_llama_sampler_error(g)) { ... the output is not grammatical ... }
+ *
+ * Behaviour:
+ *   - apply masks any subset of candidates, in any order (candidates whose
+ *     token is not allowed get logit -INFINITY). The mask of a state is
+ *     computed once and reused until the next accept, so llama.cpp's common
+ *     sampler (try one sampled candidate first, then the whole vocabulary)
+ *     pays for one mask per token.
+ *   - End-of-generation tokens (llama_vocab_is_eog) are allowed exactly
+ *     when the output so far is complete. Special (control) tokens are
+ *     never matched by grammar text.
+ *   - Nothing aborts the host or throws. A grammar that does not compile
+ *     is a NULL sampler with a message (cgram_llama_last_error). A token
+ *     the grammar does not allow, given to accept (the host sampled without
+ *     applying this sampler, or fed the prompt through it), is reported:
+ *     cgram_llama_sampler_error() returns a message, one line goes to
+ *     stderr, and from then on the sampler allows only end-of-generation
+ *     tokens, so that generation stops instead of going on unconstrained.
+ *     reset clears the error.
+ *   - clone copies the state (cheap); reset goes back to the start.
+ *   - The cgram vocabulary is built from the llama vocabulary (token
+ *     pieces with llama_token_to_piece, special = CONTROL or UNKNOWN
+ *     attribute, end-of-sequence = llama_vocab_is_eog) once per distinct
+ *     vocabulary and cached for the life of the process (or until
+ *     cgram_llama_vocab_cache_clear), so that every sampler on one model
+ *     shares it and its per-vocabulary caches. The cache is keyed by the
+ *     vocabulary's content, not its address: creating a sampler reads the
+ *     llama vocabulary once (about 5 ms for 262,144 tokens; the first
+ *     sampler of a vocabulary also builds it, 50-80 ms). Hosts that create
+ *     many samplers can build the cgram vocabulary once per model
+ *     (cgram_llama_vocab_new) and use cgram_llama_sampler_init_vocab.
+ *
+ * Threads: functions may be called from any thread; one sampler is used by
+ * one thread at a time (as every llama.cpp sampler).
+ */
+#ifndef CGRAM_LLAMA_H
+#define CGRAM_LLAMA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cgram.h>
+#include <llama.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* cgram_llama_sampler_init, JSON kinds: the longest run of whitespace. */
+#define CGRAM_LLAMA_JSON_MAX_WHITESPACE 32
+
+/*
+ * A sampler constraining the output to a grammar.
+ *
+ * kind: "gbnf" (llama.cpp's GBNF), "json_schema" (a JSON Schema's text),
+ *       "regex" (the whole output matches it), "json" (any JSON value;
+ *       grammar_or_schema is ignored and may be NULL). NULL means "gbnf".
+ * grammar_or_schema: NUL-terminated UTF-8 text.
+ * root: the GBNF start rule; NULL means "root".
+ *
+ * For "json_schema" and "json", a run of whitespace between JSON tokens is
+ * at most CGRAM_LLAMA_JSON_MAX_WHITESPACE characters (llama.cpp's schema
+ * converter bounds it too: small models otherwise loop on newlines); other
+ * settings go through cgram_llama_sampler_init_opts.
+ *
+ * Returns a new sampler (free it with llama_sampler_free, or let the chain
+ * that owns it free it), or NULL with cgram_llama_last_error() saying why.
+ */
+struct llama_sampler *cgram_llama_sampler_init(const struct llama_vocab *vocab, const char *kind,
+                                               const char *grammar_or_schema, const char *root);
+
+/*
+ * The same with all of cgram's compile options (initialise them with
+ * cg_compile_options_init, then set kind, root, flags such as
+ * CG_JSON_COMPACT, json_max_whitespace, limits). source is source_len
+ * bytes, not necessarily NUL-terminated. NULL options: GBNF, root "root".
+ */
+struct llama_sampler *cgram_llama_sampler_init_opts(const struct llama_vocab *vocab,
+                                                    const char *source, size_t source_len,
+                                                    const cg_compile_options *options);
+
+/*
+ * The same for a cgram vocabulary the host made itself, once per model
+ * (cgram_llama_vocab_new): creating a sampler then only compiles the
+ * grammar, without reading the llama vocabulary again. vocab must be the
+ * model's vocabulary as cgram_llama_vocab_new builds it; the grammar keeps
+ * its own reference, so the host may free vocab whenever it likes.
+ */
+struct llama_sampler *cgram_llama_sampler_init_vocab(const cg_vocab *vocab, const char *source,
+                                                     size_t source_len,
+                                                     const cg_compile_options *options);
+
+/*
+ * The message of the last failed cgram_llama_* call on this thread (never
+ * NULL; "" when none failed). Valid until the next failing call on this
+ * thread.
+ */
+const char *cgram_llama_last_error(void);
+
+/*
+ * NULL while the sampler is fine; otherwise what went wrong first (a token
+ * the grammar does not allow was accepted, a mask could not be computed).
+ * Valid until the sampler is reset or freed. NULL for a sampler that is
+ * not a cgram sampler.
+ */
+const char *cgram_llama_sampler_error(const struct llama_sampler *smpl);
+
+/* 1 when smpl was made by cgram_llama_sampler_init*, 0 otherwise. */
+int cgram_llama_sampler_is_cgram(const struct llama_sampler *smpl);
+
+/*
+ * The sampler's cgram matcher (owned by the sampler), for
+ * cg_is_accepting, cg_is_terminated, cg_forced_tokens; NULL for a sampler
+ * that is not a cgram sampler. Do not advance it directly: use the
+ * sampler's accept (llama_sampler_accept) so that the cached mask stays
+ * right.
+ */
+cg_matcher *cgram_llama_sampler_matcher(struct llama_sampler *smpl);
+
+/*
+ * The cgram vocabulary of a llama vocabulary, built afresh (not cached):
+ * for every token id, the bytes llama_token_to_piece gives with special
+ * rendering on, CG_TOKEN_SPECIAL for CONTROL and UNKNOWN tokens, and the
+ * llama_vocab_is_eog tokens as end-of-sequence. The caller frees it with
+ * cg_vocab_free. NULL on error (cgram_llama_last_error).
+ */
+cg_vocab *cgram_llama_vocab_new(const struct llama_vocab *vocab);
+
+/*
+ * The raw arrays cgram_llama_vocab_new builds the vocabulary from, for
+ * tests and tools: n_tokens entries each of bytes (pointers into one
+ * buffer), lengths and flags, plus the end-of-generation ids.
+ */
+typedef struct cgram_llama_vocab_arrays {
+    uint32_t n_tokens;
+    const uint8_t **token_bytes;
+    uint32_t *token_lens;
+    uint32_t *token_flags;
+    int32_t *eog_tokens;
+    uint32_t n_eog;
+    uint8_t *storage; /* every token's bytes, back to back */
+} cgram_llama_vocab_arrays;
+
+/* Fills *out (0 on success, -1 with cgram_llama_last_error on failure). */
+int cgram_llama_vocab_arrays_build(const struct llama_vocab *vocab, cgram_llama_vocab_arrays *out);
+void cgram_llama_vocab_arrays_free(cgram_llama_vocab_arrays *arrays);
+
+/*
+ * Drops the cached vocabularies (samplers and grammars alive keep theirs).
+ * Call it after freeing models whose samplers are all gone, to get the
+ * memory back. Thread-safe.
+ */
+void cgram_llama_vocab_cache_clear(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CGRAM_LLAMA_H */

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Builds real llama.cpp for cgram's llama.cpp adapter, demo and tests, from
+# the copy that PyPI's source distribution of llama-cpp-python vendors (the
+# only way to get llama.cpp's source from a package registry), and installs
+# it into a private prefix. Cached outside the checkout: a rerun with
+# everything in place takes a second.
+#
+#   scripts/llama-build.sh            # idempotent; prints the prefix
+#   scripts/llama-build.sh --force    # rebuild from scratch
+#   scripts/llama-build.sh --print prefix|src   # print a directory, build nothing
+#   CGRAM_LLAMA_CACHE=/dir            # cache here (default: $CGRAM_CACHE if set,
+#                                     # else ~/.cache/cgram: outside the checkout)
+#   CGRAM_LLAMA_JOBS=N                # parallel build jobs (default: nproc)
+#
+# Leaves, under <cache>/llama.cpp-0.3.36/:
+#
+#   llama_cpp_python-0.3.36.tar.gz  the sdist, unchanged
+#   src/                            its vendor/llama.cpp/: sources, grammars/,
+#                                   models/ggml-vocab-*.gguf (vocab-only GGUFs:
+#                                   llama-bpe = Llama 3, qwen2, gpt-2, ...)
+#   build/                          the CMake build tree (target `llama` only)
+#   prefix/                         `cmake --install`: include/llama.h,
+#                                   lib/libllama.so + libggml*.so (which
+#                                   find each other: RUNPATH $ORIGIN),
+#                                   lib/cmake/llama/ (find_package(llama))
+#   .complete                       stamp: what was built, from which sdist
+#
+# llama.cpp is configured without its common library, tests, tools, examples,
+# server, app and OpenSSL: cgram needs `libllama` and `llama.h` only. About 3
+# minutes on 2 idle cores; longer on a busy machine.
+set -euo pipefail
+
+LLAMA_CPP_PYTHON_VERSION=0.3.36
+# sha256 of llama_cpp_python-0.3.36.tar.gz as PyPI serves it.
+SDIST_SHA256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
+# Bump when the configuration changes, so that old caches are rebuilt.
+STAMP_VERSION=2
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# Outside the checkout by default, so that fresh clones (CI) reuse it.
+cache="${CGRAM_LLAMA_CACHE:-${CGRAM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cgram}}"
+dir="$cache/llama.cpp-$LLAMA_CPP_PYTHON_VERSION"
+sdist="$dir/llama_cpp_python-$LLAMA_CPP_PYTHON_VERSION.tar.gz"
+src="$dir/src"
+build="$dir/build"
+prefix="$dir/prefix"
+stamp="$dir/.complete"
+jobs="${CGRAM_LLAMA_JOBS:-$(nproc 2>/dev/null || echo 2)}"
+force=0
+case "${1:-}" in
+  --force) force=1 ;;
+  --print)
+    case "${2:-}" in
+      prefix) echo "$prefix" ;;
+      src) echo "$src" ;;
+      *) echo "usage: llama-build.sh --print prefix|src" >&2; exit 2 ;;
+    esac
+    exit 0 ;;
+  "") ;;
+  *) echo "usage: llama-build.sh [--force | --print prefix|src]" >&2; exit 2 ;;
+esac
+
+stamp_text="v$STAMP_VERSION llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION"
+
+complete() {
+  [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$stamp_text" ] &&
+    [ -f "$prefix/include/llama.h" ] && [ -f "$prefix/lib/cmake/llama/llama-config.cmake" ] &&
+    [ -f "$src/models/ggml-vocab-llama-bpe.gguf" ] &&
+    ls "$prefix"/lib/libllama.* >/dev/null 2>&1
+}
+
+if [ "$force" = 0 ] && complete; then
+  echo "llama.cpp (llama-cpp-python $LLAMA_CPP_PYTHON_VERSION) is built: $prefix"
+  exit 0
+fi
+
+"$here/install-deps.sh"
+command -v python3 >/dev/null || { echo "llama-build.sh: python3 is needed" >&2; exit 1; }
+command -v c++ >/dev/null || command -v g++ >/dev/null || {
+  echo "llama-build.sh: a C++ compiler is needed (Debian: apt-get install g++)" >&2
+  exit 1
+}
+
+mkdir -p "$dir"
+rm -f "$stamp"
+
+if [ ! -s "$sdist" ] || [ "$force" = 1 ]; then
+  echo "==> fetching the llama-cpp-python $LLAMA_CPP_PYTHON_VERSION source distribution from PyPI"
+  tmp="$(mktemp -d "$dir/download.XXXXXX")"
+  python3 -m pip download --quiet --disable-pip-version-check --no-deps --no-binary :all: \
+    -d "$tmp" "llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION"
+  mv "$tmp"/llama_cpp_python-"$LLAMA_CPP_PYTHON_VERSION".tar.gz "$sdist"
+  rm -rf "$tmp"
+fi
+if [ -n "$SDIST_SHA256" ]; then
+  echo "$SDIST_SHA256  $sdist" | sha256sum --check --quiet
+fi
+
+if [ ! -f "$src/include/llama.h" ] || [ "$force" = 1 ]; then
+  echo "==> unpacking vendor/llama.cpp"
+  rm -rf "$src" "$dir/unpack"
+  mkdir -p "$dir/unpack"
+  tar -xzf "$sdist" -C "$dir/unpack" "llama_cpp_python-$LLAMA_CPP_PYTHON_VERSION/vendor/llama.cpp"
+  mv "$dir/unpack/llama_cpp_python-$LLAMA_CPP_PYTHON_VERSION/vendor/llama.cpp" "$src"
+  rm -rf "$dir/unpack"
+fi
+
+[ "$force" = 1 ] && rm -rf "$build" "$prefix"
+# A build tree configured for another source directory (the cache moved).
+if [ -f "$build/CMakeCache.txt" ] && ! grep -qxF "CMAKE_HOME_DIRECTORY:INTERNAL=$src" "$build/CMakeCache.txt"; then
+  rm -rf "$build"
+fi
+
+echo "==> configuring llama.cpp"
+cmake -S "$src" -B "$build" \
+  -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_INSTALL_PREFIX="$prefix" \
+  -DCMAKE_INSTALL_LIBDIR=lib \
+  -DCMAKE_INSTALL_RPATH="\$ORIGIN" \
+  -DBUILD_SHARED_LIBS=ON \
+  -DLLAMA_BUILD_COMMON=OFF \
+  -DLLAMA_BUILD_TESTS=OFF \
+  -DLLAMA_BUILD_TOOLS=OFF \
+  -DLLAMA_BUILD_EXAMPLES=OFF \
+  -DLLAMA_BUILD_SERVER=OFF \
+  -DLLAMA_BUILD_APP=OFF \
+  -DLLAMA_OPENSSL=OFF \
+  >"$dir/configure.log" 2>&1 || { cat "$dir/configure.log" >&2; exit 1; }
+
+echo "==> building target llama with $jobs jobs (a few minutes; log: $dir/build.log)"
+start=$SECONDS
+cmake --build "$build" --target llama --parallel "$jobs" >"$dir/build.log" 2>&1 ||
+  { tail -n 60 "$dir/build.log" >&2; exit 1; }
+echo "    built in $((SECONDS - start)) s"
+
+echo "==> installing into $prefix"
+cmake --install "$build" >"$dir/install.log" 2>&1 || { cat "$dir/install.log" >&2; exit 1; }
+
+echo "$stamp_text" >"$stamp"
+complete || { echo "llama-build.sh: the install is incomplete in $prefix" >&2; exit 1; }
+echo "llama.cpp (llama-cpp-python $LLAMA_CPP_PYTHON_VERSION) is built: $prefix"
