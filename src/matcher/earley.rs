@@ -194,6 +194,24 @@ impl CompiledGrammar {
         }
     }
 
+    /// The callers in `set` of compiled rule `rule`, advanced past the
+    /// call (what comes after the rule finishes), appended to `out`.
+    pub(crate) fn advance_callers(&self, set: &[Item], rule: u32, out: &mut Vec<Item>) {
+        for parent in set {
+            if !self.is_structural(parent.state) {
+                continue;
+            }
+            for &(r, t) in &self.structural[parent.state as usize].calls {
+                if r == rule {
+                    out.push(Item {
+                        state: t,
+                        origin: parent.origin,
+                    });
+                }
+            }
+        }
+    }
+
     /// Items reached from `set` by reading the whole token `token` through
     /// token elements, appended to `out`.
     pub(crate) fn scan_token(&self, set: &[Item], token: u32, out: &mut Vec<Item>) {

@@ -399,18 +399,7 @@ fn exit_tokens(g: &CompiledGrammar, chart: &Chart, it: Item, info: &tokens::Toke
     // The rule of `it` finishes mid-token: go on in its real callers.
     let rule = g.rule_of(it.state);
     let mut kernel = Vec::new();
-    for parent in chart.set(it.origin as usize) {
-        if g.is_structural(parent.state) {
-            for &(r, t) in &g.structural[parent.state as usize].calls {
-                if r == rule {
-                    kernel.push(Item {
-                        state: t,
-                        origin: parent.origin,
-                    });
-                }
-            }
-        }
-    }
+    g.advance_callers(chart.set(it.origin as usize), rule, &mut kernel);
     let mut walker = Walker::new(g, chart);
     if !walker.push_kernel(&kernel) {
         return out;

@@ -541,18 +541,7 @@ pub fn structural_info(g: &CompiledGrammar, state: u32) -> TokenInfo {
             // advanced.
             let rule = g.rule_of(li.state);
             let mut kernel = Vec::new();
-            for parent in &set0 {
-                if g.is_structural(parent.state) {
-                    for &(r, t) in &g.structural[parent.state as usize].calls {
-                        if r == rule {
-                            kernel.push(Item {
-                                state: t,
-                                origin: parent.origin,
-                            });
-                        }
-                    }
-                }
-            }
+            g.advance_callers(&set0, rule, &mut kernel);
             walker.truncate(1);
             walker.replace_top(&set0);
             if walker.push_kernel(&kernel) {
