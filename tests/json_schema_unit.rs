@@ -347,7 +347,7 @@ fn negated_additional_properties() {
 
 #[test]
 fn property_order() {
-    // Few properties: any order; many: definition order.
+    // Any order.
     check(
         r#"{"properties": {"a": {}, "b": {}}, "required": ["b"]}"#,
         &[
@@ -361,11 +361,54 @@ fn property_order() {
             "{\"a\": 1, \"b\": 2, \"a\": 3}",
         ],
     );
+    // Up to six listed properties: any order, none repeated.
     check(
         r#"{"properties": {"a": {}, "b": {}, "c": {}, "d": {}, "e": {}, "f": {}}, "additionalProperties": false}"#,
-        &["{\"a\": 1, \"c\": 2, \"f\": 3}"],
-        &["{\"c\": 1, \"a\": 2}", "{\"a\": 1, \"a\": 2}"],
+        &[
+            "{\"a\": 1, \"c\": 2, \"f\": 3}",
+            "{\"f\": 1, \"a\": 2, \"c\": 3}",
+        ],
+        &["{\"a\": 1, \"a\": 2}", "{\"g\": 1}"],
     );
+    // More: any order; the required ones tracked as a set (each at most
+    // once), optional ones may repeat (duplicate keys are undefined in
+    // JSON Schema).
+    let seven = r#"{"properties": {"a": {"type": "integer"}, "b": {}, "c": {}, "d": {}, "e": {}, "f": {}, "g": {}},
+        "required": ["g", "a"], "additionalProperties": false}"#;
+    check(
+        seven,
+        &[
+            "{\"g\": 1, \"a\": 2}",
+            "{\"c\": 1, \"a\": 2, \"b\": 3, \"g\": 4}",
+            "{\"c\": 1, \"a\": 2, \"c\": 3, \"g\": 4}",
+        ],
+        &[
+            "{\"a\": 1, \"b\": 2}",
+            "{\"a\": 1, \"a\": 2, \"g\": 4}",
+            "{\"a\": \"x\", \"g\": 4}",
+            "{\"g\": 1, \"a\": 2, \"h\": 3}",
+        ],
+    );
+    // Many required properties: counted, in any order.
+    let names: Vec<String> = (0..16).map(|i| format!("p{i}")).collect();
+    let props: Vec<String> = names
+        .iter()
+        .map(|n| format!("\"{n}\": {{\"type\": \"integer\"}}"))
+        .collect();
+    let req: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+    let schema = format!(
+        r#"{{"properties": {{{}, "opt": {{}}}}, "required": [{}], "additionalProperties": false}}"#,
+        props.join(", "),
+        req.join(", ")
+    );
+    let object = |order: &mut dyn Iterator<Item = &String>| {
+        let members: Vec<String> = order.map(|n| format!("\"{n}\": 1")).collect();
+        format!("{{{}}}", members.join(", "))
+    };
+    let forward = object(&mut names.iter());
+    let backward = object(&mut names.iter().rev());
+    let missing = object(&mut names.iter().skip(1));
+    check(&schema, &[&forward, &backward], &[&missing, "{}"]);
 }
 
 #[test]
@@ -442,4 +485,30 @@ fn debug_schema_file() {
         Ok(_) => println!("compiled"),
         Err(e) => println!("error: {e}"),
     }
+}
+
+#[test]
+fn older_drafts_ignore_newer_keywords() {
+    // Draft 4 validators do not know `if`/`then`, `const`, `contains` or
+    // `propertyNames`; draft 6 does not know `if`.
+    let d4 = r#"{"$schema": "http://json-schema.org/draft-04/schema#",
+        "properties": {"a": {"type": "integer", "const": 1}}, "if": {"required": ["a"]},
+        "then": {"required": ["b"]}, "propertyNames": {"maxLength": 1}}"#;
+    check(d4, &["{\"a\": 2}", "{\"abc\": 1}"], &["{\"a\": \"x\"}"]);
+    let d6 = r#"{"$schema": "http://json-schema.org/draft-06/schema#",
+        "properties": {"a": {"const": 1}}, "if": {"required": ["a"]}, "then": {"required": ["b"]}}"#;
+    check(d6, &["{\"a\": 1}"], &["{\"a\": 2}"]);
+    let d7 = r#"{"$schema": "http://json-schema.org/draft-07/schema#",
+        "properties": {"a": {"const": 1}}, "if": {"required": ["a"]}, "then": {"required": ["b"]}}"#;
+    check(d7, &["{\"a\": 1, \"b\": 0}", "{}"], &["{\"a\": 1}"]);
+}
+
+#[test]
+fn several_contains() {
+    // allOf merges the two `contains` onto one array.
+    check(
+        r#"{"type": "array", "allOf": [{"contains": {"const": 1}}, {"contains": {"type": "string"}, "maxContains": 2}]}"#,
+        &["[1, \"a\"]", "[\"a\", 2, 1, \"b\"]", "[1, \"a\", \"b\"]"],
+        &["[1]", "[\"a\"]", "[1, \"a\", \"b\", \"c\"]", "[]"],
+    );
 }

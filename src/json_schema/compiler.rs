@@ -26,10 +26,12 @@ const MAX_EVALS: usize = 200_000;
 const MAX_PATTERN_CLASSES: usize = 64;
 /// Most states of an array or object counting automaton.
 const MAX_COUNT_STATES: usize = 20_000;
-/// Objects with at most this many listed properties accept them in any
-/// order (the grammar tracks which were written: 2^n states); larger
-/// objects take them in definition order.
-const ANY_ORDER_MAX: usize = 5;
+/// Objects with at most this many listed properties track the set written
+/// (2^n states), so no listed property can repeat; see `object_body`.
+const ANY_ORDER_EXACT_MAX: usize = 6;
+/// Larger objects track the set of required properties written while
+/// (2^required × members) stays within this many alternatives.
+const REQUIRED_SET_MAX_ALTS: usize = 2_048;
 /// Code points per chunk of a long string (see `chunked_string`).
 const CHUNK: u32 = 32;
 /// Most chunks of a long string.
@@ -289,7 +291,8 @@ impl<'a> Compiler<'a> {
 
         // const / enum first: their key order is the most likely order of
         // an instance's properties.
-        if let Some(c) = m.get("const") {
+        let known = |kw: &str| draft.has_keyword(kw) && m.contains_key(kw);
+        if let Some(c) = m.get("const").filter(|_| known("const")) {
             let n = self.value_node(c)?;
             and(&mut node, &n, "const")?;
         }
@@ -419,7 +422,7 @@ impl<'a> Compiler<'a> {
             let neg = n.not().map_err(|e| unsup("not", &ptr, e))?;
             and(&mut node, &neg, "not")?;
         }
-        if m.contains_key("if") && (m.contains_key("then") || m.contains_key("else")) {
+        if known("if") && (m.contains_key("then") || m.contains_key("else")) {
             let get = |c: &mut Self, k: &str| -> Result<Rc<Node>> {
                 match c.doc.child(id, &[k]) {
                     Some(sub) if m.contains_key(k) => c.eval(&Term::Loc(sub)),
@@ -765,7 +768,8 @@ impl<'a> Compiler<'a> {
         m: &Map<String, Value>,
         ptr: &str,
     ) -> Result<Option<ObjShape>> {
-        let has = |k: &str| m.contains_key(k);
+        let draft = self.doc.draft;
+        let has = |k: &str| draft.has_keyword(k) && m.contains_key(k);
         if !(has("properties")
             || has("patternProperties")
             || has("additionalProperties")
@@ -903,8 +907,7 @@ impl<'a> Compiler<'a> {
             weak,
             need: Vec::new(),
         };
-        if let Some(pn) = m.get("propertyNames") {
-            let _ = pn;
+        if has("propertyNames") {
             let sub = self.doc.child(id, &["propertyNames"]).unwrap();
             let n = self.eval(&Term::Loc(sub))?;
             let names = n.str.clone();
@@ -973,7 +976,7 @@ impl<'a> Compiler<'a> {
             any = true;
             shape.max = Some(as_count(v).ok_or_else(|| bad("maxItems", ptr, "not a count"))?);
         }
-        if m.contains_key("contains") {
+        if self.doc.draft.has_keyword("contains") && m.contains_key("contains") {
             any = true;
             let min = match m.get("minContains") {
                 Some(v) if self.doc.draft >= Draft::D2019 => {
@@ -1290,89 +1293,101 @@ impl<'a> Compiler<'a> {
         Ok(e)
     }
 
-    /// Items with one `contains` constraint: states (position, count).
+    /// Items with `contains` constraints: states (position, count per
+    /// constraint). An item either matches a constraint (counted) or not;
+    /// "not" is asserted only for constraints with a `maxContains`, where
+    /// counting a match is mandatory.
     fn counted_items(&mut self, s: &ArrShape) -> Result<Expr> {
-        if s.contains.len() > 1 {
-            return Err(Error::unsupported(
-                "contains: several contains constraints on one array are not supported",
-            ));
+        const MAX_CONTAINS: usize = 6;
+        let cs = &s.contains;
+        if cs.len() > MAX_CONTAINS {
+            return Err(Error::limit(format!(
+                "contains: more than {MAX_CONTAINS} contains constraints on one array"
+            )));
         }
-        let c = s.contains[0].clone();
         let sep = self.sep();
-        let from = c.from as usize;
-        let mut t = s.prefix.len().max(s.min as usize).max(from);
+        let from_max = cs.iter().map(|c| c.from as usize).max().unwrap_or(0);
+        let mut t = s.prefix.len().max(s.min as usize).max(from_max);
         if let Some(m) = s.max {
             t = t.min(m as usize);
         }
-        let k = match c.max {
-            Some(m) => m as usize,
-            None => c.min as usize,
-        };
-        if (t + 1) * (k + 1) > MAX_COUNT_STATES {
+        // Counts saturate at the bound that matters.
+        let cap: Vec<usize> = cs.iter().map(|c| c.max.unwrap_or(c.min) as usize).collect();
+        let states = cap
+            .iter()
+            .try_fold(t + 1, |acc, &k| acc.checked_mul(k + 1))
+            .filter(|&n| n <= MAX_COUNT_STATES);
+        if states.is_none() {
             return Err(Error::limit(format!(
                 "contains: the array needs more than {MAX_COUNT_STATES} counting states"
             )));
         }
-        let counted_term = |i: usize| Term::and(s.at(i).clone(), c.term.clone());
-        let uncounted_term = |i: usize| {
-            if c.max.is_some() && i >= from {
-                Term::and(s.at(i).clone(), Term::not(c.term.clone()))
-            } else {
-                s.at(i).clone()
+        // Per item position: the (term, which constraints it counts) options.
+        let options_at = |i: usize| -> Vec<(Term, Vec<bool>)> {
+            let active: Vec<usize> = (0..cs.len())
+                .filter(|&j| i >= cs[j].from as usize)
+                .collect();
+            let mut out = Vec::new();
+            for subset in 0u32..1 << active.len() {
+                let mut term = s.at(i).clone();
+                let mut counts = vec![false; cs.len()];
+                for (bit, &j) in active.iter().enumerate() {
+                    if subset >> bit & 1 == 1 {
+                        term = Term::and(term, cs[j].term.clone());
+                        counts[j] = true;
+                    } else if cs[j].max.is_some() {
+                        term = Term::and(term, Term::not(cs[j].term.clone()));
+                    }
+                }
+                if term != Term::False {
+                    out.push((term, counts));
+                }
             }
+            out
         };
+        type Key = (usize, Vec<usize>);
         // Rules E(i, n): items from index i on (non-empty), n counted so far.
-        let mut rules: HashMap<(usize, usize), RuleId> = HashMap::new();
-        let mut todo = vec![(0usize, 0usize)];
-        let id_of = |rules: &mut HashMap<(usize, usize), RuleId>,
-                     todo: &mut Vec<(usize, usize)>,
+        let mut rules: HashMap<Key, RuleId> = HashMap::new();
+        let mut todo: Vec<Key> = Vec::new();
+        let id_of = |rules: &mut HashMap<Key, RuleId>,
+                     todo: &mut Vec<Key>,
                      this: &mut Self,
-                     key: (usize, usize)|
+                     key: Key|
          -> Result<RuleId> {
             if let Some(&r) = rules.get(&key) {
                 return Ok(r);
             }
             let r = this.new_rule(format!("items#{}", this.b.len()))?;
             this.b.set_lexeme_hint(r, LexemeHint::Never);
-            rules.insert(key, r);
+            rules.insert(key.clone(), r);
             todo.push(key);
             Ok(r)
         };
-        let start = id_of(&mut rules, &mut todo, self, (0, 0))?;
-        todo.clear();
-        todo.push((0, 0));
-        while let Some((i, n)) = todo.pop() {
-            let r = rules[&(i, n)];
+        let start = id_of(&mut rules, &mut todo, self, (0, vec![0; cs.len()]))?;
+        while let Some(key) = todo.pop() {
+            let (i, n) = key.clone();
+            let r = rules[&key];
             let mut alts = Vec::new();
-            let mut options = vec![(uncounted_term(i), n)];
-            if i >= from {
-                let n2 = match c.max {
-                    Some(m) => {
-                        if n < m as usize {
-                            Some(n + 1)
-                        } else {
-                            None
-                        }
+            'option: for (term, counted) in options_at(i) {
+                let mut n2 = n.clone();
+                for j in 0..cs.len() {
+                    if !counted[j] {
+                        continue;
                     }
-                    None => Some((n + 1).min(k)),
-                };
-                if let Some(n2) = n2 {
-                    options.push((counted_term(i), n2));
-                }
-            }
-            for (term, n2) in options {
-                if term == Term::False {
-                    continue;
+                    match cs[j].max {
+                        Some(m) if n[j] >= m as usize => continue 'option,
+                        Some(_) => n2[j] += 1,
+                        None => n2[j] = (n[j] + 1).min(cap[j]),
+                    }
                 }
                 let v = Expr::Ref(self.rule_for(&term)?);
                 let mut cont = Vec::new();
-                if i + 1 >= s.min as usize && n2 >= c.min as usize {
+                let mins_met = cs.iter().zip(&n2).all(|(c, &k)| k >= c.min as usize);
+                if i + 1 >= s.min as usize && mins_met {
                     cont.push(Expr::Empty);
                 }
-                let more = s.max.is_none_or(|m| i + 1 < m as usize);
-                if more {
-                    let next = ((i + 1).min(t), n2);
-                    let nr = id_of(&mut rules, &mut todo, self, next)?;
+                if s.max.is_none_or(|m| i + 1 < m as usize) {
+                    let nr = id_of(&mut rules, &mut todo, self, ((i + 1).min(t), n2))?;
                     cont.push(Expr::seq(vec![sep.clone(), Expr::Ref(nr)]));
                 }
                 alts.push(Expr::seq(vec![v, Expr::alt(cont)]));
@@ -1572,12 +1587,20 @@ impl<'a> Compiler<'a> {
         Ok(Some((members, extras)))
     }
 
-    /// An object of the shape. Few listed members (at most
-    /// [`ANY_ORDER_MAX`]) may come in any order, each at most once (the
-    /// states are the sets written); more come in the listed order,
-    /// optional ones may be left out. Unlisted members may come anywhere:
-    /// each is attached to the state after the last listed member written,
-    /// so the grammar is unambiguous. A `need` adds a flag to the states.
+    /// An object of the shape. Members come in any order (JSON Schema does
+    /// not constrain it). What the states track depends on the size:
+    /// - at most [`ANY_ORDER_EXACT_MAX`] listed properties: the set of
+    ///   listed properties written, so each comes at most once (exact);
+    /// - else, when the required ones are few enough
+    ///   ([`REQUIRED_SET_MAX_ALTS`]): the set of required properties
+    ///   written, each at most once; optional listed ones may repeat;
+    /// - else the number of required properties written.
+    ///
+    /// The last two accept texts that repeat a key (as additional
+    /// properties always may): JSON Schema leaves duplicate keys undefined,
+    /// and every text without one is accepted exactly when its object is
+    /// valid. Counts for min/maxProperties and a `need` flag are added to
+    /// the state when they can bind.
     fn object_body(&mut self, s: &ObjShape) -> Result<Expr> {
         let ws = self.ws();
         let sep = self.sep();
@@ -1586,16 +1609,34 @@ impl<'a> Compiler<'a> {
         };
         let has_extra = !extras.is_empty();
         let n = members.len();
-        let nreq = members.iter().filter(|m| m.1).count() as u32;
+        let nreq = members.iter().filter(|m| m.1).count();
         // Counting is needed only when the bounds can bind.
-        let min = if s.min > nreq { s.min as usize } else { 0 };
+        let min = if s.min as usize > nreq {
+            s.min as usize
+        } else {
+            0
+        };
         let max = match s.max {
             Some(m) if has_extra || (m as usize) < n => Some(m as usize),
             _ => None,
         };
         let k = max.unwrap_or(min);
-        let any_order = (2..=ANY_ORDER_MAX).contains(&n);
-        let positions = if any_order { 1usize << n } else { 2 * (n + 1) };
+        // Which listed members the state tracks as a set (bit i = member
+        // i written); the other required ones are counted.
+        let tracked: Vec<bool> = if n <= ANY_ORDER_EXACT_MAX {
+            vec![true; n]
+        } else if (1usize << nreq.min(31)) * (n + extras.len()) <= REQUIRED_SET_MAX_ALTS {
+            members.iter().map(|m| m.1).collect()
+        } else {
+            vec![false; n]
+        };
+        let ntracked = tracked.iter().filter(|&&t| t).count();
+        let counted_req = members
+            .iter()
+            .zip(&tracked)
+            .filter(|(m, &t)| m.1 && !t)
+            .count();
+        let positions = (1usize << ntracked) * (counted_req + 1);
         if positions * (k + 1) * 2 > MAX_COUNT_STATES {
             return Err(Error::limit(format!(
                 "minProperties/maxProperties: the object needs more than \
@@ -1605,21 +1646,28 @@ impl<'a> Compiler<'a> {
         let can_add = |c: usize| max.is_none_or(|m| c < m);
         let inc = |c: usize| if max.is_none() { (c + 1).min(k) } else { c + 1 };
         let f0 = s.need.is_empty();
-        let req_mask: u32 = members
-            .iter()
-            .enumerate()
-            .filter(|(_, m)| m.1)
-            .map(|(i, _)| 1u32 << i)
-            .sum();
-        let mut req_from = vec![false; n + 1];
-        for i in (0..n).rev() {
-            req_from[i] = req_from[i + 1] || members[i].1;
+        let mut bit = vec![0u64; n];
+        let mut next_bit = 0;
+        for (i, &t) in tracked.iter().enumerate() {
+            if t {
+                bit[i] = 1 << next_bit;
+                next_bit += 1;
+            }
         }
-        // States: (kind, position, count, flag). Kind 0: after a member
-        // (position = next listed index, or the set written when in any
-        // order); kind 1: the next listed member written is at index >=
-        // position (listed order only).
-        type Key = (u8, usize, usize, bool);
+        let req_mask: u64 = (0..n).filter(|&i| members[i].1).map(|i| bit[i]).sum();
+        // State: (set written, required counted, members written, flag).
+        type Key = (u64, usize, usize, bool);
+        // After writing member j in state (set, creq): the next (set,
+        // creq), or None when j was already written and is tracked.
+        let after = |j: usize, set: u64, creq: usize| -> Option<(u64, usize)> {
+            if tracked[j] {
+                (set & bit[j] == 0).then_some((set | bit[j], creq))
+            } else if members[j].1 {
+                Some((set, (creq + 1).min(counted_req)))
+            } else {
+                Some((set, creq))
+            }
+        };
         let mut rules: HashMap<Key, RuleId> = HashMap::new();
         let mut todo: Vec<Key> = Vec::new();
         fn get(
@@ -1637,81 +1685,50 @@ impl<'a> Compiler<'a> {
             todo.push(key);
             Ok(Expr::Ref(r))
         }
-        // The start: nothing written yet (a non-empty continuation).
-        let mut first = Vec::new();
-        if can_add(0) {
+        // The members that may follow state (set, creq, c, f), each with
+        // the state after it; `lead` goes before each (the separator).
+        let continuations = |this: &mut Compiler,
+                             rules: &mut HashMap<Key, RuleId>,
+                             todo: &mut Vec<Key>,
+                             (set, creq, c, f): Key,
+                             lead: Option<&Expr>|
+         -> Result<Vec<Expr>> {
+            let mut alts = Vec::new();
+            if !can_add(c) {
+                return Ok(alts);
+            }
+            let mut push = |e: &Expr, next: Expr| {
+                let mut seq = Vec::with_capacity(3);
+                seq.extend(lead.cloned());
+                seq.push(e.clone());
+                seq.push(next);
+                alts.push(Expr::seq(seq));
+            };
             for (e, sets) in &extras {
-                let start_pos = 0;
-                let next = get(
-                    self,
-                    &mut rules,
-                    &mut todo,
-                    (0, start_pos, inc(0), f0 || *sets),
-                )?;
-                first.push(Expr::seq(vec![e.clone(), next]));
+                let next = get(this, rules, todo, (set, creq, inc(c), f || *sets))?;
+                push(e, next);
             }
             for (j, m) in members.iter().enumerate() {
-                let pos = if any_order { 1 << j } else { j + 1 };
+                let Some((set2, creq2)) = after(j, set, creq) else {
+                    continue;
+                };
                 for (e, sets) in &m.0 {
-                    let next = get(self, &mut rules, &mut todo, (0, pos, inc(0), f0 || *sets))?;
-                    first.push(Expr::seq(vec![e.clone(), next]));
-                }
-                if m.1 && !any_order {
-                    break;
+                    let next = get(this, rules, todo, (set2, creq2, inc(c), f || *sets))?;
+                    push(e, next);
                 }
             }
-        }
+            Ok(alts)
+        };
+        // The start: nothing written yet (a non-empty continuation).
+        let first = continuations(self, &mut rules, &mut todo, (0, 0, 0, f0), None)?;
         while let Some(key) = todo.pop() {
-            let (kind, pos, c, f) = key;
+            let (set, creq, c, f) = key;
             let r = rules[&key];
             let mut alts = Vec::new();
-            if kind == 0 {
-                let done = if any_order {
-                    (pos as u32) & req_mask == req_mask
-                } else {
-                    !req_from[pos]
-                };
-                if c >= min && done && f {
-                    alts.push(Expr::Empty);
-                }
-                if can_add(c) {
-                    for (e, sets) in &extras {
-                        let next = get(self, &mut rules, &mut todo, (0, pos, inc(c), f || *sets))?;
-                        alts.push(Expr::seq(vec![sep.clone(), e.clone(), next]));
-                    }
-                    if any_order {
-                        for (j, m) in members.iter().enumerate() {
-                            if pos & (1 << j) != 0 {
-                                continue;
-                            }
-                            for (e, sets) in &m.0 {
-                                let next = get(
-                                    self,
-                                    &mut rules,
-                                    &mut todo,
-                                    (0, pos | 1 << j, inc(c), f || *sets),
-                                )?;
-                                alts.push(Expr::seq(vec![sep.clone(), e.clone(), next]));
-                            }
-                        }
-                    } else if pos < n {
-                        alts.push(get(self, &mut rules, &mut todo, (1, pos, c, f))?);
-                    }
-                }
-            } else {
-                for (e, sets) in &members[pos].0 {
-                    let next = get(
-                        self,
-                        &mut rules,
-                        &mut todo,
-                        (0, pos + 1, inc(c), f || *sets),
-                    )?;
-                    alts.push(Expr::seq(vec![sep.clone(), e.clone(), next]));
-                }
-                if !members[pos].1 && pos + 1 < n {
-                    alts.push(get(self, &mut rules, &mut todo, (1, pos + 1, c, f))?);
-                }
+            if c >= min && set & req_mask == req_mask && creq == counted_req && f {
+                alts.push(Expr::Empty);
             }
+            alts.extend(continuations(self, &mut rules, &mut todo, key, Some(&sep))?);
             self.b.set_body(r, Expr::alt(alts));
         }
         let mut alts = Vec::new();

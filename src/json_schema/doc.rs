@@ -25,6 +25,19 @@ pub enum Draft {
     D2020,
 }
 
+impl Draft {
+    /// Whether `kw` is a keyword of this draft. Only the keywords that
+    /// drafts added after draft 4 are listed: an older draft ignores them,
+    /// as its validators do.
+    pub fn has_keyword(self, kw: &str) -> bool {
+        match kw {
+            "const" | "contains" | "propertyNames" => self >= Draft::D6,
+            "if" | "then" | "else" => self >= Draft::D7,
+            _ => true,
+        }
+    }
+}
+
 pub struct Entry<'a> {
     pub value: &'a Value,
     /// JSON pointer from the document root.

@@ -12,22 +12,23 @@
 //! - **Whitespace**: what JSON allows between tokens (`[ \t\n\r]*`), also
 //!   before and after the whole value; [`JsonOptions::compact`] allows
 //!   none, [`JsonOptions::max_whitespace`] bounds each run.
-//! - **Property order**: an object with at most 5 listed properties
-//!   (`properties`, required names, names merged in from `allOf`/`$ref`
-//!   siblings, dependencies) accepts them in any order, each at most once
-//!   (the grammar tracks which were written). Larger objects take listed
-//!   properties in that order (names from `properties` first, in order of
-//!   first mention; names listed only by `required` or dependencies after
-//!   them), optional ones may be left out. Additional properties (names not
-//!   listed: those matching `patternProperties` get that schema, others
-//!   `additionalProperties`) may come anywhere, before, between or after
-//!   the listed ones (each is attached to the position after the last
-//!   listed property written, so the grammar stays unambiguous). The names
-//!   of listed properties are written in their canonical JSON form (the
-//!   form `serde_json` and Python's `json.dumps` write); other names and
-//!   every string value may use any escape. Duplicate names among
-//!   additional properties are not prevented (RFC 8259 leaves their
-//!   meaning open).
+//! - **Property order**: any (JSON Schema does not constrain it). An
+//!   object with at most 6 listed properties (`properties`, required
+//!   names, names merged in from `allOf`/`$ref` siblings, dependencies)
+//!   accepts each at most once (the grammar tracks the set written). A
+//!   larger object tracks the set of its required properties written (each
+//!   at most once) while 2^required × members stays within 2,048, else the
+//!   number of required properties written; its optional listed
+//!   properties may then repeat. Additional properties (names not listed:
+//!   those matching `patternProperties` get that schema, others
+//!   `additionalProperties`) may come anywhere and may repeat. A repeated
+//!   name is the only way to get past these rules: JSON Schema leaves
+//!   duplicate names undefined ("an object cannot have two properties with
+//!   the same key"), and every text without one is accepted exactly when
+//!   the object is valid. The names of listed properties are written in
+//!   their canonical JSON form (the form `serde_json` and Python's
+//!   `json.dumps` write); other names and every string value may use any
+//!   escape.
 //! - **Numbers**: see [`number`] — an unconstrained `number` is the whole
 //!   JSON number syntax; a constrained one (bounds, `integer`,
 //!   `multipleOf`, `const`) accepts plain decimals and scientific notation
@@ -48,7 +49,10 @@
 //!
 //! Drafts 4, 6, 7, 2019-09 and 2020-12 (from `$schema`; without it,
 //! 2020-12 semantics, except that array-valued `items` is read as the
-//! older tuple form with `additionalItems`). Annotations (`title`,
+//! older tuple form with `additionalItems`). A keyword a later draft added
+//! is ignored under an earlier one, as its validators do (`const`,
+//! `contains`, `propertyNames` from draft 6; `if`/`then`/`else` from draft
+//! 7). Annotations (`title`,
 //! `description`, `default`, `examples`, `$comment`, ...) and unknown
 //! keywords (MaskBench disables keywords by prefixing `_`) are ignored.
 //!

@@ -245,6 +245,7 @@ fn run_file(
     for (i, (valid, ids)) in instances.iter().enumerate() {
         let mut m = Matcher::new(grammar.clone());
         let mut accepted_all = true;
+        let mut stopped_at = ids.len();
         for (k, &id) in ids.iter().enumerate() {
             let s = Instant::now();
             let r = m.fill_mask(mask);
@@ -257,6 +258,7 @@ fn run_file(
             t.tokens += 1;
             if r.is_err() || mask[(id / 32) as usize] >> (id % 32) & 1 == 0 {
                 accepted_all = false;
+                stopped_at = k;
                 break;
             }
             if m.accept(id).is_err() {
@@ -271,7 +273,10 @@ fn run_file(
             t.validation_errors += 1;
             ok = false;
             if opts.verbose {
-                eprintln!("{name}: test {i}: valid instance rejected");
+                eprintln!(
+                    "{name}: test {i}: valid instance rejected {}",
+                    rejection_context(tok, ids, stopped_at)
+                );
             }
         } else if !*valid && passed {
             t.invalidation_errors += 1;
@@ -286,4 +291,21 @@ fn run_file(
     } else {
         t.failed_files.push(name);
     }
+}
+
+/// Where a walk stopped, for `--verbose`: the text before the refused token
+/// (its last 80 characters) and the token, or "at the end".
+fn rejection_context(tok: &tokenizers::Tokenizer, ids: &[u32], stopped_at: usize) -> String {
+    if stopped_at >= ids.len() {
+        return "at the end (not accepting)".to_string();
+    }
+    let before = tok.decode(&ids[..stopped_at], false).unwrap_or_default();
+    let tail: String = {
+        let chars: Vec<char> = before.chars().collect();
+        chars[chars.len().saturating_sub(80)..].iter().collect()
+    };
+    let token = tok
+        .decode(&ids[stopped_at..=stopped_at], false)
+        .unwrap_or_default();
+    format!("at token {stopped_at}: ...{tail:?} then {token:?}")
 }
