@@ -4,8 +4,7 @@
 //! DFA minimization: two rules are equal when their hints are equal and
 //! their bodies are equal up to references to equal rules.
 
-use std::collections::HashMap;
-
+use crate::hash::FastMap;
 use crate::ir::{Expr, Grammar, LexemeHint, Rule, RuleId};
 
 fn map_refs(e: &Expr, f: &dyn Fn(RuleId) -> RuleId) -> Expr {
@@ -60,20 +59,40 @@ pub fn minimize(g: Grammar) -> Grammar {
         .iter()
         .map(|r| map_refs(&r.body, &|x| resolve(x)))
         .collect();
-    // Partition refinement.
-    let mut class: Vec<u32> = vec![0; n];
-    let mut count = 1usize;
+    // Partition refinement on integer keys: each body's shape (its
+    // references blanked) is interned once, its references listed in
+    // order; a round then only looks at the classes of those references.
+    let mut shapes: FastMap<(LexemeHint, Expr), u32> = FastMap::default();
+    let mut shape_of = Vec::with_capacity(n);
+    let mut refs_of: Vec<Vec<RuleId>> = Vec::with_capacity(n);
+    for (i, body) in bodies.iter().enumerate() {
+        let blank = map_refs(body, &|_| 0);
+        let k = shapes.len() as u32;
+        shape_of.push(*shapes.entry((g.rules[i].lexeme, blank)).or_insert(k));
+        let mut refs = Vec::new();
+        collect_refs(body, &mut refs);
+        refs_of.push(refs);
+    }
+    drop(shapes);
+    let mut class: Vec<u32> = shape_of.clone();
+    let mut count = usize::MAX;
+    let mut key: Vec<u32> = Vec::new();
     loop {
-        let mut ids: HashMap<(u32, LexemeHint, Expr), u32> = HashMap::new();
+        let mut ids: FastMap<Vec<u32>, u32> = FastMap::default();
         let mut next = vec![0u32; n];
         for i in 0..n {
-            let key_body = map_refs(&bodies[i], &|x| class[x as usize]);
-            let key = (class[i], g.rules[i].lexeme, key_body);
+            key.clear();
+            key.push(class[i]);
+            key.extend(refs_of[i].iter().map(|&r| class[r as usize]));
             let k = ids.len() as u32;
-            next[i] = *ids.entry(key).or_insert(k);
+            next[i] = match ids.get(&key) {
+                Some(&c) => c,
+                None => {
+                    ids.insert(key.clone(), k);
+                    k
+                }
+            };
         }
-        // The start rule stays apart (it is never referenced by others in
-        // practice, but keep it as its own class).
         let new_count = ids.len();
         class = next;
         if new_count == count {

@@ -10,10 +10,7 @@
 //! the whole grammar: a new matcher on the same schema reuses them.
 
 use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
 use std::sync::{Arc, Mutex};
-
-use super::earley::IntHasher;
 
 /// The context of the start rule: the end of the output.
 pub const ROOT_CTX: u32 = u32::MAX - 1;
@@ -26,7 +23,7 @@ const MAX_CONTEXTS: usize = 1 << 20;
 /// Most token ids kept in the exit cache per grammar (cleared past this).
 const MAX_EXIT_TOKENS: usize = 1 << 22;
 
-type Map<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
+type Map<K, V> = crate::hash::FastMap<K, V>;
 
 #[derive(Default)]
 struct Inner {

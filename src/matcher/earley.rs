@@ -11,9 +11,6 @@
 //! top of a read-only chart, one per byte of a trie path, and pops them when
 //! the walk backtracks.
 
-use std::collections::HashSet;
-use std::hash::{BuildHasherDefault, Hasher};
-
 use crate::compile::lexeme::{byteset_contains, ByteSet, DEAD};
 use crate::compile::{CompiledGrammar, RuleKind};
 
@@ -36,26 +33,7 @@ impl Item {
     }
 }
 
-/// A fast hasher for integer keys (multiply-rotate).
-#[derive(Default, Clone, Copy)]
-pub struct IntHasher(u64);
-
-impl Hasher for IntHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(b as u64);
-        }
-    }
-    #[inline]
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-pub type IntSet = HashSet<u64, BuildHasherDefault<IntHasher>>;
+pub type IntSet = crate::hash::FastSet<u64>;
 
 /// Item sets by position.
 #[derive(Clone, Default, Debug)]

@@ -11,8 +11,6 @@ pub mod context;
 pub mod earley;
 pub mod tokens;
 
-use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
 use std::sync::Arc;
 
 use context::{NO_CTX, ROOT_CTX};
@@ -27,7 +25,7 @@ use crate::error::{Error, ErrorKind, Result};
 /// set `origin` of a rule started there. They depend only on sets up to
 /// `origin`, which never change while the output grows; rollback drops the
 /// entries it invalidates.
-type ContextMemo = HashMap<(u32, u32), u32, BuildHasherDefault<earley::IntHasher>>;
+type ContextMemo = crate::hash::FastMap<(u32, u32), u32>;
 
 /// Walks a compiled grammar one token at a time.
 pub struct Matcher {

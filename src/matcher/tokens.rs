@@ -13,8 +13,8 @@
 //! - everything else is never allowed at `q`.
 //!
 //! Lexeme states are walked with the DFA alone, and their results are
-//! cached per vocabulary (keyed by the lexeme, the state and the follow
-//! set), so that grammars share them. Parser-rule states are walked with
+//! cached per vocabulary (keyed by the lexeme and the state's token
+//! class), so that grammars share them. Parser-rule states are walked with
 //! the Earley walker and cached per grammar.
 
 use std::sync::Arc;
@@ -442,12 +442,15 @@ impl WalkerAt<'_, '_> {
     }
 }
 
-/// Token sets of DFA state `state` of a lexeme followed by bytes in `follow`.
+/// Token sets of DFA state `state` of a lexeme.
 ///
 /// The same walk as [`walk_trie`], specialised to a DFA: a subtree whose
 /// bytes all loop back to the current state is taken whole, and accepted
-/// tokens are collected as trie-order ranges.
-pub fn lexeme_info(vocab: &Vocab, dfa: &LexemeDfa, state: u32, follow: &ByteSet) -> TokenInfo {
+/// tokens are collected as trie-order ranges. Exits are kept whatever
+/// their first byte (users filter them with
+/// [`TokenInfo::exits_starting_with`]), so the result depends on the
+/// lexeme alone and every grammar of the vocabulary shares it.
+pub fn lexeme_info(vocab: &Vocab, dfa: &LexemeDfa, state: u32) -> TokenInfo {
     let trie = vocab.trie();
     let nodes = trie.nodes();
     let end = trie.root_end() as usize;
@@ -490,14 +493,11 @@ pub fn lexeme_info(vocab: &Vocab, dfa: &LexemeDfa, state: u32, follow: &ByteSet)
             i += 1;
         } else {
             for &pd in &pending {
-                let first = path[pd as usize + 1];
-                if byteset_contains(follow, first) {
-                    exits.push(Exit {
-                        node: i as u32,
-                        depth: pd,
-                        first,
-                    });
-                }
+                exits.push(Exit {
+                    node: i as u32,
+                    depth: pd,
+                    first: path[pd as usize + 1],
+                });
             }
             i = n.subtree_end as usize;
         }
@@ -633,18 +633,12 @@ pub fn info_for(g: &CompiledGrammar, state: u32) -> Arc<TokenInfo> {
             .clone()
     } else {
         let (dfa, s) = g.lexeme_state(state);
-        let follow = g.rules[g.rule_of(state) as usize].follow;
         // States that no token can tell apart share one token set.
         let s = dfa.token_class(s, g.vocab().max_token_len());
-        if let Some(info) = dfa.infos.lock().unwrap().get(&(s, follow)) {
+        if let Some(info) = dfa.infos.lock().unwrap().get(&s) {
             return info.clone();
         }
-        let info = Arc::new(lexeme_info(g.vocab(), dfa, s, &follow));
-        dfa.infos
-            .lock()
-            .unwrap()
-            .entry((s, follow))
-            .or_insert(info)
-            .clone()
+        let info = Arc::new(lexeme_info(g.vocab(), dfa, s));
+        dfa.infos.lock().unwrap().entry(s).or_insert(info).clone()
     }
 }

@@ -54,8 +54,9 @@ pub struct LexemeDfa {
     /// same state (see `TokenTrie::groups_below`).
     pub loop_groups: Vec<u64>,
     pub start: u32,
-    /// Token sets per (state, follow set), computed on first use.
-    pub(crate) infos: Mutex<HashMap<(u32, ByteSet), Arc<TokenInfo>>>,
+    /// Token sets per token class (see `token_class`), computed on first
+    /// use.
+    pub(crate) infos: Mutex<HashMap<u32, Arc<TokenInfo>>>,
     /// Per state: the smallest state equivalent to it on every string of at
     /// most the vocabulary's longest token (see [`LexemeDfa::token_class`]).
     token_classes: OnceLock<Vec<u32>>,
