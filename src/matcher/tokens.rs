@@ -7,9 +7,10 @@
 //!   whenever an item at `q` is, whatever the context.
 //! - **exits**: tokens whose bytes can only be read by finishing `R`
 //!   after some prefix and going on in the caller. They are kept as
-//!   `(trie node, prefix length)` pairs, and only where the first byte after
-//!   the prefix can follow `R` somewhere in the grammar; the matcher checks
-//!   them against the real callers at mask time.
+//!   `(trie node, prefix length)` pairs grouped by the first byte after the
+//!   prefix (parser-rule states keep only bytes that can follow `R` in the
+//!   grammar; lexeme states keep all, so that grammars share them); the
+//!   matcher checks them against the real callers at mask time.
 //! - everything else is never allowed at `q`.
 //!
 //! Lexeme states are walked with the DFA alone, and their results are
