@@ -12,6 +12,9 @@
 //! by reason and every wrong answer.
 
 mod common;
+// The serializer of `cgram-bench maskbench`: Python's `json.dumps` form.
+#[path = "../src/bin/cgram-bench/pyjson.rs"]
+mod pyjson;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -255,107 +258,6 @@ fn suite_draft2020_12() {
 // ---------------------------------------------------------------------
 // MaskBench runner.
 
-/// `json.dumps(value, ensure_ascii=False)` of Python, from raw JSON text:
-/// `", "` and `": "` separators, floats in Python's `repr`.
-fn python_dumps(v: &Value, out: &mut String) {
-    match v {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => {
-            if n.is_f64() {
-                out.push_str(&python_float(n.as_f64().unwrap()));
-            } else {
-                out.push_str(&n.to_string());
-            }
-        }
-        Value::String(s) => python_str(s, out),
-        Value::Array(a) => {
-            out.push('[');
-            for (i, x) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                python_dumps(x, out);
-            }
-            out.push(']');
-        }
-        Value::Object(m) => {
-            out.push('{');
-            for (i, (k, x)) in m.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                python_str(k, out);
-                out.push_str(": ");
-                python_dumps(x, out);
-            }
-            out.push('}');
-        }
-    }
-}
-
-fn python_str(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
-/// Python's `repr(float)`: shortest round-trip digits, fixed notation for
-/// decimal exponents in [-4, 16), else `d.ddde+XX`.
-fn python_float(f: f64) -> String {
-    if f.is_nan() {
-        return "NaN".into();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 { "Infinity" } else { "-Infinity" }.into();
-    }
-    let s = format!("{f:e}");
-    let (mant, exp) = s.split_once('e').unwrap();
-    let exp: i32 = exp.parse().unwrap();
-    let neg = mant.starts_with('-');
-    let digits: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
-    let decpt = exp + 1;
-    let sign = if neg { "-" } else { "" };
-    if -4 < decpt && decpt <= 16 {
-        let n = digits.len() as i32;
-        if decpt <= 0 {
-            format!("{sign}0.{}{}", "0".repeat((-decpt) as usize), digits)
-        } else if decpt >= n {
-            format!("{sign}{}{}.0", digits, "0".repeat((decpt - n) as usize))
-        } else {
-            format!(
-                "{sign}{}.{}",
-                &digits[..decpt as usize],
-                &digits[decpt as usize..]
-            )
-        }
-    } else {
-        let m = if digits.len() > 1 {
-            format!("{}.{}", &digits[..1], &digits[1..])
-        } else {
-            digits.clone()
-        };
-        let e = decpt - 1;
-        format!(
-            "{sign}{m}e{}{:02}",
-            if e < 0 { "-" } else { "+" },
-            e.unsigned_abs()
-        )
-    }
-}
-
 fn byte_vocab() -> Arc<Vocab> {
     let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
     let mut flags = vec![0u32; 256];
@@ -466,8 +368,7 @@ fn maskbench() {
         let mut ok = true;
         for (i, case) in data["tests"].as_array().into_iter().flatten().enumerate() {
             let valid = case["valid"].as_bool().unwrap_or(true);
-            let mut inst = String::new();
-            python_dumps(&case["data"], &mut inst);
+            let inst = pyjson::dumps(&case["data"].to_string()).unwrap();
             let mut m = Matcher::new(g.clone());
             let accepted = m.accept_bytes(inst.as_bytes()).is_ok() && m.is_accepting();
             if accepted != valid {
