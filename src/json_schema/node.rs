@@ -482,6 +482,29 @@ fn too_many() -> String {
     format!("more than {MAX_SHAPES} alternatives of one type after combining subschemas")
 }
 
+/// The pairwise intersections of two unions of shapes, without repeats
+/// (at most [`MAX_SHAPES`]).
+fn product<S: PartialEq>(
+    xs: &[S],
+    ys: &[S],
+    and: impl Fn(&S, &S) -> Option<S>,
+) -> Result<Vec<S>, String> {
+    let mut out = Vec::new();
+    for a in xs {
+        for b in ys {
+            if let Some(s) = and(a, b) {
+                if !out.contains(&s) {
+                    out.push(s);
+                }
+            }
+            if out.len() > MAX_SHAPES {
+                return Err(too_many());
+            }
+        }
+    }
+    Ok(out)
+}
+
 impl Node {
     pub fn any() -> Node {
         Node {
@@ -526,32 +549,8 @@ impl Node {
         if o.is_any() {
             return Ok(self.clone());
         }
-        let mut arr = Vec::new();
-        for a in &self.arr {
-            for b in &o.arr {
-                if let Some(s) = a.and(b) {
-                    if !arr.contains(&s) {
-                        arr.push(s);
-                    }
-                }
-                if arr.len() > MAX_SHAPES {
-                    return Err(too_many());
-                }
-            }
-        }
-        let mut obj = Vec::new();
-        for a in &self.obj {
-            for b in &o.obj {
-                if let Some(s) = a.and(b) {
-                    if !obj.contains(&s) {
-                        obj.push(s);
-                    }
-                }
-                if obj.len() > MAX_SHAPES {
-                    return Err(too_many());
-                }
-            }
-        }
+        let arr = product(&self.arr, &o.arr, ArrShape::and)?;
+        let obj = product(&self.obj, &o.obj, ObjShape::and)?;
         let num = set_and(&self.num, &o.num);
         if num.len() > MAX_SHAPES {
             return Err(too_many());
@@ -602,39 +601,11 @@ impl Node {
     pub fn not(&self) -> Result<Node, String> {
         let mut arr = vec![ArrShape::any()];
         for s in &self.arr {
-            let neg = s.negate()?;
-            let mut next = Vec::new();
-            for a in &arr {
-                for b in &neg {
-                    if let Some(x) = a.and(b) {
-                        if !next.contains(&x) {
-                            next.push(x);
-                        }
-                    }
-                }
-            }
-            if next.len() > MAX_SHAPES {
-                return Err(too_many());
-            }
-            arr = next;
+            arr = product(&arr, &s.negate()?, ArrShape::and)?;
         }
         let mut obj = vec![ObjShape::any()];
         for s in &self.obj {
-            let neg = s.negate()?;
-            let mut next = Vec::new();
-            for a in &obj {
-                for b in &neg {
-                    if let Some(x) = a.and(b) {
-                        if !next.contains(&x) {
-                            next.push(x);
-                        }
-                    }
-                }
-            }
-            if next.len() > MAX_SHAPES {
-                return Err(too_many());
-            }
-            obj = next;
+            obj = product(&obj, &s.negate()?, ObjShape::and)?;
         }
         let num = set_not(&self.num);
         if num.len() > MAX_SHAPES {
