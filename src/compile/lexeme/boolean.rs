@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 
-use super::{has_boolean, table_from_hir, to_hir, DfaLimits, Table, DEAD};
+use super::{has_boolean, minimize, table_from_hir, to_hir, DfaLimits, Table, DEAD};
 use crate::error::{Error, Result};
 use crate::ir::{CharClass, Expr};
 
@@ -33,7 +33,7 @@ pub fn table_of(e: &Expr, limits: &DfaLimits) -> Result<Table> {
             let mut acc = table_of(&v[0], limits)?;
             for x in &v[1..] {
                 let t = table_of(x, limits)?;
-                acc = product(&acc, &t)?;
+                acc = minimize(&product(&acc, &t)?);
             }
             Ok(acc)
         }
@@ -44,13 +44,13 @@ pub fn table_of(e: &Expr, limits: &DfaLimits) -> Result<Table> {
                 "any*",
                 limits,
             )?;
-            product(&complement(&t), &any)
+            Ok(minimize(&product(&complement(&t), &any)?))
         }
         _ => {
             let mut nfa = Nfa::default();
             let start = nfa.add();
             let end = nfa.build(e, start, limits)?;
-            nfa.determinize(start, end)
+            Ok(minimize(&nfa.determinize(start, end)?))
         }
     }
 }

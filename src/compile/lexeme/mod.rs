@@ -4,9 +4,10 @@
 //!
 //! A lexeme is built from an IR expression (no rule references, no token
 //! elements) through `regex-syntax`'s HIR and `regex-automata`'s dense DFA
-//! (determinized and minimized, all matches kept), then copied into a
-//! compact table of our own with one row per state and a final flag per
-//! state, so that the matcher never deals with delayed matches.
+//! (determinized, all matches kept), copied into a compact table of our
+//! own with one row per state and a final flag per state, so that the
+//! matcher never deals with delayed matches, and minimized there
+//! ([`minimize`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -22,6 +23,9 @@ use crate::ir::{CharClass, Expr};
 use crate::matcher::tokens::TokenInfo;
 
 mod boolean;
+mod minimize;
+
+pub use minimize::minimize;
 
 /// No transition.
 pub const DEAD: u32 = u32::MAX;
@@ -84,7 +88,8 @@ impl LexemeDfa {
         let n = self.num_states();
         const DEAD_CLASS: u32 = u32::MAX;
         let mut class: Vec<u32> = self.is_final.iter().map(|&f| f as u32).collect();
-        let mut count = 2usize;
+        let mut count =
+            1 + (self.is_final.contains(&true) && self.is_final.contains(&false)) as usize;
         let mut sig: Vec<u32> = Vec::with_capacity(self.num_classes + 1);
         for _ in 0..horizon {
             let mut ids: HashMap<Vec<u32>, u32> = HashMap::new();
@@ -277,7 +282,7 @@ pub fn table_from_hir(hir: &Hir, key: &str, limits: &DfaLimits) -> Result<Table>
             dense::Config::new()
                 .match_kind(MatchKind::All)
                 .start_kind(regex_automata::dfa::StartKind::Anchored)
-                .minimize(true)
+                .minimize(false)
                 .byte_classes(true)
                 .dfa_size_limit(Some(limits.max_bytes))
                 .determinize_size_limit(Some(limits.max_bytes)),
@@ -328,12 +333,12 @@ pub fn table_from_hir(hir: &Hir, key: &str, limits: &DfaLimits) -> Result<Table>
         .iter()
         .map(|&s| dfa.is_match_state(dfa.next_eoi_state(s)))
         .collect();
-    Ok(Table {
+    Ok(minimize(&Table {
         classes,
         num_classes,
         trans,
         is_final,
-    })
+    }))
 }
 
 impl LexemeDfa {
