@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! cgram-bench gbnf --tokenizer tokenizer.json --grammar json.gbnf TEXT_FILE...
-//! cgram-bench maskbench --tokenizer tokenizer.json [--limit N] [--filter PREFIX]
+//! cgram-bench maskbench --tokenizer tokenizer.json [--limit N] [--every K] [--filter PREFIX]
 //!             [--compact] [--strict] [--verbose] DIR
 //! ```
 //!
@@ -25,7 +25,7 @@ mod pyjson;
 
 fn usage() -> ! {
     eprintln!(
-        "usage: cgram-bench gbnf --tokenizer T.json --grammar G.gbnf [--root NAME] [--repeat N] TEXT_FILE...\n       cgram-bench maskbench --tokenizer T.json [--limit N] [--filter PREFIX] [--compact] [--strict] [--verbose] DIR"
+        "usage: cgram-bench gbnf --tokenizer T.json --grammar G.gbnf [--root NAME] [--repeat N] TEXT_FILE...\n       cgram-bench maskbench --tokenizer T.json [--limit N] [--every K] [--filter PREFIX] [--compact] [--strict] [--verbose] DIR"
     );
     std::process::exit(2)
 }
@@ -35,6 +35,7 @@ fn maskbench_main(args: &[String]) {
         dir: PathBuf::new(),
         tokenizer: PathBuf::new(),
         limit: None,
+        every: 1,
         filter: Vec::new(),
         compact: false,
         flags: 0,
@@ -50,6 +51,10 @@ fn maskbench_main(args: &[String]) {
             }
             "--limit" => {
                 opts.limit = Some(value().parse().unwrap_or_else(|_| usage()));
+                i += 1;
+            }
+            "--every" => {
+                opts.every = value().parse().unwrap_or_else(|_| usage());
                 i += 1;
             }
             "--filter" => {
@@ -81,7 +86,7 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
 pub fn print_stats(name: &str, mut v: Vec<f64>) {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     println!(
-        "{name:<6} n={:<7} p50={:>9.2} p90={:>9.2} p99={:>9.2} p99.9={:>9.2} max={:>9.2} (us)",
+        "{name:<9} n={:<7} p50={:>9.2} p90={:>9.2} p99={:>9.2} p99.9={:>9.2} max={:>9.2} (us)",
         v.len(),
         percentile(&v, 50.0),
         percentile(&v, 90.0),

@@ -18,6 +18,8 @@ pub struct Options {
     pub dir: PathBuf,
     pub tokenizer: PathBuf,
     pub limit: Option<usize>,
+    /// Take every `every`-th file (a sample across the directory).
+    pub every: usize,
     pub filter: Vec<String>,
     pub compact: bool,
     pub flags: u32,
@@ -34,6 +36,9 @@ struct Totals {
     invalidation_errors: usize,
     failed_files: Vec<String>,
     ttfm_us: Vec<f64>,
+    /// TTFM's two parts: `compile`, then a new matcher and its first mask.
+    compile_us: Vec<f64>,
+    first_mask_us: Vec<f64>,
     tbm_us: Vec<f64>,
     tokens: usize,
     /// The slowest masks: (us, file, test, token index).
@@ -94,6 +99,9 @@ fn files(opts: &Options) -> Vec<PathBuf> {
         })
         .collect();
     v.sort();
+    if opts.every > 1 {
+        v = v.into_iter().step_by(opts.every).collect();
+    }
     if let Some(n) = opts.limit {
         v.truncate(n);
     }
@@ -138,6 +146,8 @@ pub fn run(opts: &Options) {
     );
     println!("tokens walked: {}", t.tokens);
     print_stats("TTFM", t.ttfm_us);
+    print_stats(" compile", t.compile_us);
+    print_stats(" 1st mask", t.first_mask_us);
     print_stats("TBM", t.tbm_us);
     let mut errs: Vec<(&String, &usize)> = t.compile_errors.iter().collect();
     errs.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
@@ -231,6 +241,7 @@ fn run_file(
             return;
         }
     };
+    let compiled = start.elapsed().as_secs_f64() * 1e6;
     let mut m = Matcher::new(grammar.clone());
     if let Err(e) = m.fill_mask(mask) {
         *t.compile_errors.entry(reason(e.message())).or_default() += 1;
@@ -238,6 +249,8 @@ fn run_file(
     }
     let ttfm = start.elapsed().as_secs_f64() * 1e6;
     t.ttfm_us.push(ttfm);
+    t.compile_us.push(compiled);
+    t.first_mask_us.push(ttfm - compiled);
     t.slow_compiles.push((ttfm, name.clone()));
     keep_top(&mut t.slow_compiles, 20, |x| x.0);
     t.compiled += 1;
