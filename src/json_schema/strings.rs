@@ -532,7 +532,24 @@ pub fn encode_lang(l: &StrLang) -> Expr {
         StrLang::Lits(s) => Expr::alt(s.iter().map(|x| encode(&Expr::literal(x))).collect()),
         StrLang::Re(e) => encode(e),
     };
-    Expr::seq(vec![Expr::literal("\""), body, Expr::literal("\"")])
+    let quoted = |e: Expr| Expr::seq(vec![Expr::literal("\""), e, Expr::literal("\"")]);
+    match body {
+        // The quotes are fixed, so they distribute over an intersection,
+        // and `"` ¬Y `"` within the other (quoted) parts is ¬(`"` Y `"`):
+        // the parts become plain regular expressions and complements of
+        // them, which the lexeme builder intersects directly instead of
+        // running a subset construction around an intersection.
+        Expr::And(parts) if parts.iter().any(|p| !matches!(p, Expr::Not(_))) => Expr::and(
+            parts
+                .into_iter()
+                .map(|p| match p {
+                    Expr::Not(y) => Expr::complement(quoted(*y)),
+                    p => quoted(p),
+                })
+                .collect(),
+        ),
+        body => quoted(body),
+    }
 }
 
 /// Strings of `min..=max` code points.

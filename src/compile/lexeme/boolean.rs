@@ -10,7 +10,9 @@
 
 use std::collections::HashMap;
 
-use super::{has_boolean, minimize, table_from_hir, to_hir, DfaLimits, Table, DEAD};
+use std::sync::Arc;
+
+use super::{has_boolean, minimize, DfaLimits, LexemeCache, Table, DEAD};
 use crate::error::{Error, Result};
 use crate::ir::{CharClass, Expr};
 
@@ -23,36 +25,46 @@ fn too_large() -> Error {
     ))
 }
 
-/// The DFA of any regular expression, boolean operators included.
-pub fn table_of(e: &Expr, limits: &DfaLimits) -> Result<Table> {
+/// The DFA of any regular expression, boolean operators included; the
+/// regular parts come from (and go to) `cache`.
+pub fn table_of(e: &Expr, limits: &DfaLimits, cache: &LexemeCache) -> Result<Arc<Table>> {
     if !has_boolean(e) {
-        return table_from_hir(&to_hir(e), &format!("{e:?}"), limits);
+        return cache.part(e, limits);
     }
-    match e {
+    let built = match e {
         Expr::And(v) => {
-            let mut acc = table_of(&v[0], limits)?;
-            for x in &v[1..] {
-                let t = table_of(x, limits)?;
-                acc = minimize(&product(&acc, &t)?);
+            // Positive parts first: once one is in, a complement needs no
+            // intersection with "any valid text" of its own.
+            let (negated, positive): (Vec<&Expr>, Vec<&Expr>) =
+                v.iter().partition(|x| matches!(x, Expr::Not(_)));
+            let mut acc = match positive.first() {
+                Some(first) => table_of(first, limits, cache)?,
+                None => table_of(negated[0], limits, cache)?,
+            };
+            let skip = usize::from(positive.is_empty());
+            for x in positive.iter().skip(1) {
+                acc = Arc::new(minimize(&product(&acc, &*table_of(x, limits, cache)?)?));
             }
-            Ok(acc)
+            for x in negated.iter().skip(skip) {
+                let Expr::Not(inner) = x else { unreachable!() };
+                let t = table_of(inner, limits, cache)?;
+                acc = Arc::new(minimize(&product(&acc, &complement(&t))?));
+            }
+            return Ok(acc);
         }
         Expr::Not(x) => {
-            let t = table_of(x, limits)?;
-            let any = table_from_hir(
-                &to_hir(&Expr::star(Expr::Class(CharClass::any()))),
-                "any*",
-                limits,
-            )?;
-            Ok(minimize(&product(&complement(&t), &any)?))
+            let t = table_of(x, limits, cache)?;
+            let any = cache.part(&Expr::star(Expr::Class(CharClass::any())), limits)?;
+            minimize(&product(&complement(&t), &any)?)
         }
         _ => {
             let mut nfa = Nfa::default();
             let start = nfa.add();
-            let end = nfa.build(e, start, limits)?;
-            Ok(minimize(&nfa.determinize(start, end)?))
+            let end = nfa.build(e, start, limits, cache)?;
+            minimize(&nfa.determinize(start, end)?)
         }
-    }
+    };
+    Ok(Arc::new(built))
 }
 
 /// Same language, complemented over all byte strings (a total DFA with the
@@ -154,13 +166,19 @@ impl Nfa {
     }
 
     /// Thompson construction from `from`; returns the end state.
-    fn build(&mut self, e: &Expr, from: u32, limits: &DfaLimits) -> Result<u32> {
+    fn build(
+        &mut self,
+        e: &Expr,
+        from: u32,
+        limits: &DfaLimits,
+        cache: &LexemeCache,
+    ) -> Result<u32> {
         self.check()?;
         match e {
             Expr::Seq(v) if has_boolean(e) => {
                 let mut cur = from;
                 for x in v {
-                    cur = self.build(x, cur, limits)?;
+                    cur = self.build(x, cur, limits, cache)?;
                 }
                 Ok(cur)
             }
@@ -169,7 +187,7 @@ impl Nfa {
                 for x in v {
                     let s = self.add();
                     self.states[from as usize].eps.push(s);
-                    let t = self.build(x, s, limits)?;
+                    let t = self.build(x, s, limits, cache)?;
                     self.states[t as usize].eps.push(end);
                 }
                 Ok(end)
@@ -184,13 +202,13 @@ impl Nfa {
                 for _ in 0..*min {
                     let s = self.add();
                     self.states[cur as usize].eps.push(s);
-                    cur = self.build(expr, s, limits)?;
+                    cur = self.build(expr, s, limits, cache)?;
                 }
                 match max {
                     None => {
                         let head = self.add();
                         self.states[cur as usize].eps.push(head);
-                        let t = self.build(expr, head, limits)?;
+                        let t = self.build(expr, head, limits, cache)?;
                         self.states[t as usize].eps.push(head);
                         Ok(head)
                     }
@@ -200,7 +218,7 @@ impl Nfa {
                         for _ in *min..*max {
                             let s = self.add();
                             self.states[cur as usize].eps.push(s);
-                            cur = self.build(expr, s, limits)?;
+                            cur = self.build(expr, s, limits, cache)?;
                             self.states[cur as usize].eps.push(end);
                         }
                         Ok(end)
@@ -208,7 +226,7 @@ impl Nfa {
                 }
             }
             _ => {
-                let t = table_of(e, limits)?;
+                let t = table_of(e, limits, cache)?;
                 Ok(self.embed(&t, from))
             }
         }
@@ -348,7 +366,7 @@ mod tests {
     }
 
     fn dfa(e: &Expr) -> LexemeDfa {
-        LexemeDfa::from_table(table_of(e, &DfaLimits::default()).unwrap(), "t".into())
+        LexemeDfa::from_table(&table_of(e, &DfaLimits::default(), &LexemeCache::default()).unwrap())
     }
 
     #[test]

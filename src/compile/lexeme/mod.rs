@@ -12,17 +12,16 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use regex_automata::dfa::{dense, Automaton};
 use regex_automata::nfa::thompson;
-use regex_automata::util::start;
-use regex_automata::{Anchored, MatchKind};
 use regex_syntax::hir::{self, Hir};
 
 use crate::error::{Error, Result};
+use crate::hash::FastMap;
 use crate::ir::{CharClass, Expr};
 use crate::matcher::tokens::TokenInfo;
 
 mod boolean;
+mod determinize;
 mod minimize;
 
 pub use minimize::minimize;
@@ -43,8 +42,6 @@ pub fn byteset_contains(set: &ByteSet, b: u8) -> bool {
 
 /// A lexeme's DFA in a compact table.
 pub struct LexemeDfa {
-    /// The regular expression it was built from (its identity).
-    pub key: String,
     /// Byte -> equivalence class.
     pub classes: [u8; 256],
     pub num_classes: usize,
@@ -133,37 +130,43 @@ impl LexemeDfa {
 
     /// Approximate heap bytes.
     pub fn memory(&self) -> usize {
-        self.trans.len() * 4 + self.is_final.len() * (1 + 32) + self.key.len() + 256
+        self.trans.len() * 4 + self.is_final.len() * (1 + 32) + 256
     }
 }
 
-/// Per-vocabulary cache of lexeme automata, keyed by their regular
-/// expression.
+/// Per-vocabulary cache of lexeme automata, keyed by their expression.
 #[derive(Default)]
 pub struct LexemeCache {
-    map: Mutex<HashMap<String, Arc<LexemeDfa>>>,
+    map: Mutex<FastMap<Expr, Arc<LexemeDfa>>>,
+    /// The regular parts of intersections and complements (the JSON string
+    /// body, "any text"), which many lexemes share.
+    parts: Mutex<FastMap<Expr, Arc<Table>>>,
 }
 
 impl LexemeCache {
     /// The lexeme for `expr`, built on first use.
     pub fn get_or_build(&self, expr: &Expr, limits: &DfaLimits) -> Result<Arc<LexemeDfa>> {
-        let boolean = has_boolean(expr);
-        let key = if boolean {
-            format!("{expr:?}")
-        } else {
-            to_hir(expr).to_string()
-        };
-        if let Some(l) = self.map.lock().unwrap().get(&key) {
+        if let Some(l) = self.map.lock().unwrap().get(expr) {
             return Ok(l.clone());
         }
-        let table = if boolean {
-            boolean::table_of(expr, limits)?
+        let table = if has_boolean(expr) {
+            boolean::table_of(expr, limits, self)?
         } else {
-            table_from_hir(&to_hir(expr), &key, limits)?
+            Arc::new(table_from_hir(&to_hir(expr), limits)?)
         };
-        let built = Arc::new(LexemeDfa::from_table(table, key.clone()));
+        let built = Arc::new(LexemeDfa::from_table(&table));
         let mut map = self.map.lock().unwrap();
-        Ok(map.entry(key).or_insert(built).clone())
+        Ok(map.entry(expr.clone()).or_insert(built).clone())
+    }
+
+    /// The table of a regular part of a boolean expression, built once.
+    fn part(&self, expr: &Expr, limits: &DfaLimits) -> Result<Arc<Table>> {
+        if let Some(t) = self.parts.lock().unwrap().get(expr) {
+            return Ok(t.clone());
+        }
+        let t = Arc::new(table_from_hir(&to_hir(expr), limits)?);
+        self.parts.lock().unwrap().insert(expr.clone(), t.clone());
+        Ok(t)
     }
 
     /// Number of distinct lexemes built so far.
@@ -261,12 +264,138 @@ impl Table {
     }
 }
 
-/// A DFA built by `regex-automata` from HIR, as a [`Table`].
-pub fn table_from_hir(hir: &Hir, key: &str, limits: &DfaLimits) -> Result<Table> {
+/// A DFA built from HIR: `regex-automata`'s Thompson NFA, then our subset
+/// construction ([`determinize`](determinize::determinize)) and
+/// minimization.
+pub fn table_from_hir(hir: &Hir, limits: &DfaLimits) -> Result<Table> {
     let limit_err = |what: &str, e: &dyn std::fmt::Display| {
         Error::limit(format!(
             "lexeme automaton too large ({what}: {e}); the regular expression is {}",
-            truncate(key, 200)
+            truncate(&hir.to_string(), 200)
+        ))
+    };
+    let nfa = thompson::Compiler::new()
+        .configure(
+            thompson::Config::new()
+                .which_captures(thompson::WhichCaptures::None)
+                .nfa_size_limit(Some(limits.max_bytes)),
+        )
+        .build_from_hir(hir)
+        .map_err(|e| limit_err("NFA", &e))?;
+    match determinize::determinize(&nfa, limits.max_bytes) {
+        Ok(t) => Ok(minimize(&t)),
+        Err(determinize::Stop::TooLarge(n)) => Err(limit_err("DFA", &format!("over {n} bytes"))),
+        Err(determinize::Stop::LookAround) => Err(Error::unsupported(format!(
+            "look-around assertions in a lexeme: {}",
+            truncate(&hir.to_string(), 200)
+        ))),
+    }
+}
+
+impl LexemeDfa {
+    /// The lexeme of a table: states that cannot reach a final state
+    /// become [`DEAD`].
+    pub fn from_table(t: &Table) -> LexemeDfa {
+        let Table {
+            classes,
+            num_classes,
+            trans,
+            is_final,
+        } = t;
+        let (classes, num_classes, mut trans, is_final) =
+            (*classes, *num_classes, trans.clone(), is_final.clone());
+        let n = is_final.len();
+        let mut live = is_final.clone();
+        loop {
+            let mut changed = false;
+            for s in 0..n {
+                if !live[s]
+                    && trans[s * num_classes..(s + 1) * num_classes]
+                        .iter()
+                        .any(|&t| t != DEAD && live[t as usize])
+                {
+                    live[s] = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        for t in trans.iter_mut() {
+            if *t != DEAD && !live[*t as usize] {
+                *t = DEAD;
+            }
+        }
+        let mut first_bytes = vec![[0u64; 4]; n];
+        for (s, fb) in first_bytes.iter_mut().enumerate() {
+            for b in 0..=255u8 {
+                if trans[s * num_classes + classes[b as usize] as usize] != DEAD {
+                    byteset_insert(fb, b);
+                }
+            }
+        }
+        let mut loop_groups = vec![0u64; n];
+        for (s, lg) in loop_groups.iter_mut().enumerate() {
+            let mut broken = 0u64;
+            for b in 0..=255u8 {
+                if trans[s * num_classes + classes[b as usize] as usize] != s as u32 {
+                    broken |= 1 << crate::vocab::trie::byte_group(b);
+                }
+            }
+            *lg = !broken;
+        }
+        LexemeDfa {
+            classes,
+            num_classes,
+            trans,
+            is_final,
+            first_bytes,
+            loop_groups,
+            start: if n > 0 && live[0] { 0 } else { DEAD },
+            infos: Mutex::new(HashMap::new()),
+            token_classes: OnceLock::new(),
+        }
+    }
+}
+
+/// The expression uses intersection or complement somewhere.
+pub fn has_boolean(e: &Expr) -> bool {
+    if matches!(e, Expr::And(_) | Expr::Not(_)) {
+        return true;
+    }
+    let mut found = false;
+    e.for_each_child(|c| found |= has_boolean(c));
+    found
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.len() <= n {
+        s.to_string()
+    } else {
+        let mut end = n;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}...", &s[..end])
+    }
+}
+
+/// Holder for a lazily computed value per state.
+pub type Lazy<T> = OnceLock<T>;
+
+/// The same DFA through `regex-automata`'s own determinizer and minimizer
+/// (the reference in tests).
+#[cfg(test)]
+fn table_from_hir_dense(hir: &Hir, limits: &DfaLimits) -> Result<Table> {
+    let key = hir.to_string();
+    use regex_automata::dfa::{dense, Automaton};
+    use regex_automata::util::start;
+    use regex_automata::{Anchored, MatchKind};
+    let limit_err = |what: &str, e: &dyn std::fmt::Display| {
+        Error::limit(format!(
+            "lexeme automaton too large ({what}: {e}); the regular expression is {}",
+            truncate(&key, 200)
         ))
     };
     let nfa = thompson::Compiler::new()
@@ -282,7 +411,7 @@ pub fn table_from_hir(hir: &Hir, key: &str, limits: &DfaLimits) -> Result<Table>
             dense::Config::new()
                 .match_kind(MatchKind::All)
                 .start_kind(regex_automata::dfa::StartKind::Anchored)
-                .minimize(false)
+                .minimize(true)
                 .byte_classes(true)
                 .dfa_size_limit(Some(limits.max_bytes))
                 .determinize_size_limit(Some(limits.max_bytes)),
@@ -333,104 +462,13 @@ pub fn table_from_hir(hir: &Hir, key: &str, limits: &DfaLimits) -> Result<Table>
         .iter()
         .map(|&s| dfa.is_match_state(dfa.next_eoi_state(s)))
         .collect();
-    Ok(minimize(&Table {
+    Ok(Table {
         classes,
         num_classes,
         trans,
         is_final,
-    }))
+    })
 }
-
-impl LexemeDfa {
-    /// The lexeme of a table: states that cannot reach a final state
-    /// become [`DEAD`].
-    pub fn from_table(t: Table, key: String) -> LexemeDfa {
-        let Table {
-            classes,
-            num_classes,
-            mut trans,
-            is_final,
-        } = t;
-        let n = is_final.len();
-        let mut live = is_final.clone();
-        loop {
-            let mut changed = false;
-            for s in 0..n {
-                if !live[s]
-                    && trans[s * num_classes..(s + 1) * num_classes]
-                        .iter()
-                        .any(|&t| t != DEAD && live[t as usize])
-                {
-                    live[s] = true;
-                    changed = true;
-                }
-            }
-            if !changed {
-                break;
-            }
-        }
-        for t in trans.iter_mut() {
-            if *t != DEAD && !live[*t as usize] {
-                *t = DEAD;
-            }
-        }
-        let mut first_bytes = vec![[0u64; 4]; n];
-        for (s, fb) in first_bytes.iter_mut().enumerate() {
-            for b in 0..=255u8 {
-                if trans[s * num_classes + classes[b as usize] as usize] != DEAD {
-                    byteset_insert(fb, b);
-                }
-            }
-        }
-        let mut loop_groups = vec![0u64; n];
-        for (s, lg) in loop_groups.iter_mut().enumerate() {
-            let mut broken = 0u64;
-            for b in 0..=255u8 {
-                if trans[s * num_classes + classes[b as usize] as usize] != s as u32 {
-                    broken |= 1 << crate::vocab::trie::byte_group(b);
-                }
-            }
-            *lg = !broken;
-        }
-        LexemeDfa {
-            key,
-            classes,
-            num_classes,
-            trans,
-            is_final,
-            first_bytes,
-            loop_groups,
-            start: if n > 0 && live[0] { 0 } else { DEAD },
-            infos: Mutex::new(HashMap::new()),
-            token_classes: OnceLock::new(),
-        }
-    }
-}
-
-/// The expression uses intersection or complement somewhere.
-pub fn has_boolean(e: &Expr) -> bool {
-    if matches!(e, Expr::And(_) | Expr::Not(_)) {
-        return true;
-    }
-    let mut found = false;
-    e.for_each_child(|c| found |= has_boolean(c));
-    found
-}
-
-fn truncate(s: &str, n: usize) -> String {
-    if s.len() <= n {
-        s.to_string()
-    } else {
-        let mut end = n;
-        while !s.is_char_boundary(end) {
-            end -= 1;
-        }
-        format!("{}...", &s[..end])
-    }
-}
-
-/// Holder for a lazily computed value per state.
-pub type Lazy<T> = OnceLock<T>;
 
 #[cfg(test)]
 mod tests {
@@ -447,13 +485,57 @@ mod tests {
         (st != DEAD).then(|| d.is_final[st as usize])
     }
 
+    /// Both tables accept the same byte strings (a walk of the product).
+    fn same_language(a: &Table, b: &Table) -> bool {
+        let mut seen = std::collections::HashSet::new();
+        let mut stack = vec![(0u32, 0u32)];
+        while let Some((x, y)) = stack.pop() {
+            if !seen.insert((x, y)) {
+                continue;
+            }
+            let fx = x != DEAD && a.is_final[x as usize];
+            let fy = y != DEAD && b.is_final[y as usize];
+            if fx != fy {
+                return false;
+            }
+            for byte in 0..=255u8 {
+                let nx = if x == DEAD { DEAD } else { a.next(x, byte) };
+                let ny = if y == DEAD { DEAD } else { b.next(y, byte) };
+                if nx != DEAD || ny != DEAD {
+                    stack.push((nx, ny));
+                }
+            }
+        }
+        true
+    }
+
+    #[test]
+    fn own_construction_matches_regex_automata() {
+        let limits = DfaLimits::default();
+        for pattern in [
+            r#""(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*""#,
+            r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?",
+            r"(?:name|n\\u0061me|nickname|\w{2,5})",
+            r"[\p{L}\p{N}]{0,20}x",
+            r"(?:ab|a)*(?:b|)[^a]",
+            r"",
+            r"[^\x00-\x{10FFFF}]",
+            r"[a-c]{3,40}",
+        ] {
+            let hir = regex_syntax::parse(pattern).unwrap();
+            let ours = table_from_hir(&hir, &limits).unwrap();
+            let theirs = table_from_hir_dense(&hir, &limits).unwrap();
+            assert!(same_language(&ours, &theirs), "{pattern}");
+            // Minimal: never more states than regex-automata's minimal DFA
+            // (which keeps a dead state).
+            assert!(ours.num_states() <= theirs.num_states(), "{pattern}");
+        }
+    }
+
     #[test]
     fn token_classes_merge_states_far_from_the_bound() {
         let e = Expr::repeat(Expr::Class(CharClass::from_ranges([(97, 98)])), 0, Some(40));
-        let d = LexemeDfa::from_table(
-            table_from_hir(&to_hir(&e), "k", &DfaLimits::default()).unwrap(),
-            "k".into(),
-        );
+        let d = LexemeDfa::from_table(&table_from_hir(&to_hir(&e), &DfaLimits::default()).unwrap());
         let mut path = vec![d.start];
         for _ in 0..40 {
             path.push(d.next(*path.last().unwrap(), b'a'));
@@ -470,10 +552,7 @@ mod tests {
     #[test]
     fn dfa_keeps_all_matches_and_utf8() {
         let build = |e: &Expr| {
-            LexemeDfa::from_table(
-                table_from_hir(&to_hir(e), "k", &DfaLimits::default()).unwrap(),
-                "k".into(),
-            )
+            LexemeDfa::from_table(&table_from_hir(&to_hir(e), &DfaLimits::default()).unwrap())
         };
         let e = Expr::alt(vec![Expr::literal("a"), Expr::literal("ab")]);
         let d = build(&e);
