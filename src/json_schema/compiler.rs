@@ -34,6 +34,11 @@ const ANY_ORDER_EXACT_MAX: usize = 6;
 const REQUIRED_SET_MAX_ALTS: usize = 2_048;
 /// Code points per chunk of a long string (see `chunked_string`).
 const CHUNK: u32 = 32;
+/// Strings of at most this many code points are one lexeme (a counting
+/// DFA, read by whole trie subtrees up to the count left); longer ones are
+/// chunked. A chunked string ends a lexeme after every code point of its
+/// remainder, so each of its states has exits at every depth.
+const CHUNK_ABOVE: u32 = 256;
 /// Most chunks of a long string.
 const MAX_CHUNKS: u32 = 40_000;
 /// Most distinct values of a `uniqueItems` domain.
@@ -1093,7 +1098,7 @@ impl<'a> Compiler<'a> {
         let mut composite = Vec::new();
         if !n.str.is_empty() {
             match pure_length(&n.str) {
-                Some((lo, hi)) if lo > CHUNK || hi.is_some_and(|h| h > CHUNK) => {
+                Some((lo, hi)) if lo > CHUNK_ABOVE || hi.is_some_and(|h| h > CHUNK_ABOVE) => {
                     composite.push(Expr::Ref(self.chunked_string(lo, hi)?));
                 }
                 _ => scalars.push(encode_lang(&n.str)),
@@ -1143,10 +1148,12 @@ impl<'a> Compiler<'a> {
                 r
             }
         };
+        // The remainder carries the closing quote: a lexeme that could end
+        // after any code point would have exits at every depth of every
+        // token (each checked against the parser at mask time).
         let rem = |this: &mut Self, a: u32, b: u32| -> Result<Expr> {
-            Ok(Expr::Ref(
-                this.lexeme(encode(&length(a, Some(b))), "chunk")?,
-            ))
+            let quoted = Expr::seq(vec![encode(&length(a, Some(b))), Expr::literal("\"")]);
+            Ok(Expr::Ref(this.lexeme(quoted, "chunk")?))
         };
         let c_min = lo / k;
         let mut alts = Vec::new();
@@ -1190,14 +1197,8 @@ impl<'a> Compiler<'a> {
             }
         }
         let r = self.new_rule(format!("string#{}", self.b.len()))?;
-        self.b.set_body(
-            r,
-            Expr::seq(vec![
-                Expr::literal("\""),
-                Expr::alt(alts),
-                Expr::literal("\""),
-            ]),
-        );
+        self.b
+            .set_body(r, Expr::seq(vec![Expr::literal("\""), Expr::alt(alts)]));
         self.b.set_lexeme_hint(r, LexemeHint::Never);
         self.lexemes.insert(key, r);
         Ok(r)

@@ -164,10 +164,15 @@ pub struct TokenInfo {
 
 impl TokenInfo {
     fn new(inside: Vec<u32>, mut exits: Vec<Exit>, vocab: &Vocab) -> TokenInfo {
-        // By first byte, then by the bytes read after the rule, so that
-        // exits with a common beginning are walked together.
-        exits.sort_by(|a, b| {
-            (a.first, exit_remainder(vocab, a)).cmp(&(b.first, exit_remainder(vocab, b)))
+        // By first byte, then by (the first 8 of) the bytes read after the
+        // rule, so that exits with a common beginning are walked together
+        // (the order only saves work: any order gives the same tokens).
+        exits.sort_by_cached_key(|e| {
+            let rem = exit_remainder(vocab, e);
+            let mut key = [0u8; 8];
+            let n = rem.len().min(8);
+            key[..n].copy_from_slice(&rem[..n]);
+            (e.first, u64::from_be_bytes(key))
         });
         let mut runs: Vec<(u8, u32)> = Vec::new();
         for (i, e) in exits.iter().enumerate() {
@@ -377,6 +382,7 @@ impl<'a> Dfs<'a> {
         let dtop = nodes[top].depth as usize;
         let end = nodes[top].subtree_end as usize;
         let base_len = self.dfa_stack.len();
+        let safe = dfa.safe_groups(self.trie.max_len());
         self.dfa_stack.push(s);
         let mut j = top + 1;
         while j < end {
@@ -393,7 +399,10 @@ impl<'a> Dfs<'a> {
                 continue;
             }
             if !dfa.is_final[t as usize] {
-                if self.trie.groups_below(j as u32) & !dfa.loop_groups[t as usize] == 0 {
+                let below = j as u32;
+                if self.trie.groups_below(below) & !safe.groups(t, self.trie.height_below(below))
+                    == 0
+                {
                     self.accept_subtree(j);
                     j = n.subtree_end as usize;
                     continue;
@@ -456,6 +465,7 @@ pub fn lexeme_info(vocab: &Vocab, dfa: &LexemeDfa, state: u32) -> TokenInfo {
     let nodes = trie.nodes();
     let end = trie.root_end() as usize;
     let max = vocab.max_token_len() + 2;
+    let safe = dfa.safe_groups(vocab.max_token_len());
     let mut stack = vec![DEAD; max];
     let mut path = vec![0u8; max];
     stack[0] = state;
@@ -480,8 +490,10 @@ pub fn lexeme_info(vocab: &Vocab, dfa: &LexemeDfa, state: u32) -> TokenInfo {
         path[d] = n.byte;
         let t = dfa.next(stack[d - 1], n.byte);
         if t != DEAD {
-            if trie.groups_below(i as u32) & !dfa.loop_groups[t as usize] == 0 {
-                // Every byte below loops on `t`: the whole subtree is inside.
+            let below = i as u32;
+            if trie.groups_below(below) & !safe.groups(t, trie.height_below(below)) == 0 {
+                // Every string below can be read from `t`: the whole
+                // subtree is inside.
                 add_range(n.tok_start, nodes[n.subtree_end as usize].tok_start);
                 i = n.subtree_end as usize;
                 continue;

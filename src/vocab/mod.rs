@@ -106,12 +106,7 @@ impl Vocab {
                 })
                 .map(|(i, t)| (i as u32, t.as_slice())),
         );
-        let max_token_len = trie
-            .nodes()
-            .iter()
-            .map(|n| n.depth as usize)
-            .max()
-            .unwrap_or(0);
+        let max_token_len = trie.max_len();
         Ok(Vocab {
             data,
             offsets,

@@ -56,6 +56,9 @@ pub struct TokenTrie {
     token_ids: Vec<u32>,
     /// Per node: the [`byte_group`]s of every byte strictly below it.
     groups_below: Vec<u64>,
+    /// Per node: the most bytes below it on one path (its subtree's height).
+    height_below: Vec<u16>,
+    max_len: usize,
 }
 
 impl TokenTrie {
@@ -108,19 +111,26 @@ impl TokenTrie {
         // Bottom-up: a node's groups are its children's bytes and theirs.
         let n = nodes.len() - 1;
         let mut groups_below = vec![0u64; n];
+        let mut height_below = vec![0u16; n];
         for i in (0..n).rev() {
             let mut g = 0u64;
+            let mut h = 0u16;
             let mut c = i + 1;
             while c < nodes[i].subtree_end as usize {
                 g |= (1u64 << byte_group(nodes[c].byte)) | groups_below[c];
+                h = h.max(1 + height_below[c]);
                 c = nodes[c].subtree_end as usize;
             }
             groups_below[i] = g;
+            height_below[i] = h;
         }
+        let max_len = nodes.iter().map(|n| n.depth as usize).max().unwrap_or(0);
         TokenTrie {
             nodes,
             token_ids,
             groups_below,
+            height_below,
+            max_len,
         }
     }
 
@@ -129,6 +139,17 @@ impl TokenTrie {
     #[inline]
     pub fn groups_below(&self, i: u32) -> u64 {
         self.groups_below[i as usize]
+    }
+
+    /// The longest token, in bytes.
+    pub fn max_len(&self) -> usize {
+        self.max_len
+    }
+
+    /// The most bytes below node `i` on one path.
+    #[inline]
+    pub fn height_below(&self, i: u32) -> u16 {
+        self.height_below[i as usize]
     }
 
     /// All nodes; the last one is a sentinel that is not part of the trie.

@@ -51,9 +51,13 @@ pub struct LexemeDfa {
     pub is_final: Vec<bool>,
     /// Bytes with a transition out of each state.
     pub first_bytes: Vec<ByteSet>,
-    /// Per state: the trie byte groups all of whose bytes lead back to the
-    /// same state (see `TokenTrie::groups_below`).
-    pub loop_groups: Vec<u64>,
+    /// Per state: the trie byte groups (see `TokenTrie::groups_below`) all
+    /// of whose bytes lead to one same state, its *successor* (the state
+    /// itself when some groups loop), and that successor.
+    step_groups: Vec<(u64, u32)>,
+    /// Which whole trie subtrees a state reads, by their height (see
+    /// [`SafeGroups`]), computed on first use.
+    safe: OnceLock<SafeGroups>,
     pub start: u32,
     /// Token sets per token class (see `token_class`), computed on first
     /// use.
@@ -66,6 +70,11 @@ pub struct LexemeDfa {
 /// DFAs with fewer states are not worth the refinement (minimization
 /// already merged their equivalent states).
 const TOKEN_CLASS_MIN_STATES: usize = 32;
+/// Most work (states x classes x rounds) spent on the refinement: beyond
+/// it, each state keeps its own token sets (correct, and walks of counting
+/// states are cheap, see [`SafeGroups`]), so that no single mask pays for
+/// a long refinement.
+const TOKEN_CLASS_MAX_WORK: usize = 4_000_000;
 
 impl LexemeDfa {
     /// A representative of `state`'s class: states that accept and reject
@@ -74,7 +83,8 @@ impl LexemeDfa {
     /// hundreds of states that differ only far beyond any token; they all
     /// share one token-set walk.
     pub fn token_class(&self, state: u32, horizon: usize) -> u32 {
-        if self.num_states() < TOKEN_CLASS_MIN_STATES {
+        let work = self.num_states() * (self.num_classes + 1) * horizon;
+        if self.num_states() < TOKEN_CLASS_MIN_STATES || work > TOKEN_CLASS_MAX_WORK {
             return state;
         }
         self.token_classes.get_or_init(|| self.refine(horizon))[state as usize]
@@ -83,37 +93,42 @@ impl LexemeDfa {
     /// Moore's partition refinement, stopped after `horizon` rounds.
     fn refine(&self, horizon: usize) -> Vec<u32> {
         let n = self.num_states();
+        let k = self.num_classes;
         const DEAD_CLASS: u32 = u32::MAX;
         let mut class: Vec<u32> = self.is_final.iter().map(|&f| f as u32).collect();
         let mut count =
             1 + (self.is_final.contains(&true) && self.is_final.contains(&false)) as usize;
-        let mut sig: Vec<u32> = Vec::with_capacity(self.num_classes + 1);
+        // Signatures of one round side by side: a state's own class, then
+        // its successors' classes.
+        let mut sigs: Vec<u32> = vec![0; n * (k + 1)];
+        let mut next = vec![0u32; n];
         for _ in 0..horizon {
-            let mut ids: HashMap<Vec<u32>, u32> = HashMap::new();
-            let mut next = Vec::with_capacity(n);
             for s in 0..n {
-                sig.clear();
-                sig.push(class[s]);
-                for c in 0..self.num_classes {
-                    let t = self.trans[s * self.num_classes + c];
-                    sig.push(if t == DEAD {
+                let sig = &mut sigs[s * (k + 1)..(s + 1) * (k + 1)];
+                sig[0] = class[s];
+                for c in 0..k {
+                    let t = self.trans[s * k + c];
+                    sig[c + 1] = if t == DEAD {
                         DEAD_CLASS
                     } else {
                         class[t as usize]
-                    });
+                    };
                 }
-                let k = ids.len() as u32;
-                next.push(*ids.entry(sig.clone()).or_insert(k));
+            }
+            let mut ids: FastMap<&[u32], u32> = FastMap::default();
+            for (s, sig) in sigs.chunks_exact(k + 1).enumerate() {
+                let fresh = ids.len() as u32;
+                next[s] = *ids.entry(sig).or_insert(fresh);
             }
             let stable = ids.len() == count;
             count = ids.len();
-            class = next;
+            std::mem::swap(&mut class, &mut next);
             if stable {
                 break;
             }
         }
         // Name each class by its smallest state.
-        let mut first: HashMap<u32, u32> = HashMap::new();
+        let mut first: FastMap<u32, u32> = FastMap::default();
         (0..n as u32)
             .map(|s| *first.entry(class[s as usize]).or_insert(s))
             .collect()
@@ -126,6 +141,12 @@ impl LexemeDfa {
 
     pub fn num_states(&self) -> usize {
         self.is_final.len()
+    }
+
+    /// See [`SafeGroups`]; `horizon`: the longest token.
+    pub fn safe_groups(&self, horizon: usize) -> &SafeGroups {
+        self.safe
+            .get_or_init(|| SafeGroups::new(&self.step_groups, horizon))
     }
 
     /// Approximate heap bytes.
@@ -335,15 +356,10 @@ impl LexemeDfa {
                 }
             }
         }
-        let mut loop_groups = vec![0u64; n];
-        for (s, lg) in loop_groups.iter_mut().enumerate() {
-            let mut broken = 0u64;
-            for b in 0..=255u8 {
-                if trans[s * num_classes + classes[b as usize] as usize] != s as u32 {
-                    broken |= 1 << crate::vocab::trie::byte_group(b);
-                }
-            }
-            *lg = !broken;
+        let mut step_groups = Vec::with_capacity(n);
+        for s in 0..n {
+            let row = &trans[s * num_classes..(s + 1) * num_classes];
+            step_groups.push(successor_groups(s as u32, &classes, row));
         }
         LexemeDfa {
             classes,
@@ -351,11 +367,110 @@ impl LexemeDfa {
             trans,
             is_final,
             first_bytes,
-            loop_groups,
+            step_groups,
+            safe: OnceLock::new(),
             start: if n > 0 && live[0] { 0 } else { DEAD },
             infos: Mutex::new(HashMap::new()),
             token_classes: OnceLock::new(),
         }
+    }
+}
+
+/// The groups of bytes that all lead from a state (with transition row
+/// `row`) to one same state, and that state: its loop when it has one,
+/// else the target most groups go to.
+fn successor_groups(s: u32, classes: &[u8; 256], row: &[u32]) -> (u64, u32) {
+    use crate::vocab::trie::byte_group;
+    // Per group: its one target, DEAD when none or several.
+    let mut target = [None::<u32>; 64];
+    let mut mixed = 0u64;
+    for b in 0..=255u8 {
+        let g = byte_group(b) as usize;
+        let t = row[classes[b as usize] as usize];
+        match target[g] {
+            _ if t == DEAD => mixed |= 1 << g,
+            None => target[g] = Some(t),
+            Some(x) if x != t => mixed |= 1 << g,
+            _ => {}
+        }
+    }
+    let groups_to = |t: u32| -> u64 {
+        (0..64)
+            .filter(|&g| mixed & (1 << g) == 0 && target[g] == Some(t))
+            .fold(0u64, |m, g| m | 1 << g)
+    };
+    let looping = groups_to(s);
+    if looping != 0 {
+        return (looping, s);
+    }
+    let mut best = (0u64, DEAD);
+    for &t in target.iter().flatten() {
+        let m = groups_to(t);
+        if m.count_ones() > best.0.count_ones() {
+            best = (m, t);
+        }
+    }
+    best
+}
+
+/// For each state, the byte groups `G` such that every string of at most
+/// `h` bytes from `G` can be read from the state, by `h` (a trie subtree of
+/// height `h` whose bytes are all in `G` is read whole, without a walk).
+///
+/// Following each state's successor (see `successor_groups`), the groups
+/// safe for `h` bytes are the successor groups of the first `h` states of
+/// the chain, intersected. A loop keeps its groups for any height; a
+/// counting automaton (`.{0,64}`: each character one state further) keeps
+/// them for as many bytes as characters are left, so long strings with a
+/// `maxLength` are read by subtrees as a plain string is.
+pub struct SafeGroups {
+    /// Per state `s`: `steps[start[s]..start[s + 1]]`, pairs `(h, groups)`
+    /// with `h` increasing: up to height `h`, these groups.
+    steps: Vec<(u16, u64)>,
+    start: Vec<u32>,
+}
+
+impl SafeGroups {
+    fn new(step_groups: &[(u64, u32)], horizon: usize) -> SafeGroups {
+        let n = step_groups.len();
+        let mut per_state: Vec<Vec<(u16, u64)>> = vec![Vec::new(); n];
+        let mut cur = vec![u64::MAX; n];
+        let mut next = vec![0u64; n];
+        for h in 1..=horizon.min(u16::MAX as usize - 1) {
+            let mut changed = false;
+            for s in 0..n {
+                let (g, t) = step_groups[s];
+                next[s] = if t == DEAD { 0 } else { g & cur[t as usize] };
+                if next[s] != cur[s] {
+                    per_state[s].push(((h - 1) as u16, cur[s]));
+                    changed = true;
+                }
+            }
+            std::mem::swap(&mut cur, &mut next);
+            if !changed {
+                break;
+            }
+        }
+        let mut steps = Vec::new();
+        let mut start = Vec::with_capacity(n + 1);
+        for (s, v) in per_state.into_iter().enumerate() {
+            start.push(steps.len() as u32);
+            steps.extend(v);
+            steps.push((u16::MAX, cur[s]));
+        }
+        start.push(steps.len() as u32);
+        SafeGroups { steps, start }
+    }
+
+    /// The groups whose strings of up to `height` bytes state `s` reads.
+    #[inline]
+    pub fn groups(&self, s: u32, height: u16) -> u64 {
+        let steps =
+            &self.steps[self.start[s as usize] as usize..self.start[s as usize + 1] as usize];
+        steps
+            .iter()
+            .find(|&&(h, _)| h >= height)
+            .map_or(0, |&(_, g)| g)
     }
 }
 
@@ -530,6 +645,34 @@ mod tests {
             // (which keeps a dead state).
             assert!(ours.num_states() <= theirs.num_states(), "{pattern}");
         }
+    }
+
+    #[test]
+    fn safe_groups_follow_the_count_left() {
+        use crate::vocab::trie::byte_group;
+        // "[a-z]{0,5}" then a quote: from the start, letter strings of up
+        // to 5 bytes are read whole; 6 letters are not. A loop ([a-z]*)
+        // reads letter strings of any height.
+        let letters = 1u64 << byte_group(b'a');
+        let quote = 1u64 << byte_group(b'"');
+        let counted = Expr::seq(vec![
+            Expr::repeat(Expr::Class(CharClass::from_ranges([(97, 122)])), 0, Some(5)),
+            Expr::literal("\""),
+        ]);
+        let d = LexemeDfa::from_table(
+            &table_from_hir(&to_hir(&counted), &DfaLimits::default()).unwrap(),
+        );
+        let safe = d.safe_groups(16);
+        assert_eq!(safe.groups(d.start, 5) & letters, letters);
+        assert_eq!(safe.groups(d.start, 6) & letters, 0);
+        let none_left = b"abcde".iter().fold(d.start, |s, &b| d.next(s, b));
+        assert_eq!(safe.groups(none_left, 1), quote);
+        assert_eq!(safe.groups(none_left, 2), 0);
+        let looped = Expr::star(Expr::Class(CharClass::from_ranges([(97, 122)])));
+        let d = LexemeDfa::from_table(
+            &table_from_hir(&to_hir(&looped), &DfaLimits::default()).unwrap(),
+        );
+        assert_eq!(d.safe_groups(16).groups(d.start, 16) & letters, letters);
     }
 
     #[test]
