@@ -39,6 +39,10 @@ struct Totals {
     /// TTFM's two parts: `compile`, then a new matcher and its first mask.
     compile_us: Vec<f64>,
     first_mask_us: Vec<f64>,
+    /// Bytes per compiled grammar (`CompiledGrammar::memory`), and per
+    /// matcher at the end of each instance (`Matcher::memory`).
+    grammar_bytes: Vec<f64>,
+    matcher_bytes: Vec<f64>,
     tbm_us: Vec<f64>,
     tokens: usize,
     /// The slowest masks: (us, file, test, token index).
@@ -148,6 +152,8 @@ pub fn run(opts: &Options) {
     print_stats("TTFM", t.ttfm_us);
     print_stats(" compile", t.compile_us);
     print_stats(" 1st mask", t.first_mask_us);
+    print_bytes("grammar", t.grammar_bytes);
+    print_bytes("matcher", t.matcher_bytes);
     print_stats("TBM", t.tbm_us);
     let mut errs: Vec<(&String, &usize)> = t.compile_errors.iter().collect();
     errs.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
@@ -250,6 +256,7 @@ fn run_file(
     let ttfm = start.elapsed().as_secs_f64() * 1e6;
     t.ttfm_us.push(ttfm);
     t.compile_us.push(compiled);
+    t.grammar_bytes.push(grammar.memory() as f64);
     t.first_mask_us.push(ttfm - compiled);
     t.slow_compiles.push((ttfm, name.clone()));
     keep_top(&mut t.slow_compiles, 20, |x| x.0);
@@ -281,6 +288,7 @@ fn run_file(
                 break;
             }
         }
+        t.matcher_bytes.push(m.memory() as f64);
         let passed = accepted_all && m.is_accepting();
         if *valid && !passed {
             t.validation_errors += 1;
@@ -304,6 +312,19 @@ fn run_file(
     } else {
         t.failed_files.push(name);
     }
+}
+
+/// Percentiles of a byte count.
+fn print_bytes(name: &str, mut v: Vec<f64>) {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    println!(
+        "{name:<9} n={:<7} p50={:>9.0} p90={:>9.0} p99={:>9.0} max={:>9.0} (bytes)",
+        v.len(),
+        crate::percentile(&v, 50.0),
+        crate::percentile(&v, 90.0),
+        crate::percentile(&v, 99.0),
+        v.last().copied().unwrap_or(f64::NAN)
+    );
 }
 
 /// Where a walk stopped, for `--verbose`: the text before the refused token
