@@ -343,20 +343,10 @@ pub fn compile_ir(
             _ => None,
         };
         if let Some(e) = lexeme_expr {
-            let __t = Instant::now();
-            let __n = vocab.lexemes.len();
             let dfa = vocab
                 .lexemes
                 .get_or_build(&e, &limits)
                 .map_err(|err| err.context(format!("rule '{name}'")))?;
-            if std::env::var_os("CGRAM_TRACE").is_some() {
-                eprintln!(
-                    "LEXB {:.0} new={} states={}",
-                    __t.elapsed().as_secs_f64() * 1e6,
-                    vocab.lexemes.len() - __n,
-                    dfa.num_states()
-                );
-            }
             lexeme_rules.push((rule, dfa.clone()));
             kinds.push((name, RuleKind::Lexeme { dfa, base: 0 }));
         } else {
@@ -643,7 +633,6 @@ pub fn compile(
             e.valid_up_to()
         ))
     })?;
-    let __t0 = Instant::now();
     let grammar = match options.kind {
         Kind::Gbnf => crate::gbnf::parse_with(
             text,
@@ -657,17 +646,7 @@ pub fn compile(
         Kind::AnyJson => crate::json_schema::any_json_grammar(&json_options(options))?,
         Kind::Regex => crate::regex::regex_grammar(text)?,
     };
-    let __t1 = Instant::now();
-    let r = compile_ir(vocab, &grammar, &IrOptions::from(options));
-    if std::env::var_os("CGRAM_TRACE").is_some() {
-        eprintln!(
-            "PHASE front={:.0} ir={:.0} rules={}",
-            (__t1 - __t0).as_secs_f64() * 1e6,
-            __t1.elapsed().as_secs_f64() * 1e6,
-            grammar.rules.len()
-        );
-    }
-    r
+    compile_ir(vocab, &grammar, &IrOptions::from(options))
 }
 
 fn json_options(o: &CompileOptions) -> crate::json_schema::JsonOptions {
