@@ -52,9 +52,11 @@ pub fn determinize(nfa: &NFA, max_bytes: usize) -> Result<Table, Stop> {
     let mut targets: Vec<StateID> = Vec::new();
     let mut next_set: Vec<u32> = Vec::new();
     let mut cuts: Vec<u16> = Vec::new();
+    // The table and the NFA state sets kept to name DFA states, in u32s.
+    let mut words = sets[0].len();
     let mut i = 0;
     while i < sets.len() {
-        if (sets.len() * k * 4) > max_bytes {
+        if (sets.len() * k + words) * 4 > max_bytes {
             return Err(Stop::TooLarge(max_bytes));
         }
         // The byte ranges the set's states leave on.
@@ -112,6 +114,7 @@ pub fn determinize(nfa: &NFA, max_bytes: usize) -> Result<Table, Stop> {
                 None => {
                     let id = sets.len() as u32;
                     let set: Box<[u32]> = next_set.clone().into_boxed_slice();
+                    words += 2 * set.len();
                     ids.insert(set.clone(), id);
                     sets.push(set);
                     id

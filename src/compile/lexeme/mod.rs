@@ -709,4 +709,15 @@ mod tests {
         assert_eq!(run(&d, b"\xff"), None);
         assert_eq!(run(&d, b"\xed\xa0\x80"), None, "surrogates are not text");
     }
+
+    #[test]
+    fn exponential_dfa_is_refused_with_a_limit() {
+        let hir = regex_syntax::parse("[ab]*a[ab]{24}").unwrap();
+        let err = table_from_hir(&hir, &DfaLimits::default()).unwrap_err();
+        assert!(
+            err.message().contains("lexeme automaton too large"),
+            "{}",
+            err.message()
+        );
+    }
 }
