@@ -37,9 +37,10 @@
 //!   `1.0` (JSON Schema integers are values with zero fraction).
 //! - **Strings**: the schema constrains the decoded string; every JSON
 //!   spelling of it is accepted ([`strings`]). Lengths count code points;
-//!   a string with only a length bound above 32 is counted in chunks of 32
-//!   code points by a parser rule (one lexeme with a state per position
-//!   would be slow to build); a length bound above 1024 together with
+//!   a string with only length bounds up to 256 is one counting lexeme;
+//!   above, it is counted in chunks of 32 code points by a parser rule
+//!   (one lexeme with a state per position would be large); a length
+//!   bound above 1024 together with
 //!   `pattern` or `format` is refused (limit), as is any bound above
 //!   1,280,000.
 //! - Numbers in the schema itself are read as IEEE doubles (their shortest
