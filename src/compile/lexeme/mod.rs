@@ -285,27 +285,36 @@ impl Table {
     }
 }
 
-/// A DFA built from HIR: `regex-automata`'s Thompson NFA, then our subset
-/// construction ([`determinize`](determinize::determinize)) and
-/// minimization.
-pub fn table_from_hir(hir: &Hir, limits: &DfaLimits) -> Result<Table> {
-    let limit_err = |what: &str, e: &dyn std::fmt::Display| {
-        Error::limit(format!(
-            "lexeme automaton too large ({what}: {e}); the regular expression is {}",
-            truncate(&hir.to_string(), 200)
-        ))
-    };
-    let nfa = thompson::Compiler::new()
+/// `regex-automata`'s Thompson NFA of `hir`, without captures.
+fn thompson_nfa(hir: &Hir, limits: &DfaLimits) -> Result<thompson::NFA> {
+    thompson::Compiler::new()
         .configure(
             thompson::Config::new()
                 .which_captures(thompson::WhichCaptures::None)
                 .nfa_size_limit(Some(limits.max_bytes)),
         )
         .build_from_hir(hir)
-        .map_err(|e| limit_err("NFA", &e))?;
+        .map_err(|e| too_large(hir, "NFA", &e))
+}
+
+/// The error of a lexeme automaton over the size limit.
+fn too_large(hir: &Hir, what: &str, e: &dyn std::fmt::Display) -> Error {
+    Error::limit(format!(
+        "lexeme automaton too large ({what}: {e}); the regular expression is {}",
+        truncate(&hir.to_string(), 200)
+    ))
+}
+
+/// A DFA built from HIR: `regex-automata`'s Thompson NFA, then our subset
+/// construction ([`determinize`](determinize::determinize)) and
+/// minimization.
+pub fn table_from_hir(hir: &Hir, limits: &DfaLimits) -> Result<Table> {
+    let nfa = thompson_nfa(hir, limits)?;
     match determinize::determinize(&nfa, limits.max_bytes) {
         Ok(t) => Ok(minimize(&t)),
-        Err(determinize::Stop::TooLarge(n)) => Err(limit_err("DFA", &format!("over {n} bytes"))),
+        Err(determinize::Stop::TooLarge(n)) => {
+            Err(too_large(hir, "DFA", &format!("over {n} bytes")))
+        }
         Err(determinize::Stop::LookAround) => Err(Error::unsupported(format!(
             "look-around assertions in a lexeme: {}",
             truncate(&hir.to_string(), 200)
@@ -503,24 +512,10 @@ pub type Lazy<T> = OnceLock<T>;
 /// (the reference in tests).
 #[cfg(test)]
 fn table_from_hir_dense(hir: &Hir, limits: &DfaLimits) -> Result<Table> {
-    let key = hir.to_string();
     use regex_automata::dfa::{dense, Automaton};
     use regex_automata::util::start;
     use regex_automata::{Anchored, MatchKind};
-    let limit_err = |what: &str, e: &dyn std::fmt::Display| {
-        Error::limit(format!(
-            "lexeme automaton too large ({what}: {e}); the regular expression is {}",
-            truncate(&key, 200)
-        ))
-    };
-    let nfa = thompson::Compiler::new()
-        .configure(
-            thompson::Config::new()
-                .which_captures(thompson::WhichCaptures::None)
-                .nfa_size_limit(Some(limits.max_bytes)),
-        )
-        .build_from_hir(hir)
-        .map_err(|e| limit_err("NFA", &e))?;
+    let nfa = thompson_nfa(hir, limits)?;
     let dfa = dense::Builder::new()
         .configure(
             dense::Config::new()
@@ -532,7 +527,7 @@ fn table_from_hir_dense(hir: &Hir, limits: &DfaLimits) -> Result<Table> {
                 .determinize_size_limit(Some(limits.max_bytes)),
         )
         .build_from_nfa(&nfa)
-        .map_err(|e| limit_err("DFA", &e))?;
+        .map_err(|e| too_large(hir, "DFA", &e))?;
     let start = dfa
         .start_state(&start::Config::new().anchored(Anchored::Yes))
         .map_err(|e| Error::unsupported(format!("lexeme start state: {e}")))?;
