@@ -196,22 +196,10 @@ fn flush(bytes: &mut Vec<u8>, out: &mut Vec<u16>) {
     }
 }
 
+/// A string as Python's `json.dumps(ensure_ascii=False)` writes it (the
+/// same text as the library's canonical JSON of a string).
 fn write_str(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+    out.push_str(&cgram::json_schema::strings::canonical_json(s));
 }
 
 /// Python's `repr(float)`: shortest round-trip digits, scientific notation
