@@ -23,6 +23,7 @@ use std::sync::Arc;
 use super::earley::{Chart, Item, Walker, CTX_ORIGIN};
 use crate::compile::lexeme::{byteset_contains, ByteSet, LexemeDfa, DEAD};
 use crate::compile::CompiledGrammar;
+use crate::hash::FastMap;
 use crate::vocab::{TokenTrie, Vocab};
 
 /// A set of token ids.
@@ -43,6 +44,27 @@ impl TokenList {
             TokenList::Dense(words.into_boxed_slice())
         } else {
             TokenList::Sparse(ids.into_boxed_slice())
+        }
+    }
+
+    /// The tokens of trie-order ranges (see [`TokenTrie::token_ids`]).
+    pub fn from_trie_ranges(ranges: &[(u32, u32)], vocab: &Vocab) -> TokenList {
+        let ids = vocab.trie().token_ids();
+        let count: usize = ranges.iter().map(|r| (r.1 - r.0) as usize).sum();
+        if count > vocab.len() / 32 {
+            let mut words = vec![0u32; vocab.mask_words()];
+            for &(lo, hi) in ranges {
+                for &id in &ids[lo as usize..hi as usize] {
+                    words[(id >> 5) as usize] |= 1 << (id & 31);
+                }
+            }
+            TokenList::Dense(words.into_boxed_slice())
+        } else {
+            let mut list = Vec::with_capacity(count);
+            for &(lo, hi) in ranges {
+                list.extend_from_slice(&ids[lo as usize..hi as usize]);
+            }
+            TokenList::Sparse(list.into_boxed_slice())
         }
     }
 
@@ -163,7 +185,7 @@ pub struct TokenInfo {
 }
 
 impl TokenInfo {
-    fn new(inside: Vec<u32>, mut exits: Vec<Exit>, vocab: &Vocab) -> TokenInfo {
+    fn new(inside: TokenList, mut exits: Vec<Exit>, vocab: &Vocab) -> TokenInfo {
         // By first byte, then by (the first 8 of) the bytes read after the
         // rule, so that exits with a common beginning are walked together
         // (the order only saves work: any order gives the same tokens).
@@ -181,7 +203,7 @@ impl TokenInfo {
             }
         }
         TokenInfo {
-            inside: TokenList::from_ids(inside, vocab),
+            inside,
             shared: Vec::new(),
             exits: exits.into_boxed_slice(),
             exit_runs: runs.into_boxed_slice(),
@@ -382,7 +404,6 @@ impl<'a> Dfs<'a> {
         let dtop = nodes[top].depth as usize;
         let end = nodes[top].subtree_end as usize;
         let base_len = self.dfa_stack.len();
-        let safe = dfa.safe_groups(self.trie.max_len());
         self.dfa_stack.push(s);
         let mut j = top + 1;
         while j < end {
@@ -399,10 +420,7 @@ impl<'a> Dfs<'a> {
                 continue;
             }
             if !dfa.is_final[t as usize] {
-                let below = j as u32;
-                if self.trie.groups_below(below) & !safe.groups(t, self.trie.height_below(below))
-                    == 0
-                {
+                if dfa.reads_subtree(self.trie, j as u32, t, self.trie.max_len()) {
                     self.accept_subtree(j);
                     j = n.subtree_end as usize;
                     continue;
@@ -452,75 +470,187 @@ impl WalkerAt<'_, '_> {
     }
 }
 
+/// One first-byte subtree of the trie walked from one DFA state (see
+/// [`lexeme_info`]): its accepted tokens as trie-order ranges, and its
+/// exits.
+pub struct SubtreeWalk {
+    ranges: Box<[(u32, u32)]>,
+    exits: Box<[Exit]>,
+}
+
+/// A lexeme's [`SubtreeWalk`]s, keyed by (token class of the state reached
+/// on the subtree's byte, trie node of the subtree).
+#[derive(Default)]
+pub struct SubtreeWalks {
+    map: FastMap<(u32, u32), Arc<SubtreeWalk>>,
+    /// Ranges and exits stored so far.
+    entries: usize,
+}
+
+/// Most ranges and exits one lexeme keeps in [`SubtreeWalks`]; beyond it,
+/// new walks are used once and dropped.
+const SUBTREE_WALKS_MAX_ENTRIES: usize = 1 << 22;
+
+/// Depth-first walk of trie nodes with a lexeme DFA alone.
+struct DfaWalk<'a> {
+    trie: &'a TokenTrie,
+    dfa: &'a LexemeDfa,
+    /// The longest token.
+    horizon: usize,
+    /// DFA state after the byte at each depth of the current path.
+    stack: Vec<u32>,
+    /// The byte at each depth of the current path.
+    path: Vec<u8>,
+    /// Depths of the current path after which the lexeme could end.
+    pending: Vec<u16>,
+    /// Accepted tokens, trie-order ranges.
+    ranges: Vec<(u32, u32)>,
+    exits: Vec<Exit>,
+}
+
+impl<'a> DfaWalk<'a> {
+    fn new(vocab: &'a Vocab, dfa: &'a LexemeDfa) -> DfaWalk<'a> {
+        let max = vocab.max_token_len() + 2;
+        DfaWalk {
+            trie: vocab.trie(),
+            dfa,
+            horizon: vocab.max_token_len(),
+            stack: vec![DEAD; max],
+            path: vec![0; max],
+            pending: Vec::new(),
+            ranges: Vec::new(),
+            exits: Vec::new(),
+        }
+    }
+
+    fn add_range(&mut self, lo: u32, hi: u32) {
+        if lo < hi {
+            match self.ranges.last_mut() {
+                Some(r) if r.1 == lo => r.1 = hi,
+                _ => self.ranges.push((lo, hi)),
+            }
+        }
+    }
+
+    /// Node `i` read into DFA state `t` (not dead): takes its subtree whole
+    /// when every string below can be read from `t`, else its own tokens.
+    /// Returns whether the walk must go on below `i`.
+    fn enter(&mut self, i: usize, t: u32) -> bool {
+        let nodes = self.trie.nodes();
+        let n = nodes[i];
+        if self.dfa.reads_subtree(self.trie, i as u32, t, self.horizon) {
+            self.add_range(n.tok_start, nodes[n.subtree_end as usize].tok_start);
+            return false;
+        }
+        self.add_range(n.tok_start, nodes[i + 1].tok_start);
+        let d = n.depth as usize;
+        self.stack[d] = t;
+        if self.dfa.is_final[t as usize] {
+            self.pending.push(d as u16);
+        }
+        true
+    }
+
+    /// Walks nodes `first..end`, where `stack` holds the states of the path
+    /// above `first`.
+    fn walk(&mut self, first: usize, end: usize) {
+        let nodes = self.trie.nodes();
+        let mut i = first;
+        while i < end {
+            let n = nodes[i];
+            let d = n.depth as usize;
+            while self.pending.last().is_some_and(|&p| p as usize >= d) {
+                self.pending.pop();
+            }
+            self.path[d] = n.byte;
+            let t = self.dfa.next(self.stack[d - 1], n.byte);
+            if t != DEAD {
+                if self.enter(i, t) {
+                    i += 1;
+                } else {
+                    i = n.subtree_end as usize;
+                }
+            } else {
+                for &pd in &self.pending {
+                    self.exits.push(Exit {
+                        node: i as u32,
+                        depth: pd,
+                        first: self.path[pd as usize + 1],
+                    });
+                }
+                i = n.subtree_end as usize;
+            }
+        }
+    }
+
+    /// The walk of first-byte subtree `i` (a child of the root) from state
+    /// `t`, reached on its byte, with nothing read before.
+    fn subtree(&mut self, i: usize, t: u32) -> SubtreeWalk {
+        self.ranges.clear();
+        self.exits.clear();
+        self.pending.clear();
+        let n = self.trie.nodes()[i];
+        self.path[1] = n.byte;
+        if self.enter(i, t) {
+            self.walk(i + 1, n.subtree_end as usize);
+        }
+        SubtreeWalk {
+            ranges: std::mem::take(&mut self.ranges).into_boxed_slice(),
+            exits: std::mem::take(&mut self.exits).into_boxed_slice(),
+        }
+    }
+}
+
 /// Token sets of DFA state `state` of a lexeme.
 ///
 /// The same walk as [`walk_trie`], specialised to a DFA: a subtree whose
-/// bytes all loop back to the current state is taken whole, and accepted
-/// tokens are collected as trie-order ranges. Exits are kept whatever
-/// their first byte (users filter them with
+/// strings can all be read is taken whole (see [`SafeGroups`]), and
+/// accepted tokens are collected as trie-order ranges. Exits are kept
+/// whatever their first byte (users filter them with
 /// [`TokenInfo::exits_starting_with`]), so the result depends on the
 /// lexeme alone and every grammar of the vocabulary shares it.
+///
+/// Each first-byte subtree depends only on the state reached on its byte
+/// (tokens that start after the lexeme ends are not exits here: the
+/// lexeme's callers, in the same chart set, cover them): those walks are
+/// kept per lexeme and reused. Many states of a lexeme reach the same few
+/// states on most bytes (a key that no listed name continues is read by
+/// one "any other string" state), so a new state costs a lookup per first
+/// byte instead of a walk of the whole trie.
 pub fn lexeme_info(vocab: &Vocab, dfa: &LexemeDfa, state: u32) -> TokenInfo {
     let trie = vocab.trie();
     let nodes = trie.nodes();
-    let end = trie.root_end() as usize;
-    let max = vocab.max_token_len() + 2;
-    let safe = dfa.safe_groups(vocab.max_token_len());
-    let mut stack = vec![DEAD; max];
-    let mut path = vec![0u8; max];
-    stack[0] = state;
-    let mut pending: Vec<u16> = Vec::new();
+    let horizon = vocab.max_token_len();
+    let mut walk = DfaWalk::new(vocab, dfa);
     let mut ranges: Vec<(u32, u32)> = Vec::new();
-    let mut add_range = |lo: u32, hi: u32| {
-        if lo < hi {
-            match ranges.last_mut() {
-                Some(r) if r.1 == lo => r.1 = hi,
-                _ => ranges.push((lo, hi)),
-            }
-        }
-    };
     let mut exits = Vec::new();
-    let mut i = 0usize;
-    while i < end {
+    let mut i = 0;
+    while i < trie.root_end() as usize {
         let n = nodes[i];
-        let d = n.depth as usize;
-        while pending.last().is_some_and(|&p| p as usize >= d) {
-            pending.pop();
-        }
-        path[d] = n.byte;
-        let t = dfa.next(stack[d - 1], n.byte);
+        let t = dfa.next(state, n.byte);
         if t != DEAD {
-            let below = i as u32;
-            if trie.groups_below(below) & !safe.groups(t, trie.height_below(below)) == 0 {
-                // Every string below can be read from `t`: the whole
-                // subtree is inside.
-                add_range(n.tok_start, nodes[n.subtree_end as usize].tok_start);
-                i = n.subtree_end as usize;
-                continue;
+            let key = (dfa.token_class(t, horizon), i as u32);
+            let known = dfa.pieces.lock().unwrap().map.get(&key).cloned();
+            let piece = known.unwrap_or_else(|| {
+                let p = Arc::new(walk.subtree(i, t));
+                let mut pieces = dfa.pieces.lock().unwrap();
+                if pieces.entries < SUBTREE_WALKS_MAX_ENTRIES {
+                    pieces.entries += p.ranges.len() + p.exits.len();
+                    pieces.map.insert(key, p.clone());
+                }
+                p
+            });
+            for &(lo, hi) in piece.ranges.iter() {
+                match ranges.last_mut() {
+                    Some(r) if r.1 == lo => r.1 = hi,
+                    _ => ranges.push((lo, hi)),
+                }
             }
-            add_range(n.tok_start, nodes[i + 1].tok_start);
-            stack[d] = t;
-            if dfa.is_final[t as usize] {
-                pending.push(d as u16);
-            }
-            i += 1;
-        } else {
-            for &pd in &pending {
-                exits.push(Exit {
-                    node: i as u32,
-                    depth: pd,
-                    first: path[pd as usize + 1],
-                });
-            }
-            i = n.subtree_end as usize;
+            exits.extend_from_slice(&piece.exits);
         }
+        i = n.subtree_end as usize;
     }
-    let ids = trie.token_ids();
-    let mut inside = Vec::with_capacity(ranges.iter().map(|r| (r.1 - r.0) as usize).sum());
-    for (lo, hi) in ranges {
-        inside.extend_from_slice(&ids[lo as usize..hi as usize]);
-    }
-    TokenInfo::new(inside, exits, vocab)
+    TokenInfo::new(TokenList::from_trie_ranges(&ranges, vocab), exits, vocab)
 }
 
 /// Token sets of parser-rule state `state`.
@@ -590,7 +720,7 @@ pub fn structural_info(g: &CompiledGrammar, state: u32) -> TokenInfo {
             shared.push(s.clone());
         }
     }
-    let mut info = TokenInfo::new(inside, exits, g.vocab());
+    let mut info = TokenInfo::new(TokenList::from_ids(inside, g.vocab()), exits, g.vocab());
     info.shared = shared;
     info
 }

@@ -46,6 +46,63 @@ pub fn byte_group(b: u8) -> u32 {
     }
 }
 
+/// Character groups (see [`TokenTrie::char_groups_below`]): ASCII
+/// characters keep their [`byte_group`]; a valid UTF-8 sequence of two,
+/// three or four bytes (or its beginning, at the end of a token) is one
+/// character of group [`CHAR_2`], [`CHAR_3`] or [`CHAR_4`]; bytes that do
+/// not form valid UTF-8 are [`CHAR_INVALID`]. These reuse the numbers of
+/// the byte groups of non-ASCII bytes, which never occur alone here.
+pub const CHAR_2: u32 = 6;
+pub const CHAR_3: u32 = 7;
+pub const CHAR_4: u32 = 8;
+pub const CHAR_INVALID: u32 = 9;
+/// Set in [`TokenTrie::char_groups_below`] for a node inside a character
+/// (its subtree does not start at a character boundary).
+pub const INSIDE_CHAR: u64 = 1 << 63;
+
+/// Where a path stands in UTF-8: at a character boundary, or expecting
+/// `left` more continuation bytes, the next one within `lo..=hi`.
+#[derive(Clone, Copy)]
+enum Utf8At {
+    Boundary,
+    Inside { left: u8, lo: u8, hi: u8 },
+}
+
+/// Reads byte `b` at `at`: the new position, the character group the byte
+/// starts (if it starts one, or breaks UTF-8).
+fn utf8_step(at: Utf8At, b: u8) -> (Utf8At, Option<u32>) {
+    if let Utf8At::Inside { left, lo, hi } = at {
+        if (lo..=hi).contains(&b) {
+            let next = if left == 1 {
+                Utf8At::Boundary
+            } else {
+                Utf8At::Inside {
+                    left: left - 1,
+                    lo: 0x80,
+                    hi: 0xbf,
+                }
+            };
+            return (next, None);
+        }
+        // A broken sequence: the byte is read afresh, and the group marks
+        // the break.
+        let (next, _) = utf8_step(Utf8At::Boundary, b);
+        return (next, Some(CHAR_INVALID));
+    }
+    let inside = |left, lo, hi| Utf8At::Inside { left, lo, hi };
+    match b {
+        0x00..=0x7f => (Utf8At::Boundary, Some(byte_group(b))),
+        0xc2..=0xdf => (inside(1, 0x80, 0xbf), Some(CHAR_2)),
+        0xe0 => (inside(2, 0xa0, 0xbf), Some(CHAR_3)),
+        0xed => (inside(2, 0x80, 0x9f), Some(CHAR_3)),
+        0xe1..=0xef => (inside(2, 0x80, 0xbf), Some(CHAR_3)),
+        0xf0 => (inside(3, 0x90, 0xbf), Some(CHAR_4)),
+        0xf4 => (inside(3, 0x80, 0x8f), Some(CHAR_4)),
+        0xf1..=0xf3 => (inside(3, 0x80, 0xbf), Some(CHAR_4)),
+        _ => (Utf8At::Boundary, Some(CHAR_INVALID)),
+    }
+}
+
 /// A byte trie over a vocabulary's text tokens.
 #[derive(Clone, Debug)]
 pub struct TokenTrie {
@@ -58,7 +115,50 @@ pub struct TokenTrie {
     groups_below: Vec<u64>,
     /// Per node: the most bytes below it on one path (its subtree's height).
     height_below: Vec<u16>,
+    /// Per node: the character groups of the strings below it, read from
+    /// the node's position (see [`TokenTrie::char_groups_below`]).
+    char_groups_below: Vec<u64>,
+    /// Per node: the most characters below it on one path.
+    char_height_below: Vec<u16>,
     max_len: usize,
+}
+
+/// Per node of a depth-first trie: [`TokenTrie::char_groups_below`] and
+/// [`TokenTrie::char_height_below`].
+fn char_groups(nodes: &[TrieNode]) -> (Vec<u64>, Vec<u16>) {
+    let n = nodes.len();
+    // Top-down: each node's UTF-8 position and the group its byte starts.
+    let mut at = vec![Utf8At::Boundary; n];
+    let mut starts: Vec<Option<u32>> = vec![None; n];
+    let mut above: Vec<usize> = Vec::new();
+    for (i, node) in nodes.iter().enumerate() {
+        let d = node.depth as usize;
+        above.truncate(d - 1);
+        let parent = above.last().map_or(Utf8At::Boundary, |&p| at[p]);
+        (at[i], starts[i]) = utf8_step(parent, node.byte);
+        above.push(i);
+    }
+    // Bottom-up, as for the byte groups.
+    let mut below = vec![0u64; n];
+    let mut height = vec![0u16; n];
+    for i in (0..n).rev() {
+        let mut g = 0u64;
+        let mut h = 0u16;
+        let mut c = i + 1;
+        while c < nodes[i].subtree_end as usize {
+            g |= starts[c].map_or(0, |k| 1u64 << k) | below[c];
+            h = h.max(starts[c].is_some() as u16 + height[c]);
+            c = nodes[c].subtree_end as usize;
+        }
+        below[i] = g;
+        height[i] = h;
+    }
+    for (i, g) in below.iter_mut().enumerate() {
+        if matches!(at[i], Utf8At::Inside { .. }) {
+            *g |= INSIDE_CHAR;
+        }
+    }
+    (below, height)
 }
 
 impl TokenTrie {
@@ -124,12 +224,15 @@ impl TokenTrie {
             groups_below[i] = g;
             height_below[i] = h;
         }
+        let (char_groups_below, char_height_below) = char_groups(&nodes[..n]);
         let max_len = nodes.iter().map(|n| n.depth as usize).max().unwrap_or(0);
         TokenTrie {
             nodes,
             token_ids,
             groups_below,
             height_below,
+            char_groups_below,
+            char_height_below,
             max_len,
         }
     }
@@ -139,6 +242,24 @@ impl TokenTrie {
     #[inline]
     pub fn groups_below(&self, i: u32) -> u64 {
         self.groups_below[i as usize]
+    }
+
+    /// The character groups (see [`CHAR_2`]) of all strings below node `i`,
+    /// read as characters from the node on, or [`INSIDE_CHAR`] when the
+    /// node's path ends inside a character. A walk from a state that reads
+    /// every string of these groups (up to [`TokenTrie::char_height_below`]
+    /// characters) accepts the whole subtree at once; unlike
+    /// [`TokenTrie::groups_below`] this sees through multi-byte characters,
+    /// whose bytes lead through different states.
+    #[inline]
+    pub fn char_groups_below(&self, i: u32) -> u64 {
+        self.char_groups_below[i as usize]
+    }
+
+    /// The most characters (started) below node `i` on one path.
+    #[inline]
+    pub fn char_height_below(&self, i: u32) -> u16 {
+        self.char_height_below[i as usize]
     }
 
     /// The longest token, in bytes.
@@ -189,6 +310,55 @@ impl TokenTrie {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The node reached by `path` (each step a child's byte).
+    fn node(t: &TokenTrie, path: &[u8]) -> u32 {
+        let nodes = t.nodes();
+        let (mut lo, mut hi) = (0usize, t.root_end() as usize);
+        let mut at = None;
+        for &b in path {
+            let mut i = lo;
+            while nodes[i].byte != b {
+                i = nodes[i].subtree_end as usize;
+                assert!(i < hi, "no child {b:#x}");
+            }
+            at = Some(i);
+            (lo, hi) = (i + 1, nodes[i].subtree_end as usize);
+        }
+        at.unwrap() as u32
+    }
+
+    #[test]
+    fn character_groups_see_through_utf8() {
+        let toks: Vec<(u32, &[u8])> = vec![
+            (0, "xé€😀".as_bytes()),
+            (1, b"x\xe2\x82"),
+            (2, b"y\xc3a"),
+            (3, b"z\xe0\x80\x80"),
+            (4, "wé".as_bytes()),
+        ];
+        let t = TokenTrie::build(toks);
+        let bit = |g: u32| 1u64 << g;
+        // Below "x": a 2-, a 3- and a 4-byte character, and the beginning
+        // of a 3-byte one.
+        let x = node(&t, b"x");
+        assert_eq!(
+            t.char_groups_below(x),
+            bit(CHAR_2) | bit(CHAR_3) | bit(CHAR_4)
+        );
+        assert_eq!(t.char_height_below(x), 3);
+        assert_eq!(t.height_below(x), 9);
+        // Inside a character: no shortcut.
+        assert_ne!(t.char_groups_below(node(&t, b"x\xc3")) & INSIDE_CHAR, 0);
+        assert_eq!(
+            t.char_groups_below(node(&t, "xé".as_bytes())) & INSIDE_CHAR,
+            0
+        );
+        // A lead byte followed by ASCII, and an overlong encoding, break UTF-8.
+        assert_ne!(t.char_groups_below(node(&t, b"y")) & bit(CHAR_INVALID), 0);
+        assert_ne!(t.char_groups_below(node(&t, b"z")) & bit(CHAR_INVALID), 0);
+        assert_eq!(t.char_groups_below(node(&t, b"w")), bit(CHAR_2));
+    }
 
     #[test]
     fn builds_depth_first_with_ranges() {

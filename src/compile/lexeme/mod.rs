@@ -18,7 +18,9 @@ use regex_syntax::hir::{self, Hir};
 use crate::error::{Error, Result};
 use crate::hash::FastMap;
 use crate::ir::{CharClass, Expr};
-use crate::matcher::tokens::TokenInfo;
+use crate::matcher::tokens::{SubtreeWalks, TokenInfo};
+use crate::vocab::trie::INSIDE_CHAR;
+use crate::vocab::TokenTrie;
 
 mod boolean;
 mod determinize;
@@ -55,16 +57,25 @@ pub struct LexemeDfa {
     /// of whose bytes lead to one same state, its *successor* (the state
     /// itself when some groups loop), and that successor.
     step_groups: Vec<(u64, u32)>,
+    /// The same by characters (see `TokenTrie::char_groups_below`): the
+    /// character groups all of whose characters lead to one same state.
+    char_step_groups: Vec<(u64, u32)>,
     /// Which whole trie subtrees a state reads, by their height (see
     /// [`SafeGroups`]), computed on first use.
     safe: OnceLock<SafeGroups>,
+    /// The same by characters.
+    char_safe: OnceLock<SafeGroups>,
     pub start: u32,
     /// Token sets per token class (see `token_class`), computed on first
     /// use.
     pub(crate) infos: Mutex<HashMap<u32, Arc<TokenInfo>>>,
+    /// Walks of single first-byte subtrees, shared by the token sets of
+    /// every state that reaches the same state on that byte (see
+    /// `matcher::tokens::lexeme_info`).
+    pub(crate) pieces: Mutex<SubtreeWalks>,
     /// Per state: the smallest state equivalent to it on every string of at
     /// most the vocabulary's longest token (see [`LexemeDfa::token_class`]).
-    token_classes: OnceLock<Vec<u32>>,
+    token_classes: OnceLock<Option<Vec<u32>>>,
 }
 
 /// DFAs with fewer states are not worth the refinement (minimization
@@ -83,55 +94,140 @@ impl LexemeDfa {
     /// hundreds of states that differ only far beyond any token; they all
     /// share one token-set walk.
     pub fn token_class(&self, state: u32, horizon: usize) -> u32 {
-        let work = self.num_states() * (self.num_classes + 1) * horizon;
-        if self.num_states() < TOKEN_CLASS_MIN_STATES || work > TOKEN_CLASS_MAX_WORK {
+        if self.num_states() < TOKEN_CLASS_MIN_STATES {
             return state;
         }
-        self.token_classes.get_or_init(|| self.refine(horizon))[state as usize]
+        match self.token_classes.get_or_init(|| self.refine(horizon)) {
+            Some(classes) => classes[state as usize],
+            None => state,
+        }
     }
 
-    /// Moore's partition refinement, stopped after `horizon` rounds.
-    fn refine(&self, horizon: usize) -> Vec<u32> {
+    /// Moore's partition refinement, stopped after `horizon` rounds; `None`
+    /// past [`TOKEN_CLASS_MAX_WORK`].
+    ///
+    /// Each round re-signs only the predecessors of states whose class
+    /// changed in the round before, and a class that splits keeps its id
+    /// for its largest part: a counting automaton changes one layer of
+    /// states per round, so the refinement costs about its size, not its
+    /// size times the horizon.
+    fn refine(&self, horizon: usize) -> Option<Vec<u32>> {
         let n = self.num_states();
         let k = self.num_classes;
+        let mut work = n * k;
+        if work > TOKEN_CLASS_MAX_WORK {
+            return None;
+        }
         const DEAD_CLASS: u32 = u32::MAX;
+        // Predecessors, compressed rows.
+        let mut pred_start = vec![0u32; n + 1];
+        for &t in &self.trans {
+            if t != DEAD {
+                pred_start[t as usize + 1] += 1;
+            }
+        }
+        for s in 0..n {
+            pred_start[s + 1] += pred_start[s];
+        }
+        let mut fill = pred_start.clone();
+        let mut preds = vec![0u32; pred_start[n] as usize];
+        for (i, &t) in self.trans.iter().enumerate() {
+            if t != DEAD {
+                preds[fill[t as usize] as usize] = (i / k) as u32;
+                fill[t as usize] += 1;
+            }
+        }
         let mut class: Vec<u32> = self.is_final.iter().map(|&f| f as u32).collect();
-        let mut count =
-            1 + (self.is_final.contains(&true) && self.is_final.contains(&false)) as usize;
-        // Signatures of one round side by side: a state's own class, then
-        // its successors' classes.
-        let mut sigs: Vec<u32> = vec![0; n * (k + 1)];
-        let mut next = vec![0u32; n];
+        let mut size = vec![0u32; 2];
+        for &c in &class {
+            size[c as usize] += 1;
+        }
+        // Per state: its successors' classes as of its last signing.
+        let mut rows = vec![DEAD_CLASS - 1; n * k];
+        let mut row = vec![0u32; k];
+        let mut candidates: Vec<u32> = (0..n as u32).collect();
+        let mut marked = vec![false; n];
         for _ in 0..horizon {
-            for s in 0..n {
-                let sig = &mut sigs[s * (k + 1)..(s + 1) * (k + 1)];
-                sig[0] = class[s];
-                for c in 0..k {
+            // Sign the candidates with the classes of the round before.
+            let mut changed: Vec<u32> = Vec::new();
+            for &s in &candidates {
+                let s = s as usize;
+                for (c, slot) in row.iter_mut().enumerate() {
                     let t = self.trans[s * k + c];
-                    sig[c + 1] = if t == DEAD {
+                    *slot = if t == DEAD {
                         DEAD_CLASS
                     } else {
                         class[t as usize]
                     };
                 }
+                if rows[s * k..(s + 1) * k] != row[..] {
+                    rows[s * k..(s + 1) * k].copy_from_slice(&row);
+                    changed.push(s as u32);
+                }
             }
-            let mut ids: FastMap<&[u32], u32> = FastMap::default();
-            for (s, sig) in sigs.chunks_exact(k + 1).enumerate() {
-                let fresh = ids.len() as u32;
-                next[s] = *ids.entry(sig).or_insert(fresh);
+            work += candidates.len() * k;
+            if work > TOKEN_CLASS_MAX_WORK {
+                return None;
             }
-            let stable = ids.len() == count;
-            count = ids.len();
-            std::mem::swap(&mut class, &mut next);
-            if stable {
+            // Members of a class whose row did not change keep it; the
+            // others split off by their new rows.
+            let mut parts: FastMap<(u32, &[u32]), Vec<u32>> = FastMap::default();
+            for &s in &changed {
+                let s = s as usize;
+                parts
+                    .entry((class[s], &rows[s * k..(s + 1) * k]))
+                    .or_default()
+                    .push(s as u32);
+            }
+            let mut by_class: FastMap<u32, Vec<Vec<u32>>> = FastMap::default();
+            for ((c, _), members) in parts {
+                by_class.entry(c).or_default().push(members);
+            }
+            let mut moved: Vec<u32> = Vec::new();
+            for (c, mut groups) in by_class {
+                let total: usize = groups.iter().map(|g| g.len()).sum();
+                if total == size[c as usize] as usize {
+                    // Every member changed: the largest part keeps the id.
+                    let largest = (0..groups.len())
+                        .max_by_key(|&g| (groups[g].len(), std::cmp::Reverse(groups[g][0])))
+                        .unwrap();
+                    groups.swap_remove(largest);
+                }
+                for members in groups {
+                    let id = size.len() as u32;
+                    size.push(members.len() as u32);
+                    size[c as usize] -= members.len() as u32;
+                    for &s in &members {
+                        class[s as usize] = id;
+                    }
+                    moved.extend(members);
+                }
+            }
+            if moved.is_empty() {
                 break;
+            }
+            candidates.clear();
+            for &t in &moved {
+                let t = t as usize;
+                for &p in &preds[pred_start[t] as usize..pred_start[t + 1] as usize] {
+                    if !marked[p as usize] {
+                        marked[p as usize] = true;
+                        candidates.push(p);
+                    }
+                }
+            }
+            work += candidates.len();
+            for &p in &candidates {
+                marked[p as usize] = false;
             }
         }
         // Name each class by its smallest state.
         let mut first: FastMap<u32, u32> = FastMap::default();
-        (0..n as u32)
-            .map(|s| *first.entry(class[s as usize]).or_insert(s))
-            .collect()
+        Some(
+            (0..n as u32)
+                .map(|s| *first.entry(class[s as usize]).or_insert(s))
+                .collect(),
+        )
     }
 
     #[inline]
@@ -149,9 +245,32 @@ impl LexemeDfa {
             .get_or_init(|| SafeGroups::new(&self.step_groups, horizon))
     }
 
+    /// See [`SafeGroups`], by characters; `horizon`: the longest token.
+    pub fn char_safe_groups(&self, horizon: usize) -> &SafeGroups {
+        self.char_safe
+            .get_or_init(|| SafeGroups::new(&self.char_step_groups, horizon))
+    }
+
+    /// Every string below trie node `i` can be read from `state` (which
+    /// then takes the subtree whole). `horizon`: the longest token.
+    #[inline]
+    pub fn reads_subtree(&self, trie: &TokenTrie, i: u32, state: u32, horizon: usize) -> bool {
+        let safe = self.safe_groups(horizon);
+        if trie.groups_below(i) & !safe.groups(state, trie.height_below(i)) == 0 {
+            return true;
+        }
+        let chars = trie.char_groups_below(i);
+        chars & INSIDE_CHAR == 0
+            && chars
+                & !self
+                    .char_safe_groups(horizon)
+                    .groups(state, trie.char_height_below(i))
+                == 0
+    }
+
     /// Approximate heap bytes.
     pub fn memory(&self) -> usize {
-        self.trans.len() * 4 + self.is_final.len() * (1 + 32) + 256
+        self.trans.len() * 4 + self.is_final.len() * (1 + 32 + 16) + 256
     }
 }
 
@@ -366,9 +485,16 @@ impl LexemeDfa {
             }
         }
         let mut step_groups = Vec::with_capacity(n);
+        let mut char_step_groups = Vec::with_capacity(n);
         for s in 0..n {
             let row = &trans[s * num_classes..(s + 1) * num_classes];
             step_groups.push(successor_groups(s as u32, &classes, row));
+            char_step_groups.push(char_successor_groups(
+                s as u32,
+                &classes,
+                num_classes,
+                &trans,
+            ));
         }
         LexemeDfa {
             classes,
@@ -377,9 +503,12 @@ impl LexemeDfa {
             is_final,
             first_bytes,
             step_groups,
+            char_step_groups,
             safe: OnceLock::new(),
+            char_safe: OnceLock::new(),
             start: if n > 0 && live[0] { 0 } else { DEAD },
             infos: Mutex::new(HashMap::new()),
+            pieces: Mutex::new(SubtreeWalks::default()),
             token_classes: OnceLock::new(),
         }
     }
@@ -401,6 +530,91 @@ fn successor_groups(s: u32, classes: &[u8; 256], row: &[u32]) -> (u64, u32) {
             None => target[g] = Some(t),
             Some(x) if x != t => mixed |= 1 << g,
             _ => {}
+        }
+    }
+    let groups_to = |t: u32| -> u64 {
+        (0..64)
+            .filter(|&g| mixed & (1 << g) == 0 && target[g] == Some(t))
+            .fold(0u64, |m, g| m | 1 << g)
+    };
+    let looping = groups_to(s);
+    if looping != 0 {
+        return (looping, s);
+    }
+    let mut best = (0u64, DEAD);
+    for &t in target.iter().flatten() {
+        let m = groups_to(t);
+        if m.count_ones() > best.0.count_ones() {
+            best = (m, t);
+        }
+    }
+    best
+}
+
+/// [`successor_groups`] by characters (see `TokenTrie::char_groups_below`):
+/// ASCII characters by their byte group, and each of the groups of valid
+/// two-, three- and four-byte UTF-8 characters when all its characters
+/// lead from `s`, through live states, to one same state.
+fn char_successor_groups(
+    s: u32,
+    classes: &[u8; 256],
+    num_classes: usize,
+    trans: &[u32],
+) -> (u64, u32) {
+    use crate::vocab::trie::{byte_group, CHAR_2, CHAR_3, CHAR_4};
+    let next = |q: u32, b: u8| trans[q as usize * num_classes + classes[b as usize] as usize];
+    // The one live state every byte of `lo..=hi` leads to from `q`.
+    let uniform = |q: u32, lo: u8, hi: u8| -> Option<u32> {
+        let mut target = None;
+        let mut last_class = None;
+        for b in lo..=hi {
+            let c = classes[b as usize];
+            if last_class == Some(c) {
+                continue;
+            }
+            last_class = Some(c);
+            let t = trans[q as usize * num_classes + c as usize];
+            match target {
+                _ if t == DEAD => return None,
+                None => target = Some(t),
+                Some(x) if x != t => return None,
+                _ => {}
+            }
+        }
+        target
+    };
+    // (group, lead bytes, range of the byte after the lead, continuation
+    // bytes after that)
+    const MULTI: [(u32, u8, u8, u8, u8, u8); 8] = [
+        (CHAR_2, 0xc2, 0xdf, 0x80, 0xbf, 0),
+        (CHAR_3, 0xe0, 0xe0, 0xa0, 0xbf, 1),
+        (CHAR_3, 0xe1, 0xec, 0x80, 0xbf, 1),
+        (CHAR_3, 0xed, 0xed, 0x80, 0x9f, 1),
+        (CHAR_3, 0xee, 0xef, 0x80, 0xbf, 1),
+        (CHAR_4, 0xf0, 0xf0, 0x90, 0xbf, 2),
+        (CHAR_4, 0xf1, 0xf3, 0x80, 0xbf, 2),
+        (CHAR_4, 0xf4, 0xf4, 0x80, 0x8f, 2),
+    ];
+    let mut target = [None::<u32>; 64];
+    let mut mixed = 0u64;
+    let mut note = |g: usize, t: Option<u32>| match (t, target[g]) {
+        (None, _) => mixed |= 1 << g,
+        (Some(t), None) => target[g] = Some(t),
+        (Some(t), Some(x)) if x != t => mixed |= 1 << g,
+        _ => {}
+    };
+    for b in 0..=0x7fu8 {
+        let t = next(s, b);
+        note(byte_group(b) as usize, (t != DEAD).then_some(t));
+    }
+    for &(g, lead_lo, lead_hi, lo, hi, more) in &MULTI {
+        for lead in lead_lo..=lead_hi {
+            let q = next(s, lead);
+            let mut t = (q != DEAD).then_some(q).and_then(|q| uniform(q, lo, hi));
+            for _ in 0..more {
+                t = t.and_then(|q| uniform(q, 0x80, 0xbf));
+            }
+            note(g as usize, t);
         }
     }
     let groups_to = |t: u32| -> u64 {
@@ -668,6 +882,85 @@ mod tests {
             &table_from_hir(&to_hir(&looped), &DfaLimits::default()).unwrap(),
         );
         assert_eq!(d.safe_groups(16).groups(d.start, 16) & letters, letters);
+    }
+
+    /// Moore's refinement as written in the books: every state re-signed
+    /// in every round.
+    fn naive_token_classes(d: &LexemeDfa, horizon: usize) -> Vec<u32> {
+        let (n, k) = (d.num_states(), d.num_classes);
+        let mut class: Vec<u32> = d.is_final.iter().map(|&f| f as u32).collect();
+        for _ in 0..horizon {
+            let mut ids: HashMap<Vec<u32>, u32> = HashMap::new();
+            let next: Vec<u32> = (0..n)
+                .map(|s| {
+                    let mut sig = vec![class[s]];
+                    sig.extend((0..k).map(|c| match d.trans[s * k + c] {
+                        DEAD => u32::MAX,
+                        t => class[t as usize],
+                    }));
+                    let fresh = ids.len() as u32;
+                    *ids.entry(sig).or_insert(fresh)
+                })
+                .collect();
+            class = next;
+        }
+        let mut first: HashMap<u32, u32> = HashMap::new();
+        (0..n as u32)
+            .map(|s| *first.entry(class[s as usize]).or_insert(s))
+            .collect()
+    }
+
+    #[test]
+    fn subtrees_of_multibyte_characters_are_read_whole_up_to_the_count() {
+        let toks: Vec<(u32, &[u8])> = vec![(0, "xé€😀".as_bytes()), (1, "xa".as_bytes())];
+        let trie = TokenTrie::build(toks);
+        let x = 0; // the root's only child
+        assert_eq!(trie.nodes()[x].byte, b'x');
+        for (max, whole) in [(4, true), (3, false)] {
+            let e = Expr::repeat(Expr::Class(CharClass::any()), 0, Some(max));
+            let d =
+                LexemeDfa::from_table(&table_from_hir(&to_hir(&e), &DfaLimits::default()).unwrap());
+            let after_x = d.next(d.start, b'x');
+            assert_eq!(
+                d.reads_subtree(&trie, x as u32, after_x, 16),
+                whole,
+                "{max}"
+            );
+        }
+    }
+
+    #[test]
+    fn incremental_refinement_matches_moore() {
+        let exprs = [
+            // Counting, with multi-byte characters and escapes.
+            crate::json_schema::strings::encode(&Expr::repeat(
+                Expr::Class(CharClass::any()),
+                3,
+                Some(60),
+            )),
+            // A finite set of words beside "anything else".
+            crate::regex::to_expr(
+                "(alpha|alphabet|beta|gamma|delta|[a-z]{2,30})x?",
+                crate::regex::Anchoring::Full,
+            )
+            .unwrap(),
+            crate::regex::to_expr(
+                "([0-9]{1,3}\\.){3}[0-9]{1,3}",
+                crate::regex::Anchoring::Full,
+            )
+            .unwrap(),
+        ];
+        for e in &exprs {
+            let d =
+                LexemeDfa::from_table(&table_from_hir(&to_hir(e), &DfaLimits::default()).unwrap());
+            for horizon in [1, 2, 5, 17, 200] {
+                assert_eq!(
+                    d.refine(horizon).unwrap(),
+                    naive_token_classes(&d, horizon),
+                    "horizon {horizon}"
+                );
+            }
+        }
     }
 
     #[test]
