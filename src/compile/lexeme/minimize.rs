@@ -78,8 +78,18 @@ pub fn minimize(t: &Table) -> Table {
         }
     }
     let mut marked = vec![0u32; start.len()];
-    let mut in_work = vec![true; start.len()];
-    let mut work: Vec<u32> = (0..start.len() as u32).collect();
+    // Hopcroft: splitting by the smaller of the first two blocks is enough
+    // (splits by the other follow from it), and the larger one holds the
+    // sink, whose predecessors are every missing transition.
+    let mut in_work = vec![false; start.len()];
+    let smaller = (0..start.len())
+        .min_by_key(|&b| end[b] - start[b])
+        .unwrap_or(0);
+    let mut work: Vec<u32> = Vec::new();
+    if start.len() == 2 {
+        in_work[smaller] = true;
+        work.push(smaller as u32);
+    }
     let mut touched: Vec<u32> = Vec::new();
     let mut splitter: Vec<u32> = Vec::new();
 

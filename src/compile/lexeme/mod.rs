@@ -454,21 +454,33 @@ impl LexemeDfa {
         let (classes, num_classes, mut trans, is_final) =
             (*classes, *num_classes, trans.clone(), is_final.clone());
         let n = is_final.len();
-        let mut live = is_final.clone();
-        loop {
-            let mut changed = false;
-            for s in 0..n {
-                if !live[s]
-                    && trans[s * num_classes..(s + 1) * num_classes]
-                        .iter()
-                        .any(|&t| t != DEAD && live[t as usize])
-                {
-                    live[s] = true;
-                    changed = true;
-                }
+        let k = num_classes;
+        // Live states: those that reach a final one (backwards from them).
+        let mut pred_start = vec![0u32; n + 1];
+        for &t in &trans {
+            if t != DEAD {
+                pred_start[t as usize + 1] += 1;
             }
-            if !changed {
-                break;
+        }
+        for s in 0..n {
+            pred_start[s + 1] += pred_start[s];
+        }
+        let mut fill = pred_start.clone();
+        let mut preds = vec![0u32; pred_start[n] as usize];
+        for (i, &t) in trans.iter().enumerate() {
+            if t != DEAD {
+                preds[fill[t as usize] as usize] = (i / k) as u32;
+                fill[t as usize] += 1;
+            }
+        }
+        let mut live = is_final.clone();
+        let mut todo: Vec<usize> = (0..n).filter(|&s| live[s]).collect();
+        while let Some(t) = todo.pop() {
+            for &p in &preds[pred_start[t] as usize..pred_start[t + 1] as usize] {
+                if !live[p as usize] {
+                    live[p as usize] = true;
+                    todo.push(p as usize);
+                }
             }
         }
         for t in trans.iter_mut() {
@@ -476,25 +488,23 @@ impl LexemeDfa {
                 *t = DEAD;
             }
         }
+        let by_class = ClassBytes::new(&classes, k);
         let mut first_bytes = vec![[0u64; 4]; n];
         for (s, fb) in first_bytes.iter_mut().enumerate() {
-            for b in 0..=255u8 {
-                if trans[s * num_classes + classes[b as usize] as usize] != DEAD {
-                    byteset_insert(fb, b);
+            for (c, bytes) in by_class.bytes.iter().enumerate() {
+                if trans[s * k + c] != DEAD {
+                    for w in 0..4 {
+                        fb[w] |= bytes[w];
+                    }
                 }
             }
         }
         let mut step_groups = Vec::with_capacity(n);
         let mut char_step_groups = Vec::with_capacity(n);
         for s in 0..n {
-            let row = &trans[s * num_classes..(s + 1) * num_classes];
-            step_groups.push(successor_groups(s as u32, &classes, row));
-            char_step_groups.push(char_successor_groups(
-                s as u32,
-                &classes,
-                num_classes,
-                &trans,
-            ));
+            let (byte_targets, char_targets) = by_class.group_targets(s as u32, &trans);
+            step_groups.push(successor(s as u32, &byte_targets));
+            char_step_groups.push(successor(s as u32, &char_targets));
         }
         LexemeDfa {
             classes,
@@ -514,78 +524,26 @@ impl LexemeDfa {
     }
 }
 
-/// The groups of bytes that all lead from a state (with transition row
-/// `row`) to one same state, and that state: its loop when it has one,
-/// else the target most groups go to.
-fn successor_groups(s: u32, classes: &[u8; 256], row: &[u32]) -> (u64, u32) {
-    use crate::vocab::trie::byte_group;
-    // Per group: its one target, DEAD when none or several.
-    let mut target = [None::<u32>; 64];
-    let mut mixed = 0u64;
-    for b in 0..=255u8 {
-        let g = byte_group(b) as usize;
-        let t = row[classes[b as usize] as usize];
-        match target[g] {
-            _ if t == DEAD => mixed |= 1 << g,
-            None => target[g] = Some(t),
-            Some(x) if x != t => mixed |= 1 << g,
-            _ => {}
-        }
-    }
-    let groups_to = |t: u32| -> u64 {
-        (0..64)
-            .filter(|&g| mixed & (1 << g) == 0 && target[g] == Some(t))
-            .fold(0u64, |m, g| m | 1 << g)
-    };
-    let looping = groups_to(s);
-    if looping != 0 {
-        return (looping, s);
-    }
-    let mut best = (0u64, DEAD);
-    for &t in target.iter().flatten() {
-        let m = groups_to(t);
-        if m.count_ones() > best.0.count_ones() {
-            best = (m, t);
-        }
-    }
-    best
+/// A DFA's byte classes seen from the trie's byte and character groups.
+struct ClassBytes {
+    /// Per class: its bytes.
+    bytes: Vec<ByteSet>,
+    /// Per byte group: the classes of its bytes.
+    group_classes: Vec<Vec<u8>>,
+    classes: [u8; 256],
+    num_classes: usize,
 }
 
-/// [`successor_groups`] by characters (see `TokenTrie::char_groups_below`):
-/// ASCII characters by their byte group, and each of the groups of valid
-/// two-, three- and four-byte UTF-8 characters when all its characters
-/// lead from `s`, through live states, to one same state.
-fn char_successor_groups(
-    s: u32,
-    classes: &[u8; 256],
-    num_classes: usize,
-    trans: &[u32],
-) -> (u64, u32) {
-    use crate::vocab::trie::{byte_group, CHAR_2, CHAR_3, CHAR_4};
-    let next = |q: u32, b: u8| trans[q as usize * num_classes + classes[b as usize] as usize];
-    // The one live state every byte of `lo..=hi` leads to from `q`.
-    let uniform = |q: u32, lo: u8, hi: u8| -> Option<u32> {
-        let mut target = None;
-        let mut last_class = None;
-        for b in lo..=hi {
-            let c = classes[b as usize];
-            if last_class == Some(c) {
-                continue;
-            }
-            last_class = Some(c);
-            let t = trans[q as usize * num_classes + c as usize];
-            match target {
-                _ if t == DEAD => return None,
-                None => target = Some(t),
-                Some(x) if x != t => return None,
-                _ => {}
-            }
-        }
-        target
-    };
-    // (group, lead bytes, range of the byte after the lead, continuation
-    // bytes after that)
-    const MULTI: [(u32, u8, u8, u8, u8, u8); 8] = [
+/// Per group: the one live state all its bytes (or characters) lead to,
+/// else `None`.
+type GroupTargets = [Option<u32>; 64];
+
+/// Valid multi-byte UTF-8 characters by their lead bytes: (character
+/// group, first lead, last lead, range of the byte after the lead, number
+/// of `80..=bf` bytes after that).
+const MULTI_BYTE: [(u32, u8, u8, u8, u8, u8); 8] = {
+    use crate::vocab::trie::{CHAR_2, CHAR_3, CHAR_4};
+    [
         (CHAR_2, 0xc2, 0xdf, 0x80, 0xbf, 0),
         (CHAR_3, 0xe0, 0xe0, 0xa0, 0xbf, 1),
         (CHAR_3, 0xe1, 0xec, 0x80, 0xbf, 1),
@@ -594,41 +552,133 @@ fn char_successor_groups(
         (CHAR_4, 0xf0, 0xf0, 0x90, 0xbf, 2),
         (CHAR_4, 0xf1, 0xf3, 0x80, 0xbf, 2),
         (CHAR_4, 0xf4, 0xf4, 0x80, 0x8f, 2),
-    ];
-    let mut target = [None::<u32>; 64];
-    let mut mixed = 0u64;
-    let mut note = |g: usize, t: Option<u32>| match (t, target[g]) {
-        (None, _) => mixed |= 1 << g,
-        (Some(t), None) => target[g] = Some(t),
-        (Some(t), Some(x)) if x != t => mixed |= 1 << g,
-        _ => {}
-    };
-    for b in 0..=0x7fu8 {
-        let t = next(s, b);
-        note(byte_group(b) as usize, (t != DEAD).then_some(t));
-    }
-    for &(g, lead_lo, lead_hi, lo, hi, more) in &MULTI {
-        for lead in lead_lo..=lead_hi {
-            let q = next(s, lead);
-            let mut t = (q != DEAD).then_some(q).and_then(|q| uniform(q, lo, hi));
-            for _ in 0..more {
-                t = t.and_then(|q| uniform(q, 0x80, 0xbf));
+    ]
+};
+
+impl ClassBytes {
+    fn new(classes: &[u8; 256], num_classes: usize) -> ClassBytes {
+        use crate::vocab::trie::byte_group;
+        let mut bytes = vec![[0u64; 4]; num_classes];
+        let mut group_classes = vec![Vec::new(); 64];
+        for b in 0..=255u8 {
+            let c = classes[b as usize];
+            byteset_insert(&mut bytes[c as usize], b);
+            let list: &mut Vec<u8> = &mut group_classes[byte_group(b) as usize];
+            if !list.contains(&c) {
+                list.push(c);
             }
-            note(g as usize, t);
+        }
+        ClassBytes {
+            bytes,
+            group_classes,
+            classes: *classes,
+            num_classes,
         }
     }
-    let groups_to = |t: u32| -> u64 {
-        (0..64)
-            .filter(|&g| mixed & (1 << g) == 0 && target[g] == Some(t))
-            .fold(0u64, |m, g| m | 1 << g)
-    };
-    let looping = groups_to(s);
-    if looping != 0 {
-        return (looping, s);
+
+    /// The one live state every byte of `lo..=hi` leads to from `q`.
+    fn uniform(&self, trans: &[u32], q: u32, lo: u8, hi: u8) -> Option<u32> {
+        let row = &trans[q as usize * self.num_classes..(q as usize + 1) * self.num_classes];
+        let mut target = None;
+        let mut last_class = None;
+        for b in lo..=hi {
+            let c = self.classes[b as usize];
+            if last_class == Some(c) {
+                continue;
+            }
+            last_class = Some(c);
+            match (row[c as usize], target) {
+                (DEAD, _) => return None,
+                (t, None) => target = Some(t),
+                (t, Some(x)) if x != t => return None,
+                _ => {}
+            }
+        }
+        target
     }
+
+    /// State `s`'s targets by byte group and by character group (see
+    /// `TokenTrie::char_groups_below`): ASCII groups are the same in both;
+    /// the character groups of valid multi-byte characters follow each
+    /// character through live states.
+    fn group_targets(&self, s: u32, trans: &[u32]) -> (GroupTargets, GroupTargets) {
+        use crate::vocab::trie::{byte_group, CHAR_INVALID};
+        let row = &trans[s as usize * self.num_classes..(s as usize + 1) * self.num_classes];
+        let mut by_byte: GroupTargets = [None; 64];
+        for (g, list) in self.group_classes.iter().enumerate() {
+            let mut target = None;
+            for &c in list {
+                match (row[c as usize], target) {
+                    (DEAD, _) => {
+                        target = None;
+                        break;
+                    }
+                    (t, None) => target = Some(t),
+                    (t, Some(x)) if x != t => {
+                        target = None;
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+            by_byte[g] = target;
+        }
+        let mut by_char = by_byte;
+        for g in byte_group(0x80)..=CHAR_INVALID {
+            by_char[g as usize] = None;
+        }
+        let mut mixed = 0u64;
+        for &(g, lead_lo, lead_hi, lo, hi, more) in &MULTI_BYTE {
+            let mut last_class = None;
+            for lead in lead_lo..=lead_hi {
+                let c = self.classes[lead as usize];
+                if last_class == Some(c) {
+                    continue;
+                }
+                last_class = Some(c);
+                let q = row[c as usize];
+                let mut t = (q != DEAD)
+                    .then_some(q)
+                    .and_then(|q| self.uniform(trans, q, lo, hi));
+                for _ in 0..more {
+                    t = t.and_then(|q| self.uniform(trans, q, 0x80, 0xbf));
+                }
+                match (t, by_char[g as usize]) {
+                    (None, _) => mixed |= 1 << g,
+                    (Some(t), None) => by_char[g as usize] = Some(t),
+                    (Some(t), Some(x)) if x != t => mixed |= 1 << g,
+                    _ => {}
+                }
+            }
+        }
+        for (g, target) in by_char.iter_mut().enumerate() {
+            if mixed & (1 << g) != 0 {
+                *target = None;
+            }
+        }
+        (by_byte, by_char)
+    }
+}
+
+/// The groups that all lead from state `s` to one same state, and that
+/// state: its loop when it has one, else the target most groups go to.
+fn successor(s: u32, targets: &GroupTargets) -> (u64, u32) {
+    let mut to: Vec<(u32, u64)> = Vec::new();
+    for (g, t) in targets.iter().enumerate() {
+        if let Some(t) = *t {
+            match to.iter_mut().find(|(x, _)| *x == t) {
+                Some((_, m)) => *m |= 1 << g,
+                None => to.push((t, 1 << g)),
+            }
+        }
+    }
+    if let Some(&(_, m)) = to.iter().find(|(t, _)| *t == s) {
+        return (m, s);
+    }
+    // Ties go to the target of the lowest group (letters and digits
+    // before punctuation).
     let mut best = (0u64, DEAD);
-    for &t in target.iter().flatten() {
-        let m = groups_to(t);
+    for &(t, m) in &to {
         if m.count_ones() > best.0.count_ones() {
             best = (m, t);
         }
