@@ -27,11 +27,27 @@ use crate::error::{Error, ErrorKind, Result};
 /// entries it invalidates.
 type ContextMemo = crate::hash::FastMap<(u32, u32), u32>;
 
+/// Most `(state, context)` exit lists a matcher keeps for itself.
+const MATCHER_EXIT_CACHE: usize = 4096;
+
+/// Sets the bits of `tokens` in `mask`.
+fn set_bits(mask: &mut [u32], tokens: &[u32]) {
+    for &t in tokens {
+        mask[(t >> 5) as usize] |= 1 << (t & 31);
+    }
+}
+
 /// Walks a compiled grammar one token at a time.
 pub struct Matcher {
     grammar: Arc<CompiledGrammar>,
     chart: Chart,
     contexts: ContextMemo,
+    /// The exit tokens (see [`Contexts`]) this matcher used, by `(state,
+    /// context)`: masks read them here, without the grammar-wide lock and
+    /// without touching shared reference counts, so that matchers on
+    /// different threads do not contend. Context ids are position-free, so
+    /// entries survive rollbacks and resets.
+    exits: crate::hash::FastMap<(u32, u32), Arc<[u32]>>,
     /// Number of chart sets after each accepted step.
     step_ends: Vec<u32>,
     /// End-of-sequence was accepted (at this many steps).
@@ -45,6 +61,7 @@ impl Clone for Matcher {
             grammar: self.grammar.clone(),
             chart: self.chart.clone(),
             contexts: self.contexts.clone(),
+            exits: self.exits.clone(),
             step_ends: self.step_ends.clone(),
             terminated: self.terminated,
             scratch: Scratch::default(),
@@ -58,6 +75,7 @@ impl Matcher {
             grammar,
             chart: Chart::new(),
             contexts: ContextMemo::default(),
+            exits: Default::default(),
             step_ends: Vec::new(),
             terminated: false,
             scratch: Scratch::default(),
@@ -273,7 +291,16 @@ impl Matcher {
     /// `t / 32` is set iff token `t` is allowed next. Words past the
     /// vocabulary are cleared too.
     pub fn fill_mask(&mut self, mask: &mut [u32]) -> Result<()> {
-        let g = self.grammar.clone();
+        let accepting = self.accepting_now();
+        let Matcher {
+            grammar,
+            chart,
+            contexts,
+            exits,
+            terminated,
+            ..
+        } = self;
+        let g: &CompiledGrammar = grammar;
         let vocab = g.vocab();
         let words = vocab.mask_words();
         if mask.len() < words {
@@ -283,11 +310,11 @@ impl Matcher {
             )));
         }
         mask.fill(0);
-        if self.terminated {
+        if *terminated {
             return Ok(());
         }
-        let pos = (self.chart.num_sets() - 1) as u32;
-        let set = self.chart.last();
+        let pos = (chart.num_sets() - 1) as u32;
+        let set = chart.last();
         let mut done: Vec<u32> = Vec::new();
         for it in set {
             // Predicted items are covered by the walks of their predictors.
@@ -302,7 +329,7 @@ impl Matcher {
             } else if !g.can_scan(it.state) {
                 continue;
             }
-            let info = info_for(&g, it.state);
+            let info = info_for(g, it.state);
             if !done.contains(&it.state) {
                 info.or_inside_into(mask);
                 done.push(it.state);
@@ -310,31 +337,29 @@ impl Matcher {
             if info.exits.is_empty() || it.origin == NO_ORIGIN {
                 continue;
             }
-            let ctx = context_of(
-                &g,
-                &self.chart,
-                &mut self.contexts,
-                it.origin,
-                g.rule_of(it.state),
-            );
-            let cached = if ctx == NO_CTX {
-                None
-            } else {
-                g.contexts.exits(it.state, ctx)
-            };
-            let tokens = match cached {
+            let ctx = context_of(g, chart, contexts, it.origin, g.rule_of(it.state));
+            if ctx == NO_CTX {
+                let tokens = exit_tokens(g, chart, *it, info);
+                set_bits(mask, &tokens);
+                continue;
+            }
+            if let Some(tokens) = exits.get(&(it.state, ctx)) {
+                set_bits(mask, tokens);
+                continue;
+            }
+            let tokens = match g.contexts.exits(it.state, ctx) {
                 Some(t) => t,
                 None => {
-                    let t: Arc<[u32]> = exit_tokens(&g, &self.chart, *it, &info).into();
-                    if ctx != NO_CTX {
-                        g.contexts.store_exits(it.state, ctx, t.clone());
-                    }
+                    let t: Arc<[u32]> = exit_tokens(g, chart, *it, info).into();
+                    g.contexts.store_exits(it.state, ctx, t.clone());
                     t
                 }
             };
-            for &t in tokens.iter() {
-                mask[(t >> 5) as usize] |= 1 << (t & 31);
+            set_bits(mask, &tokens);
+            if exits.len() >= MATCHER_EXIT_CACHE {
+                exits.clear();
             }
+            exits.insert((it.state, ctx), tokens);
         }
         if g.has_token_edges {
             for it in set {
@@ -345,10 +370,8 @@ impl Matcher {
                 }
             }
         }
-        if self.accepting_now() {
-            for &t in vocab.eos_tokens() {
-                mask[(t >> 5) as usize] |= 1 << (t & 31);
-            }
+        if accepting {
+            set_bits(mask, vocab.eos_tokens());
         }
         Ok(())
     }
@@ -386,7 +409,11 @@ impl Matcher {
 
     /// Approximate heap bytes of this matcher.
     pub fn memory(&self) -> usize {
-        std::mem::size_of::<Self>() + self.chart.memory() + self.step_ends.capacity() * 4
+        std::mem::size_of::<Self>()
+            + self.chart.memory()
+            + self.step_ends.capacity() * 4
+            + self.contexts.capacity() * 12
+            + self.exits.capacity() * 24
     }
 }
 

@@ -768,20 +768,14 @@ fn remainder(
     dfs.below(walker, c);
 }
 
-/// The cached token sets of any state.
-pub fn info_for(g: &CompiledGrammar, state: u32) -> Arc<TokenInfo> {
+/// The cached token sets of any state (computed on first use).
+pub fn info_for(g: &CompiledGrammar, state: u32) -> &Arc<TokenInfo> {
     if g.is_structural(state) {
-        g.structural_infos[state as usize]
-            .get_or_init(|| Arc::new(structural_info(g, state)))
-            .clone()
+        g.structural_infos[state as usize].get_or_init(|| Arc::new(structural_info(g, state)))
     } else {
         let (dfa, s) = g.lexeme_state(state);
         // States that no token can tell apart share one token set.
         let s = dfa.token_class(s, g.vocab().max_token_len());
-        if let Some(info) = dfa.infos.lock().unwrap().get(&s) {
-            return info.clone();
-        }
-        let info = Arc::new(lexeme_info(g.vocab(), dfa, s));
-        dfa.infos.lock().unwrap().entry(s).or_insert(info).clone()
+        dfa.infos[s as usize].get_or_init(|| Arc::new(lexeme_info(g.vocab(), dfa, s)))
     }
 }

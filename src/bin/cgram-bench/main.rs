@@ -1,12 +1,14 @@
 //! `cgram-bench`: measures mask times (TBM) and time to first mask (TTFM).
 //!
 //! ```text
-//! cgram-bench gbnf --tokenizer tokenizer.json --grammar json.gbnf TEXT_FILE...
+//! cgram-bench gbnf --tokenizer tokenizer.json --grammar json.gbnf [--batch-threads N] TEXT_FILE...
 //! cgram-bench maskbench --tokenizer tokenizer.json [--limit N] [--every K] [--filter PREFIX]
 //!             [--compact] [--strict] [--verbose] DIR
 //! ```
 //!
-//! `maskbench` runs a MaskBench-format directory (see [`maskbench`]).
+//! `maskbench` runs a MaskBench-format directory (see [`maskbench`]);
+//! `--batch-threads N` also times `cg_fill_masks` over a batch of matchers
+//! with 1 and with N threads (see [`batch`]).
 //!
 //! Each text file is tokenized with the `tokenizers` crate and walked token
 //! by token: before each token the mask is filled (one TBM sample) and the
@@ -20,12 +22,13 @@ use std::time::Instant;
 
 use cgram::{CompileOptions, Kind, Matcher, Vocab};
 
+mod batch;
 mod maskbench;
 mod pyjson;
 
 fn usage() -> ! {
     eprintln!(
-        "usage: cgram-bench gbnf --tokenizer T.json --grammar G.gbnf [--root NAME] [--repeat N] TEXT_FILE...\n       cgram-bench maskbench --tokenizer T.json [--limit N] [--every K] [--filter PREFIX] [--compact] [--strict] [--verbose] DIR"
+        "usage: cgram-bench gbnf --tokenizer T.json --grammar G.gbnf [--root NAME] [--repeat N] [--batch-threads N] TEXT_FILE...\n       cgram-bench maskbench --tokenizer T.json [--limit N] [--every K] [--filter PREFIX] [--compact] [--strict] [--verbose] DIR"
     );
     std::process::exit(2)
 }
@@ -107,6 +110,7 @@ fn main() {
     let mut grammar = None;
     let mut root = None;
     let mut repeat = 1usize;
+    let mut batch_threads = 0u32;
     let mut texts: Vec<PathBuf> = Vec::new();
     let mut i = 1;
     while i < args.len() {
@@ -125,6 +129,13 @@ fn main() {
             }
             "--repeat" => {
                 repeat = args
+                    .get(i + 1)
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or_else(|| usage());
+                i += 1;
+            }
+            "--batch-threads" => {
+                batch_threads = args
                     .get(i + 1)
                     .and_then(|s| s.parse().ok())
                     .unwrap_or_else(|| usage());
@@ -231,5 +242,9 @@ fn main() {
             "  {us:>9.1} us  {} token {k} after {before:?}",
             path.display()
         );
+    }
+    if batch_threads > 0 {
+        let ids: Vec<&[u32]> = encoded.iter().map(|e| e.1.as_slice()).collect();
+        batch::run(&tokenizer, &source, &ids, batch_threads);
     }
 }

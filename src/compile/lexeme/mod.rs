@@ -9,7 +9,6 @@
 //! matcher never deals with delayed matches, and minimized there
 //! ([`minimize`]).
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use regex_automata::nfa::thompson;
@@ -68,7 +67,8 @@ pub struct LexemeDfa {
     pub start: u32,
     /// Token sets per token class (see `token_class`), computed on first
     /// use.
-    pub(crate) infos: Mutex<HashMap<u32, Arc<TokenInfo>>>,
+    /// Indexed by state; read without locks on the mask path.
+    pub(crate) infos: Box<[OnceLock<Arc<TokenInfo>>]>,
     /// Walks of single first-byte subtrees, shared by the token sets of
     /// every state that reaches the same state on that byte (see
     /// `matcher::tokens::lexeme_info`).
@@ -270,7 +270,10 @@ impl LexemeDfa {
 
     /// Approximate heap bytes.
     pub fn memory(&self) -> usize {
-        self.trans.len() * 4 + self.is_final.len() * (1 + 32 + 16) + 256
+        self.trans.len() * 4
+            + self.is_final.len()
+                * (1 + 32 + 2 * 16 + std::mem::size_of::<OnceLock<Arc<TokenInfo>>>())
+            + 256
     }
 }
 
@@ -517,7 +520,7 @@ impl LexemeDfa {
             safe: OnceLock::new(),
             char_safe: OnceLock::new(),
             start: if n > 0 && live[0] { 0 } else { DEAD },
-            infos: Mutex::new(HashMap::new()),
+            infos: (0..n).map(|_| OnceLock::new()).collect(),
             pieces: Mutex::new(SubtreeWalks::default()),
             token_classes: OnceLock::new(),
         }
@@ -810,7 +813,8 @@ fn table_from_hir_dense(hir: &Hir, limits: &DfaLimits) -> Result<Table> {
     let num_classes = reps.len();
 
     // Explore from the start state, numbering states densely.
-    let mut ids: HashMap<regex_automata::util::primitives::StateID, u32> = HashMap::new();
+    let mut ids: std::collections::HashMap<regex_automata::util::primitives::StateID, u32> =
+        std::collections::HashMap::new();
     let mut order = vec![start];
     ids.insert(start, 0);
     let mut trans: Vec<u32> = Vec::new();
@@ -847,6 +851,7 @@ fn table_from_hir_dense(hir: &Hir, limits: &DfaLimits) -> Result<Table> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
 
     fn run(d: &LexemeDfa, s: &[u8]) -> Option<bool> {
         let mut st = d.start;
