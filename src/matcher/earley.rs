@@ -315,6 +315,18 @@ impl<'a> Dedup<'a> {
     }
 }
 
+/// Most lexeme items [`Walker::lexemes_only`] reads together.
+pub const MAX_LEXEME_WALK: usize = 4;
+
+/// Lexeme items read byte by byte with their DFAs alone (see
+/// [`Walker::lexemes_only`]): `dfas[k]` in state `states[k]`, unused slots
+/// `None`.
+#[derive(Clone, Copy)]
+pub struct LexemeWalk<'a> {
+    pub dfas: [Option<&'a crate::compile::lexeme::LexemeDfa>; MAX_LEXEME_WALK],
+    pub states: [u32; MAX_LEXEME_WALK],
+}
+
 /// Scratch item sets stacked on a read-only chart, for walks that try
 /// bytes and back off.
 pub struct Walker<'a> {
@@ -399,12 +411,31 @@ impl<'a> Walker<'a> {
         self.exited.push(exited);
     }
 
-    /// The top set's only item, if it is inside a lexeme: its DFA and state.
-    pub fn single_lexeme(&self) -> Option<(&'a crate::compile::lexeme::LexemeDfa, u32)> {
-        match self.own.last() {
-            [it] if !self.g.is_structural(it.state) => Some(self.g.lexeme_state(it.state)),
-            _ => None,
+    /// The top set's items when all of them are inside lexemes (at most
+    /// [`MAX_LEXEME_WALK`], none of which can end here): their DFAs and
+    /// states. From such a set, bytes can be read with the DFAs alone until
+    /// one of the lexemes can end.
+    pub fn lexemes_only(&self) -> Option<LexemeWalk<'a>> {
+        let top = self.own.last();
+        if top.is_empty() || top.len() > MAX_LEXEME_WALK {
+            return None;
         }
+        let mut walk = LexemeWalk {
+            dfas: [None; MAX_LEXEME_WALK],
+            states: [crate::compile::lexeme::DEAD; MAX_LEXEME_WALK],
+        };
+        for (k, it) in top.iter().enumerate() {
+            if self.g.is_structural(it.state) {
+                return None;
+            }
+            let (dfa, s) = self.g.lexeme_state(it.state);
+            if dfa.is_final[s as usize] {
+                return None;
+            }
+            walk.dfas[k] = Some(dfa);
+            walk.states[k] = s;
+        }
+        Some(walk)
     }
 
     /// Number of pushed sets.

@@ -20,7 +20,7 @@
 
 use std::sync::Arc;
 
-use super::earley::{Chart, Item, Walker, CTX_ORIGIN};
+use super::earley::{Chart, Item, LexemeWalk, Walker, CTX_ORIGIN, MAX_LEXEME_WALK};
 use crate::compile::lexeme::{byteset_contains, ByteSet, LexemeDfa, DEAD};
 use crate::compile::CompiledGrammar;
 use crate::hash::FastMap;
@@ -271,8 +271,9 @@ pub(crate) struct Dfs<'a> {
     pending: Vec<u16>,
     /// `path[d]` = byte at depth `d` of the current path.
     path: Vec<u8>,
-    /// DFA states by depth (fast path).
-    dfa_stack: Vec<u32>,
+    /// The lexemes' DFA states by depth (fast path, see
+    /// [`Walker::lexemes_only`]).
+    dfa_stack: Vec<[u32; MAX_LEXEME_WALK]>,
 }
 
 impl<'a> Dfs<'a> {
@@ -343,12 +344,10 @@ impl<'a> Dfs<'a> {
         if c + 1 >= n.subtree_end as usize {
             return;
         }
-        if let Some((dfa, s)) = walker.single_lexeme() {
-            if !dfa.is_final[s as usize] {
-                let sets = walker.depth();
-                self.dfa_subtree(walker, sets, c, dfa, s);
-                return;
-            }
+        if let Some(lexemes) = walker.lexemes_only() {
+            let sets = walker.depth();
+            self.dfa_subtree(walker, sets, c, lexemes);
+            return;
         }
         let offset = walker.depth() - 1;
         let mut at = WalkerAt { walker, offset };
@@ -376,35 +375,29 @@ impl<'a> Dfs<'a> {
                 self.pending.push(d as u16);
             }
             if i + 1 < n.subtree_end as usize {
-                if let Some((dfa, s)) = at.walker.single_lexeme() {
-                    if !dfa.is_final[s as usize] {
-                        let top = at.walker.depth();
-                        self.dfa_subtree(at.walker, top, i, dfa, s);
-                        i = n.subtree_end as usize;
-                        continue;
-                    }
+                if let Some(lexemes) = at.walker.lexemes_only() {
+                    let top = at.walker.depth();
+                    self.dfa_subtree(at.walker, top, i, lexemes);
+                    i = n.subtree_end as usize;
+                    continue;
                 }
             }
             i += 1;
         }
     }
 
-    /// The subtree below node `top` (where the walker has `sets` sets and
-    /// is inside lexeme `dfa` at non-final state `s`), read with the DFA
-    /// until the lexeme can end, where the parser takes over again.
-    fn dfa_subtree(
-        &mut self,
-        walker: &mut Walker,
-        sets: usize,
-        top: usize,
-        dfa: &LexemeDfa,
-        s: u32,
-    ) {
+    /// The subtree below node `top` (where the walker has `sets` sets, all
+    /// of whose top items are inside the `lexemes`, none able to end), read
+    /// with the DFAs until one of the lexemes can end, where the parser
+    /// takes over again. A token is inside if some lexeme reads it.
+    fn dfa_subtree(&mut self, walker: &mut Walker, sets: usize, top: usize, lexemes: LexemeWalk) {
         let nodes = self.trie.nodes();
         let dtop = nodes[top].depth as usize;
         let end = nodes[top].subtree_end as usize;
         let base_len = self.dfa_stack.len();
-        self.dfa_stack.push(s);
+        let k = lexemes.dfas.iter().take_while(|d| d.is_some()).count();
+        let dfas = &lexemes.dfas[..k];
+        self.dfa_stack.push(lexemes.states);
         let mut j = top + 1;
         while j < end {
             let n = nodes[j];
@@ -413,24 +406,41 @@ impl<'a> Dfs<'a> {
             self.dfa_stack.truncate(base_len + rel);
             self.pop_pending(d);
             self.set_path(d, n.byte);
-            let t = dfa.next(self.dfa_stack[base_len + rel - 1], n.byte);
-            if t == DEAD {
+            let before = self.dfa_stack[base_len + rel - 1];
+            let mut after = [DEAD; MAX_LEXEME_WALK];
+            let (mut alive, mut can_end, mut whole) = (false, false, false);
+            for (x, dfa) in dfas.iter().enumerate() {
+                let dfa = dfa.unwrap();
+                if before[x] == DEAD {
+                    continue;
+                }
+                let t = dfa.next(before[x], n.byte);
+                after[x] = t;
+                if t != DEAD {
+                    alive = true;
+                    can_end |= dfa.is_final[t as usize];
+                    whole = whole
+                        || (!can_end
+                            && dfa.reads_subtree(self.trie, j as u32, t, self.trie.max_len()));
+                }
+            }
+            if !alive {
                 self.pruned(j);
                 j = n.subtree_end as usize;
                 continue;
             }
-            if !dfa.is_final[t as usize] {
-                if dfa.reads_subtree(self.trie, j as u32, t, self.trie.max_len()) {
+            if !can_end {
+                if whole {
                     self.accept_subtree(j);
                     j = n.subtree_end as usize;
                     continue;
                 }
                 self.accept_node(j);
-                self.dfa_stack.push(t);
+                self.dfa_stack.push(after);
                 j += 1;
                 continue;
             }
-            // The lexeme can end here: bring the parser to this node and let
+            // A lexeme can end here: bring the parser to this node and let
             // it walk the subtree.
             self.accept_node(j);
             walker.truncate(sets);
@@ -441,7 +451,7 @@ impl<'a> Dfs<'a> {
                     break;
                 }
             }
-            debug_assert!(synced, "the DFA and the parser disagree");
+            debug_assert!(synced, "the DFAs and the parser disagree");
             if synced {
                 if walker.top_exited() {
                     self.pending.push(d as u16);

@@ -743,10 +743,9 @@ impl SafeGroups {
     pub fn groups(&self, s: u32, height: u16) -> u64 {
         let steps =
             &self.steps[self.start[s as usize] as usize..self.start[s as usize + 1] as usize];
-        steps
-            .iter()
-            .find(|&&(h, _)| h >= height)
-            .map_or(0, |&(_, g)| g)
+        // Heights increase: the first step reaching `height`.
+        let k = steps.partition_point(|&(h, _)| h < height);
+        steps.get(k).map_or(0, |&(_, g)| g)
     }
 }
 
