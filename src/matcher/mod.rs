@@ -61,7 +61,9 @@ impl Clone for Matcher {
             grammar: self.grammar.clone(),
             chart: self.chart.clone(),
             contexts: self.contexts.clone(),
-            exits: self.exits.clone(),
+            // A cache: a clone (jump-forward probes, samplers cloned by the
+            // runtime) starts without it rather than paying for its copy.
+            exits: Default::default(),
             step_ends: self.step_ends.clone(),
             terminated: self.terminated,
             scratch: Scratch::default(),

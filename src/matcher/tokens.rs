@@ -15,8 +15,12 @@
 //!
 //! Lexeme states are walked with the DFA alone, and their results are
 //! cached per vocabulary (keyed by the lexeme and the state's token
-//! class), so that grammars share them. Parser-rule states are walked with
-//! the Earley walker and cached per grammar.
+//! class), so that grammars share them; so are the walks of each first-byte
+//! subtree, which many states of a lexeme share. Parser-rule states are
+//! walked with the Earley walker and cached per grammar; wherever only
+//! lexeme items are left, the walk goes on with their DFAs. Trie subtrees
+//! that a DFA state reads entirely (by byte groups, or by characters for
+//! multi-byte UTF-8) are taken whole.
 
 use std::sync::Arc;
 

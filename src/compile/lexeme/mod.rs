@@ -81,7 +81,8 @@ pub struct LexemeDfa {
 /// DFAs with fewer states are not worth the refinement (minimization
 /// already merged their equivalent states).
 const TOKEN_CLASS_MIN_STATES: usize = 32;
-/// Most work (states x classes x rounds) spent on the refinement: beyond
+/// Most work (states x classes, for the first round and for every state
+/// re-signed after it) spent on the refinement: beyond
 /// it, each state keeps its own token sets (correct, and walks of counting
 /// states are cheap, see [`SafeGroups`]), so that no single mask pays for
 /// a long refinement.
@@ -119,24 +120,7 @@ impl LexemeDfa {
             return None;
         }
         const DEAD_CLASS: u32 = u32::MAX;
-        // Predecessors, compressed rows.
-        let mut pred_start = vec![0u32; n + 1];
-        for &t in &self.trans {
-            if t != DEAD {
-                pred_start[t as usize + 1] += 1;
-            }
-        }
-        for s in 0..n {
-            pred_start[s + 1] += pred_start[s];
-        }
-        let mut fill = pred_start.clone();
-        let mut preds = vec![0u32; pred_start[n] as usize];
-        for (i, &t) in self.trans.iter().enumerate() {
-            if t != DEAD {
-                preds[fill[t as usize] as usize] = (i / k) as u32;
-                fill[t as usize] += 1;
-            }
-        }
+        let (pred_start, preds) = predecessors(&self.trans, n, k);
         let mut class: Vec<u32> = self.is_final.iter().map(|&f| f as u32).collect();
         let mut size = vec![0u32; 2];
         for &c in &class {
@@ -459,23 +443,7 @@ impl LexemeDfa {
         let n = is_final.len();
         let k = num_classes;
         // Live states: those that reach a final one (backwards from them).
-        let mut pred_start = vec![0u32; n + 1];
-        for &t in &trans {
-            if t != DEAD {
-                pred_start[t as usize + 1] += 1;
-            }
-        }
-        for s in 0..n {
-            pred_start[s + 1] += pred_start[s];
-        }
-        let mut fill = pred_start.clone();
-        let mut preds = vec![0u32; pred_start[n] as usize];
-        for (i, &t) in trans.iter().enumerate() {
-            if t != DEAD {
-                preds[fill[t as usize] as usize] = (i / k) as u32;
-                fill[t as usize] += 1;
-            }
-        }
+        let (pred_start, preds) = predecessors(&trans, n, k);
         let mut live = is_final.clone();
         let mut todo: Vec<usize> = (0..n).filter(|&s| live[s]).collect();
         while let Some(t) = todo.pop() {
@@ -525,6 +493,30 @@ impl LexemeDfa {
             token_classes: OnceLock::new(),
         }
     }
+}
+
+/// The predecessors of each state of a transition table (`n` states, `k`
+/// classes) as compressed rows: those of `t` are
+/// `preds[start[t]..start[t + 1]]` (once per transition).
+fn predecessors(trans: &[u32], n: usize, k: usize) -> (Vec<u32>, Vec<u32>) {
+    let mut start = vec![0u32; n + 1];
+    for &t in trans {
+        if t != DEAD {
+            start[t as usize + 1] += 1;
+        }
+    }
+    for s in 0..n {
+        start[s + 1] += start[s];
+    }
+    let mut fill = start.clone();
+    let mut preds = vec![0u32; start[n] as usize];
+    for (i, &t) in trans.iter().enumerate() {
+        if t != DEAD {
+            preds[fill[t as usize] as usize] = (i / k) as u32;
+            fill[t as usize] += 1;
+        }
+    }
+    (start, preds)
 }
 
 /// A DFA's byte classes seen from the trie's byte and character groups.
