@@ -28,6 +28,7 @@ use super::earley::{Chart, Item, LexemeWalk, Walker, CTX_ORIGIN, MAX_LEXEME_WALK
 use crate::compile::lexeme::{byteset_contains, ByteSet, LexemeDfa, DEAD};
 use crate::compile::CompiledGrammar;
 use crate::hash::FastMap;
+use crate::vocab::trie::byte_group;
 use crate::vocab::{TokenTrie, Vocab};
 
 /// A set of token ids.
@@ -55,7 +56,20 @@ impl TokenList {
     pub fn from_trie_ranges(ranges: &[(u32, u32)], vocab: &Vocab) -> TokenList {
         let ids = vocab.trie().token_ids();
         let count: usize = ranges.iter().map(|r| (r.1 - r.0) as usize).sum();
-        if count > vocab.len() / 32 {
+        if count > ids.len() / 2 {
+            // Mostly everything: all tokens but the gaps between ranges.
+            let mut words = vec![0u32; vocab.mask_words()];
+            let all = vocab.trie().all_tokens();
+            words[..all.len()].copy_from_slice(all);
+            let mut at = 0u32;
+            for &(lo, hi) in ranges.iter().chain([(ids.len() as u32, 0)].iter()) {
+                for &id in &ids[at as usize..lo as usize] {
+                    words[(id >> 5) as usize] &= !(1 << (id & 31));
+                }
+                at = hi;
+            }
+            TokenList::Dense(words.into_boxed_slice())
+        } else if count > vocab.len() / 32 {
             let mut words = vec![0u32; vocab.mask_words()];
             for &(lo, hi) in ranges {
                 for &id in &ids[lo as usize..hi as usize] {
@@ -517,6 +531,9 @@ struct DfaWalk<'a> {
     path: Vec<u8>,
     /// Depths of the current path after which the lexeme could end.
     pending: Vec<u16>,
+    /// Per depth: the groups (bytes, characters) whose subtrees the nodes
+    /// there are read whole with (see [`LexemeDfa::child_groups`]).
+    child_groups: Vec<(u64, u64)>,
     /// Accepted tokens, trie-order ranges.
     ranges: Vec<(u32, u32)>,
     exits: Vec<Exit>,
@@ -532,6 +549,7 @@ impl<'a> DfaWalk<'a> {
             stack: vec![DEAD; max],
             path: vec![0; max],
             pending: Vec::new(),
+            child_groups: vec![(0, 0); max + 1],
             ranges: Vec::new(),
             exits: Vec::new(),
         }
@@ -558,11 +576,28 @@ impl<'a> DfaWalk<'a> {
         }
         self.add_range(n.tok_start, nodes[i + 1].tok_start);
         let d = n.depth as usize;
+        self.child_groups[d + 1] = self.dfa.child_groups(self.trie, i as u32, t, self.horizon);
         self.stack[d] = t;
         if self.dfa.is_final[t as usize] {
             self.pending.push(d as u16);
         }
         true
+    }
+
+    /// Node `i` (at depth `d`) and its subtree are read whole by what its
+    /// parent's state reads (see [`LexemeDfa::child_groups`]): an ASCII
+    /// byte whose group, and the groups below, are all safe.
+    #[inline]
+    fn read_whole_by_parent(&self, i: usize, d: usize) -> bool {
+        let (bytes, chars) = self.child_groups[d];
+        let node = self.trie.nodes()[i];
+        if node.byte >= 0x80 {
+            return false;
+        }
+        let own = 1u64 << byte_group(node.byte);
+        let below = i as u32;
+        (own | self.trie.groups_below(below)) & !bytes == 0
+            || (own | self.trie.char_groups_below(below)) & !chars == 0
     }
 
     /// Walks nodes `first..end`, where `stack` holds the states of the path
@@ -577,6 +612,11 @@ impl<'a> DfaWalk<'a> {
                 self.pending.pop();
             }
             self.path[d] = n.byte;
+            if self.read_whole_by_parent(i, d) {
+                self.add_range(n.tok_start, nodes[n.subtree_end as usize].tok_start);
+                i = n.subtree_end as usize;
+                continue;
+            }
             let t = self.dfa.next(self.stack[d - 1], n.byte);
             if t != DEAD {
                 if self.enter(i, t) {
@@ -791,5 +831,40 @@ pub fn info_for(g: &CompiledGrammar, state: u32) -> &Arc<TokenInfo> {
         // States that no token can tell apart share one token set.
         let s = dfa.token_class(s, g.vocab().max_token_len());
         dfa.infos[s as usize].get_or_init(|| Arc::new(lexeme_info(g.vocab(), dfa, s)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Dense, complemented and sparse sets from trie ranges hold the same
+    /// tokens as the ids those ranges name.
+    #[test]
+    fn token_lists_from_trie_ranges() {
+        // 200 text tokens, one special token, one empty one.
+        let mut tokens: Vec<Vec<u8>> = (0..200u32).map(|i| format!("t{i}").into_bytes()).collect();
+        tokens.push(b"<s>".to_vec());
+        tokens.push(Vec::new());
+        let mut flags = vec![0; 202];
+        flags[200] = crate::vocab::TOKEN_SPECIAL;
+        let vocab = Vocab::new(tokens, flags, vec![200]).unwrap();
+        let n = vocab.trie().token_ids().len() as u32;
+        for ranges in [
+            vec![(0, n)],
+            vec![(0, 5), (9, n - 3)],
+            vec![(3, 40)],
+            vec![(7, 9), (100, 101)],
+        ] {
+            let ids: Vec<u32> = ranges
+                .iter()
+                .flat_map(|&(lo, hi)| vocab.trie().token_ids()[lo as usize..hi as usize].to_vec())
+                .collect();
+            let mut want = vec![0u32; vocab.mask_words()];
+            TokenList::from_ids(ids, &vocab).or_into(&mut want);
+            let mut got = vec![0u32; vocab.mask_words()];
+            TokenList::from_trie_ranges(&ranges, &vocab).or_into(&mut got);
+            assert_eq!(got, want, "{ranges:?}");
+        }
     }
 }

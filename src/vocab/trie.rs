@@ -120,6 +120,8 @@ pub struct TokenTrie {
     char_groups_below: Vec<u64>,
     /// Per node: the most characters below it on one path.
     char_height_below: Vec<u16>,
+    /// Bit `t % 32` of word `t / 32` is set for each token `t` of the trie.
+    all_tokens: Vec<u32>,
     max_len: usize,
 }
 
@@ -226,7 +228,13 @@ impl TokenTrie {
         }
         let (char_groups_below, char_height_below) = char_groups(&nodes[..n]);
         let max_len = nodes.iter().map(|n| n.depth as usize).max().unwrap_or(0);
+        let words = token_ids.iter().max().map_or(0, |&m| m as usize / 32 + 1);
+        let mut all_tokens = vec![0u32; words];
+        for &id in &token_ids {
+            all_tokens[(id / 32) as usize] |= 1 << (id % 32);
+        }
         TokenTrie {
+            all_tokens,
             nodes,
             token_ids,
             groups_below,
@@ -281,6 +289,12 @@ impl TokenTrie {
     /// Number of real nodes (without the sentinel): the root's subtree end.
     pub fn root_end(&self) -> u32 {
         (self.nodes.len() - 1) as u32
+    }
+
+    /// The trie's tokens as a bit set (bit `t % 32` of word `t / 32`; as
+    /// many words as the largest id needs).
+    pub fn all_tokens(&self) -> &[u32] {
+        &self.all_tokens
     }
 
     /// Token ids in trie order.
