@@ -125,6 +125,28 @@ pub struct TokenTrie {
     max_len: usize,
 }
 
+/// Bottom-up over depth-first trie nodes: per node, the union of what its
+/// descendants add and the most they add up on one path, where descendant
+/// `c` adds `step(c)` = (groups, count).
+fn fold_below(nodes: &[TrieNode], step: impl Fn(usize) -> (u64, u16)) -> (Vec<u64>, Vec<u16>) {
+    let n = nodes.len();
+    let mut below = vec![0u64; n];
+    let mut height = vec![0u16; n];
+    for i in (0..n).rev() {
+        let (mut g, mut h) = (0u64, 0u16);
+        let mut c = i + 1;
+        while c < nodes[i].subtree_end as usize {
+            let (own, count) = step(c);
+            g |= own | below[c];
+            h = h.max(count + height[c]);
+            c = nodes[c].subtree_end as usize;
+        }
+        below[i] = g;
+        height[i] = h;
+    }
+    (below, height)
+}
+
 /// Per node of a depth-first trie: [`TokenTrie::char_groups_below`] and
 /// [`TokenTrie::char_height_below`].
 fn char_groups(nodes: &[TrieNode]) -> (Vec<u64>, Vec<u16>) {
@@ -140,21 +162,7 @@ fn char_groups(nodes: &[TrieNode]) -> (Vec<u64>, Vec<u16>) {
         (at[i], starts[i]) = utf8_step(parent, node.byte);
         above.push(i);
     }
-    // Bottom-up, as for the byte groups.
-    let mut below = vec![0u64; n];
-    let mut height = vec![0u16; n];
-    for i in (0..n).rev() {
-        let mut g = 0u64;
-        let mut h = 0u16;
-        let mut c = i + 1;
-        while c < nodes[i].subtree_end as usize {
-            g |= starts[c].map_or(0, |k| 1u64 << k) | below[c];
-            h = h.max(starts[c].is_some() as u16 + height[c]);
-            c = nodes[c].subtree_end as usize;
-        }
-        below[i] = g;
-        height[i] = h;
-    }
+    let (mut below, height) = fold_below(nodes, |c| starts[c].map_or((0, 0), |k| (1u64 << k, 1)));
     for (i, g) in below.iter_mut().enumerate() {
         if matches!(at[i], Utf8At::Inside { .. }) {
             *g |= INSIDE_CHAR;
@@ -212,20 +220,8 @@ impl TokenTrie {
         });
         // Bottom-up: a node's groups are its children's bytes and theirs.
         let n = nodes.len() - 1;
-        let mut groups_below = vec![0u64; n];
-        let mut height_below = vec![0u16; n];
-        for i in (0..n).rev() {
-            let mut g = 0u64;
-            let mut h = 0u16;
-            let mut c = i + 1;
-            while c < nodes[i].subtree_end as usize {
-                g |= (1u64 << byte_group(nodes[c].byte)) | groups_below[c];
-                h = h.max(1 + height_below[c]);
-                c = nodes[c].subtree_end as usize;
-            }
-            groups_below[i] = g;
-            height_below[i] = h;
-        }
+        let (groups_below, height_below) =
+            fold_below(&nodes[..n], |c| (1u64 << byte_group(nodes[c].byte), 1));
         let (char_groups_below, char_height_below) = char_groups(&nodes[..n]);
         let max_len = nodes.iter().map(|n| n.depth as usize).max().unwrap_or(0);
         let words = token_ids.iter().max().map_or(0, |&m| m as usize / 32 + 1);

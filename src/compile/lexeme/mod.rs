@@ -591,17 +591,20 @@ impl ClassBytes {
         }
     }
 
+    /// The classes of bytes `lo..=hi`, each once per run of equal classes.
+    fn classes_in(&self, lo: u8, hi: u8) -> impl Iterator<Item = u8> + '_ {
+        let mut last = None;
+        (lo..=hi).filter_map(move |b| {
+            let c = self.classes[b as usize];
+            (last.replace(c) != Some(c)).then_some(c)
+        })
+    }
+
     /// The one live state every byte of `lo..=hi` leads to from `q`.
     fn uniform(&self, trans: &[u32], q: u32, lo: u8, hi: u8) -> Option<u32> {
         let row = &trans[q as usize * self.num_classes..(q as usize + 1) * self.num_classes];
         let mut target = None;
-        let mut last_class = None;
-        for b in lo..=hi {
-            let c = self.classes[b as usize];
-            if last_class == Some(c) {
-                continue;
-            }
-            last_class = Some(c);
+        for c in self.classes_in(lo, hi) {
             match (row[c as usize], target) {
                 (DEAD, _) => return None,
                 (t, None) => target = Some(t),
@@ -644,13 +647,7 @@ impl ClassBytes {
         }
         let mut mixed = 0u64;
         for &(g, lead_lo, lead_hi, lo, hi, more) in &MULTI_BYTE {
-            let mut last_class = None;
-            for lead in lead_lo..=lead_hi {
-                let c = self.classes[lead as usize];
-                if last_class == Some(c) {
-                    continue;
-                }
-                last_class = Some(c);
+            for c in self.classes_in(lead_lo, lead_hi) {
                 let q = row[c as usize];
                 let mut t = (q != DEAD)
                     .then_some(q)
