@@ -12,6 +12,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use super::tokens::FreeExits;
+
 /// The context of the start rule: the end of the output.
 pub const ROOT_CTX: u32 = u32::MAX - 1;
 /// A context that is not interned (cyclic, or the table is full): results
@@ -32,6 +34,10 @@ struct Inner {
     /// `(state, context)` -> exit tokens allowed there.
     exits: Map<(u32, u32), Arc<[u32]>>,
     exit_tokens: usize,
+    /// `(state, lexeme items that read next)` -> the context-free part of
+    /// the exit tokens (see `tokens::free_exits`).
+    free: Map<(u32, Box<[u32]>), Arc<FreeExits>>,
+    free_tokens: usize,
 }
 
 /// The grammar-wide table (behind a lock: grammars are shared by threads).
@@ -71,10 +77,34 @@ impl Contexts {
         inner.exits.insert((state, ctx), tokens);
     }
 
+    /// The context-free exit tokens of `state` with lexeme items `next`
+    /// reading next (sorted states), computed by `compute` on first use.
+    pub fn free_exits(
+        &self,
+        state: u32,
+        next: &[u32],
+        compute: impl FnOnce() -> FreeExits,
+    ) -> Arc<FreeExits> {
+        let key = (state, next.to_vec().into_boxed_slice());
+        if let Some(f) = self.inner.lock().unwrap().free.get(&key) {
+            return f.clone();
+        }
+        let f = Arc::new(compute());
+        let mut inner = self.inner.lock().unwrap();
+        let size = f.tokens.len() + 2 * f.syncs.len() + 2 * f.whole.len();
+        if inner.free_tokens + size > MAX_EXIT_TOKENS {
+            inner.free.clear();
+            inner.free_tokens = 0;
+        }
+        inner.free_tokens += size;
+        inner.free.insert(key, f.clone());
+        f
+    }
+
     /// Approximate heap bytes.
     pub fn memory(&self) -> usize {
         let inner = self.inner.lock().unwrap();
         let ids: usize = inner.ids.keys().map(|k| k.len() * 8 + 32).sum();
-        ids + inner.exits.len() * 40 + inner.exit_tokens * 4
+        ids + inner.exits.len() * 40 + inner.exit_tokens * 4 + inner.free_tokens * 4
     }
 }

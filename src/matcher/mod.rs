@@ -14,7 +14,7 @@ pub mod tokens;
 use std::sync::Arc;
 
 use context::{NO_CTX, ROOT_CTX};
-use earley::{Chart, Item, Scratch, Walker, NO_ORIGIN};
+use earley::{Chart, Item, LexemeWalk, Scratch, Walker, NO_ORIGIN};
 use tokens::info_for;
 
 use crate::compile::lexeme::ByteSet;
@@ -439,12 +439,89 @@ fn exit_tokens(g: &CompiledGrammar, chart: &Chart, it: Item, info: &tokens::Toke
         }
     }
     let mut pw = tokens::PrefixWalk::new(1);
-    for exit in info.exits_starting_with(&first) {
-        check_exit(g, &mut walker, &mut pw, exit, &mut out);
+    match lexemes_next(g, walker.top()) {
+        Some((next, states)) => {
+            // Only lexemes read next: what they read before one of them can
+            // end is the same in every context; only the rest is walked here.
+            let free = g.contexts.free_exits(it.state, &states, || {
+                tokens::free_exits(g.vocab(), info, &first, next)
+            });
+            out.extend_from_slice(&free.tokens);
+            for exit in free.whole.iter() {
+                check_exit(g, &mut walker, &mut pw, exit, &mut out);
+            }
+            for &(node, depth) in free.syncs.iter() {
+                walk_below_sync(g, &mut walker, node, depth, &mut out);
+            }
+        }
+        None => {
+            for exit in info.exits_starting_with(&first) {
+                check_exit(g, &mut walker, &mut pw, exit, &mut out);
+            }
+        }
     }
     out.sort_unstable();
     out.dedup();
     out
+}
+
+/// When every item of `set` that reads bytes is inside a lexeme (at most
+/// [`earley::MAX_LEXEME_WALK`]): those lexemes, and their item states
+/// sorted (a key for what they read).
+fn lexemes_next<'g>(g: &'g CompiledGrammar, set: &[Item]) -> Option<(LexemeWalk<'g>, Vec<u32>)> {
+    let mut walk = LexemeWalk {
+        dfas: [None; earley::MAX_LEXEME_WALK],
+        states: [crate::compile::lexeme::DEAD; earley::MAX_LEXEME_WALK],
+    };
+    let mut states = Vec::new();
+    for it in set {
+        if !g.can_scan(it.state) || states.contains(&it.state) {
+            continue;
+        }
+        if g.is_structural(it.state) || states.len() == earley::MAX_LEXEME_WALK {
+            return None;
+        }
+        let (dfa, s) = g.lexeme_state(it.state);
+        walk.dfas[states.len()] = Some(dfa);
+        walk.states[states.len()] = s;
+        states.push(it.state);
+    }
+    if states.is_empty() {
+        return None;
+    }
+    // The key is sorted; the walk's order does not matter.
+    states.sort_unstable();
+    for (k, &st) in states.iter().enumerate() {
+        let (dfa, s) = g.lexeme_state(st);
+        walk.dfas[k] = Some(dfa);
+        walk.states[k] = s;
+    }
+    Some((walk, states))
+}
+
+/// Where a lexeme read after an exit can end (see [`tokens::FreeExits`]):
+/// the real parser reads the bytes of node `node`'s path from `depth` on
+/// (from the walker's first set) and walks the tokens below the node.
+fn walk_below_sync(
+    g: &CompiledGrammar,
+    walker: &mut Walker,
+    node: u32,
+    depth: u16,
+    out: &mut Vec<u32>,
+) {
+    let trie = g.vocab().trie();
+    let n = trie.nodes()[node as usize];
+    let any = trie.token_ids()[n.tok_start as usize];
+    walker.truncate(1);
+    for &b in &g.vocab().token_bytes(any)[depth as usize..n.depth as usize] {
+        if !walker.push_byte(b) {
+            return;
+        }
+    }
+    let none: ByteSet = [0; 4];
+    let mut exits = Vec::new();
+    let mut dfs = tokens::Dfs::new(trie, &none, out, &mut exits);
+    dfs.below(walker, node as usize);
 }
 
 /// The context id of rule `rule` started at chart set `origin` (see

@@ -484,6 +484,122 @@ impl<'a> Dfs<'a> {
     }
 }
 
+/// The part of a lexeme state's exit tokens that does not depend on the
+/// context: what the lexemes predicted right after it read before any of
+/// them can end (see [`free_exits`]).
+pub struct FreeExits {
+    /// Tokens allowed in every context with these lexemes next.
+    pub tokens: Box<[u32]>,
+    /// Where a lexeme can end, so that the callers decide: `(node, depth)`:
+    /// read the bytes of node `node`'s path from `depth` on with the real
+    /// parser, then walk below the node (its own tokens are in `tokens`).
+    pub syncs: Box<[(u32, u16)]>,
+    /// Exits to check whole with the real parser (a lexeme can end inside
+    /// the bytes before their node).
+    pub whole: Box<[Exit]>,
+}
+
+/// Walks the exits of `info` whose first byte is in `first` with the DFAs of
+/// `next` alone (the lexeme items that can read the first byte after the
+/// walked lexeme ends, and nothing else can): tokens are collected until
+/// one of the lexemes can end; there the walk stops and notes where the
+/// parser must take over.
+pub fn free_exits(vocab: &Vocab, info: &TokenInfo, first: &ByteSet, next: LexemeWalk) -> FreeExits {
+    let trie = vocab.trie();
+    let nodes = trie.nodes();
+    let horizon = trie.max_len();
+    let k = next.dfas.iter().take_while(|d| d.is_some()).count();
+    let dfas: Vec<&LexemeDfa> = next.dfas[..k].iter().map(|d| d.unwrap()).collect();
+    // One step of every lexeme: the new states, whether one is alive,
+    // whether one can end.
+    let step = |from: &[u32; MAX_LEXEME_WALK], b: u8| {
+        let mut to = [DEAD; MAX_LEXEME_WALK];
+        let (mut alive, mut can_end) = (false, false);
+        for (x, dfa) in dfas.iter().enumerate() {
+            if from[x] != DEAD {
+                to[x] = dfa.next(from[x], b);
+                if to[x] != DEAD {
+                    alive = true;
+                    can_end |= dfa.is_final[to[x] as usize];
+                }
+            }
+        }
+        (to, alive, can_end)
+    };
+    let mut tokens: Vec<u32> = Vec::new();
+    let mut syncs = Vec::new();
+    let mut whole = Vec::new();
+    let mut stack: Vec<[u32; MAX_LEXEME_WALK]> = Vec::new();
+    let add = |tokens: &mut Vec<u32>, r: std::ops::Range<u32>| {
+        tokens.extend_from_slice(&trie.token_ids()[r.start as usize..r.end as usize]);
+    };
+    'exits: for exit in info.exits_starting_with(first) {
+        let rem = exit_remainder(vocab, exit);
+        let mut states = next.states;
+        for (i, &b) in rem.iter().enumerate() {
+            let (to, alive, can_end) = step(&states, b);
+            if !alive {
+                continue 'exits;
+            }
+            if can_end && i + 1 < rem.len() {
+                whole.push(*exit);
+                continue 'exits;
+            }
+            states = to;
+        }
+        let c = exit.node as usize;
+        add(&mut tokens, trie.tokens_at(c as u32));
+        let can_end = dfas
+            .iter()
+            .enumerate()
+            .any(|(x, d)| states[x] != DEAD && d.is_final[states[x] as usize]);
+        if can_end {
+            syncs.push((c as u32, exit.depth));
+            continue;
+        }
+        // Below the exit's node, as `Dfs::dfa_subtree` without a parser.
+        let top = nodes[c].depth as usize;
+        stack.clear();
+        stack.push(states);
+        let mut j = c + 1;
+        while j < nodes[c].subtree_end as usize {
+            let n = nodes[j];
+            let rel = n.depth as usize - top;
+            stack.truncate(rel);
+            let (to, alive, can_end) = step(&stack[rel - 1], n.byte);
+            if !alive {
+                j = n.subtree_end as usize;
+                continue;
+            }
+            if can_end {
+                add(&mut tokens, trie.tokens_at(j as u32));
+                syncs.push((j as u32, exit.depth));
+                j = n.subtree_end as usize;
+                continue;
+            }
+            let read_whole = dfas
+                .iter()
+                .enumerate()
+                .any(|(x, d)| to[x] != DEAD && d.reads_subtree(trie, j as u32, to[x], horizon));
+            if read_whole {
+                add(&mut tokens, trie.subtree_tokens(j as u32));
+                j = n.subtree_end as usize;
+                continue;
+            }
+            add(&mut tokens, trie.tokens_at(j as u32));
+            stack.push(to);
+            j += 1;
+        }
+    }
+    tokens.sort_unstable();
+    tokens.dedup();
+    FreeExits {
+        tokens: tokens.into_boxed_slice(),
+        syncs: syncs.into_boxed_slice(),
+        whole: whole.into_boxed_slice(),
+    }
+}
+
 /// A [`Walker`] seen from a trie node: its first `offset` sets are below
 /// the node, set `offset` is the node's.
 pub(crate) struct WalkerAt<'w, 'a> {
