@@ -469,10 +469,6 @@ fn exit_tokens(g: &CompiledGrammar, chart: &Chart, it: Item, info: &tokens::Toke
 /// [`earley::MAX_LEXEME_WALK`]): those lexemes, and their item states
 /// sorted (a key for what they read).
 fn lexemes_next<'g>(g: &'g CompiledGrammar, set: &[Item]) -> Option<(LexemeWalk<'g>, Vec<u32>)> {
-    let mut walk = LexemeWalk {
-        dfas: [None; earley::MAX_LEXEME_WALK],
-        states: [crate::compile::lexeme::DEAD; earley::MAX_LEXEME_WALK],
-    };
     let mut states = Vec::new();
     for it in set {
         if !g.can_scan(it.state) || states.contains(&it.state) {
@@ -481,16 +477,16 @@ fn lexemes_next<'g>(g: &'g CompiledGrammar, set: &[Item]) -> Option<(LexemeWalk<
         if g.is_structural(it.state) || states.len() == earley::MAX_LEXEME_WALK {
             return None;
         }
-        let (dfa, s) = g.lexeme_state(it.state);
-        walk.dfas[states.len()] = Some(dfa);
-        walk.states[states.len()] = s;
         states.push(it.state);
     }
     if states.is_empty() {
         return None;
     }
-    // The key is sorted; the walk's order does not matter.
     states.sort_unstable();
+    let mut walk = LexemeWalk {
+        dfas: [None; earley::MAX_LEXEME_WALK],
+        states: [crate::compile::lexeme::DEAD; earley::MAX_LEXEME_WALK],
+    };
     for (k, &st) in states.iter().enumerate() {
         let (dfa, s) = g.lexeme_state(st);
         walk.dfas[k] = Some(dfa);
