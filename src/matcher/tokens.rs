@@ -554,7 +554,10 @@ pub fn free_exits(vocab: &Vocab, info: &TokenInfo, first: &ByteSet, next: Lexeme
             .enumerate()
             .any(|(x, d)| states[x] != DEAD && d.is_final[states[x] as usize]);
         if can_end {
-            syncs.push((c as u32, exit.depth));
+            // Only the tokens below the node are left to the parser.
+            if c + 1 < nodes[c].subtree_end as usize {
+                syncs.push((c as u32, exit.depth));
+            }
             continue;
         }
         // Below the exit's node, as `Dfs::dfa_subtree` without a parser.
@@ -573,7 +576,9 @@ pub fn free_exits(vocab: &Vocab, info: &TokenInfo, first: &ByteSet, next: Lexeme
             }
             if can_end {
                 add(&mut tokens, trie.tokens_at(j as u32));
-                syncs.push((j as u32, exit.depth));
+                if j + 1 < n.subtree_end as usize {
+                    syncs.push((j as u32, exit.depth));
+                }
                 j = n.subtree_end as usize;
                 continue;
             }
