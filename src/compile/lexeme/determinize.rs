@@ -24,16 +24,7 @@ pub enum Stop {
 /// The DFA of `nfa` (anchored at its start), not minimized; state 0 is the
 /// start, final states are those whose NFA set contains a match.
 pub fn determinize(nfa: &NFA, max_bytes: usize) -> Result<Table, Stop> {
-    let bc = nfa.byte_classes();
-    let mut classes = [0u8; 256];
-    let mut reps: Vec<u8> = Vec::new();
-    for b in 0..=255u8 {
-        let c = bc.get(b);
-        classes[b as usize] = c;
-        if c as usize >= reps.len() {
-            reps.push(b);
-        }
-    }
+    let (classes, reps) = super::class_table(nfa.byte_classes());
     let k = reps.len();
     let mut d = Determinizer {
         nfa,

@@ -780,6 +780,21 @@ fn truncate(s: &str, n: usize) -> String {
     }
 }
 
+/// `regex-automata`'s byte classes as a table, with the first byte of each
+/// class (in class order).
+fn class_table(bc: &regex_automata::util::alphabet::ByteClasses) -> ([u8; 256], Vec<u8>) {
+    let mut classes = [0u8; 256];
+    let mut reps: Vec<u8> = Vec::new();
+    for b in 0..=255u8 {
+        let c = bc.get(b);
+        classes[b as usize] = c;
+        if c as usize >= reps.len() {
+            reps.push(b);
+        }
+    }
+    (classes, reps)
+}
+
 /// Holder for a lazily computed value per state.
 pub type Lazy<T> = OnceLock<T>;
 
@@ -808,16 +823,7 @@ fn table_from_hir_dense(hir: &Hir, limits: &DfaLimits) -> Result<Table> {
         .map_err(|e| Error::unsupported(format!("lexeme start state: {e}")))?;
 
     // Byte classes: bytes that behave alike in every state.
-    let bc = dfa.byte_classes();
-    let mut classes = [0u8; 256];
-    let mut reps: Vec<u8> = Vec::new();
-    for b in 0..=255u8 {
-        let c = bc.get(b);
-        classes[b as usize] = c;
-        if c as usize >= reps.len() {
-            reps.push(b);
-        }
-    }
+    let (classes, reps) = class_table(dfa.byte_classes());
     let num_classes = reps.len();
 
     // Explore from the start state, numbering states densely.
