@@ -327,6 +327,53 @@ pub struct LexemeWalk<'a> {
     pub states: [u32; MAX_LEXEME_WALK],
 }
 
+/// One byte read by every lexeme of a [`LexemeWalk`]: their new states
+/// (`DEAD` where one died), whether one is alive, whether one can end.
+pub struct LexemeStep {
+    pub states: [u32; MAX_LEXEME_WALK],
+    pub alive: bool,
+    pub can_end: bool,
+}
+
+impl LexemeWalk<'_> {
+    /// Reads `byte` from `from` (states of `self.dfas`, slot by slot).
+    #[inline]
+    pub fn step(&self, from: &[u32; MAX_LEXEME_WALK], byte: u8) -> LexemeStep {
+        let mut out = LexemeStep {
+            states: [crate::compile::lexeme::DEAD; MAX_LEXEME_WALK],
+            alive: false,
+            can_end: false,
+        };
+        for (x, dfa) in self.dfas.iter().enumerate() {
+            let Some(dfa) = dfa else { break };
+            if from[x] == crate::compile::lexeme::DEAD {
+                continue;
+            }
+            let t = dfa.next(from[x], byte);
+            out.states[x] = t;
+            if t != crate::compile::lexeme::DEAD {
+                out.alive = true;
+                out.can_end |= dfa.is_final[t as usize];
+            }
+        }
+        out
+    }
+
+    /// Some lexeme in `states` reads trie node `i`'s whole subtree.
+    pub fn reads_subtree(
+        &self,
+        trie: &crate::vocab::TokenTrie,
+        i: u32,
+        states: &[u32; MAX_LEXEME_WALK],
+    ) -> bool {
+        self.dfas.iter().zip(states).any(|(dfa, &s)| {
+            dfa.is_some_and(|d| {
+                s != crate::compile::lexeme::DEAD && d.reads_subtree(trie, i, s, trie.max_len())
+            })
+        })
+    }
+}
+
 /// Scratch item sets stacked on a read-only chart, for walks that try
 /// bytes and back off.
 pub struct Walker<'a> {

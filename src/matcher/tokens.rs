@@ -413,8 +413,6 @@ impl<'a> Dfs<'a> {
         let dtop = nodes[top].depth as usize;
         let end = nodes[top].subtree_end as usize;
         let base_len = self.dfa_stack.len();
-        let k = lexemes.dfas.iter().take_while(|d| d.is_some()).count();
-        let dfas = &lexemes.dfas[..k];
         self.dfa_stack.push(lexemes.states);
         let mut j = top + 1;
         while j < end {
@@ -424,31 +422,15 @@ impl<'a> Dfs<'a> {
             self.dfa_stack.truncate(base_len + rel);
             self.pop_pending(d);
             self.set_path(d, n.byte);
-            let before = self.dfa_stack[base_len + rel - 1];
-            let mut after = [DEAD; MAX_LEXEME_WALK];
-            let (mut alive, mut can_end, mut whole) = (false, false, false);
-            for (x, dfa) in dfas.iter().enumerate() {
-                let dfa = dfa.unwrap();
-                if before[x] == DEAD {
-                    continue;
-                }
-                let t = dfa.next(before[x], n.byte);
-                after[x] = t;
-                if t != DEAD {
-                    alive = true;
-                    can_end |= dfa.is_final[t as usize];
-                    whole = whole
-                        || (!can_end
-                            && dfa.reads_subtree(self.trie, j as u32, t, self.trie.max_len()));
-                }
-            }
+            let step = lexemes.step(&self.dfa_stack[base_len + rel - 1], n.byte);
+            let (after, alive, can_end) = (step.states, step.alive, step.can_end);
             if !alive {
                 self.pruned(j);
                 j = n.subtree_end as usize;
                 continue;
             }
             if !can_end {
-                if whole {
+                if lexemes.reads_subtree(self.trie, j as u32, &after) {
                     self.accept_subtree(j);
                     j = n.subtree_end as usize;
                     continue;
@@ -507,24 +489,9 @@ pub struct FreeExits {
 pub fn free_exits(vocab: &Vocab, info: &TokenInfo, first: &ByteSet, next: LexemeWalk) -> FreeExits {
     let trie = vocab.trie();
     let nodes = trie.nodes();
-    let horizon = trie.max_len();
-    let k = next.dfas.iter().take_while(|d| d.is_some()).count();
-    let dfas: Vec<&LexemeDfa> = next.dfas[..k].iter().map(|d| d.unwrap()).collect();
-    // One step of every lexeme: the new states, whether one is alive,
-    // whether one can end.
     let step = |from: &[u32; MAX_LEXEME_WALK], b: u8| {
-        let mut to = [DEAD; MAX_LEXEME_WALK];
-        let (mut alive, mut can_end) = (false, false);
-        for (x, dfa) in dfas.iter().enumerate() {
-            if from[x] != DEAD {
-                to[x] = dfa.next(from[x], b);
-                if to[x] != DEAD {
-                    alive = true;
-                    can_end |= dfa.is_final[to[x] as usize];
-                }
-            }
-        }
-        (to, alive, can_end)
+        let s = next.step(from, b);
+        (s.states, s.alive, s.can_end)
     };
     let mut tokens: Vec<u32> = Vec::new();
     let mut syncs = Vec::new();
@@ -549,10 +516,11 @@ pub fn free_exits(vocab: &Vocab, info: &TokenInfo, first: &ByteSet, next: Lexeme
         }
         let c = exit.node as usize;
         add(&mut tokens, trie.tokens_at(c as u32));
-        let can_end = dfas
+        let can_end = next
+            .dfas
             .iter()
-            .enumerate()
-            .any(|(x, d)| states[x] != DEAD && d.is_final[states[x] as usize]);
+            .zip(&states)
+            .any(|(d, &st)| d.is_some_and(|d| st != DEAD && d.is_final[st as usize]));
         if can_end {
             // Only the tokens below the node are left to the parser.
             if c + 1 < nodes[c].subtree_end as usize {
@@ -582,11 +550,7 @@ pub fn free_exits(vocab: &Vocab, info: &TokenInfo, first: &ByteSet, next: Lexeme
                 j = n.subtree_end as usize;
                 continue;
             }
-            let read_whole = dfas
-                .iter()
-                .enumerate()
-                .any(|(x, d)| to[x] != DEAD && d.reads_subtree(trie, j as u32, to[x], horizon));
-            if read_whole {
+            if next.reads_subtree(trie, j as u32, &to) {
                 add(&mut tokens, trie.subtree_tokens(j as u32));
                 j = n.subtree_end as usize;
                 continue;
