@@ -16,7 +16,6 @@ pub mod analyze;
 pub mod lexeme;
 pub mod rtn;
 
-use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
@@ -25,6 +24,7 @@ use lexeme::{ByteSet, DfaLimits, LexemeDfa};
 use rtn::{RtnBuilder, SState};
 
 use crate::error::{Error, Result};
+use crate::hash::FastMap;
 use crate::ir::{self, Expr, TokenSet};
 use crate::matcher::tokens::{TokenInfo, TokenList};
 use crate::vocab::Vocab;
@@ -210,7 +210,7 @@ struct Lowering<'g> {
     /// Compiled rules to build: (name, source).
     pending: Vec<(String, Source)>,
     /// Anonymous lexemes by their expanded expression.
-    anon: HashMap<Expr, u32>,
+    anon: FastMap<Expr, u32>,
 }
 
 enum Source {
@@ -322,7 +322,7 @@ pub fn compile_ir(
             "<start>".to_string(),
             Source::Start(Expr::Ref(grammar.start)),
         )],
-        anon: HashMap::new(),
+        anon: FastMap::default(),
     };
     let mut token_sets = Vec::new();
     let mut structural: Vec<SState> = Vec::new();

@@ -1,7 +1,7 @@
 //! From schema keywords to nodes ([`eval_schema`](Compiler::eval_schema))
 //! and from nodes to IR rules ([`rule_for`](Compiler::rule_for)).
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::BTreeSet;
 use std::rc::Rc;
 
 use serde_json::{Map, Value};
@@ -13,6 +13,7 @@ use super::number::{multiple_of, set_expr, NumAtom};
 use super::strings::{canonical_json, encode, encode_lang, is_full, length, StrLang};
 use super::JsonOptions;
 use crate::error::{Error, ErrorKind, Result};
+use crate::hash::{FastMap, FastSet};
 use crate::ir::{CharClass, Expr, GrammarBuilder, LexemeHint, RuleId};
 
 /// Most IR rules one schema may produce.
@@ -80,15 +81,15 @@ pub struct Compiler<'a> {
     pub doc: Doc<'a>,
     opts: JsonOptions,
     vals: Vec<Value>,
-    val_ids: HashMap<String, u32>,
-    nodes: HashMap<Term, Rc<Node>>,
-    in_progress: HashSet<Term>,
+    val_ids: FastMap<String, u32>,
+    nodes: FastMap<Term, Rc<Node>>,
+    in_progress: FastSet<Term>,
     evals: usize,
     pub b: GrammarBuilder,
-    rule_of_term: HashMap<Term, RuleId>,
-    lexemes: HashMap<Expr, RuleId>,
-    arr_rules: HashMap<ArrShape, RuleId>,
-    obj_rules: HashMap<ObjShape, RuleId>,
+    rule_of_term: FastMap<Term, RuleId>,
+    lexemes: FastMap<Expr, RuleId>,
+    arr_rules: FastMap<ArrShape, RuleId>,
+    obj_rules: FastMap<ObjShape, RuleId>,
     ws: Option<RuleId>,
     start: std::time::Instant,
 }
@@ -113,15 +114,15 @@ impl<'a> Compiler<'a> {
             doc,
             opts: opts.clone(),
             vals: Vec::new(),
-            val_ids: HashMap::new(),
-            nodes: HashMap::new(),
-            in_progress: HashSet::new(),
+            val_ids: FastMap::default(),
+            nodes: FastMap::default(),
+            in_progress: FastSet::default(),
             evals: 0,
             b: GrammarBuilder::new(),
-            rule_of_term: HashMap::new(),
-            lexemes: HashMap::new(),
-            arr_rules: HashMap::new(),
-            obj_rules: HashMap::new(),
+            rule_of_term: FastMap::default(),
+            lexemes: FastMap::default(),
+            arr_rules: FastMap::default(),
+            obj_rules: FastMap::default(),
             ws: None,
             start: std::time::Instant::now(),
         }
@@ -1348,9 +1349,9 @@ impl<'a> Compiler<'a> {
         };
         type Key = (usize, Vec<usize>);
         // Rules E(i, n): items from index i on (non-empty), n counted so far.
-        let mut rules: HashMap<Key, RuleId> = HashMap::new();
+        let mut rules: FastMap<Key, RuleId> = FastMap::default();
         let mut todo: Vec<Key> = Vec::new();
-        let id_of = |rules: &mut HashMap<Key, RuleId>,
+        let id_of = |rules: &mut FastMap<Key, RuleId>,
                      todo: &mut Vec<Key>,
                      this: &mut Self,
                      key: Key|
@@ -1453,12 +1454,12 @@ impl<'a> Compiler<'a> {
                 self.rule_for(&t)
             })
             .collect::<Result<_>>()?;
-        let mut rules: HashMap<u32, RuleId> = HashMap::new();
+        let mut rules: FastMap<u32, RuleId> = FastMap::default();
         let mut todo: Vec<u32> = Vec::new();
         // Rule U(set): items after the values in `set` were used (non-empty).
         fn get(
             this: &mut Compiler,
-            rules: &mut HashMap<u32, RuleId>,
+            rules: &mut FastMap<u32, RuleId>,
             set: u32,
             todo: &mut Vec<u32>,
         ) -> Result<RuleId> {
@@ -1669,11 +1670,11 @@ impl<'a> Compiler<'a> {
                 Some((set, creq))
             }
         };
-        let mut rules: HashMap<Key, RuleId> = HashMap::new();
+        let mut rules: FastMap<Key, RuleId> = FastMap::default();
         let mut todo: Vec<Key> = Vec::new();
         fn get(
             this: &mut Compiler,
-            rules: &mut HashMap<Key, RuleId>,
+            rules: &mut FastMap<Key, RuleId>,
             todo: &mut Vec<Key>,
             key: Key,
         ) -> Result<Expr> {
@@ -1689,7 +1690,7 @@ impl<'a> Compiler<'a> {
         // The members that may follow state (set, creq, c, f), each with
         // the state after it; `lead` goes before each (the separator).
         let continuations = |this: &mut Compiler,
-                             rules: &mut HashMap<Key, RuleId>,
+                             rules: &mut FastMap<Key, RuleId>,
                              todo: &mut Vec<Key>,
                              (set, creq, c, f): Key,
                              lead: Option<&Expr>|

@@ -3,23 +3,25 @@
 //! same object suffix). Rules are merged by partition refinement, as in
 //! DFA minimization: two rules are equal when their hints are equal and
 //! their bodies are equal up to references to equal rules.
+//!
+//! Bodies are large (property names spelled every way JSON allows), so
+//! they are never copied here: references are rewritten in place and
+//! shapes are compared through a view that ignores reference targets.
+
+use std::hash::{Hash, Hasher};
 
 use crate::hash::FastMap;
 use crate::ir::{Expr, Grammar, LexemeHint, Rule, RuleId};
 
-fn map_refs(e: &Expr, f: &dyn Fn(RuleId) -> RuleId) -> Expr {
+/// Calls `f` on every rule reference in `e`, in order, to rewrite it.
+fn for_each_ref_mut(e: &mut Expr, f: &mut impl FnMut(&mut RuleId)) {
     match e {
-        Expr::Ref(r) => Expr::Ref(f(*r)),
-        Expr::Seq(v) => Expr::Seq(v.iter().map(|x| map_refs(x, f)).collect()),
-        Expr::Alt(v) => Expr::Alt(v.iter().map(|x| map_refs(x, f)).collect()),
-        Expr::And(v) => Expr::And(v.iter().map(|x| map_refs(x, f)).collect()),
-        Expr::Not(x) => Expr::Not(Box::new(map_refs(x, f))),
-        Expr::Repeat { expr, min, max } => Expr::Repeat {
-            expr: Box::new(map_refs(expr, f)),
-            min: *min,
-            max: *max,
-        },
-        other => other.clone(),
+        Expr::Ref(r) => f(r),
+        Expr::Seq(v) | Expr::Alt(v) | Expr::And(v) => {
+            v.iter_mut().for_each(|x| for_each_ref_mut(x, f))
+        }
+        Expr::Not(x) | Expr::Repeat { expr: x, .. } => for_each_ref_mut(x, f),
+        _ => {}
     }
 }
 
@@ -29,6 +31,56 @@ fn collect_refs(e: &Expr, out: &mut Vec<RuleId>) {
     }
     e.for_each_child(|c| collect_refs(c, out));
 }
+
+/// A body seen with its reference targets blanked out: equal shapes
+/// differ at most in which rules they reference.
+struct Shape<'a>(&'a Expr);
+
+impl Hash for Shape<'_> {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        std::mem::discriminant(self.0).hash(h);
+        match self.0 {
+            Expr::Ref(_) | Expr::Empty | Expr::Nothing => {}
+            Expr::Literal(s) => s.hash(h),
+            Expr::Class(c) => c.hash(h),
+            Expr::Token(t) => t.hash(h),
+            Expr::Seq(v) | Expr::Alt(v) | Expr::And(v) => {
+                v.len().hash(h);
+                v.iter().for_each(|x| Shape(x).hash(h));
+            }
+            Expr::Not(x) => Shape(x).hash(h),
+            Expr::Repeat { expr, min, max } => {
+                (min, max).hash(h);
+                Shape(expr).hash(h);
+            }
+        }
+    }
+}
+
+impl PartialEq for Shape<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        match (self.0, other.0) {
+            (Expr::Ref(_), Expr::Ref(_)) => true,
+            (Expr::Seq(a), Expr::Seq(b))
+            | (Expr::Alt(a), Expr::Alt(b))
+            | (Expr::And(a), Expr::And(b)) => {
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| Shape(x) == Shape(y))
+            }
+            (Expr::Not(a), Expr::Not(b)) => Shape(a) == Shape(b),
+            (
+                Expr::Repeat { expr, min, max },
+                Expr::Repeat {
+                    expr: e2,
+                    min: m2,
+                    max: x2,
+                },
+            ) => min == m2 && max == x2 && Shape(expr) == Shape(e2),
+            (a, b) => a == b,
+        }
+    }
+}
+
+impl Eq for Shape<'_> {}
 
 /// The same language with duplicate, alias and unreachable rules removed.
 pub fn minimize(g: Grammar) -> Grammar {
@@ -53,24 +105,25 @@ pub fn minimize(g: Grammar) -> Grammar {
         }
     }
     let start = g.start;
-    let resolve = |r: RuleId| if r == start { r } else { target[r as usize] };
-    let bodies: Vec<Expr> = g
-        .rules
-        .iter()
-        .map(|r| map_refs(&r.body, &|x| resolve(x)))
-        .collect();
+    let mut rules = g.rules;
+    for r in rules.iter_mut() {
+        for_each_ref_mut(&mut r.body, &mut |x| {
+            if *x != start {
+                *x = target[*x as usize]
+            }
+        });
+    }
     // Partition refinement on integer keys: each body's shape (its
     // references blanked) is interned once, its references listed in
     // order; a round then only looks at the classes of those references.
-    let mut shapes: FastMap<(LexemeHint, Expr), u32> = FastMap::default();
+    let mut shapes: FastMap<(LexemeHint, Shape), u32> = FastMap::default();
     let mut shape_of = Vec::with_capacity(n);
     let mut refs_of: Vec<Vec<RuleId>> = Vec::with_capacity(n);
-    for (i, body) in bodies.iter().enumerate() {
-        let blank = map_refs(body, &|_| 0);
+    for r in &rules {
         let k = shapes.len() as u32;
-        shape_of.push(*shapes.entry((g.rules[i].lexeme, blank)).or_insert(k));
+        shape_of.push(*shapes.entry((r.lexeme, Shape(&r.body))).or_insert(k));
         let mut refs = Vec::new();
-        collect_refs(body, &mut refs);
+        collect_refs(&r.body, &mut refs);
         refs_of.push(refs);
     }
     drop(shapes);
@@ -116,26 +169,24 @@ pub fn minimize(g: Grammar) -> Grammar {
         }
         new_id[c as usize] = Some(order.len() as RuleId);
         order.push(c);
-        let mut refs = Vec::new();
-        collect_refs(&bodies[rep[c as usize].unwrap()], &mut refs);
-        for r in refs.into_iter().rev() {
+        for &r in refs_of[rep[c as usize].unwrap()].iter().rev() {
             let rc = class[r as usize];
             if new_id[rc as usize].is_none() {
                 stack.push(rc);
             }
         }
     }
+    let mut old_rules: Vec<Option<Rule>> = rules.into_iter().map(Some).collect();
     let rules: Vec<Rule> = order
         .iter()
         .map(|&c| {
-            let i = rep[c as usize].unwrap();
-            Rule {
-                name: g.rules[i].name.clone(),
-                body: map_refs(&bodies[i], &|x| {
-                    new_id[class[x as usize] as usize].expect("reachable")
-                }),
-                lexeme: g.rules[i].lexeme,
-            }
+            let mut rule = old_rules[rep[c as usize].unwrap()]
+                .take()
+                .expect("one representative per class");
+            for_each_ref_mut(&mut rule.body, &mut |x| {
+                *x = new_id[class[*x as usize] as usize].expect("reachable")
+            });
+            rule
         })
         .collect();
     Grammar { rules, start: 0 }

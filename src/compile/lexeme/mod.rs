@@ -827,8 +827,7 @@ fn table_from_hir_dense(hir: &Hir, limits: &DfaLimits) -> Result<Table> {
     let num_classes = reps.len();
 
     // Explore from the start state, numbering states densely.
-    let mut ids: std::collections::HashMap<regex_automata::util::primitives::StateID, u32> =
-        std::collections::HashMap::new();
+    let mut ids: FastMap<regex_automata::util::primitives::StateID, u32> = FastMap::default();
     let mut order = vec![start];
     ids.insert(start, 0);
     let mut trans: Vec<u32> = Vec::new();
