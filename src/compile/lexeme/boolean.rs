@@ -8,12 +8,11 @@
 //! alternations and repetitions around them by subset construction over an
 //! NFA that embeds the sub-DFAs.
 
-use std::collections::HashMap;
-
 use std::sync::Arc;
 
 use super::{has_boolean, minimize, DfaLimits, LexemeCache, Table, DEAD};
 use crate::error::{Error, Result};
+use crate::hash::FastMap;
 use crate::ir::{CharClass, Expr};
 
 /// Most DFA states a boolean construction may create.
@@ -42,13 +41,25 @@ pub fn table_of(e: &Expr, limits: &DfaLimits, cache: &LexemeCache) -> Result<Arc
                 None => table_of(negated[0], limits, cache)?,
             };
             let skip = usize::from(positive.is_empty());
-            for x in positive.iter().skip(1) {
-                acc = Arc::new(minimize(&product(&acc, &*table_of(x, limits, cache)?)?));
-            }
-            for x in negated.iter().skip(skip) {
-                let Expr::Not(inner) = x else { unreachable!() };
-                let t = table_of(inner, limits, cache)?;
-                acc = Arc::new(minimize(&product(&acc, &complement(&t))?));
+            let mut rest: Vec<(&Expr, bool)> =
+                positive.iter().skip(1).map(|x| (*x, false)).collect();
+            rest.extend(negated.iter().skip(skip).map(|x| match x {
+                Expr::Not(inner) => (&**inner, true),
+                _ => unreachable!(),
+            }));
+            // A product of minimal DFAs is close to minimal (the product
+            // of "any string" and "not one of these keys" loses one state
+            // of hundreds), and minimizing it cost more than building it.
+            // Only a product that feeds another one is minimized, to keep
+            // the next product small.
+            for (i, &(x, negate)) in rest.iter().enumerate() {
+                let t = table_of(x, limits, cache)?;
+                let p = if negate {
+                    product(&acc, &complement(&t))?
+                } else {
+                    product(&acc, &t)?
+                };
+                acc = Arc::new(if i + 1 < rest.len() { minimize(&p) } else { p });
             }
             return Ok(acc);
         }
@@ -91,22 +102,40 @@ fn complement(t: &Table) -> Table {
 /// Intersection: the product automaton, explored from the start pair.
 fn product(a: &Table, b: &Table) -> Result<Table> {
     // Joint byte classes.
-    let mut pair_class: HashMap<(u8, u8), u8> = HashMap::new();
+    let mut pair_class = vec![u8::MAX; a.num_classes * b.num_classes];
     let mut classes = [0u8; 256];
     let mut reps: Vec<u8> = Vec::new();
     for byte in 0..=255u8 {
-        let key = (a.classes[byte as usize], b.classes[byte as usize]);
-        let next = pair_class.len();
-        let c = *pair_class.entry(key).or_insert(next as u8);
-        if c as usize == reps.len() {
+        let key =
+            a.classes[byte as usize] as usize * b.num_classes + b.classes[byte as usize] as usize;
+        if pair_class[key] == u8::MAX {
+            pair_class[key] = reps.len() as u8;
             reps.push(byte);
         }
-        classes[byte as usize] = c;
+        classes[byte as usize] = pair_class[key];
     }
     let num_classes = reps.len();
-    let mut ids: HashMap<(u32, u32), u32> = HashMap::new();
+    // Pair ids: a dense table when the pairs are few, else a map.
+    let dense_len = a.num_states() * b.num_states();
+    let mut dense: Vec<u32> = if dense_len <= 1 << 20 {
+        vec![DEAD; dense_len]
+    } else {
+        Vec::new()
+    };
+    let mut sparse: FastMap<(u32, u32), u32> = FastMap::default();
+    let mut id_of = |ta: u32, tb: u32, next: u32| -> u32 {
+        if dense.is_empty() {
+            *sparse.entry((ta, tb)).or_insert(next)
+        } else {
+            let slot = &mut dense[ta as usize * b.num_states() + tb as usize];
+            if *slot == DEAD {
+                *slot = next;
+            }
+            *slot
+        }
+    };
+    id_of(0, 0, 0);
     let mut order = vec![(0u32, 0u32)];
-    ids.insert((0, 0), 0);
     let mut trans = Vec::new();
     let mut is_final = Vec::new();
     let mut i = 0;
@@ -120,7 +149,7 @@ fn product(a: &Table, b: &Table) -> Result<Table> {
                 continue;
             }
             let next = order.len() as u32;
-            let id = *ids.entry((ta, tb)).or_insert(next);
+            let id = id_of(ta, tb, next);
             if id == next {
                 if order.len() >= MAX_STATES {
                     return Err(too_large());
@@ -302,7 +331,7 @@ impl Nfa {
         let num_classes = reps.len();
         let mut first = vec![start];
         self.closure(&mut first);
-        let mut ids: HashMap<Vec<u32>, u32> = HashMap::new();
+        let mut ids: FastMap<Vec<u32>, u32> = FastMap::default();
         ids.insert(first.clone(), 0);
         let mut order = vec![first];
         let mut trans = Vec::new();
