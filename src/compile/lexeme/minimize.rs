@@ -16,7 +16,9 @@ use super::{Table, DEAD};
 /// removed (their transitions become [`DEAD`]). The start stays state 0.
 pub fn minimize(t: &Table) -> Table {
     let k = t.num_classes;
-    let useful = useful_states(t);
+    let (row, edges) = live_edges(t);
+    let out = |s: usize| &edges[row[s] as usize..row[s + 1] as usize];
+    let useful = useful_states(t, &row, &edges);
     // Dense numbering of the useful states (the start is 0 when useful).
     let mut id = vec![DEAD; t.num_states()];
     let mut states: Vec<u32> = Vec::new();
@@ -36,21 +38,15 @@ pub fn minimize(t: &Table) -> Table {
             is_final: vec![false],
         };
     }
-    let next = |s: usize, c: usize| -> u32 {
-        match t.trans[states[s] as usize * k + c] {
-            DEAD => DEAD,
-            x => id[x as usize],
-        }
-    };
 
-    // Inverse transitions as compressed rows: the entries of target `q`
-    // are `inv[inv_start[q]..inv_start[q + 1]]`, each `class << 32 | source`.
+    // Inverse transitions between useful states as compressed rows: the
+    // entries of target `q` are `inv[inv_start[q]..inv_start[q + 1]]`,
+    // each `class << 32 | source`.
     let mut inv_start = vec![0u32; n + 1];
-    for s in 0..n {
-        for c in 0..k {
-            let q = next(s, c);
-            if q != DEAD {
-                inv_start[q as usize + 1] += 1;
+    for &s in &states {
+        for &(_, q) in out(s as usize) {
+            if id[q as usize] != DEAD {
+                inv_start[id[q as usize] as usize + 1] += 1;
             }
         }
     }
@@ -59,11 +55,11 @@ pub fn minimize(t: &Table) -> Table {
     }
     let mut fill = inv_start.clone();
     let mut inv = vec![0u64; inv_start[n] as usize];
-    for s in 0..n {
-        for c in 0..k {
-            let q = next(s, c);
+    for (i, &s) in states.iter().enumerate() {
+        for &(c, q) in out(s as usize) {
+            let q = id[q as usize];
             if q != DEAD {
-                inv[fill[q as usize] as usize] = (c as u64) << 32 | s as u64;
+                inv[fill[q as usize] as usize] = (c as u64) << 32 | i as u64;
                 fill[q as usize] += 1;
             }
         }
@@ -177,10 +173,11 @@ pub fn minimize(t: &Table) -> Table {
         let b = order[i] as usize;
         let rep = elems[start[b] as usize] as usize;
         finals_out.push(is_final(rep));
-        for c in 0..k {
-            let q = next(rep, c);
+        let base = trans.len();
+        trans.resize(base + k, DEAD);
+        for &(c, q) in out(states[rep] as usize) {
+            let q = id[q as usize];
             if q == DEAD {
-                trans.push(DEAD);
                 continue;
             }
             let tb = block_of[q as usize];
@@ -188,7 +185,7 @@ pub fn minimize(t: &Table) -> Table {
                 block_id[tb as usize] = order.len() as u32;
                 order.push(tb);
             }
-            trans.push(block_id[tb as usize]);
+            trans[base + c as usize] = block_id[tb as usize];
         }
         i += 1;
     }
@@ -200,9 +197,28 @@ pub fn minimize(t: &Table) -> Table {
     }
 }
 
-/// The states reached from the start that can reach a final state.
-fn useful_states(t: &Table) -> Vec<bool> {
-    let (n, k) = (t.num_states(), t.num_classes);
+/// The live transitions of a table, in one pass over it: those of state
+/// `s` are `edges[row[s]..row[s + 1]]`, each `(class, target)`.
+fn live_edges(t: &Table) -> (Vec<u32>, Vec<(u32, u32)>) {
+    let k = t.num_classes;
+    let mut row = Vec::with_capacity(t.num_states() + 1);
+    let mut edges: Vec<(u32, u32)> = Vec::new();
+    for s in 0..t.num_states() {
+        row.push(edges.len() as u32);
+        for (c, &q) in t.trans[s * k..(s + 1) * k].iter().enumerate() {
+            if q != DEAD {
+                edges.push((c as u32, q));
+            }
+        }
+    }
+    row.push(edges.len() as u32);
+    (row, edges)
+}
+
+/// The states reached from the start that can reach a final state, given
+/// the live transitions as rows (see [`minimize`]).
+fn useful_states(t: &Table, row: &[u32], edges: &[(u32, u32)]) -> Vec<bool> {
+    let n = t.num_states();
     let mut reached = vec![false; n];
     if n == 0 {
         return reached;
@@ -210,14 +226,29 @@ fn useful_states(t: &Table) -> Vec<bool> {
     reached[0] = true;
     let mut todo = vec![0usize];
     while let Some(s) = todo.pop() {
-        for &q in &t.trans[s * k..(s + 1) * k] {
-            if q != DEAD && !reached[q as usize] {
+        for &(_, q) in &edges[row[s] as usize..row[s + 1] as usize] {
+            if !reached[q as usize] {
                 reached[q as usize] = true;
                 todo.push(q as usize);
             }
         }
     }
-    let (pred_start, preds) = super::predecessors(&t.trans, n, k);
+    // Backwards from the reached finals, over reversed edges.
+    let mut pred_start = vec![0u32; n + 1];
+    for &(_, q) in edges {
+        pred_start[q as usize + 1] += 1;
+    }
+    for q in 0..n {
+        pred_start[q + 1] += pred_start[q];
+    }
+    let mut fill = pred_start.clone();
+    let mut preds = vec![0u32; edges.len()];
+    for s in 0..n {
+        for &(_, q) in &edges[row[s] as usize..row[s + 1] as usize] {
+            preds[fill[q as usize] as usize] = s as u32;
+            fill[q as usize] += 1;
+        }
+    }
     let mut live: Vec<bool> = (0..n).map(|s| reached[s] && t.is_final[s]).collect();
     let mut todo: Vec<usize> = (0..n).filter(|&s| live[s]).collect();
     while let Some(q) = todo.pop() {
@@ -284,7 +315,8 @@ mod tests {
     /// Moore's refinement as in the books, over the useful states: the
     /// number of states of the minimal DFA.
     fn naive_size(t: &Table) -> usize {
-        let useful = useful_states(t);
+        let (row, edges) = live_edges(t);
+        let useful = useful_states(t, &row, &edges);
         let k = t.num_classes;
         let n = t.num_states();
         let mut class: Vec<u32> = (0..n).map(|s| t.is_final[s] as u32).collect();
@@ -340,7 +372,8 @@ mod tests {
             let m = minimize(&t);
             assert_eq!(m.num_states(), naive_size(&t), "{rows:?} {finals:?}");
             // Same language: walk both together from the starts.
-            let useful = useful_states(&t);
+            let (row, edges) = live_edges(&t);
+            let useful = useful_states(&t, &row, &edges);
             let mut seen = std::collections::HashSet::new();
             let mut todo = vec![(0u32, 0u32)];
             while let Some((a, b)) = todo.pop() {
