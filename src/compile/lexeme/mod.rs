@@ -545,8 +545,12 @@ struct ClassBytes {
     bytes: Vec<ByteSet>,
     /// Per byte group: the classes of its bytes.
     group_classes: Vec<Vec<u8>>,
-    classes: [u8; 256],
     num_classes: usize,
+    /// Per entry of [`MULTI_BYTE`]: the distinct classes of its lead bytes
+    /// and of its second bytes.
+    multi_byte_classes: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The distinct classes of the continuation bytes `80..=bf`.
+    continuation_classes: Vec<u8>,
 }
 
 /// Per group: the one live state all its bytes (or characters) lead to,
@@ -583,28 +587,31 @@ impl ClassBytes {
                 list.push(c);
             }
         }
+        let distinct = |lo: u8, hi: u8| {
+            let mut v: Vec<u8> = (lo..=hi).map(|b| classes[b as usize]).collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
         ClassBytes {
             bytes,
             group_classes,
-            classes: *classes,
             num_classes,
+            multi_byte_classes: MULTI_BYTE
+                .iter()
+                .map(|&(_, lead_lo, lead_hi, lo, hi, _)| {
+                    (distinct(lead_lo, lead_hi), distinct(lo, hi))
+                })
+                .collect(),
+            continuation_classes: distinct(0x80, 0xbf),
         }
     }
 
-    /// The classes of bytes `lo..=hi`, each once per run of equal classes.
-    fn classes_in(&self, lo: u8, hi: u8) -> impl Iterator<Item = u8> + '_ {
-        let mut last = None;
-        (lo..=hi).filter_map(move |b| {
-            let c = self.classes[b as usize];
-            (last.replace(c) != Some(c)).then_some(c)
-        })
-    }
-
-    /// The one live state every byte of `lo..=hi` leads to from `q`.
-    fn uniform(&self, trans: &[u32], q: u32, lo: u8, hi: u8) -> Option<u32> {
+    /// The one live state every byte of the given classes leads to from `q`.
+    fn uniform(&self, trans: &[u32], q: u32, classes: &[u8]) -> Option<u32> {
         let row = &trans[q as usize * self.num_classes..(q as usize + 1) * self.num_classes];
         let mut target = None;
-        for c in self.classes_in(lo, hi) {
+        for &c in classes {
             match (row[c as usize], target) {
                 (DEAD, _) => return None,
                 (t, None) => target = Some(t),
@@ -646,14 +653,14 @@ impl ClassBytes {
             by_char[g as usize] = None;
         }
         let mut mixed = 0u64;
-        for &(g, lead_lo, lead_hi, lo, hi, more) in &MULTI_BYTE {
-            for c in self.classes_in(lead_lo, lead_hi) {
+        for (&(g, .., more), (leads, seconds)) in MULTI_BYTE.iter().zip(&self.multi_byte_classes) {
+            for &c in leads {
                 let q = row[c as usize];
                 let mut t = (q != DEAD)
                     .then_some(q)
-                    .and_then(|q| self.uniform(trans, q, lo, hi));
+                    .and_then(|q| self.uniform(trans, q, seconds));
                 for _ in 0..more {
-                    t = t.and_then(|q| self.uniform(trans, q, 0x80, 0xbf));
+                    t = t.and_then(|q| self.uniform(trans, q, &self.continuation_classes));
                 }
                 match (t, by_char[g as usize]) {
                     (None, _) => mixed |= 1 << g,
@@ -675,22 +682,27 @@ impl ClassBytes {
 /// The groups that all lead from state `s` to one same state, and that
 /// state: its loop when it has one, else the target most groups go to.
 fn successor(s: u32, targets: &GroupTargets) -> (u64, u32) {
-    let mut to: Vec<(u32, u64)> = Vec::new();
+    let mut to = [(0u32, 0u64); 64];
+    let mut len = 0;
     for (g, t) in targets.iter().enumerate() {
         if let Some(t) = *t {
-            match to.iter_mut().find(|(x, _)| *x == t) {
+            match to[..len].iter_mut().find(|(x, _)| *x == t) {
                 Some((_, m)) => *m |= 1 << g,
-                None => to.push((t, 1 << g)),
+                None => {
+                    to[len] = (t, 1 << g);
+                    len += 1;
+                }
             }
         }
     }
+    let to = &to[..len];
     if let Some(&(_, m)) = to.iter().find(|(t, _)| *t == s) {
         return (m, s);
     }
     // Ties go to the target of the lowest group (letters and digits
     // before punctuation).
     let mut best = (0u64, DEAD);
-    for &(t, m) in &to {
+    for &(t, m) in to {
         if m.count_ones() > best.0.count_ones() {
             best = (m, t);
         }
