@@ -102,17 +102,18 @@ fn complement(t: &Table) -> Table {
 /// Intersection: the product automaton, explored from the start pair.
 fn product(a: &Table, b: &Table) -> Result<Table> {
     // Joint byte classes.
-    let mut pair_class = vec![u8::MAX; a.num_classes * b.num_classes];
+    // (`u16`: there can be 256 classes, so no `u8` is free for "none yet".)
+    let mut pair_class = vec![u16::MAX; a.num_classes * b.num_classes];
     let mut classes = [0u8; 256];
     let mut reps: Vec<u8> = Vec::new();
     for byte in 0..=255u8 {
         let key =
             a.classes[byte as usize] as usize * b.num_classes + b.classes[byte as usize] as usize;
-        if pair_class[key] == u8::MAX {
-            pair_class[key] = reps.len() as u8;
+        if pair_class[key] == u16::MAX {
+            pair_class[key] = reps.len() as u16;
             reps.push(byte);
         }
-        classes[byte as usize] = pair_class[key];
+        classes[byte as usize] = pair_class[key] as u8;
     }
     let num_classes = reps.len();
     // Pair ids: a dense table when the pairs are few, else a map.
@@ -422,5 +423,32 @@ mod tests {
         let mut st = d.start;
         st = d.next(st, 0xff);
         assert_eq!(st, DEAD);
+    }
+
+    #[test]
+    fn product_with_a_class_per_byte() {
+        // Low and high nibbles: together every byte is its own class.
+        let nibbles = |f: fn(usize) -> usize| {
+            let mut classes = [0u8; 256];
+            for (b, c) in classes.iter_mut().enumerate() {
+                *c = f(b) as u8;
+            }
+            // Accepts one byte whose nibble is 0.
+            let mut trans = vec![DEAD; 2 * 16];
+            trans[0] = 1;
+            Table {
+                classes,
+                num_classes: 16,
+                trans,
+                is_final: vec![false, true],
+            }
+        };
+        let p = product(&nibbles(|b| b % 16), &nibbles(|b| b / 16)).unwrap();
+        assert_eq!(p.num_classes, 256);
+        let distinct: std::collections::HashSet<u8> = p.classes.iter().copied().collect();
+        assert_eq!(distinct.len(), 256);
+        assert!(p.is_final[p.next(0, 0x00) as usize]);
+        assert_eq!(p.next(0, 0x10), DEAD);
+        assert_eq!(p.next(0, 0xff), DEAD);
     }
 }
