@@ -33,6 +33,14 @@ fn usage() -> ! {
     std::process::exit(2)
 }
 
+/// The number that follows option `args[i]` (usage and exit when missing
+/// or not a number).
+fn number_after<T: std::str::FromStr>(args: &[String], i: usize) -> T {
+    args.get(i + 1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| usage())
+}
+
 fn maskbench_main(args: &[String]) {
     let mut opts = maskbench::Options {
         dir: PathBuf::new(),
@@ -53,11 +61,11 @@ fn maskbench_main(args: &[String]) {
                 i += 1;
             }
             "--limit" => {
-                opts.limit = Some(value().parse().unwrap_or_else(|_| usage()));
+                opts.limit = Some(number_after(args, i));
                 i += 1;
             }
             "--every" => {
-                opts.every = value().parse().unwrap_or_else(|_| usage());
+                opts.every = number_after(args, i);
                 i += 1;
             }
             "--filter" => {
@@ -128,17 +136,11 @@ fn main() {
                 i += 1;
             }
             "--repeat" => {
-                repeat = args
-                    .get(i + 1)
-                    .and_then(|s| s.parse().ok())
-                    .unwrap_or_else(|| usage());
+                repeat = number_after(&args, i);
                 i += 1;
             }
             "--batch-threads" => {
-                batch_threads = args
-                    .get(i + 1)
-                    .and_then(|s| s.parse().ok())
-                    .unwrap_or_else(|| usage());
+                batch_threads = number_after(&args, i);
                 i += 1;
             }
             a if a.starts_with("--") => usage(),
