@@ -6,6 +6,12 @@
 //! nothing about lexing or automata: the compiler decides which parts become
 //! lexeme DFAs and which become parser rules.
 
+use std::sync::Arc;
+
+mod json_string;
+
+pub use json_string::{encode, encode_class, valid_content, JsonStrings};
+
 /// Index of a rule in [`Grammar::rules`].
 pub type RuleId = u32;
 
@@ -167,6 +173,10 @@ pub enum Expr {
     /// Every string (of Unicode scalar values) the operand does not match
     /// (complement). The operand must be regular.
     Not(Box<Expr>),
+    /// JSON string literals (quotes included, every spelling) of a set of
+    /// values or of its complement: regular, never empty-string. Shared
+    /// (`Arc`) because property-name sets are large and copied often.
+    JsonStrings(Arc<JsonStrings>),
 }
 
 impl Expr {
@@ -233,6 +243,17 @@ impl Expr {
             0 => Expr::Not(Box::new(Expr::Nothing)),
             1 => parts.into_iter().next().unwrap(),
             _ => Expr::And(parts),
+        }
+    }
+
+    /// The JSON string literals of `values` (of every other value when
+    /// `negated`).
+    pub fn json_strings(values: impl IntoIterator<Item = String>, negated: bool) -> Expr {
+        let js = JsonStrings::new(values, negated);
+        if js.is_empty() {
+            Expr::Nothing
+        } else {
+            Expr::JsonStrings(Arc::new(js))
         }
     }
 

@@ -167,6 +167,7 @@ impl RefMatcher<'_> {
                         .collect();
                 }
             }
+            Expr::JsonStrings(js) => out = self.ends(&js.spelled(), i),
             Expr::Not(inner) => {
                 let hit = self.ends(inner, i);
                 out = (i..=self.input.len())

@@ -150,7 +150,7 @@ fn is_productive(e: &Expr, productive: &[bool]) -> bool {
         Expr::Ref(r) => productive[*r as usize],
         // Decided exactly once the lexeme DFA is built (empty ones are
         // trimmed then).
-        Expr::And(_) | Expr::Not(_) => true,
+        Expr::And(_) | Expr::Not(_) | Expr::JsonStrings(_) => true,
     }
 }
 
@@ -224,7 +224,8 @@ fn collect_refs(e: &Expr) -> Vec<RuleId> {
 /// (`boolean` holds the answer for rules already seen).
 fn has_boolean(e: &Expr, boolean: &[bool]) -> bool {
     match e {
-        Expr::And(_) | Expr::Not(_) => true,
+        // Built as DFAs directly (see `lexeme::json_string`).
+        Expr::And(_) | Expr::Not(_) | Expr::JsonStrings(_) => true,
         Expr::Ref(r) => boolean[*r as usize],
         _ => {
             let mut found = false;
@@ -254,6 +255,7 @@ fn expanded_size(e: &Expr, sizes: &[usize]) -> usize {
                 .saturating_add(1)
         }
         Expr::Literal(s) => s.len(),
+        Expr::JsonStrings(js) => js.values().iter().map(|v| v.len() + 1).sum::<usize>() + 2,
         _ => {
             let mut n = 1usize;
             e.for_each_child(|c| n = n.saturating_add(expanded_size(c, sizes)));
@@ -268,6 +270,7 @@ fn has_loop(e: &Expr, looping: &[bool]) -> bool {
         Expr::Repeat { expr, min, max } => is_loopish(*min, *max) || has_loop(expr, looping),
         // Boolean operations are only done on DFAs: always a lexeme.
         Expr::And(_) | Expr::Not(_) => true,
+        Expr::JsonStrings(js) => js.negated(),
         _ => {
             let mut found = false;
             e.for_each_child(|c| found |= has_loop(c, looping));

@@ -138,7 +138,8 @@ impl<'a> RtnBuilder<'a> {
                 self.states[from as usize].calls.push((*r, next));
                 next
             }
-            Expr::And(_) | Expr::Not(_) => {
+            Expr::JsonStrings(js) if !js.negated() => self.expr(&js.spelled(), from)?,
+            Expr::And(_) | Expr::Not(_) | Expr::JsonStrings(_) => {
                 return Err(Error::unsupported(
                     "intersection and complement are only supported on regular parts",
                 ))

@@ -87,7 +87,7 @@ pub(crate) fn nullable_rules(g: &Grammar) -> Vec<bool> {
 fn is_nullable(e: &Expr, nullable: &[bool]) -> bool {
     match e {
         Expr::Empty => true,
-        Expr::Nothing | Expr::Class(_) | Expr::Token(_) => false,
+        Expr::Nothing | Expr::Class(_) | Expr::Token(_) | Expr::JsonStrings(_) => false,
         Expr::Literal(s) => s.is_empty(),
         Expr::Seq(v) => v.iter().all(|c| is_nullable(c, nullable)),
         Expr::Alt(v) => v.iter().any(|c| is_nullable(c, nullable)),
@@ -129,7 +129,12 @@ fn leftmost_refs(e: &Expr, nullable: &[bool], out: &mut Vec<RuleId>) {
         // Boolean operators only combine regular parts (never recursive).
         Expr::And(v) => v.iter().for_each(|c| leftmost_refs(c, nullable, out)),
         Expr::Not(c) => leftmost_refs(c, nullable, out),
-        Expr::Empty | Expr::Nothing | Expr::Literal(_) | Expr::Class(_) | Expr::Token(_) => {}
+        Expr::Empty
+        | Expr::Nothing
+        | Expr::Literal(_)
+        | Expr::Class(_)
+        | Expr::Token(_)
+        | Expr::JsonStrings(_) => {}
     }
 }
 

@@ -44,6 +44,7 @@ impl Hash for Shape<'_> {
             Expr::Literal(s) => s.hash(h),
             Expr::Class(c) => c.hash(h),
             Expr::Token(t) => t.hash(h),
+            Expr::JsonStrings(js) => js.hash(h),
             Expr::Seq(v) | Expr::Alt(v) | Expr::And(v) => {
                 v.len().hash(h);
                 v.iter().for_each(|x| Shape(x).hash(h));

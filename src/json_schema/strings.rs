@@ -13,6 +13,7 @@
 
 use std::collections::BTreeSet;
 
+pub use crate::ir::{encode, encode_class};
 use crate::ir::{CharClass, Expr, MAX_CHAR};
 
 /// A set of decoded strings.
@@ -234,7 +235,8 @@ fn ends(e: &Expr, s: &[u32], start: usize) -> BTreeSet<usize> {
         Expr::Empty => {
             out.insert(start);
         }
-        Expr::Nothing | Expr::Ref(_) | Expr::Token(_) => {}
+        // (Not a decoded string: JSON text.)
+        Expr::Nothing | Expr::Ref(_) | Expr::Token(_) | Expr::JsonStrings(_) => {}
         Expr::Literal(l) => {
             let lc: Vec<u32> = l.chars().map(|c| c as u32).collect();
             if s.len() >= start + lc.len() && s[start..start + lc.len()] == lc[..] {
@@ -337,199 +339,30 @@ pub fn canonical_json(s: &str) -> String {
     out
 }
 
-fn cls(ranges: &[(u32, u32)]) -> Expr {
-    Expr::Class(CharClass::from_ranges(ranges.iter().copied()))
-}
-
-fn hex_digit_class(lo: u32, hi: u32) -> Expr {
-    // Hex digits lo..=hi (0..=15), letters in either case.
-    let mut r = Vec::new();
-    for v in lo..=hi {
-        if v < 10 {
-            r.push((b'0' as u32 + v, b'0' as u32 + v));
-        } else {
-            r.push((b'a' as u32 + v - 10, b'a' as u32 + v - 10));
-            r.push((b'A' as u32 + v - 10, b'A' as u32 + v - 10));
-        }
-    }
-    cls(&r)
-}
-
-/// Four hex digits (either case) spelling a value in `lo..=hi`.
-fn hex4_range(lo: u32, hi: u32) -> Expr {
-    hex_range(lo, hi, 4)
-}
-
-fn hex_range(lo: u32, hi: u32, width: u32) -> Expr {
-    if lo > hi {
-        return Expr::Nothing;
-    }
-    if width == 0 {
-        return Expr::Empty;
-    }
-    let unit = 16u32.pow(width - 1);
-    let (lh, ll) = (lo / unit, lo % unit);
-    let (hh, hl) = (hi / unit, hi % unit);
-    let full_rest = |n: u32| Expr::repeat(hex_digit_class(0, 15), n, Some(n));
-    if lh == hh {
-        return Expr::seq(vec![hex_digit_class(lh, lh), hex_range(ll, hl, width - 1)]);
-    }
-    let mut alts = Vec::new();
-    let mut first = lh;
-    if ll != 0 {
-        alts.push(Expr::seq(vec![
-            hex_digit_class(lh, lh),
-            hex_range(ll, unit - 1, width - 1),
-        ]));
-        first += 1;
-    }
-    let mut last = hh;
-    let mut tail = None;
-    if hl != unit - 1 {
-        tail = Some(Expr::seq(vec![
-            hex_digit_class(hh, hh),
-            hex_range(0, hl, width - 1),
-        ]));
-        last = last.wrapping_sub(1);
-    }
-    if first <= last && last != u32::MAX {
-        alts.push(Expr::seq(vec![
-            hex_digit_class(first, last),
-            full_rest(width - 1),
-        ]));
-    }
-    if let Some(t) = tail {
-        alts.push(t);
-    }
-    Expr::alt(alts)
-}
-
-/// The ways to write one code point of class `c` inside a JSON string.
-pub fn encode_class(c: &CharClass) -> Expr {
-    if c.is_empty() {
-        return Expr::Nothing;
-    }
-    let mut alts = Vec::new();
-    // Raw: everything but '"', '\\' and control characters.
-    let raw =
-        c.intersect(&CharClass::from_ranges([(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C)]).negate());
-    if !raw.is_empty() {
-        alts.push(Expr::Class(raw));
-    }
-    let shorts: [(u32, char); 8] = [
-        (0x22, '"'),
-        (0x5C, '\\'),
-        (0x2F, '/'),
-        (0x08, 'b'),
-        (0x0C, 'f'),
-        (0x0A, 'n'),
-        (0x0D, 'r'),
-        (0x09, 't'),
-    ];
-    let mut short_chars = Vec::new();
-    for (cp, ch) in shorts {
-        if c.contains(cp) {
-            short_chars.push((ch as u32, ch as u32));
-        }
-    }
-    let mut esc = Vec::new();
-    if !short_chars.is_empty() {
-        esc.push(cls(&short_chars));
-    }
-    // \uXXXX for the basic multilingual plane.
-    let mut bmp = Vec::new();
-    for &(lo, hi) in c.ranges() {
-        if lo > 0xFFFF {
-            break;
-        }
-        bmp.push(hex4_range(lo, hi.min(0xFFFF)));
-    }
-    let mut u_alts = bmp;
-    // Surrogate pairs above.
-    for &(lo, hi) in c.ranges() {
-        if hi < 0x10000 {
-            continue;
-        }
-        let lo = lo.max(0x10000);
-        let pair = |h0: u32, h1: u32, l0: u32, l1: u32| {
-            Expr::seq(vec![
-                hex4_range(h0, h1),
-                Expr::literal("\\u"),
-                hex4_range(l0, l1),
-            ])
-        };
-        // Runs of high surrogates whose whole block of low surrogates is
-        // in the class share one alternative.
-        let mut run: Option<(u32, u32)> = None;
-        for h in (0xD800 + ((lo - 0x10000) >> 10))..=(0xD800 + ((hi - 0x10000) >> 10)) {
-            let bstart = 0x10000 + ((h - 0xD800) << 10);
-            let bend = bstart + 0x3FF;
-            let (a, b) = (lo.max(bstart), hi.min(bend));
-            if a == bstart && b == bend {
-                run = Some(match run {
-                    Some((s, _)) => (s, h),
-                    None => (h, h),
-                });
-                continue;
-            }
-            if let Some((s, e)) = run.take() {
-                u_alts.push(pair(s, e, 0xDC00, 0xDFFF));
-            }
-            u_alts.push(pair(h, h, 0xDC00 + (a - bstart), 0xDC00 + (b - bstart)));
-        }
-        if let Some((s, e)) = run {
-            u_alts.push(pair(s, e, 0xDC00, 0xDFFF));
-        }
-    }
-    if !u_alts.is_empty() {
-        esc.push(Expr::seq(vec![Expr::literal("u"), Expr::alt(u_alts)]));
-    }
-    if !esc.is_empty() {
-        alts.push(Expr::seq(vec![Expr::literal("\\"), Expr::alt(esc)]));
-    }
-    Expr::alt(alts)
-}
-
-fn encode_char(c: char) -> Expr {
-    let cp = c as u32;
-    if cp >= 0x20 && c != '"' && c != '\\' && cp < 0x80 && c != '/' {
-        // Printable ASCII other than the escapable ones: raw or \u00XX.
-        return Expr::alt(vec![
-            Expr::literal(&c.to_string()),
-            Expr::seq(vec![Expr::literal("\\u"), hex4_range(cp, cp)]),
-        ]);
-    }
-    encode_class(&CharClass::single(cp))
-}
-
-/// Every JSON string content (between the quotes) that decodes to a
-/// string of `e`.
-pub fn encode(e: &Expr) -> Expr {
-    match e {
-        Expr::Empty => Expr::Empty,
-        Expr::Nothing => Expr::Nothing,
-        Expr::Literal(s) => Expr::seq(s.chars().map(encode_char).collect()),
-        Expr::Class(c) => encode_class(c),
-        Expr::Seq(v) => Expr::seq(v.iter().map(encode).collect()),
-        Expr::Alt(v) => Expr::alt(v.iter().map(encode).collect()),
-        Expr::Repeat { expr, min, max } => Expr::repeat(encode(expr), *min, *max),
-        Expr::And(v) => Expr::and(v.iter().map(encode).collect()),
-        Expr::Not(x) => Expr::and(vec![valid_content(), Expr::complement(encode(x))]),
-        Expr::Ref(_) | Expr::Token(_) => Expr::Nothing,
-    }
-}
-
-/// Every valid JSON string content (built once).
-fn valid_content() -> Expr {
-    static V: std::sync::OnceLock<Expr> = std::sync::OnceLock::new();
-    V.get_or_init(|| Expr::star(encode_class(&CharClass::any())))
-        .clone()
-}
-
 /// The JSON text (quotes included) of every string of the language.
+///
+/// Finite sets of values and their complements (enumerations, property
+/// names, "any other name") become [`Expr::JsonStrings`] nodes, which the
+/// lexeme builder makes DFAs of directly, without their spellings.
 pub fn encode_lang(l: &StrLang) -> Expr {
     let body = match l {
-        StrLang::Lits(s) => Expr::alt(s.iter().map(|x| encode(&Expr::literal(x))).collect()),
+        StrLang::Lits(s) => return Expr::json_strings(s.iter().cloned(), false),
+        StrLang::Re(Expr::Not(x)) => match literal_values(x) {
+            Some(values) => return Expr::json_strings(values, true),
+            None => encode(&Expr::Not(x.clone())),
+        },
+        StrLang::Re(Expr::And(parts)) if parts.iter().any(|p| negated_values(p).is_some()) => {
+            // Quotes distribute over an intersection of JSON texts.
+            return Expr::and(
+                parts
+                    .iter()
+                    .map(|p| match negated_values(p) {
+                        Some(values) => Expr::json_strings(values, true),
+                        None => encode_lang(&StrLang::Re(p.clone())),
+                    })
+                    .collect(),
+            );
+        }
         StrLang::Re(e) => encode(e),
     };
     let quoted = |e: Expr| Expr::seq(vec![Expr::literal("\""), e, Expr::literal("\"")]);
@@ -549,6 +382,28 @@ pub fn encode_lang(l: &StrLang) -> Expr {
                 .collect(),
         ),
         body => quoted(body),
+    }
+}
+
+/// The strings of an alternation of literals (the form of a listed set).
+fn literal_values(e: &Expr) -> Option<Vec<String>> {
+    let one = |x: &Expr| match x {
+        Expr::Literal(s) => Some(s.clone()),
+        Expr::Empty => Some(String::new()),
+        _ => None,
+    };
+    match e {
+        Expr::Alt(v) => v.iter().map(one).collect(),
+        Expr::Nothing => Some(Vec::new()),
+        x => one(x).map(|s| vec![s]),
+    }
+}
+
+/// The values of a complemented listed set.
+fn negated_values(e: &Expr) -> Option<Vec<String>> {
+    match e {
+        Expr::Not(x) => literal_values(x),
+        _ => None,
     }
 }
 

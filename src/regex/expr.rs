@@ -33,7 +33,9 @@ pub fn is_any_star(e: &Expr) -> bool {
 pub fn nullable(e: &Expr) -> bool {
     match e {
         Expr::Empty => true,
-        Expr::Nothing | Expr::Class(_) | Expr::Token(_) | Expr::Ref(_) => false,
+        Expr::Nothing | Expr::Class(_) | Expr::Token(_) | Expr::Ref(_) | Expr::JsonStrings(_) => {
+            false
+        }
         Expr::Literal(s) => s.is_empty(),
         Expr::Seq(v) | Expr::And(v) => v.iter().all(nullable),
         Expr::Alt(v) => v.iter().any(nullable),
@@ -267,7 +269,9 @@ pub fn nonempty(e: &Expr) -> Expr {
 /// (with `last`: that end one).
 pub fn edge_chars(e: &Expr, last: bool) -> CharClass {
     match e {
-        Expr::Empty | Expr::Nothing | Expr::Ref(_) | Expr::Token(_) => CharClass::empty(),
+        Expr::Empty | Expr::Nothing | Expr::Ref(_) | Expr::Token(_) | Expr::JsonStrings(_) => {
+            CharClass::empty()
+        }
         Expr::Literal(s) => {
             let c = if last {
                 s.chars().last()
@@ -419,7 +423,9 @@ pub fn matches(e: &Expr, s: &str) -> bool {
 #[cfg(test)]
 fn derive(e: &Expr, c: u32) -> Expr {
     match e {
-        Expr::Empty | Expr::Nothing | Expr::Ref(_) | Expr::Token(_) => Expr::Nothing,
+        Expr::Empty | Expr::Nothing | Expr::Ref(_) | Expr::Token(_) | Expr::JsonStrings(_) => {
+            Expr::Nothing
+        }
         Expr::Literal(s) => {
             let mut it = s.chars();
             match it.next() {

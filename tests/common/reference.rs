@@ -333,7 +333,9 @@ impl Lower<'_> {
                 );
                 out.push(Sym::Nt(*r));
             }
-            Expr::And(_) | Expr::Not(_) => {
+            // Its plain spelling (the set itself, not its complement).
+            Expr::JsonStrings(js) if !js.negated() => self.seq(&js.spelled(), ctx, out),
+            Expr::And(_) | Expr::Not(_) | Expr::JsonStrings(_) => {
                 panic!("reference: intersection and complement (Expr::And/Not) are not supported")
             }
             Expr::Token(ts) => {

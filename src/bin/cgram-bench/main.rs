@@ -3,7 +3,7 @@
 //! ```text
 //! cgram-bench gbnf --tokenizer tokenizer.json --grammar json.gbnf [--batch-threads N] TEXT_FILE...
 //! cgram-bench maskbench --tokenizer tokenizer.json [--limit N] [--every K] [--filter PREFIX]
-//!             [--compact] [--strict] [--verbose] DIR
+//!             [--compact] [--strict] [--verbose] [--per-file OUT.tsv] DIR
 //! ```
 //!
 //! `maskbench` runs a MaskBench-format directory (see [`maskbench`]);
@@ -28,7 +28,7 @@ mod pyjson;
 
 fn usage() -> ! {
     eprintln!(
-        "usage: cgram-bench gbnf --tokenizer T.json --grammar G.gbnf [--root NAME] [--repeat N] [--batch-threads N] TEXT_FILE...\n       cgram-bench maskbench --tokenizer T.json [--limit N] [--every K] [--filter PREFIX] [--compact] [--strict] [--verbose] DIR"
+        "usage: cgram-bench gbnf --tokenizer T.json --grammar G.gbnf [--root NAME] [--repeat N] [--batch-threads N] TEXT_FILE...\n       cgram-bench maskbench --tokenizer T.json [--limit N] [--every K] [--filter PREFIX] [--compact] [--strict] [--verbose] [--per-file OUT.tsv] DIR"
     );
     std::process::exit(2)
 }
@@ -51,6 +51,7 @@ fn maskbench_main(args: &[String]) {
         compact: false,
         flags: 0,
         verbose: false,
+        per_file: None,
     };
     let mut i = 0;
     while i < args.len() {
@@ -75,6 +76,10 @@ fn maskbench_main(args: &[String]) {
             "--compact" => opts.compact = true,
             "--strict" => opts.flags |= cgram::compile::FLAG_JSON_NO_EXTRA_PROPERTIES,
             "--verbose" => opts.verbose = true,
+            "--per-file" => {
+                opts.per_file = Some(value().into());
+                i += 1;
+            }
             a if a.starts_with("--") => usage(),
             a => opts.dir = a.into(),
         }

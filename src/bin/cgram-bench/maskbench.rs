@@ -24,6 +24,9 @@ pub struct Options {
     pub compact: bool,
     pub flags: u32,
     pub verbose: bool,
+    /// Where to write one line per compiled schema (file, compile us, first
+    /// mask us, tokens walked, slowest mask us), tab-separated.
+    pub per_file: Option<PathBuf>,
 }
 
 #[derive(Default)]
@@ -49,6 +52,8 @@ struct Totals {
     slow_masks: Vec<(f64, String, usize, usize)>,
     /// The slowest compilations: (us, file).
     slow_compiles: Vec<(f64, String)>,
+    /// Lines of `Options::per_file`.
+    per_file: String,
 }
 
 /// Keeps the `n` largest entries (by their first field).
@@ -172,6 +177,11 @@ pub fn run(opts: &Options) {
     for (us, f, test, k) in t.slow_masks.iter().take(20) {
         println!("  {us:>12.0} us  {f} test {test} token {k}");
     }
+    if let Some(path) = &opts.per_file {
+        if let Err(e) = std::fs::write(path, &t.per_file) {
+            eprintln!("writing {}: {e}", path.display());
+        }
+    }
     if !t.failed_files.is_empty() {
         println!("schemas with validation/invalidation errors:");
         for f in &t.failed_files {
@@ -262,6 +272,8 @@ fn run_file(
     keep_top(&mut t.slow_compiles, 20, |x| x.0);
     t.compiled += 1;
     let mut ok = true;
+    let tokens_before = t.tokens;
+    let mut slowest_mask = 0f64;
     for (i, (valid, ids)) in instances.iter().enumerate() {
         let mut m = Matcher::new(grammar.clone());
         let mut accepted_all = true;
@@ -271,6 +283,7 @@ fn run_file(
             let r = m.fill_mask(mask);
             let us = s.elapsed().as_secs_f64() * 1e6;
             t.tbm_us.push(us);
+            slowest_mask = slowest_mask.max(us);
             if us > 100.0 {
                 t.slow_masks.push((us, name.clone(), i, k));
                 keep_top(&mut t.slow_masks, 20, |x| x.0);
@@ -306,6 +319,15 @@ fn run_file(
                 eprintln!("{name}: test {i}: invalid instance accepted");
             }
         }
+    }
+    if opts.per_file.is_some() {
+        use std::fmt::Write;
+        let _ = writeln!(
+            t.per_file,
+            "{name}\t{compiled:.0}\t{:.0}\t{}\t{slowest_mask:.0}",
+            ttfm - compiled,
+            t.tokens - tokens_before
+        );
     }
     if ok {
         t.passing += 1;

@@ -27,6 +27,9 @@ fn too_large() -> Error {
 /// The DFA of any regular expression, boolean operators included; the
 /// regular parts come from (and go to) `cache`.
 pub fn table_of(e: &Expr, limits: &DfaLimits, cache: &LexemeCache) -> Result<Arc<Table>> {
+    if let Expr::JsonStrings(js) = e {
+        return Ok(Arc::new(super::json_string::table(js)));
+    }
     if !has_boolean(e) {
         return cache.part(e, limits);
     }

@@ -23,6 +23,7 @@ use crate::vocab::TokenTrie;
 
 mod boolean;
 mod determinize;
+mod json_string;
 mod minimize;
 
 pub use minimize::minimize;
@@ -360,7 +361,7 @@ pub fn to_hir(expr: &Expr) -> Hir {
             greedy: true,
             sub: Box::new(to_hir(expr)),
         }),
-        Expr::Ref(_) | Expr::Token(_) | Expr::And(_) | Expr::Not(_) => {
+        Expr::Ref(_) | Expr::Token(_) | Expr::And(_) | Expr::Not(_) | Expr::JsonStrings(_) => {
             unreachable!("lexemes are built from expanded regular expressions")
         }
     }
@@ -770,9 +771,10 @@ impl SafeGroups {
     }
 }
 
-/// The expression uses intersection or complement somewhere.
+/// The expression uses intersection or complement somewhere, or JSON
+/// strings (built by their own construction, see [`json_string`]).
 pub fn has_boolean(e: &Expr) -> bool {
-    if matches!(e, Expr::And(_) | Expr::Not(_)) {
+    if matches!(e, Expr::And(_) | Expr::Not(_) | Expr::JsonStrings(_)) {
         return true;
     }
     let mut found = false;
@@ -890,7 +892,7 @@ mod tests {
     }
 
     /// Both tables accept the same byte strings (a walk of the product).
-    fn same_language(a: &Table, b: &Table) -> bool {
+    pub(crate) fn same_language(a: &Table, b: &Table) -> bool {
         let mut seen = std::collections::HashSet::new();
         let mut stack = vec![(0u32, 0u32)];
         while let Some((x, y)) = stack.pop() {
