@@ -367,9 +367,7 @@ impl LexemeWalk<'_> {
         states: &[u32; MAX_LEXEME_WALK],
     ) -> bool {
         self.dfas.iter().zip(states).any(|(dfa, &s)| {
-            dfa.is_some_and(|d| {
-                s != crate::compile::lexeme::DEAD && d.reads_subtree(trie, i, s, trie.max_len())
-            })
+            dfa.is_some_and(|d| s != crate::compile::lexeme::DEAD && d.reads_subtree(trie, i, s))
         })
     }
 }

@@ -608,8 +608,6 @@ const SUBTREE_WALKS_MAX_ENTRIES: usize = 1 << 22;
 struct DfaWalk<'a> {
     trie: &'a TokenTrie,
     dfa: &'a LexemeDfa,
-    /// The longest token.
-    horizon: usize,
     /// DFA state after the byte at each depth of the current path.
     stack: Vec<u32>,
     /// The byte at each depth of the current path.
@@ -630,7 +628,6 @@ impl<'a> DfaWalk<'a> {
         DfaWalk {
             trie: vocab.trie(),
             dfa,
-            horizon: vocab.max_token_len(),
             stack: vec![DEAD; max],
             path: vec![0; max],
             pending: Vec::new(),
@@ -655,13 +652,13 @@ impl<'a> DfaWalk<'a> {
     fn enter(&mut self, i: usize, t: u32) -> bool {
         let nodes = self.trie.nodes();
         let n = nodes[i];
-        if self.dfa.reads_subtree(self.trie, i as u32, t, self.horizon) {
+        if self.dfa.reads_subtree(self.trie, i as u32, t) {
             self.add_range(n.tok_start, nodes[n.subtree_end as usize].tok_start);
             return false;
         }
         self.add_range(n.tok_start, nodes[i + 1].tok_start);
         let d = n.depth as usize;
-        self.child_groups[d + 1] = self.dfa.child_groups(self.trie, i as u32, t, self.horizon);
+        self.child_groups[d + 1] = self.dfa.child_groups(self.trie, i as u32, t);
         self.stack[d] = t;
         if self.dfa.is_final[t as usize] {
             self.pending.push(d as u16);
@@ -922,6 +919,100 @@ pub fn info_for(g: &CompiledGrammar, state: u32) -> &Arc<TokenInfo> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compile::lexeme::{DfaLimits, LexemeCache};
+    use crate::ir::{CharClass, Expr};
+
+    /// Every state's token sets of lexemes whose states read letters into
+    /// different states (names and their complement, "contains",
+    /// letters-then-digits, a count) equal brute force over a vocabulary
+    /// of short strings: inside = the DFA reads the whole token; exits =
+    /// (token, d) where the lexeme can end after `d >= 1` bytes and cannot
+    /// read the token through.
+    #[test]
+    fn lexeme_token_sets_match_brute_force() {
+        let alphabet: Vec<&str> =
+            vec!["a", "b", "c", "n", "e", "t", "_", "1", "\"", "\\", "u", "é"];
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        let mut tokens: Vec<Vec<u8>> = alphabet.iter().map(|s| s.as_bytes().to_vec()).collect();
+        for _ in 0..1500 {
+            let len = 2 + next(5);
+            let t: String = (0..len).map(|_| alphabet[next(alphabet.len())]).collect();
+            tokens.push(t.into_bytes());
+        }
+        tokens.sort();
+        tokens.dedup();
+        let flags = vec![0; tokens.len()];
+        let vocab = Vocab::new(tokens, flags, Vec::new()).unwrap();
+        let letters = Expr::Class(CharClass::from_ranges([(0x61, 0x7a), (0x5f, 0x5f)]));
+        let contains = Expr::seq(vec![
+            Expr::literal("\""),
+            Expr::star(letters.clone()),
+            Expr::literal("net_"),
+            Expr::star(letters.clone()),
+            Expr::literal("\""),
+        ]);
+        let then_digits = Expr::seq(vec![
+            Expr::star(letters.clone()),
+            Expr::plus(Expr::Class(CharClass::from_ranges([(0x30, 0x39)]))),
+        ]);
+        let counted = Expr::repeat(Expr::Class(CharClass::any()), 0, Some(5));
+        let names = ["net", "nab", "ab_c", "é"].map(String::from);
+        let cache = LexemeCache::default();
+        for expr in [
+            Expr::json_strings(names.clone(), true),
+            Expr::json_strings(names, false),
+            contains,
+            then_digits,
+            counted,
+        ] {
+            let dfa = cache.get_or_build(&expr, &DfaLimits::default()).unwrap();
+            for state in 0..dfa.num_states() as u32 {
+                let info = lexeme_info(&vocab, &dfa, state);
+                let mut inside = vec![0u32; vocab.mask_words()];
+                info.inside.or_into(&mut inside);
+                let mut exits = std::collections::BTreeSet::new();
+                for e in info.exits.iter() {
+                    let trie = vocab.trie();
+                    let r = trie.subtree_tokens(e.node);
+                    for &t in &trie.token_ids()[r.start as usize..r.end as usize] {
+                        exits.insert((t, e.depth as usize));
+                    }
+                }
+                let mut want_exits = std::collections::BTreeSet::new();
+                for t in 0..vocab.len() as u32 {
+                    let bytes = vocab.token_bytes(t);
+                    let mut q = state;
+                    let mut ends = Vec::new();
+                    for (d, &b) in bytes.iter().enumerate() {
+                        if d > 0 && dfa.is_final[q as usize] {
+                            ends.push(d);
+                        }
+                        q = dfa.next(q, b);
+                        if q == DEAD {
+                            break;
+                        }
+                    }
+                    let reads = q != DEAD;
+                    assert_eq!(
+                        inside[(t / 32) as usize] >> (t % 32) & 1 == 1,
+                        reads,
+                        "{expr:?} state {state} token {:?}",
+                        String::from_utf8_lossy(bytes)
+                    );
+                    if !reads {
+                        want_exits.extend(ends.into_iter().map(|d| (t, d)));
+                    }
+                }
+                assert_eq!(exits, want_exits, "{expr:?} state {state}");
+            }
+        }
+    }
 
     /// Dense, complemented and sparse sets from trie ranges hold the same
     /// tokens as the ids those ranges name.

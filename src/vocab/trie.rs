@@ -122,6 +122,11 @@ pub struct TokenTrie {
     char_height_below: Vec<u16>,
     /// Bit `t % 32` of word `t / 32` is set for each token `t` of the trie.
     all_tokens: Vec<u32>,
+    /// Per byte group: how many nodes have a byte of it; per character
+    /// group: how many characters of it start at a node. What a subtree
+    /// of the group is worth to a walk (see `compile::lexeme::SafeGroups`).
+    group_weights: [u32; 64],
+    char_group_weights: [u32; 64],
     max_len: usize,
 }
 
@@ -148,8 +153,9 @@ fn fold_below(nodes: &[TrieNode], step: impl Fn(usize) -> (u64, u16)) -> (Vec<u6
 }
 
 /// Per node of a depth-first trie: [`TokenTrie::char_groups_below`] and
-/// [`TokenTrie::char_height_below`].
-fn char_groups(nodes: &[TrieNode]) -> (Vec<u64>, Vec<u16>) {
+/// [`TokenTrie::char_height_below`]; per character group, how many
+/// characters of it start at a node.
+fn char_groups(nodes: &[TrieNode]) -> (Vec<u64>, Vec<u16>, [u32; 64]) {
     let n = nodes.len();
     // Top-down: each node's UTF-8 position and the group its byte starts.
     let mut at = vec![Utf8At::Boundary; n];
@@ -168,7 +174,11 @@ fn char_groups(nodes: &[TrieNode]) -> (Vec<u64>, Vec<u16>) {
             *g |= INSIDE_CHAR;
         }
     }
-    (below, height)
+    let mut weights = [0u32; 64];
+    for k in starts.iter().flatten() {
+        weights[*k as usize] += 1;
+    }
+    (below, height, weights)
 }
 
 impl TokenTrie {
@@ -222,7 +232,11 @@ impl TokenTrie {
         let n = nodes.len() - 1;
         let (groups_below, height_below) =
             fold_below(&nodes[..n], |c| (1u64 << byte_group(nodes[c].byte), 1));
-        let (char_groups_below, char_height_below) = char_groups(&nodes[..n]);
+        let (char_groups_below, char_height_below, char_group_weights) = char_groups(&nodes[..n]);
+        let mut group_weights = [0u32; 64];
+        for node in &nodes[..n] {
+            group_weights[byte_group(node.byte) as usize] += 1;
+        }
         let max_len = nodes.iter().map(|n| n.depth as usize).max().unwrap_or(0);
         let words = token_ids.iter().max().map_or(0, |&m| m as usize / 32 + 1);
         let mut all_tokens = vec![0u32; words];
@@ -238,7 +252,19 @@ impl TokenTrie {
             char_groups_below,
             char_height_below,
             max_len,
+            group_weights,
+            char_group_weights,
         }
+    }
+
+    /// Per byte group, how many nodes have a byte of it.
+    pub fn group_weights(&self) -> &[u32; 64] {
+        &self.group_weights
+    }
+
+    /// Per character group, how many characters of it start at a node.
+    pub fn char_group_weights(&self) -> &[u32; 64] {
+        &self.char_group_weights
     }
 
     /// The [`byte_group`]s of all bytes below node `i` (a walk whose state
