@@ -347,6 +347,7 @@ pub fn compile_ir(
                 .lexemes
                 .get_or_build(&e, &limits)
                 .map_err(|err| err.context(format!("rule '{name}'")))?;
+            dfa.prepare_walks(vocab.trie());
             lexeme_rules.push((rule, dfa.clone()));
             kinds.push((name, RuleKind::Lexeme { dfa, base: 0 }));
         } else {

@@ -75,6 +75,10 @@ pub struct LexemeDfa {
     counting: bool,
 }
 
+/// DFAs with at least this many states get their walk analyses at compile
+/// time (see [`LexemeDfa::prepare_walks`]).
+const EAGER_WALK_ANALYSIS_STATES: usize = 512;
+
 /// DFAs with fewer states are not worth the refinement (minimization
 /// already merged their equivalent states).
 const TOKEN_CLASS_MIN_STATES: usize = 32;
@@ -218,6 +222,19 @@ impl LexemeDfa {
 
     pub fn num_states(&self) -> usize {
         self.is_final.len()
+    }
+
+    /// Computes now, for a large DFA, what trie walks of its states need
+    /// (safe groups, token classes): at compile time rather than in the
+    /// first mask that reaches the lexeme, where a DFA of thousands of
+    /// states (a `maxLength` with a `pattern`) cost that mask 10-30 ms.
+    /// Small DFAs keep them lazy: they are cheap and many are never walked.
+    pub fn prepare_walks(&self, trie: &TokenTrie) {
+        if self.num_states() >= EAGER_WALK_ANALYSIS_STATES {
+            self.safe_groups(trie);
+            self.char_safe_groups(trie);
+            self.token_class(0, trie.max_len());
+        }
     }
 
     /// See [`SafeGroups`] (for the trie's groups and heights).
