@@ -501,4 +501,16 @@ impl<'a> Walker<'a> {
     pub fn top(&self) -> &[Item] {
         self.own.last()
     }
+
+    /// The bytes the top set's items can read.
+    pub fn top_first(&self) -> ByteSet {
+        let mut first: ByteSet = [0; 4];
+        for x in self.top() {
+            let f = self.g.direct_first(x.state);
+            for k in 0..4 {
+                first[k] |= f[k];
+            }
+        }
+        first
+    }
 }

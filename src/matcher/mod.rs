@@ -455,7 +455,7 @@ fn exit_tokens(g: &CompiledGrammar, chart: &Chart, it: Item, info: &tokens::Toke
             }
         }
         None => {
-            for exit in info.exits_starting_with(&first) {
+            for exit in &info.exits_by_child(g.vocab().trie(), &first) {
                 check_exit(g, &mut walker, &mut pw, exit, &mut out);
             }
         }
@@ -597,16 +597,16 @@ fn check_exit(
     exit: &tokens::Exit,
     out: &mut Vec<u32>,
 ) {
-    if pw
-        .reach(walker, tokens::exit_remainder(g.vocab(), exit))
-        .is_err()
-    {
+    let rem = tokens::exit_remainder(g.vocab(), exit);
+    if pw.reach(walker, rem).is_err() {
         return;
     }
     // No item here has an unknown caller, so nothing exits: no follow set.
     let none: ByteSet = [0; 4];
     let mut exits = Vec::new();
     let mut dfs = tokens::Dfs::new(g.vocab().trie(), &none, out, &mut exits);
-    dfs.accept_node_pub(exit.node as usize);
+    if !exit.below {
+        dfs.accept_node_pub(exit.node as usize);
+    }
     dfs.below(walker, exit.node as usize);
 }

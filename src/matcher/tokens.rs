@@ -111,13 +111,28 @@ impl TokenList {
     }
 }
 
-/// A token that leaves the walked rule after `depth` bytes: the tokens at
-/// and below trie node `node`, whose byte `depth` (0-based) is `first`.
+/// Tokens that leave the walked rule after `depth` bytes: the tokens at
+/// and below trie node `node` (only those strictly below it when `below`),
+/// whose byte `depth` (0-based) is `first` (when `depth` is the node's own
+/// depth, `below` is set and the first bytes are those of its children).
+///
+/// `below` exits come from a lexeme that ends at the node and can read
+/// nothing more (a closing quote, a full chunk): every token longer than
+/// the node's path leaves it there, and one exit stands for all of them
+/// instead of one per child.
 #[derive(Clone, Copy, Debug)]
 pub struct Exit {
     pub node: u32,
     pub depth: u16,
     pub first: u8,
+    pub below: bool,
+}
+
+impl Exit {
+    /// The exit's first byte after the rule is only known per child.
+    fn at_node(&self, trie: &TokenTrie) -> bool {
+        self.below && self.depth == trie.nodes()[self.node as usize].depth
+    }
 }
 
 /// The bytes of `exit`'s tokens read after the rule ended, down to its node
@@ -196,26 +211,35 @@ pub struct TokenInfo {
     /// lexemes this parser-rule state can start right away): kept by
     /// reference so that each big set is stored once per vocabulary.
     pub shared: Vec<Arc<TokenInfo>>,
-    /// Sorted by `first`.
+    /// Sorted by `first`, then the exits at their node's depth (see
+    /// [`Exit`]), from `at_node`.
     pub exits: Box<[Exit]>,
-    /// `(first byte, index of its first exit)`, ascending.
+    /// `(first byte, index of its first exit)`, ascending, before
+    /// `at_node`.
     pub exit_runs: Box<[(u8, u32)]>,
+    at_node: u32,
 }
 
 impl TokenInfo {
     fn new(inside: TokenList, mut exits: Vec<Exit>, vocab: &Vocab) -> TokenInfo {
         // By first byte, then by (the first 8 of) the bytes read after the
         // rule, so that exits with a common beginning are walked together
-        // (the order only saves work: any order gives the same tokens).
+        // (the order only saves work: any order gives the same tokens);
+        // exits at their node, whose first byte is per child, last.
+        let trie = vocab.trie();
         exits.sort_by_cached_key(|e| {
+            if e.at_node(trie) {
+                return (1, 0, e.node as u64);
+            }
             let rem = exit_remainder(vocab, e);
             let mut key = [0u8; 8];
             let n = rem.len().min(8);
             key[..n].copy_from_slice(&rem[..n]);
-            (e.first, u64::from_be_bytes(key))
+            (0, e.first, u64::from_be_bytes(key))
         });
+        let at_node = exits.partition_point(|e| !e.at_node(trie));
         let mut runs: Vec<(u8, u32)> = Vec::new();
-        for (i, e) in exits.iter().enumerate() {
+        for (i, e) in exits[..at_node].iter().enumerate() {
             if runs.last().map(|r| r.0) != Some(e.first) {
                 runs.push((e.first, i as u32));
             }
@@ -225,25 +249,59 @@ impl TokenInfo {
             shared: Vec::new(),
             exits: exits.into_boxed_slice(),
             exit_runs: runs.into_boxed_slice(),
+            at_node: at_node as u32,
         }
     }
 
-    /// The exits whose first byte after the rule is in `allowed`.
+    /// The exits whose first byte after the rule is in `allowed`, but for
+    /// the exits at their node (see [`TokenInfo::exits_at_node`]).
     pub fn exits_starting_with<'a>(
         &'a self,
         allowed: &'a ByteSet,
     ) -> impl Iterator<Item = &'a Exit> + 'a {
+        let at_node = self.at_node as usize;
         self.exit_runs
             .iter()
             .enumerate()
             .filter(move |(_, (b, _))| byteset_contains(allowed, *b))
             .flat_map(move |(k, &(_, start))| {
-                let end = self
-                    .exit_runs
-                    .get(k + 1)
-                    .map_or(self.exits.len(), |r| r.1 as usize);
+                let end = self.exit_runs.get(k + 1).map_or(at_node, |r| r.1 as usize);
                 self.exits[start as usize..end].iter()
             })
+    }
+
+    /// The exits at their node's depth (see [`Exit`]): every child of the
+    /// node leaves the rule, whatever its byte.
+    pub fn exits_at_node(&self) -> &[Exit] {
+        &self.exits[self.at_node as usize..]
+    }
+
+    /// Every exit whose first byte after the rule is in `allowed`, those at
+    /// their node split into one per child (`(child, depth)`), grouped by
+    /// that byte: walks with a parser read the byte after the rule once
+    /// for all the exits that share it (see [`PrefixWalk`]).
+    pub fn exits_by_child(&self, trie: &TokenTrie, allowed: &ByteSet) -> Vec<Exit> {
+        let mut out: Vec<Exit> = self.exits_starting_with(allowed).copied().collect();
+        let from = out.len();
+        let nodes = trie.nodes();
+        for x in self.exits_at_node() {
+            let end = nodes[x.node as usize].subtree_end as usize;
+            let mut c = x.node as usize + 1;
+            while c < end {
+                let b = nodes[c].byte;
+                if byteset_contains(allowed, b) {
+                    out.push(Exit {
+                        node: c as u32,
+                        depth: x.depth,
+                        first: b,
+                        below: false,
+                    });
+                }
+                c = nodes[c].subtree_end as usize;
+            }
+        }
+        out[from..].sort_by_key(|e| e.first);
+        out
     }
 
     pub fn memory(&self) -> usize {
@@ -325,8 +383,9 @@ impl<'a> Dfs<'a> {
         }
     }
 
-    /// Records the exits of a subtree the walk cannot enter (node `i`).
-    fn pruned(&mut self, i: usize) {
+    /// Records the exits of a subtree the walk cannot enter (node `i`; only
+    /// the tokens strictly below it when `below`).
+    fn pruned(&mut self, i: usize, below: bool) {
         for &pd in &self.pending {
             let first = self.path[pd as usize + 1];
             if byteset_contains(self.follow, first) {
@@ -334,6 +393,7 @@ impl<'a> Dfs<'a> {
                     node: i as u32,
                     depth: pd,
                     first,
+                    below,
                 });
             }
         }
@@ -357,8 +417,11 @@ impl<'a> Dfs<'a> {
     }
 
     /// Walks the subtree below node `c`, the walker being at `c`.
+    /// Children whose byte no item of the walker reads are skipped without
+    /// a parser step.
     pub fn below(&mut self, walker: &mut Walker, c: usize) {
-        let n = self.trie.nodes()[c];
+        let nodes = self.trie.nodes();
+        let n = nodes[c];
         if c + 1 >= n.subtree_end as usize {
             return;
         }
@@ -367,9 +430,24 @@ impl<'a> Dfs<'a> {
             self.dfa_subtree(walker, sets, c, lexemes);
             return;
         }
+        let first = walker.top_first();
         let offset = walker.depth() - 1;
         let mut at = WalkerAt { walker, offset };
-        self.range(&mut at, c + 1, n.subtree_end as usize, n.depth as usize);
+        let mut child = c + 1;
+        while child < n.subtree_end as usize {
+            let end = nodes[child].subtree_end as usize;
+            let byte = nodes[child].byte;
+            if byteset_contains(&first, byte) {
+                self.range(&mut at, child, end, n.depth as usize);
+            } else {
+                // What `range` does where the byte cannot be read.
+                let d = n.depth as usize + 1;
+                self.pop_pending(d);
+                self.set_path(d, byte);
+                self.pruned(child, false);
+            }
+            child = end;
+        }
     }
 
     /// Walks nodes `first..end` (siblings and their subtrees, children of
@@ -384,7 +462,7 @@ impl<'a> Dfs<'a> {
             self.pop_pending(d);
             self.set_path(d, n.byte);
             if !at.walker.push_byte(n.byte) {
-                self.pruned(i);
+                self.pruned(i, false);
                 i = n.subtree_end as usize;
                 continue;
             }
@@ -425,7 +503,7 @@ impl<'a> Dfs<'a> {
             let step = lexemes.step(&self.dfa_stack[base_len + rel - 1], n.byte);
             let (after, alive, can_end) = (step.states, step.alive, step.can_end);
             if !alive {
-                self.pruned(j);
+                self.pruned(j, false);
                 j = n.subtree_end as usize;
                 continue;
             }
@@ -500,7 +578,8 @@ pub fn free_exits(vocab: &Vocab, info: &TokenInfo, first: &ByteSet, next: Lexeme
     let add = |tokens: &mut Vec<u32>, r: std::ops::Range<u32>| {
         tokens.extend_from_slice(&trie.token_ids()[r.start as usize..r.end as usize]);
     };
-    'exits: for exit in info.exits_starting_with(first) {
+    let at_node = info.exits_at_node().iter();
+    'exits: for exit in info.exits_starting_with(first).chain(at_node) {
         let rem = exit_remainder(vocab, exit);
         let mut states = next.states;
         for (i, &b) in rem.iter().enumerate() {
@@ -515,12 +594,17 @@ pub fn free_exits(vocab: &Vocab, info: &TokenInfo, first: &ByteSet, next: Lexeme
             states = to;
         }
         let c = exit.node as usize;
-        add(&mut tokens, trie.tokens_at(c as u32));
-        let can_end = next
-            .dfas
-            .iter()
-            .zip(&states)
-            .any(|(d, &st)| d.is_some_and(|d| st != DEAD && d.is_final[st as usize]));
+        if !exit.below {
+            add(&mut tokens, trie.tokens_at(c as u32));
+        }
+        // (A lexeme of `next` that can end before reading anything is
+        // followed by items of `next` too: nothing for the parser there.)
+        let can_end = !rem.is_empty()
+            && next
+                .dfas
+                .iter()
+                .zip(&states)
+                .any(|(d, &st)| d.is_some_and(|d| st != DEAD && d.is_final[st as usize]));
         if can_end {
             // Only the tokens below the node are left to the parser.
             if c + 1 < nodes[c].subtree_end as usize {
@@ -528,7 +612,15 @@ pub fn free_exits(vocab: &Vocab, info: &TokenInfo, first: &ByteSet, next: Lexeme
             }
             continue;
         }
-        // Below the exit's node, as `Dfs::dfa_subtree` without a parser.
+        // Below the exit's node, as `Dfs::dfa_subtree` without a parser;
+        // all at once where the lexemes read every string there.
+        if next.reads_subtree(trie, c as u32, &states) {
+            add(
+                &mut tokens,
+                trie.nodes()[c + 1].tok_start..trie.subtree_tokens(c as u32).end,
+            );
+            continue;
+        }
         let top = nodes[c].depth as usize;
         stack.clear();
         stack.push(states);
@@ -658,6 +750,22 @@ impl<'a> DfaWalk<'a> {
         }
         self.add_range(n.tok_start, nodes[i + 1].tok_start);
         let d = n.depth as usize;
+        if self.dfa.is_final[t as usize] && self.dfa.first_bytes[t as usize] == [0; 4] {
+            // The lexeme ends here and reads nothing more: every token
+            // below leaves it, here or where it could end before.
+            if i + 1 < n.subtree_end as usize {
+                for k in 0..=self.pending.len() {
+                    let pd = self.pending.get(k).map_or(d, |&p| p as usize);
+                    self.exits.push(Exit {
+                        node: i as u32,
+                        depth: pd as u16,
+                        first: if pd < d { self.path[pd + 1] } else { 0 },
+                        below: true,
+                    });
+                }
+            }
+            return false;
+        }
         self.child_groups[d + 1] = self.dfa.child_groups(self.trie, i as u32, t);
         self.stack[d] = t;
         if self.dfa.is_final[t as usize] {
@@ -712,6 +820,7 @@ impl<'a> DfaWalk<'a> {
                         node: i as u32,
                         depth: pd,
                         first: self.path[pd as usize + 1],
+                        below: false,
                     });
                 }
                 i = n.subtree_end as usize;
@@ -841,7 +950,7 @@ pub fn structural_info(g: &CompiledGrammar, state: u32) -> TokenInfo {
                 }
                 let mut dfs = Dfs::new(trie, &follow, &mut inside, &mut exits);
                 let mut pw = PrefixWalk::new(2);
-                for exit in info.exits_starting_with(&first) {
+                for exit in &info.exits_by_child(trie, &first) {
                     remainder(&mut dfs, g.vocab(), &mut walker, &mut pw, exit, after);
                 }
             }
@@ -894,13 +1003,16 @@ fn remainder(
         }
     }
     if reached.is_err() {
-        dfs.pruned(c);
+        dfs.pruned(c, exit.below);
         return;
     }
-    // Node c itself is read: its tokens are inside.
-    let r = trie.tokens_at(c as u32);
-    dfs.inside
-        .extend_from_slice(&trie.token_ids()[r.start as usize..r.end as usize]);
+    // Node c itself is read: its tokens are inside (unless the exit is for
+    // the tokens below it only).
+    if !exit.below {
+        let r = trie.tokens_at(c as u32);
+        dfs.inside
+            .extend_from_slice(&trie.token_ids()[r.start as usize..r.end as usize]);
+    }
     dfs.below(walker, c);
 }
 
@@ -979,7 +1091,10 @@ mod tests {
                 let mut exits = std::collections::BTreeSet::new();
                 for e in info.exits.iter() {
                     let trie = vocab.trie();
-                    let r = trie.subtree_tokens(e.node);
+                    let mut r = trie.subtree_tokens(e.node);
+                    if e.below {
+                        r.start = trie.nodes()[e.node as usize + 1].tok_start;
+                    }
                     for &t in &trie.token_ids()[r.start as usize..r.end as usize] {
                         exits.insert((t, e.depth as usize));
                     }
