@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use super::tokens::FreeExits;
+use super::tokens::{ExitTokens, FreeExits};
 
 /// The context of the start rule: the end of the output.
 pub const ROOT_CTX: u32 = u32::MAX - 1;
@@ -22,8 +22,10 @@ pub const NO_CTX: u32 = u32::MAX;
 
 /// Most contexts interned per grammar.
 const MAX_CONTEXTS: usize = 1 << 20;
-/// Most token ids kept in the exit cache per grammar (cleared past this).
+/// Most token ids kept in the exit caches per grammar (cleared past this).
 const MAX_EXIT_TOKENS: usize = 1 << 22;
+/// Most bytes of exit token sets kept per grammar (cleared past this).
+const MAX_EXIT_BYTES: usize = 4 * MAX_EXIT_TOKENS;
 
 type Map<K, V> = crate::hash::FastMap<K, V>;
 
@@ -32,8 +34,9 @@ struct Inner {
     /// Sorted `(return state, caller context)` lists -> id.
     ids: HashMap<Box<[(u32, u32)]>, u32>,
     /// `(state, context)` -> exit tokens allowed there.
-    exits: Map<(u32, u32), Arc<[u32]>>,
-    exit_tokens: usize,
+    exits: Map<(u32, u32), Arc<ExitTokens>>,
+    /// Bytes of the exit tokens kept (the free parts not counted).
+    exit_bytes: usize,
     /// `(state, lexeme items that read next)` -> the context-free part of
     /// the exit tokens (see `tokens::free_exits`).
     free: Map<(u32, Box<[u32]>), Arc<FreeExits>>,
@@ -63,17 +66,18 @@ impl Contexts {
         id
     }
 
-    pub fn exits(&self, state: u32, ctx: u32) -> Option<Arc<[u32]>> {
+    pub fn exits(&self, state: u32, ctx: u32) -> Option<Arc<ExitTokens>> {
         self.inner.lock().unwrap().exits.get(&(state, ctx)).cloned()
     }
 
-    pub fn store_exits(&self, state: u32, ctx: u32, tokens: Arc<[u32]>) {
+    pub fn store_exits(&self, state: u32, ctx: u32, tokens: Arc<ExitTokens>) {
         let mut inner = self.inner.lock().unwrap();
-        if inner.exit_tokens + tokens.len() > MAX_EXIT_TOKENS {
+        let bytes = tokens.memory();
+        if inner.exit_bytes + bytes > MAX_EXIT_BYTES {
             inner.exits.clear();
-            inner.exit_tokens = 0;
+            inner.exit_bytes = 0;
         }
-        inner.exit_tokens += tokens.len();
+        inner.exit_bytes += bytes;
         inner.exits.insert((state, ctx), tokens);
     }
 
@@ -91,7 +95,7 @@ impl Contexts {
         }
         let f = Arc::new(compute());
         let mut inner = self.inner.lock().unwrap();
-        let size = f.tokens.len() + 2 * f.syncs.len() + 2 * f.whole.len();
+        let size = f.tokens.memory() / 4 + 2 * f.syncs.len() + 2 * f.whole.len();
         if inner.free_tokens + size > MAX_EXIT_TOKENS {
             inner.free.clear();
             inner.free_tokens = 0;
@@ -105,6 +109,6 @@ impl Contexts {
     pub fn memory(&self) -> usize {
         let inner = self.inner.lock().unwrap();
         let ids: usize = inner.ids.keys().map(|k| k.len() * 8 + 32).sum();
-        ids + inner.exits.len() * 40 + inner.exit_tokens * 4 + inner.free_tokens * 4
+        ids + inner.exits.len() * 40 + inner.exit_bytes + inner.free_tokens * 4
     }
 }

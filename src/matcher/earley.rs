@@ -383,7 +383,27 @@ pub struct Walker<'a> {
     exited: Vec<bool>,
     seen: IntSet,
     buf: Vec<Item>,
+    /// Per pushed set: a number no other version of that set had (see
+    /// `closures`).
+    epochs: Vec<u64>,
+    next_epoch: u64,
+    /// Closed sets of small kernels (see [`Walker::push_items`]) by the
+    /// kernel and the epoch of the latest set its origins refer to; the
+    /// origin of items predicted in the new set is written [`HERE`].
+    closures: crate::hash::FastMap<(Box<[Item]>, u64), Closed>,
 }
+
+/// A memoized closure: its items and whether the walked rule ended.
+type Closed = (Box<[Item]>, bool);
+
+/// Origin of an item predicted in the set being built, in memoized
+/// closures (the set's position replaces it).
+const HERE: u32 = u32::MAX - 2;
+
+/// Kernels up to this size are memoized by [`Walker::push_items`].
+const MEMO_KERNEL_MAX: usize = 8;
+/// Most closures a walker memoizes (cleared past this).
+const MEMO_MAX: usize = 1024;
 
 impl<'a> Walker<'a> {
     pub fn new(g: &'a CompiledGrammar, base: &'a Chart) -> Walker<'a> {
@@ -394,6 +414,9 @@ impl<'a> Walker<'a> {
             exited: Vec::new(),
             seen: IntSet::default(),
             buf: Vec::new(),
+            epochs: Vec::new(),
+            next_epoch: 1,
+            closures: Default::default(),
         }
     }
 
@@ -410,6 +433,14 @@ impl<'a> Walker<'a> {
         self.push_items(items)
     }
 
+    /// Closes `items` into a new set. A closure reads the sets its items
+    /// started in (and through them the sets below), and items predicted
+    /// here start here: a kernel closes the same way wherever the walk is,
+    /// as long as those sets are the same versions. Small kernels are
+    /// memoized by the kernel and the version of the latest set they refer
+    /// to, so that walks that leave a rule the same way from many trie
+    /// nodes (a closing quote after many different strings) close the set
+    /// after it once.
     fn push_items(&mut self, mut items: Vec<Item>) -> bool {
         if items.is_empty() {
             self.buf = items;
@@ -417,6 +448,31 @@ impl<'a> Walker<'a> {
         }
         let bl = self.base_len();
         let pos = bl + self.own.num_sets() as u32;
+        let key = (items.len() <= MEMO_KERNEL_MAX).then(|| {
+            let mut k = items.clone();
+            k.sort_unstable();
+            k.dedup();
+            let latest = k
+                .iter()
+                .filter(|it| it.origin >= bl && it.origin < pos)
+                .map(|it| it.origin)
+                .max();
+            let epoch = latest.map_or(0, |o| self.epochs[(o - bl) as usize]);
+            (k.into_boxed_slice(), epoch)
+        });
+        if let Some((closed, exited)) = key.as_ref().and_then(|k| self.closures.get(k)) {
+            items.clear();
+            items.extend(closed.iter().map(|it| Item {
+                state: it.state,
+                origin: if it.origin == HERE { pos } else { it.origin },
+            }));
+            self.own.push_set(&items);
+            self.exited.push(*exited);
+            self.epochs.push(self.next_epoch);
+            self.next_epoch += 1;
+            self.buf = items;
+            return true;
+        }
         let (base, own) = (self.base, &self.own);
         let exited = self.g.closure(
             &mut items,
@@ -430,8 +486,23 @@ impl<'a> Walker<'a> {
             },
             &mut self.seen,
         );
+        if let Some(k) = key {
+            if self.closures.len() >= MEMO_MAX {
+                self.closures.clear();
+            }
+            let closed = items
+                .iter()
+                .map(|it| Item {
+                    state: it.state,
+                    origin: if it.origin == pos { HERE } else { it.origin },
+                })
+                .collect();
+            self.closures.insert(k, (closed, exited));
+        }
         self.own.push_set(&items);
         self.exited.push(exited);
+        self.epochs.push(self.next_epoch);
+        self.next_epoch += 1;
         self.buf = items;
         true
     }
@@ -454,6 +525,8 @@ impl<'a> Walker<'a> {
         self.own.push_set(items);
         self.exited.truncate(n - 1);
         self.exited.push(exited);
+        self.epochs[n - 1] = self.next_epoch;
+        self.next_epoch += 1;
     }
 
     /// The top set's items when all of them are inside lexemes (at most
@@ -492,6 +565,7 @@ impl<'a> Walker<'a> {
     pub fn truncate(&mut self, n: usize) {
         self.own.truncate(n);
         self.exited.truncate(n);
+        self.epochs.truncate(n);
     }
 
     pub fn top_exited(&self) -> bool {

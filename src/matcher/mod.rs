@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use context::{NO_CTX, ROOT_CTX};
 use earley::{Chart, Item, LexemeWalk, Scratch, Walker, NO_ORIGIN};
-use tokens::info_for;
+use tokens::{info_for, TokenList};
 
 use crate::compile::lexeme::ByteSet;
 use crate::compile::CompiledGrammar;
@@ -47,7 +47,7 @@ pub struct Matcher {
     /// without touching shared reference counts, so that matchers on
     /// different threads do not contend. Context ids are position-free, so
     /// entries survive rollbacks and resets.
-    exits: crate::hash::FastMap<(u32, u32), Arc<[u32]>>,
+    exits: crate::hash::FastMap<(u32, u32), Arc<tokens::ExitTokens>>,
     /// Number of chart sets after each accepted step.
     step_ends: Vec<u32>,
     /// End-of-sequence was accepted (at this many steps).
@@ -341,23 +341,22 @@ impl Matcher {
             }
             let ctx = context_of(g, chart, contexts, it.origin, g.rule_of(it.state));
             if ctx == NO_CTX {
-                let tokens = exit_tokens(g, chart, *it, info);
-                set_bits(mask, &tokens);
+                exit_tokens(g, chart, *it, info).or_into(mask);
                 continue;
             }
             if let Some(tokens) = exits.get(&(it.state, ctx)) {
-                set_bits(mask, tokens);
+                tokens.or_into(mask);
                 continue;
             }
             let tokens = match g.contexts.exits(it.state, ctx) {
                 Some(t) => t,
                 None => {
-                    let t: Arc<[u32]> = exit_tokens(g, chart, *it, info).into();
+                    let t = Arc::new(exit_tokens(g, chart, *it, info));
                     g.contexts.store_exits(it.state, ctx, t.clone());
                     t
                 }
             };
-            set_bits(mask, &tokens);
+            tokens.or_into(mask);
             if exits.len() >= MATCHER_EXIT_CACHE {
                 exits.clear();
             }
@@ -421,15 +420,24 @@ impl Matcher {
 
 /// The exit tokens of item `it` (see [`tokens`]) that its real callers can
 /// read to the end.
-fn exit_tokens(g: &CompiledGrammar, chart: &Chart, it: Item, info: &tokens::TokenInfo) -> Vec<u32> {
+fn exit_tokens(
+    g: &CompiledGrammar,
+    chart: &Chart,
+    it: Item,
+    info: &tokens::TokenInfo,
+) -> tokens::ExitTokens {
     let mut out = Vec::new();
+    let mut shared = None;
     // The rule of `it` finishes mid-token: go on in its real callers.
     let rule = g.rule_of(it.state);
     let mut kernel = Vec::new();
     g.advance_callers(chart.set(it.origin as usize), rule, &mut kernel);
     let mut walker = Walker::new(g, chart);
     if !walker.push_kernel(&kernel) {
-        return out;
+        return tokens::ExitTokens {
+            free: None,
+            rest: TokenList::from_ids(out, g.vocab()),
+        };
     }
     let mut first: ByteSet = [0; 4];
     for x in walker.top() {
@@ -446,13 +454,13 @@ fn exit_tokens(g: &CompiledGrammar, chart: &Chart, it: Item, info: &tokens::Toke
             let free = g.contexts.free_exits(it.state, &states, || {
                 tokens::free_exits(g.vocab(), info, &first, next)
             });
-            out.extend_from_slice(&free.tokens);
             for exit in free.whole.iter() {
                 check_exit(g, &mut walker, &mut pw, exit, &mut out);
             }
             for &(node, depth) in free.syncs.iter() {
                 walk_below_sync(g, &mut walker, node, depth, &mut out);
             }
+            shared = Some(free);
         }
         None => {
             for exit in &info.exits_by_child(g.vocab().trie(), &first) {
@@ -460,9 +468,10 @@ fn exit_tokens(g: &CompiledGrammar, chart: &Chart, it: Item, info: &tokens::Toke
             }
         }
     }
-    out.sort_unstable();
-    out.dedup();
-    out
+    tokens::ExitTokens {
+        free: shared,
+        rest: TokenList::from_ids(out, g.vocab()),
+    }
 }
 
 /// When every item of `set` that reads bytes is inside a lexeme (at most

@@ -40,6 +40,7 @@ pub enum TokenList {
 }
 
 impl TokenList {
+    /// The set of `ids` (in any order, repeats allowed).
     pub fn from_ids(ids: Vec<u32>, vocab: &Vocab) -> TokenList {
         if ids.len() > vocab.len() / 32 {
             let mut words = vec![0u32; vocab.mask_words()];
@@ -108,6 +109,28 @@ impl TokenList {
             TokenList::Dense(w) => w.len() * 4,
             TokenList::Sparse(ids) => ids.len() * 4,
         }
+    }
+}
+
+/// The exit tokens of a state in one context (see `Matcher::fill_mask`):
+/// the part every context with the same lexemes next shares, and the rest.
+pub struct ExitTokens {
+    pub free: Option<Arc<FreeExits>>,
+    pub rest: TokenList,
+}
+
+impl ExitTokens {
+    /// Sets the tokens' bits in `mask`.
+    pub fn or_into(&self, mask: &mut [u32]) {
+        if let Some(f) = &self.free {
+            f.tokens.or_into(mask);
+        }
+        self.rest.or_into(mask);
+    }
+
+    /// Approximate heap bytes of the part not shared.
+    pub fn memory(&self) -> usize {
+        self.rest.memory()
     }
 }
 
@@ -549,7 +572,7 @@ impl<'a> Dfs<'a> {
 /// them can end (see [`free_exits`]).
 pub struct FreeExits {
     /// Tokens allowed in every context with these lexemes next.
-    pub tokens: Box<[u32]>,
+    pub tokens: TokenList,
     /// Where a lexeme can end, so that the callers decide: `(node, depth)`:
     /// read the bytes of node `node`'s path from `depth` on with the real
     /// parser, then walk below the node (its own tokens are in `tokens`).
@@ -652,10 +675,8 @@ pub fn free_exits(vocab: &Vocab, info: &TokenInfo, first: &ByteSet, next: Lexeme
             j += 1;
         }
     }
-    tokens.sort_unstable();
-    tokens.dedup();
     FreeExits {
-        tokens: tokens.into_boxed_slice(),
+        tokens: TokenList::from_ids(tokens, vocab),
         syncs: syncs.into_boxed_slice(),
         whole: whole.into_boxed_slice(),
     }
