@@ -345,6 +345,9 @@ pub fn canonical_json(s: &str) -> String {
 /// names, "any other name") become [`Expr::JsonStrings`] nodes, which the
 /// lexeme builder makes DFAs of directly, without their spellings.
 pub fn encode_lang(l: &StrLang) -> Expr {
+    if l.is_any() {
+        return Expr::json_strings(Vec::new(), true);
+    }
     let body = match l {
         StrLang::Lits(s) => return Expr::json_strings(s.iter().cloned(), false),
         StrLang::Re(Expr::Not(x)) => match literal_values(x) {
