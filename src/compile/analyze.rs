@@ -2,6 +2,8 @@
 //! are regular, and how each rule is compiled (lexeme DFA, inlined, or
 //! parser rule).
 
+use std::borrow::Cow;
+
 use crate::error::{Error, Result};
 use crate::ir::{Expr, Grammar, LexemeHint, RuleId};
 
@@ -157,52 +159,89 @@ fn is_productive(e: &Expr, productive: &[bool]) -> bool {
 /// `e` with unproductive parts removed (`Nothing` only remains when the
 /// whole expression matches nothing).
 pub fn simplify(e: &Expr, productive: &[bool]) -> Expr {
+    simplified(e, productive).into_owned()
+}
+
+/// [`simplify`], borrowing `e` when nothing changes (most rule bodies of a
+/// grammar whose rules are all productive: no copy of them is made).
+pub fn simplified<'e>(e: &'e Expr, productive: &[bool]) -> Cow<'e, Expr> {
+    // The simplified children, or None when every one is unchanged.
+    let children = |v: &'e [Expr]| -> Option<Vec<Expr>> {
+        let parts: Vec<Cow<Expr>> = v.iter().map(|x| simplified(x, productive)).collect();
+        if parts.iter().all(|p| matches!(p, Cow::Borrowed(_))) {
+            None
+        } else {
+            Some(parts.into_iter().map(Cow::into_owned).collect())
+        }
+    };
     match e {
-        Expr::Class(c) if c.is_empty() => Expr::Nothing,
-        Expr::Ref(r) if !productive[*r as usize] => Expr::Nothing,
+        Expr::Class(c) if c.is_empty() => Cow::Owned(Expr::Nothing),
+        Expr::Ref(r) if !productive[*r as usize] => Cow::Owned(Expr::Nothing),
         Expr::Seq(v) => {
-            let parts: Vec<Expr> = v
-                .iter()
-                .map(|x| simplify(x, productive))
+            let parts = children(v);
+            let view = parts.as_deref().unwrap_or(v);
+            if parts.is_none()
+                && v.len() > 1
+                && !view
+                    .iter()
+                    .any(|x| matches!(x, Expr::Empty | Expr::Nothing))
+            {
+                return Cow::Borrowed(e);
+            }
+            let parts: Vec<Expr> = parts
+                .unwrap_or_else(|| v.clone())
+                .into_iter()
                 .filter(|x| *x != Expr::Empty)
                 .collect();
-            if parts.contains(&Expr::Nothing) {
+            Cow::Owned(if parts.contains(&Expr::Nothing) {
                 Expr::Nothing
             } else {
                 Expr::seq(parts)
-            }
+            })
         }
         Expr::Alt(v) => {
-            let alts: Vec<Expr> = v
-                .iter()
-                .map(|x| simplify(x, productive))
+            let parts = children(v);
+            let view = parts.as_deref().unwrap_or(v);
+            if parts.is_none() && v.len() > 1 && !view.contains(&Expr::Nothing) {
+                return Cow::Borrowed(e);
+            }
+            let alts: Vec<Expr> = parts
+                .unwrap_or_else(|| v.clone())
+                .into_iter()
                 .filter(|x| *x != Expr::Nothing)
                 .collect();
-            Expr::alt(alts)
+            Cow::Owned(Expr::alt(alts))
         }
         Expr::Repeat {
             max: Some(max),
             min,
             ..
-        } if max < min => Expr::Nothing,
+        } if max < min => Cow::Owned(Expr::Nothing),
         Expr::Repeat { expr, min, max } => {
-            let inner = simplify(expr, productive);
-            match inner {
-                Expr::Nothing | Expr::Empty => {
-                    if *min == 0 || inner == Expr::Empty {
-                        Expr::Empty
-                    } else {
-                        Expr::Nothing
-                    }
-                }
-                _ if *max == Some(0) => Expr::Empty,
-                _ if *min == 1 && *max == Some(1) => inner,
-                _ => Expr::repeat(inner, *min, *max),
+            let inner = simplified(expr, productive);
+            match &*inner {
+                Expr::Nothing | Expr::Empty => Cow::Owned(if *min == 0 || *inner == Expr::Empty {
+                    Expr::Empty
+                } else {
+                    Expr::Nothing
+                }),
+                _ if *max == Some(0) => Cow::Owned(Expr::Empty),
+                _ if *min == 1 && *max == Some(1) => Cow::Owned(inner.into_owned()),
+                _ => match inner {
+                    Cow::Borrowed(_) => Cow::Borrowed(e),
+                    Cow::Owned(x) => Cow::Owned(Expr::repeat(x, *min, *max)),
+                },
             }
         }
-        Expr::And(v) => Expr::and(v.iter().map(|x| simplify(x, productive)).collect()),
-        Expr::Not(x) => Expr::complement(simplify(x, productive)),
-        other => other.clone(),
+        Expr::And(v) => match children(v) {
+            None if v.len() > 1 => Cow::Borrowed(e),
+            parts => Cow::Owned(Expr::and(parts.unwrap_or_else(|| v.clone()))),
+        },
+        Expr::Not(x) => match simplified(x, productive) {
+            Cow::Borrowed(_) => Cow::Borrowed(e),
+            Cow::Owned(y) => Cow::Owned(Expr::complement(y)),
+        },
+        _ => Cow::Borrowed(e),
     }
 }
 
@@ -367,6 +406,103 @@ pub fn is_regular_expr(e: &Expr, regular: &[bool]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Simplification by rebuilding every node (what `simplified` must
+    /// equal, borrowing or not).
+    fn simplify_rebuilding(e: &Expr, productive: &[bool]) -> Expr {
+        let s = |x: &Expr| simplify_rebuilding(x, productive);
+        match e {
+            Expr::Class(c) if c.is_empty() => Expr::Nothing,
+            Expr::Ref(r) if !productive[*r as usize] => Expr::Nothing,
+            Expr::Seq(v) => {
+                let parts: Vec<Expr> = v.iter().map(s).filter(|x| *x != Expr::Empty).collect();
+                if parts.contains(&Expr::Nothing) {
+                    Expr::Nothing
+                } else {
+                    Expr::seq(parts)
+                }
+            }
+            Expr::Alt(v) => Expr::alt(v.iter().map(s).filter(|x| *x != Expr::Nothing).collect()),
+            Expr::Repeat {
+                max: Some(max),
+                min,
+                ..
+            } if max < min => Expr::Nothing,
+            Expr::Repeat { expr, min, max } => {
+                let inner = s(expr);
+                match inner {
+                    Expr::Nothing | Expr::Empty => {
+                        if *min == 0 || inner == Expr::Empty {
+                            Expr::Empty
+                        } else {
+                            Expr::Nothing
+                        }
+                    }
+                    _ if *max == Some(0) => Expr::Empty,
+                    _ if *min == 1 && *max == Some(1) => inner,
+                    _ => Expr::repeat(inner, *min, *max),
+                }
+            }
+            Expr::And(v) => Expr::and(v.iter().map(s).collect()),
+            Expr::Not(x) => Expr::complement(s(x)),
+            other => other.clone(),
+        }
+    }
+
+    #[test]
+    fn simplified_equals_rebuilding() {
+        use crate::ir::CharClass;
+        // Rule 1 is unproductive.
+        let productive = [true, false, true];
+        let leaves = [
+            Expr::Empty,
+            Expr::Nothing,
+            Expr::literal("ab"),
+            Expr::Class(CharClass::empty()),
+            Expr::Class(CharClass::single(97)),
+            Expr::Ref(0),
+            Expr::Ref(1),
+        ];
+        let mut exprs: Vec<Expr> = leaves.to_vec();
+        for a in &leaves {
+            for b in &leaves {
+                exprs.push(Expr::Seq(vec![a.clone(), b.clone()]));
+                exprs.push(Expr::Alt(vec![a.clone(), b.clone()]));
+                exprs.push(Expr::Seq(vec![a.clone()]));
+                exprs.push(Expr::And(vec![a.clone(), b.clone()]));
+                exprs.push(Expr::complement(a.clone()));
+                for (min, max) in [
+                    (0, None),
+                    (1, Some(1)),
+                    (2, Some(1)),
+                    (0, Some(0)),
+                    (1, Some(3)),
+                ] {
+                    exprs.push(Expr::repeat(
+                        Expr::Seq(vec![a.clone(), b.clone()]),
+                        min,
+                        max,
+                    ));
+                }
+            }
+        }
+        let nested: Vec<Expr> = exprs
+            .iter()
+            .map(|x| {
+                Expr::Alt(vec![
+                    x.clone(),
+                    Expr::Seq(vec![Expr::literal("c"), x.clone()]),
+                ])
+            })
+            .collect();
+        for e in exprs.iter().chain(&nested) {
+            assert_eq!(
+                simplified(e, &productive).into_owned(),
+                simplify_rebuilding(e, &productive),
+                "{e:?}"
+            );
+        }
+    }
     use crate::ir::{GrammarBuilder, Rule};
 
     #[test]

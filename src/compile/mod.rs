@@ -19,7 +19,7 @@ pub mod rtn;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use analyze::{analyze, expand, is_loopish, is_regular_expr, simplify, Analysis, RuleClass};
+use analyze::{analyze, expand, is_loopish, is_regular_expr, simplified, Analysis, RuleClass};
 use lexeme::{ByteSet, DfaLimits, LexemeDfa};
 use rtn::{RtnBuilder, SState};
 
@@ -242,7 +242,8 @@ impl<'g> Lowering<'g> {
         Ok(match e {
             Expr::Ref(r) => match self.analysis.class[*r as usize] {
                 RuleClass::Inline => {
-                    let body = simplify(&self.g.rules[*r as usize].body, p);
+                    let g = self.g;
+                    let body = simplified(&g.rules[*r as usize].body, p);
                     self.lower(&body, depth + 1)?
                 }
                 _ => Expr::Ref(self.compiled_rule(*r)),
@@ -329,6 +330,7 @@ pub fn compile_ir(
     let mut kinds: Vec<(String, RuleKind)> = Vec::new();
     let mut lexeme_rules: Vec<(u32, Arc<LexemeDfa>)> = Vec::new();
     let limits = DfaLimits::default();
+    let productive = low.analysis.productive.clone();
     let mut i = 0;
     while i < low.pending.len() {
         budget.check(structural.len())?;
@@ -337,7 +339,7 @@ pub fn compile_ir(
         let lexeme_expr = match &low.pending[i].1 {
             Source::AnonLexeme(e) => Some(e.clone()),
             Source::Rule(r) if low.analysis.class[*r as usize] == RuleClass::Lexeme => {
-                let body = simplify(&grammar.rules[*r as usize].body, &low.analysis.productive);
+                let body = simplified(&grammar.rules[*r as usize].body, &low.analysis.productive);
                 Some(expand(&body, grammar))
             }
             _ => None,
@@ -351,14 +353,17 @@ pub fn compile_ir(
             lexeme_rules.push((rule, dfa.clone()));
             kinds.push((name, RuleKind::Lexeme { dfa, base: 0 }));
         } else {
-            let body = match &low.pending[i].1 {
-                Source::Start(e) => e.clone(),
+            let lowered = match &low.pending[i].1 {
+                Source::Start(e) => {
+                    let e = e.clone();
+                    low.lower(&e, 0)?
+                }
                 Source::Rule(r) => {
-                    simplify(&grammar.rules[*r as usize].body, &low.analysis.productive)
+                    let body = simplified(&grammar.rules[*r as usize].body, &productive);
+                    low.lower(&body, 0)?
                 }
                 Source::AnonLexeme(_) => unreachable!(),
             };
-            let lowered = low.lower(&body, 0)?;
             let remaining = options.max_states.saturating_sub(structural.len());
             let states = RtnBuilder::new(&mut token_sets, remaining)
                 .build(&lowered, rule)
@@ -551,6 +556,7 @@ fn compute_follow(
     nullable: &[bool],
 ) -> Vec<ByteSet> {
     let n = kinds.len();
+    let m = structural.len();
     let or = |a: &mut ByteSet, b: &ByteSet| -> bool {
         let mut changed = false;
         for i in 0..4 {
@@ -561,7 +567,9 @@ fn compute_follow(
         changed
     };
     // FIRST of each rule and each structural state (bytes that can be read
-    // first), and whether the state can finish its rule without reading.
+    // first), and whether the state can finish its rule without reading:
+    // a fixpoint over a worklist of nodes (states `0..m`, rules `m..`), a
+    // node computed again when one it depends on changed.
     let mut rule_first: Vec<ByteSet> = kinds
         .iter()
         .map(|(_, k)| match k {
@@ -573,53 +581,120 @@ fn compute_follow(
         .collect();
     let mut state_first: Vec<ByteSet> = structural.iter().map(|s| s.direct_first).collect();
     let mut state_empty: Vec<bool> = structural.iter().map(|s| s.is_final).collect();
-    loop {
-        let mut changed = false;
-        // Backwards: states are numbered from their rule's start, so a
-        // property flowing back from final states settles in few passes.
-        for i in (0..structural.len()).rev() {
-            let s = &structural[i];
-            for &(r, t) in &s.calls {
+    // Dependents: a rule's callers; a state's predecessors over a nullable
+    // call; a rule's start state's rule.
+    let mut links: Vec<(u32, u32)> = Vec::new();
+    for (i, s) in structural.iter().enumerate() {
+        for &(r, t) in &s.calls {
+            links.push(((m + r as usize) as u32, i as u32));
+            if nullable[r as usize] {
+                links.push((t, i as u32));
+            }
+        }
+    }
+    for (r, (_, k)) in kinds.iter().enumerate() {
+        if let RuleKind::Structural { start } = k {
+            links.push((*start, (m + r) as u32));
+        }
+    }
+    let dependents = Adjacency::new(m + n, &links);
+    // Backwards first: states are numbered from their rule's start, so
+    // values flowing back from final states settle quickly.
+    let mut work: Vec<u32> = (0..(m + n) as u32).collect();
+    let mut queued = vec![true; m + n];
+    while let Some(x) = work.pop() {
+        let x = x as usize;
+        queued[x] = false;
+        let changed = if x < m {
+            let mut changed = false;
+            for &(r, t) in &structural[x].calls {
                 let f = rule_first[r as usize];
-                changed |= or(&mut state_first[i], &f);
+                changed |= or(&mut state_first[x], &f);
                 if nullable[r as usize] {
                     let ft = state_first[t as usize];
-                    changed |= or(&mut state_first[i], &ft);
-                    if state_empty[t as usize] && !state_empty[i] {
-                        state_empty[i] = true;
+                    changed |= or(&mut state_first[x], &ft);
+                    if state_empty[t as usize] && !state_empty[x] {
+                        state_empty[x] = true;
                         changed = true;
                     }
                 }
             }
-        }
-        for (r, (_, k)) in kinds.iter().enumerate() {
-            if let RuleKind::Structural { start } = k {
-                let f = state_first[*start as usize];
-                changed |= or(&mut rule_first[r], &f);
+            changed
+        } else {
+            match &kinds[x - m].1 {
+                RuleKind::Structural { start } => {
+                    let f = state_first[*start as usize];
+                    or(&mut rule_first[x - m], &f)
+                }
+                RuleKind::Lexeme { .. } => false,
             }
-        }
-        if !changed {
-            break;
-        }
-    }
-    let mut follow = vec![[0u64; 4]; n];
-    loop {
-        let mut changed = false;
-        for s in structural.iter() {
-            for &(r, t) in &s.calls {
-                let ft = state_first[t as usize];
-                changed |= or(&mut follow[r as usize], &ft);
-                if state_empty[t as usize] {
-                    let fp = follow[s.rule as usize];
-                    changed |= or(&mut follow[r as usize], &fp);
+        };
+        if changed {
+            for &d in dependents.of(x) {
+                if !queued[d as usize] {
+                    queued[d as usize] = true;
+                    work.push(d);
                 }
             }
         }
-        if !changed {
-            break;
+    }
+    // FOLLOW: what comes after each call, and what follows the calling
+    // rule where nothing has to (propagated from rule to rule).
+    let mut follow = vec![[0u64; 4]; n];
+    links.clear();
+    for s in structural {
+        for &(r, t) in &s.calls {
+            let ft = state_first[t as usize];
+            or(&mut follow[r as usize], &ft);
+            if state_empty[t as usize] && s.rule != r {
+                links.push((s.rule, r));
+            }
+        }
+    }
+    let inherits = Adjacency::new(n, &links);
+    let mut work: Vec<u32> = (0..n as u32).collect();
+    let mut queued = vec![true; n];
+    while let Some(p) = work.pop() {
+        queued[p as usize] = false;
+        let fp = follow[p as usize];
+        for &r in inherits.of(p as usize) {
+            if or(&mut follow[r as usize], &fp) && !queued[r as usize] {
+                queued[r as usize] = true;
+                work.push(r);
+            }
         }
     }
     follow
+}
+
+/// Lists of successors of `0..n` in one array.
+struct Adjacency {
+    start: Vec<u32>,
+    to: Vec<u32>,
+}
+
+impl Adjacency {
+    /// From `(from, to)` pairs.
+    fn new(n: usize, links: &[(u32, u32)]) -> Adjacency {
+        let mut start = vec![0u32; n + 1];
+        for &(f, _) in links {
+            start[f as usize + 1] += 1;
+        }
+        for i in 0..n {
+            start[i + 1] += start[i];
+        }
+        let mut fill = start.clone();
+        let mut to = vec![0u32; links.len()];
+        for &(f, t) in links {
+            to[fill[f as usize] as usize] = t;
+            fill[f as usize] += 1;
+        }
+        Adjacency { start, to }
+    }
+
+    fn of(&self, x: usize) -> &[u32] {
+        &self.to[self.start[x] as usize..self.start[x + 1] as usize]
+    }
 }
 
 /// Parses and compiles `source` according to `options.kind`.
@@ -655,5 +730,140 @@ fn json_options(o: &CompileOptions) -> crate::json_schema::JsonOptions {
         compact: o.flags & FLAG_JSON_COMPACT != 0,
         max_whitespace: o.json_max_whitespace,
         no_extra_properties: o.flags & FLAG_JSON_NO_EXTRA_PROPERTIES != 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// FIRST and FOLLOW by passes over everything until nothing changes
+    /// (the textbook fixpoint the worklist version must agree with).
+    fn follow_by_passes(
+        kinds: &[(String, RuleKind)],
+        structural: &[SState],
+        nullable: &[bool],
+    ) -> Vec<ByteSet> {
+        let or = |a: &mut ByteSet, b: &ByteSet| -> bool {
+            let old = *a;
+            for i in 0..4 {
+                a[i] |= b[i];
+            }
+            old != *a
+        };
+        let mut rule_first: Vec<ByteSet> = kinds
+            .iter()
+            .map(|(_, k)| match k {
+                RuleKind::Lexeme { dfa, .. } if dfa.start != lexeme::DEAD => {
+                    dfa.first_bytes[dfa.start as usize]
+                }
+                _ => [0; 4],
+            })
+            .collect();
+        let mut first: Vec<ByteSet> = structural.iter().map(|s| s.direct_first).collect();
+        let mut empty: Vec<bool> = structural.iter().map(|s| s.is_final).collect();
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for i in 0..structural.len() {
+                for &(r, t) in &structural[i].calls {
+                    let f = rule_first[r as usize];
+                    changed |= or(&mut first[i], &f);
+                    if nullable[r as usize] {
+                        let ft = first[t as usize];
+                        changed |= or(&mut first[i], &ft);
+                        if empty[t as usize] && !empty[i] {
+                            empty[i] = true;
+                            changed = true;
+                        }
+                    }
+                }
+            }
+            for (r, (_, k)) in kinds.iter().enumerate() {
+                if let RuleKind::Structural { start } = k {
+                    let f = first[*start as usize];
+                    changed |= or(&mut rule_first[r], &f);
+                }
+            }
+        }
+        let mut follow = vec![[0u64; 4]; kinds.len()];
+        changed = true;
+        while changed {
+            changed = false;
+            for s in structural {
+                for &(r, t) in &s.calls {
+                    let ft = first[t as usize];
+                    changed |= or(&mut follow[r as usize], &ft);
+                    if empty[t as usize] {
+                        let fp = follow[s.rule as usize];
+                        changed |= or(&mut follow[r as usize], &fp);
+                    }
+                }
+            }
+        }
+        follow
+    }
+
+    #[test]
+    fn follow_sets_agree_with_the_fixpoint_by_passes() {
+        let vocab = Arc::new(
+            Vocab::new(
+                (0..=255u8).map(|b| vec![b]).collect(),
+                vec![0; 256],
+                Vec::new(),
+            )
+            .unwrap(),
+        );
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/llamacpp-grammar/gbnf/"
+        );
+        let mut sources: Vec<(Kind, String)> =
+            ["json.gbnf", "c.gbnf", "arithmetic.gbnf", "list.gbnf"]
+                .iter()
+                .map(|f| {
+                    (
+                        Kind::Gbnf,
+                        std::fs::read_to_string(format!("{dir}{f}")).unwrap(),
+                    )
+                })
+                .collect();
+        sources.push((
+            Kind::JsonSchema,
+            r##"{"type":"object","properties":{"a":{"type":"array","items":{"$ref":"#"}},
+                "b":{"anyOf":[{"type":"string"},{"type":"object","additionalProperties":{"type":"integer"}}]}},
+                "required":["b"]}"##
+                .to_string(),
+        ));
+        for (kind, text) in sources {
+            let g = compile(
+                &vocab,
+                text.as_bytes(),
+                &CompileOptions {
+                    kind,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+            let kinds: Vec<(String, RuleKind)> = g
+                .rules
+                .iter()
+                .map(|r| {
+                    let k = match &r.kind {
+                        RuleKind::Structural { start } => RuleKind::Structural { start: *start },
+                        RuleKind::Lexeme { dfa, base } => RuleKind::Lexeme {
+                            dfa: dfa.clone(),
+                            base: *base,
+                        },
+                    };
+                    (r.name.clone(), k)
+                })
+                .collect();
+            let nullable: Vec<bool> = g.rules.iter().map(|r| r.nullable).collect();
+            assert_eq!(
+                compute_follow(&kinds, &g.structural, &nullable),
+                follow_by_passes(&kinds, &g.structural, &nullable)
+            );
+        }
     }
 }

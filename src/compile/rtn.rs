@@ -25,18 +25,28 @@ pub struct SState {
     pub direct_first: ByteSet,
 }
 
-#[derive(Default, Clone)]
-struct NState {
-    eps: Vec<u32>,
-    bytes: Vec<(u8, u8, u32)>,
-    calls: Vec<(u32, u32)>,
-    tokens: Vec<(u32, u32)>,
+/// An edge of the Thompson automaton under construction.
+#[derive(Clone, Copy)]
+enum Edge {
+    Eps(u32),
+    /// `(lo, hi, target)`.
+    Byte(u8, u8, u32),
+    /// `(rule, target)`.
+    Call(u32, u32),
+    /// `(token set index, target)`.
+    Token(u32, u32),
 }
 
 /// Builds the automaton of one rule body (whose `Ref`s are compiled rule
 /// indices) with Thompson's construction, then removes epsilon edges.
+///
+/// States are numbers and edges one flat list of `(source, edge)`: a rule
+/// body has a state per byte of its literals (every property name of an
+/// object), and four vectors per state cost more in allocation than the
+/// construction itself.
 pub struct RtnBuilder<'a> {
-    states: Vec<NState>,
+    num_states: u32,
+    edges: Vec<(u32, Edge)>,
     token_sets: &'a mut Vec<TokenSet>,
     max_states: usize,
 }
@@ -44,21 +54,26 @@ pub struct RtnBuilder<'a> {
 impl<'a> RtnBuilder<'a> {
     pub fn new(token_sets: &'a mut Vec<TokenSet>, max_states: usize) -> Self {
         RtnBuilder {
-            states: Vec::new(),
+            num_states: 0,
+            edges: Vec::new(),
             token_sets,
             max_states,
         }
     }
 
     fn fresh(&mut self) -> Result<u32> {
-        if self.states.len() >= self.max_states {
+        if self.num_states as usize >= self.max_states {
             return Err(Error::limit(format!(
                 "a parser rule needs more than {} automaton states",
                 self.max_states
             )));
         }
-        self.states.push(NState::default());
-        Ok((self.states.len() - 1) as u32)
+        self.num_states += 1;
+        Ok(self.num_states - 1)
+    }
+
+    fn edge(&mut self, from: u32, e: Edge) {
+        self.edges.push((from, e));
     }
 
     /// Returns the epsilon-free states of `body`; `rule` is stored in each.
@@ -77,7 +92,7 @@ impl<'a> RtnBuilder<'a> {
                 let mut cur = from;
                 for &b in s.as_bytes() {
                     let next = self.fresh()?;
-                    self.states[cur as usize].bytes.push((b, b, next));
+                    self.edge(cur, Edge::Byte(b, b, next));
                     cur = next;
                 }
                 cur
@@ -94,9 +109,9 @@ impl<'a> RtnBuilder<'a> {
                 let end = self.fresh()?;
                 for x in v {
                     let s = self.fresh()?;
-                    self.states[from as usize].eps.push(s);
+                    self.edge(from, Edge::Eps(s));
                     let e = self.expr(x, s)?;
-                    self.states[e as usize].eps.push(end);
+                    self.edge(e, Edge::Eps(end));
                 }
                 end
             }
@@ -109,25 +124,25 @@ impl<'a> RtnBuilder<'a> {
                 let mut cur = from;
                 for _ in 0..*min {
                     let s = self.fresh()?;
-                    self.states[cur as usize].eps.push(s);
+                    self.edge(cur, Edge::Eps(s));
                     cur = self.expr(expr, s)?;
                 }
                 match max {
                     None => {
                         let head = self.fresh()?;
-                        self.states[cur as usize].eps.push(head);
+                        self.edge(cur, Edge::Eps(head));
                         let e = self.expr(expr, head)?;
-                        self.states[e as usize].eps.push(head);
+                        self.edge(e, Edge::Eps(head));
                         head
                     }
                     Some(max) => {
                         let end = self.fresh()?;
-                        self.states[cur as usize].eps.push(end);
+                        self.edge(cur, Edge::Eps(end));
                         for _ in *min..*max {
                             let s = self.fresh()?;
-                            self.states[cur as usize].eps.push(s);
+                            self.edge(cur, Edge::Eps(s));
                             cur = self.expr(expr, s)?;
-                            self.states[cur as usize].eps.push(end);
+                            self.edge(cur, Edge::Eps(end));
                         }
                         end
                     }
@@ -135,7 +150,7 @@ impl<'a> RtnBuilder<'a> {
             }
             Expr::Ref(r) => {
                 let next = self.fresh()?;
-                self.states[from as usize].calls.push((*r, next));
+                self.edge(from, Edge::Call(*r, next));
                 next
             }
             Expr::JsonStrings(js) if !js.negated() => self.expr(&js.spelled(), from)?,
@@ -153,7 +168,7 @@ impl<'a> RtnBuilder<'a> {
                     }
                 } as u32;
                 let next = self.fresh()?;
-                self.states[from as usize].tokens.push((idx, next));
+                self.edge(from, Edge::Token(idx, next));
                 next
             }
         })
@@ -173,7 +188,7 @@ impl<'a> RtnBuilder<'a> {
                     } else {
                         self.fresh()?
                     };
-                    self.states[cur as usize].bytes.push((r.start, r.end, next));
+                    self.edge(cur, Edge::Byte(r.start, r.end, next));
                     cur = next;
                 }
             }
@@ -181,42 +196,51 @@ impl<'a> RtnBuilder<'a> {
         Ok(end)
     }
 
-    fn eliminate_epsilons(self, start: u32, end: u32, rule: u32) -> Vec<SState> {
-        let n = self.states.len();
-        // Epsilon closure of every state.
-        let closure = |s: u32| -> Vec<u32> {
-            let mut seen = vec![s];
-            let mut i = 0;
-            while i < seen.len() {
-                for &t in &self.states[seen[i] as usize].eps {
-                    if !seen.contains(&t) {
-                        seen.push(t);
-                    }
-                }
-                i += 1;
-            }
-            seen
-        };
+    fn eliminate_epsilons(mut self, start: u32, end: u32, rule: u32) -> Vec<SState> {
+        let n = self.num_states as usize;
+        // Edges grouped by source state (stable: construction order kept).
+        self.edges.sort_by_key(|e| e.0);
+        let mut first = vec![0u32; n + 1];
+        for &(s, _) in &self.edges {
+            first[s as usize + 1] += 1;
+        }
+        for s in 0..n {
+            first[s + 1] += first[s];
+        }
+        let edges = &self.edges;
+        let out_of = |s: u32| &edges[first[s as usize] as usize..first[s as usize + 1] as usize];
         // Renumber the states reachable through non-epsilon edges.
         let mut new_id = vec![u32::MAX; n];
         let mut order = vec![start];
         new_id[start as usize] = 0;
         let mut out: Vec<SState> = Vec::new();
+        // The epsilon closure of the state being built, and a mark per
+        // state of the closure it was last put in.
+        let mut closure: Vec<u32> = Vec::new();
+        let mut mark = vec![u32::MAX; n];
         let mut i = 0;
         while i < order.len() {
             let s = order[i];
-            let cl = closure(s);
+            closure.clear();
+            closure.push(s);
+            mark[s as usize] = i as u32;
+            let mut k = 0;
+            while k < closure.len() {
+                for &(_, e) in out_of(closure[k]) {
+                    if let Edge::Eps(t) = e {
+                        if mark[t as usize] != i as u32 {
+                            mark[t as usize] = i as u32;
+                            closure.push(t);
+                        }
+                    }
+                }
+                k += 1;
+            }
             let mut st = SState {
                 rule,
-                is_final: cl.contains(&end),
+                is_final: mark[end as usize] == i as u32,
                 ..Default::default()
             };
-            for &c in &cl {
-                let ns = &self.states[c as usize];
-                st.bytes.extend(ns.bytes.iter().copied());
-                st.calls.extend(ns.calls.iter().copied());
-                st.tokens.extend(ns.tokens.iter().copied());
-            }
             let mut map = |t: u32| -> u32 {
                 if new_id[t as usize] == u32::MAX {
                     new_id[t as usize] = order.len() as u32;
@@ -224,14 +248,15 @@ impl<'a> RtnBuilder<'a> {
                 }
                 new_id[t as usize]
             };
-            for e in st.bytes.iter_mut() {
-                e.2 = map(e.2);
-            }
-            for e in st.calls.iter_mut() {
-                e.1 = map(e.1);
-            }
-            for e in st.tokens.iter_mut() {
-                e.1 = map(e.1);
+            for &c in &closure {
+                for &(_, e) in out_of(c) {
+                    match e {
+                        Edge::Eps(_) => {}
+                        Edge::Byte(lo, hi, t) => st.bytes.push((lo, hi, map(t))),
+                        Edge::Call(r, t) => st.calls.push((r, map(t))),
+                        Edge::Token(ts, t) => st.tokens.push((ts, map(t))),
+                    }
+                }
             }
             st.bytes.sort_unstable();
             st.bytes.dedup();

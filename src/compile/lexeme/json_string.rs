@@ -420,10 +420,9 @@ impl Builder<'_> {
                 }
             }
             Key::Escape(all) => {
-                for b in 0..=255u8 {
-                    if let Some(c) = short_escape(b) {
-                        row[b as usize] = self.main(all.at(c));
-                    }
+                for b in *b"\"\\/bfnrt" {
+                    let c = short_escape(b).expect("a short escape");
+                    row[b as usize] = self.main(all.at(c));
                 }
                 row[b'u' as usize] = self.id(Key::HexAt(all.clone()));
             }
