@@ -17,6 +17,11 @@ pub mod regex;
 pub mod vocab;
 
 pub use compile::{compile, CompileOptions, CompiledGrammar, Kind};
+
+/// See the `mimalloc` feature in `Cargo.toml`.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 pub use error::{Error, ErrorKind, Result};
 pub use matcher::Matcher;
 pub use vocab::{Vocab, TOKEN_SPECIAL};
