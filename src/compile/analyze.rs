@@ -165,14 +165,24 @@ pub fn simplify(e: &Expr, productive: &[bool]) -> Expr {
 /// [`simplify`], borrowing `e` when nothing changes (most rule bodies of a
 /// grammar whose rules are all productive: no copy of them is made).
 pub fn simplified<'e>(e: &'e Expr, productive: &[bool]) -> Cow<'e, Expr> {
-    // The simplified children, or None when every one is unchanged.
+    // The simplified children, or None when every one is unchanged (no
+    // vector is made until one changes).
     let children = |v: &'e [Expr]| -> Option<Vec<Expr>> {
-        let parts: Vec<Cow<Expr>> = v.iter().map(|x| simplified(x, productive)).collect();
-        if parts.iter().all(|p| matches!(p, Cow::Borrowed(_))) {
-            None
-        } else {
-            Some(parts.into_iter().map(Cow::into_owned).collect())
+        let mut out: Option<Vec<Expr>> = None;
+        for (i, x) in v.iter().enumerate() {
+            match (simplified(x, productive), &mut out) {
+                (Cow::Borrowed(_), None) => {}
+                (Cow::Borrowed(x), Some(out)) => out.push(x.clone()),
+                (Cow::Owned(x), Some(out)) => out.push(x),
+                (Cow::Owned(x), None) => {
+                    let mut o = Vec::with_capacity(v.len());
+                    o.extend_from_slice(&v[..i]);
+                    o.push(x);
+                    out = Some(o);
+                }
+            }
         }
+        out
     };
     match e {
         Expr::Class(c) if c.is_empty() => Cow::Owned(Expr::Nothing),

@@ -1567,6 +1567,11 @@ impl<'a> Compiler<'a> {
         let listed = StrLang::Lits(s.props.iter().map(|(k, _)| k.clone()).collect());
         let mut extras = Vec::new();
         for (l, t) in &s.extra {
+            // No member can have it (`additionalProperties: false`): no key
+            // lexeme, no alternative to drop later.
+            if *t == Term::False || self.term_empty(t, 0)? {
+                continue;
+            }
             let keys = if s.props.is_empty() {
                 l.clone()
             } else {
