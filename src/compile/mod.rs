@@ -369,6 +369,7 @@ pub fn compile_ir(
                 .build(&lowered, rule)
                 .map_err(|err| err.context(format!("rule '{name}'")))?;
             let base = structural.len() as u32;
+            structural.reserve(states.len());
             for mut s in states {
                 for e in s.bytes.iter_mut() {
                     e.2 += base;

@@ -380,9 +380,9 @@ impl Builder<'_> {
         id
     }
 
-    /// The transitions of state `key` on every byte.
-    fn row(&mut self, key: &Key) -> [u32; 256] {
-        let mut row = [DEAD; 256];
+    /// The transitions of state `key` on every byte, into `row`.
+    fn row(&mut self, key: &Key, row: &mut [u32; 256]) {
+        row.fill(DEAD);
         match key {
             Key::Start => row[b'"' as usize] = self.main(0),
             Key::End => {}
@@ -534,13 +534,13 @@ impl Builder<'_> {
                 }
             }
         }
-        row
     }
 }
 
 /// The DFA of `js` (quotes included): minimal, state 0 the start.
 pub fn table(js: &JsonStrings) -> Table {
     let cp = CpDfa::new(js);
+    let (classes, reps) = byte_classes(&cp);
     let mut b = Builder {
         other: cp.other.first().copied().unwrap_or(CP_DEAD),
         cp: &cp,
@@ -550,78 +550,111 @@ pub fn table(js: &JsonStrings) -> Table {
         uniform: Vec::new(),
     };
     b.id(Key::Start);
-    let mut rows: Vec<[u32; 256]> = Vec::new();
-    while rows.len() < b.keys.len() {
-        let key = b.keys[rows.len()].clone();
-        let row = b.row(&key);
-        rows.push(row);
+    let mut row = [DEAD; 256];
+    let mut trans = Vec::new();
+    let mut done = 0;
+    while done < b.keys.len() {
+        let key = b.keys[done].clone();
+        b.row(&key, &mut row);
+        trans.extend(reps.iter().map(|&r| row[r as usize]));
+        done += 1;
     }
     let is_final = b.keys.iter().map(|k| *k == Key::End).collect();
-    let (classes, reps) = byte_classes(&rows);
-    let num_classes = reps.len();
-    let mut trans = Vec::with_capacity(rows.len() * num_classes);
-    for row in &rows {
-        trans.extend(reps.iter().map(|&r| row[r as usize]));
-    }
     Table {
         classes,
-        num_classes,
+        num_classes: reps.len(),
         trans,
         is_final,
     }
 }
 
-/// Byte classes of a transition table given by full rows: bytes whose
-/// columns are equal, numbered by their first byte, and each class's first
-/// byte.
-///
-/// A hash of each column proposes the classes; one pass over the rows
-/// checks every byte against its class's first byte (rows are read in
-/// order, not columns across them), and the exact refinement runs only if
-/// two columns collided.
-fn byte_classes(rows: &[[u32; 256]]) -> ([u8; 256], Vec<u8>) {
-    // 32-bit lanes: the compiler vectorizes this loop.
-    let mut hash = [0u32; 256];
-    for row in rows {
-        for (h, &t) in hash.iter_mut().zip(row.iter()) {
-            *h = (*h ^ t).wrapping_mul(0x9E37_79B1).rotate_left(13);
+/// Byte classes of the DFA of `cp`, from what each byte does rather than
+/// from the transition table: in every state a byte acts as a raw
+/// character (the same for every character no trie state lists), as what
+/// it escapes after a backslash, as a hex digit, as a UTF-8 lead or
+/// continuation byte. Bytes that do all of these alike are alike
+/// everywhere. Returns the class of each byte and each class's first byte.
+fn byte_classes(cp: &CpDfa) -> ([u8; 256], Vec<u8>) {
+    let mut listed_ascii = [false; 128];
+    // Lead and continuation bytes of the listed multi-byte characters.
+    let mut listed_byte = [false; 256];
+    for kids in &cp.children {
+        for &(c, _) in kids {
+            match char::from_u32(c) {
+                Some(ch) if c < 0x80 => listed_ascii[ch as usize] = true,
+                Some(ch) => {
+                    let mut buf = [0u8; 4];
+                    for &b in ch.encode_utf8(&mut buf).as_bytes() {
+                        listed_byte[b as usize] = true;
+                    }
+                }
+                None => {}
+            }
         }
     }
+    let signature = |b: u8| -> (u8, u16, u16, u16) {
+        match b {
+            0x00..=0x1F | 0xC0 | 0xC1 | 0xF5..=0xFF => (0, 0, 0, 0),
+            b'"' | b'\\' => (1, b as u16, 0, 0),
+            0x20..=0x7F => {
+                // A listed character raw, or any other one.
+                let raw = if listed_ascii[b as usize] {
+                    b as u16
+                } else {
+                    0
+                };
+                let escaped = match short_escape(b) {
+                    Some(c) if (c as usize) < 128 && listed_ascii[c as usize] => 0x100 | c as u16,
+                    Some(_) => 0x200,
+                    None if b == b'u' => 0x300,
+                    None => 0,
+                };
+                let hex = match b {
+                    b'0'..=b'9' => 1 + (b - b'0') as u16,
+                    b'a'..=b'f' => 11 + (b - b'a') as u16,
+                    b'A'..=b'F' => 11 + (b - b'A') as u16,
+                    _ => 0,
+                };
+                (2, raw, escaped, hex)
+            }
+            0x80..=0xBF => {
+                // The ranges a lead byte allows next: 80-8F, 90-9F, A0-BF.
+                let part = (b >= 0x90) as u16 + (b >= 0xA0) as u16;
+                (
+                    3,
+                    part,
+                    if listed_byte[b as usize] { b as u16 } else { 0 },
+                    0,
+                )
+            }
+            _ => {
+                let group = LEADS
+                    .iter()
+                    .position(|&(first, last, ..)| (first..=last).contains(&b))
+                    .expect("a lead byte") as u16;
+                (
+                    4,
+                    group,
+                    if listed_byte[b as usize] { b as u16 } else { 0 },
+                    0,
+                )
+            }
+        }
+    };
     let mut classes = [0u8; 256];
     let mut reps: Vec<u8> = Vec::new();
-    let mut first_of: FastMap<u32, u8> = FastMap::default();
-    let mut rep_of = [0u8; 256];
-    for byte in 0..=255u8 {
-        let c = *first_of.entry(hash[byte as usize]).or_insert_with(|| {
-            reps.push(byte);
-            (reps.len() - 1) as u8
-        });
-        classes[byte as usize] = c;
-        rep_of[byte as usize] = reps[c as usize];
-    }
-    let agree = rows
-        .iter()
-        .all(|row| (0..256).all(|b| row[b] == row[rep_of[b] as usize]));
-    if agree {
-        return (classes, reps);
-    }
-    // Refine row by row: a byte's class is its previous class and its
-    // target here.
-    let mut class = [0u32; 256];
-    for row in rows {
-        let mut ids: FastMap<(u32, u32), u32> = FastMap::default();
-        for b in 0..256 {
-            let n = ids.len() as u32;
-            class[b] = *ids.entry((class[b], row[b])).or_insert(n);
-        }
-    }
-    let mut number: FastMap<u32, u8> = FastMap::default();
-    reps.clear();
+    let mut seen: Vec<(u8, u16, u16, u16)> = Vec::new();
     for b in 0..=255u8 {
-        classes[b as usize] = *number.entry(class[b as usize]).or_insert_with(|| {
-            reps.push(b);
-            (reps.len() - 1) as u8
-        });
+        let sig = signature(b);
+        let c = match seen.iter().position(|s| *s == sig) {
+            Some(c) => c,
+            None => {
+                seen.push(sig);
+                reps.push(b);
+                seen.len() - 1
+            }
+        };
+        classes[b as usize] = c as u8;
     }
     (classes, reps)
 }
