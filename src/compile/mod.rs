@@ -21,7 +21,7 @@ use std::time::Instant;
 
 use analyze::{analyze, expand, is_loopish, is_regular_expr, simplified, Analysis, RuleClass};
 use lexeme::{ByteSet, DfaLimits, LexemeDfa};
-use rtn::{RtnBuilder, SState};
+use rtn::{Edges, RtnBuilder, SState};
 
 use crate::error::{Error, Result};
 use crate::hash::FastMap;
@@ -106,6 +106,8 @@ pub struct CompiledGrammar {
     vocab: Arc<Vocab>,
     pub(crate) rules: Vec<CRule>,
     pub(crate) structural: Vec<SState>,
+    /// The edges of the parser-rule states.
+    pub(crate) edges: Edges,
     /// `(first global state id, rule)` of each lexeme rule, sorted.
     pub(crate) lexeme_blocks: Vec<(u32, u32)>,
     pub(crate) token_sets: Vec<TokenSet>,
@@ -139,6 +141,24 @@ impl CompiledGrammar {
                 .sum::<usize>()
     }
 
+    /// A parser-rule state's byte edges `(lo, hi, target)`.
+    #[inline]
+    pub(crate) fn byte_edges(&self, state: u32) -> &[(u8, u8, u32)] {
+        self.edges.bytes(&self.structural[state as usize])
+    }
+
+    /// A parser-rule state's call edges `(rule, target)`.
+    #[inline]
+    pub(crate) fn call_edges(&self, state: u32) -> &[(u32, u32)] {
+        self.edges.calls(&self.structural[state as usize])
+    }
+
+    /// A parser-rule state's token edges `(token set, target)`.
+    #[inline]
+    pub(crate) fn token_edges(&self, state: u32) -> &[(u32, u32)] {
+        self.edges.tokens(&self.structural[state as usize])
+    }
+
     /// The compiled rule a state belongs to.
     #[inline]
     pub(crate) fn rule_of(&self, state: u32) -> u32 {
@@ -156,11 +176,9 @@ impl CompiledGrammar {
     pub fn memory(&self) -> usize {
         let mut m = std::mem::size_of::<Self>();
         for s in &self.structural {
-            m += std::mem::size_of::<SState>()
-                + s.bytes.len() * 12
-                + s.calls.len() * 8
-                + s.tokens.len() * 8;
+            m += std::mem::size_of_val(s);
         }
+        m += self.edges.memory();
         m += self.structural_infos.len() * std::mem::size_of::<OnceLock<Arc<TokenInfo>>>();
         for r in &self.rules {
             m += std::mem::size_of::<CRule>() + r.name.len();
@@ -327,6 +345,7 @@ pub fn compile_ir(
     };
     let mut token_sets = Vec::new();
     let mut structural: Vec<SState> = Vec::new();
+    let mut edges = Edges::default();
     let mut kinds: Vec<(String, RuleKind)> = Vec::new();
     let mut lexeme_rules: Vec<(u32, Arc<LexemeDfa>)> = Vec::new();
     let limits = DfaLimits::default();
@@ -365,23 +384,11 @@ pub fn compile_ir(
                 Source::AnonLexeme(_) => unreachable!(),
             };
             let remaining = options.max_states.saturating_sub(structural.len());
-            let states = RtnBuilder::new(&mut token_sets, remaining)
-                .build(&lowered, rule)
-                .map_err(|err| err.context(format!("rule '{name}'")))?;
             let base = structural.len() as u32;
-            structural.reserve(states.len());
-            for mut s in states {
-                for e in s.bytes.iter_mut() {
-                    e.2 += base;
-                }
-                for e in s.calls.iter_mut() {
-                    e.1 += base;
-                }
-                for e in s.tokens.iter_mut() {
-                    e.1 += base;
-                }
-                structural.push(s);
-            }
+            let states = RtnBuilder::new(&mut token_sets, remaining)
+                .build(&lowered, rule, base, &mut edges)
+                .map_err(|err| err.context(format!("rule '{name}'")))?;
+            structural.extend(states);
             kinds.push((name, RuleKind::Structural { start: base }));
         }
         i += 1;
@@ -400,9 +407,9 @@ pub fn compile_ir(
         return Err(Error::limit("too many automaton states"));
     }
     budget.check(next as usize)?;
-    trim(&kinds, &mut structural)?;
-    let nullable = compute_nullable(&kinds, &structural);
-    let follow = compute_follow(&kinds, &structural, &nullable);
+    trim(&kinds, &mut structural, &mut edges)?;
+    let nullable = compute_nullable(&kinds, &structural, &edges);
+    let follow = compute_follow(&kinds, &structural, &edges, &nullable);
     let rules: Vec<CRule> = kinds
         .into_iter()
         .enumerate()
@@ -413,7 +420,7 @@ pub fn compile_ir(
             follow: follow[i],
         })
         .collect();
-    let has_token_edges = structural.iter().any(|s| !s.tokens.is_empty());
+    let has_token_edges = structural.iter().any(|s| !edges.tokens(s).is_empty());
     let structural_infos = (0..structural.len()).map(|_| OnceLock::new()).collect();
     let _ = lexeme_rules;
     let token_set_lists = token_sets
@@ -437,6 +444,7 @@ pub fn compile_ir(
         vocab: vocab.clone(),
         rules,
         structural,
+        edges,
         lexeme_blocks,
         token_sets,
         token_set_lists,
@@ -450,7 +458,7 @@ pub fn compile_ir(
 /// Drops the edges into states that can never finish their rule (a lexeme
 /// whose intersection is empty, a rule that only calls such lexemes), so
 /// that every reachable item can be completed.
-fn trim(kinds: &[(String, RuleKind)], structural: &mut [SState]) -> Result<()> {
+fn trim(kinds: &[(String, RuleKind)], structural: &mut [SState], edges: &mut Edges) -> Result<()> {
     let mut rule_ok: Vec<bool> = kinds
         .iter()
         .map(|(_, k)| matches!(k, RuleKind::Lexeme { dfa, .. } if dfa.start != lexeme::DEAD))
@@ -466,9 +474,10 @@ fn trim(kinds: &[(String, RuleKind)], structural: &mut [SState]) -> Result<()> {
             }
             let s = &structural[i];
             let ok = s.is_final
-                || s.bytes.iter().any(|&(_, _, t)| state_ok[t as usize])
-                || s.tokens.iter().any(|&(_, t)| state_ok[t as usize])
-                || s.calls
+                || edges.bytes(s).iter().any(|&(_, _, t)| state_ok[t as usize])
+                || edges.tokens(s).iter().any(|&(_, t)| state_ok[t as usize])
+                || edges
+                    .calls(s)
                     .iter()
                     .any(|&(r, t)| rule_ok[r as usize] && state_ok[t as usize]);
             if ok {
@@ -493,23 +502,26 @@ fn trim(kinds: &[(String, RuleKind)], structural: &mut [SState]) -> Result<()> {
             "the grammar matches no string at all (every way through it needs an impossible part)",
         ));
     }
+    edges.retain(
+        structural,
+        |t| state_ok[t as usize],
+        |r| rule_ok[r as usize],
+    );
     for s in structural.iter_mut() {
-        s.bytes.retain(|&(_, _, t)| state_ok[t as usize]);
-        s.tokens.retain(|&(_, t)| state_ok[t as usize]);
-        s.calls
-            .retain(|&(r, t)| rule_ok[r as usize] && state_ok[t as usize]);
         s.direct_first = [0; 4];
-        for &(lo, hi, _) in &s.bytes {
-            for b in lo..=hi {
-                lexeme::byteset_insert(&mut s.direct_first, b);
-            }
+        for &(lo, hi, _) in edges.bytes(s) {
+            lexeme::byteset_insert_range(&mut s.direct_first, lo, hi);
         }
     }
     Ok(())
 }
 
 /// Which compiled rules match the empty string.
-fn compute_nullable(kinds: &[(String, RuleKind)], structural: &[SState]) -> Vec<bool> {
+fn compute_nullable(
+    kinds: &[(String, RuleKind)],
+    structural: &[SState],
+    edges: &Edges,
+) -> Vec<bool> {
     let mut nullable: Vec<bool> = kinds
         .iter()
         .map(|(_, k)| match k {
@@ -527,7 +539,8 @@ fn compute_nullable(kinds: &[(String, RuleKind)], structural: &[SState]) -> Vec<
         for (i, s) in structural.iter().enumerate().rev() {
             if !empty_done[i]
                 && (s.is_final
-                    || s.calls
+                    || edges
+                        .calls(s)
                         .iter()
                         .any(|&(r, t)| nullable[r as usize] && empty_done[t as usize]))
             {
@@ -554,6 +567,7 @@ fn compute_nullable(kinds: &[(String, RuleKind)], structural: &[SState]) -> Vec<
 fn compute_follow(
     kinds: &[(String, RuleKind)],
     structural: &[SState],
+    edges: &Edges,
     nullable: &[bool],
 ) -> Vec<ByteSet> {
     let n = kinds.len();
@@ -586,7 +600,7 @@ fn compute_follow(
     // call; a rule's start state's rule.
     let mut links: Vec<(u32, u32)> = Vec::new();
     for (i, s) in structural.iter().enumerate() {
-        for &(r, t) in &s.calls {
+        for &(r, t) in edges.calls(s) {
             links.push(((m + r as usize) as u32, i as u32));
             if nullable[r as usize] {
                 links.push((t, i as u32));
@@ -608,7 +622,7 @@ fn compute_follow(
         queued[x] = false;
         let changed = if x < m {
             let mut changed = false;
-            for &(r, t) in &structural[x].calls {
+            for &(r, t) in edges.calls(&structural[x]) {
                 let f = rule_first[r as usize];
                 changed |= or(&mut state_first[x], &f);
                 if nullable[r as usize] {
@@ -644,7 +658,7 @@ fn compute_follow(
     let mut follow = vec![[0u64; 4]; n];
     links.clear();
     for s in structural {
-        for &(r, t) in &s.calls {
+        for &(r, t) in edges.calls(s) {
             let ft = state_first[t as usize];
             or(&mut follow[r as usize], &ft);
             if state_empty[t as usize] && s.rule != r {
@@ -743,6 +757,7 @@ mod tests {
     fn follow_by_passes(
         kinds: &[(String, RuleKind)],
         structural: &[SState],
+        edges: &Edges,
         nullable: &[bool],
     ) -> Vec<ByteSet> {
         let or = |a: &mut ByteSet, b: &ByteSet| -> bool {
@@ -767,7 +782,7 @@ mod tests {
         while changed {
             changed = false;
             for i in 0..structural.len() {
-                for &(r, t) in &structural[i].calls {
+                for &(r, t) in edges.calls(&structural[i]) {
                     let f = rule_first[r as usize];
                     changed |= or(&mut first[i], &f);
                     if nullable[r as usize] {
@@ -792,7 +807,7 @@ mod tests {
         while changed {
             changed = false;
             for s in structural {
-                for &(r, t) in &s.calls {
+                for &(r, t) in edges.calls(s) {
                     let ft = first[t as usize];
                     changed |= or(&mut follow[r as usize], &ft);
                     if empty[t as usize] {
@@ -862,8 +877,8 @@ mod tests {
                 .collect();
             let nullable: Vec<bool> = g.rules.iter().map(|r| r.nullable).collect();
             assert_eq!(
-                compute_follow(&kinds, &g.structural, &nullable),
-                follow_by_passes(&kinds, &g.structural, &nullable)
+                compute_follow(&kinds, &g.structural, &g.edges, &nullable),
+                follow_by_passes(&kinds, &g.structural, &g.edges, &nullable)
             );
         }
     }

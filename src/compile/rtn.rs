@@ -5,24 +5,102 @@
 
 use regex_syntax::utf8::Utf8Sequences;
 
-use super::lexeme::{byteset_insert, ByteSet};
+use super::lexeme::{byteset_insert_range, ByteSet};
 use crate::error::{Error, Result};
 use crate::ir::{CharClass, Expr, TokenSet};
 
-/// An epsilon-free automaton state of a structural rule.
+/// An epsilon-free automaton state of a structural rule. Its edges are
+/// ranges of the grammar's [`Edges`].
 #[derive(Clone, Debug, Default)]
 pub struct SState {
     /// Compiled rule this state belongs to.
     pub rule: u32,
     pub is_final: bool,
-    /// `(lo, hi, target)`: read one byte in `lo..=hi`.
-    pub bytes: Vec<(u8, u8, u32)>,
-    /// `(rule, target)`: a whole match of the compiled rule.
-    pub calls: Vec<(u32, u32)>,
-    /// `(token set index, target)`: one whole token.
-    pub tokens: Vec<(u32, u32)>,
+    bytes: (u32, u32),
+    calls: (u32, u32),
+    tokens: (u32, u32),
     /// Bytes on this state's own byte edges.
     pub direct_first: ByteSet,
+}
+
+/// The edges of every parser-rule state of a grammar, in three arrays; a
+/// state's edges of one kind are one range, sorted. (Per-state vectors
+/// were most of the cost of building parser rules: a state per byte of
+/// every literal, each with its own allocations.)
+#[derive(Clone, Debug, Default)]
+pub struct Edges {
+    /// `(lo, hi, target)`: read one byte in `lo..=hi`.
+    bytes: Vec<(u8, u8, u32)>,
+    /// `(rule, target)`: a whole match of the compiled rule.
+    calls: Vec<(u32, u32)>,
+    /// `(token set index, target)`: one whole token.
+    tokens: Vec<(u32, u32)>,
+}
+
+impl Edges {
+    #[inline]
+    pub fn bytes(&self, s: &SState) -> &[(u8, u8, u32)] {
+        &self.bytes[s.bytes.0 as usize..s.bytes.1 as usize]
+    }
+
+    #[inline]
+    pub fn calls(&self, s: &SState) -> &[(u32, u32)] {
+        &self.calls[s.calls.0 as usize..s.calls.1 as usize]
+    }
+
+    #[inline]
+    pub fn tokens(&self, s: &SState) -> &[(u32, u32)] {
+        &self.tokens[s.tokens.0 as usize..s.tokens.1 as usize]
+    }
+
+    /// The edges of `states` whose target passes `keep` (and, for calls,
+    /// whose rule passes `keep_call`), the states' ranges updated.
+    pub fn retain(
+        &mut self,
+        states: &mut [SState],
+        keep: impl Fn(u32) -> bool,
+        keep_call: impl Fn(u32) -> bool,
+    ) {
+        let mut out = Edges::default();
+        for s in states.iter_mut() {
+            let from = out.bytes.len() as u32;
+            out.bytes
+                .extend(self.bytes(s).iter().copied().filter(|e| keep(e.2)));
+            s.bytes = (from, out.bytes.len() as u32);
+            let from = out.calls.len() as u32;
+            out.calls.extend(
+                self.calls(s)
+                    .iter()
+                    .copied()
+                    .filter(|e| keep_call(e.0) && keep(e.1)),
+            );
+            s.calls = (from, out.calls.len() as u32);
+            let from = out.tokens.len() as u32;
+            out.tokens
+                .extend(self.tokens(s).iter().copied().filter(|e| keep(e.1)));
+            s.tokens = (from, out.tokens.len() as u32);
+        }
+        *self = out;
+    }
+
+    /// Approximate heap bytes.
+    pub fn memory(&self) -> usize {
+        self.bytes.capacity() * 12 + self.calls.capacity() * 8 + self.tokens.capacity() * 8
+    }
+}
+
+/// Sorts and deduplicates `v[from..]`; returns its range.
+fn sort_dedup<T: Ord + Copy>(v: &mut Vec<T>, from: usize) -> (u32, u32) {
+    v[from..].sort_unstable();
+    let mut w = from;
+    for r in from..v.len() {
+        if r == from || v[r] != v[w - 1] {
+            v[w] = v[r];
+            w += 1;
+        }
+    }
+    v.truncate(w);
+    (from as u32, w as u32)
 }
 
 /// An edge of the Thompson automaton under construction.
@@ -76,12 +154,19 @@ impl<'a> RtnBuilder<'a> {
         self.edges.push((from, e));
     }
 
-    /// Returns the epsilon-free states of `body`; `rule` is stored in each.
+    /// Returns the epsilon-free states of `body`, their edges appended to
+    /// `edges` with targets numbered from `base`; `rule` is stored in each.
     /// State 0 is the start.
-    pub fn build(mut self, body: &Expr, rule: u32) -> Result<Vec<SState>> {
+    pub fn build(
+        mut self,
+        body: &Expr,
+        rule: u32,
+        base: u32,
+        edges: &mut Edges,
+    ) -> Result<Vec<SState>> {
         let start = self.fresh()?;
         let end = self.expr(body, start)?;
-        Ok(self.eliminate_epsilons(start, end, rule))
+        Ok(self.eliminate_epsilons(start, end, rule, base, edges))
     }
 
     fn expr(&mut self, e: &Expr, from: u32) -> Result<u32> {
@@ -196,7 +281,14 @@ impl<'a> RtnBuilder<'a> {
         Ok(end)
     }
 
-    fn eliminate_epsilons(mut self, start: u32, end: u32, rule: u32) -> Vec<SState> {
+    fn eliminate_epsilons(
+        mut self,
+        start: u32,
+        end: u32,
+        rule: u32,
+        base: u32,
+        out_edges: &mut Edges,
+    ) -> Vec<SState> {
         let n = self.num_states as usize;
         // Edges grouped by source state (stable: construction order kept).
         self.edges.sort_by_key(|e| e.0);
@@ -236,38 +328,39 @@ impl<'a> RtnBuilder<'a> {
                 }
                 k += 1;
             }
-            let mut st = SState {
-                rule,
-                is_final: mark[end as usize] == i as u32,
-                ..Default::default()
-            };
+            let is_final = mark[end as usize] == i as u32;
             let mut map = |t: u32| -> u32 {
                 if new_id[t as usize] == u32::MAX {
                     new_id[t as usize] = order.len() as u32;
                     order.push(t);
                 }
-                new_id[t as usize]
+                base + new_id[t as usize]
             };
+            let (b0, c0, t0) = (
+                out_edges.bytes.len(),
+                out_edges.calls.len(),
+                out_edges.tokens.len(),
+            );
             for &c in &closure {
                 for &(_, e) in out_of(c) {
                     match e {
                         Edge::Eps(_) => {}
-                        Edge::Byte(lo, hi, t) => st.bytes.push((lo, hi, map(t))),
-                        Edge::Call(r, t) => st.calls.push((r, map(t))),
-                        Edge::Token(ts, t) => st.tokens.push((ts, map(t))),
+                        Edge::Byte(lo, hi, t) => out_edges.bytes.push((lo, hi, map(t))),
+                        Edge::Call(r, t) => out_edges.calls.push((r, map(t))),
+                        Edge::Token(ts, t) => out_edges.tokens.push((ts, map(t))),
                     }
                 }
             }
-            st.bytes.sort_unstable();
-            st.bytes.dedup();
-            st.calls.sort_unstable();
-            st.calls.dedup();
-            st.tokens.sort_unstable();
-            st.tokens.dedup();
-            for &(lo, hi, _) in &st.bytes {
-                for b in lo..=hi {
-                    byteset_insert(&mut st.direct_first, b);
-                }
+            let mut st = SState {
+                rule,
+                is_final,
+                bytes: sort_dedup(&mut out_edges.bytes, b0),
+                calls: sort_dedup(&mut out_edges.calls, c0),
+                tokens: sort_dedup(&mut out_edges.tokens, t0),
+                ..Default::default()
+            };
+            for &(lo, hi, _) in out_edges.bytes(&st) {
+                byteset_insert_range(&mut st.direct_first, lo, hi);
             }
             out.push(st);
             i += 1;

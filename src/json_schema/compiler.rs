@@ -1533,15 +1533,23 @@ impl<'a> Compiler<'a> {
             ));
         }
         let need = s.need.first().cloned();
+        // Each member is a parser rule of its own: the object's states (up
+        // to 2^6 of them, one per set of members written) each refer to it
+        // instead of copying its key, so the key's states and their token
+        // sets exist once per member.
         let member = |this: &mut Self, key: Expr, t: &Term| -> Result<Expr> {
             let v = this.rule_for(t)?;
-            Ok(Expr::seq(vec![
+            let body = Expr::seq(vec![
                 key,
                 ws.clone(),
                 Expr::literal(":"),
                 ws.clone(),
                 Expr::Ref(v),
-            ]))
+            ]);
+            let r = this.new_rule(format!("member#{}", this.b.len()))?;
+            this.b.set_body(r, body);
+            this.b.set_lexeme_hint(r, LexemeHint::Never);
+            Ok(Expr::Ref(r))
         };
         let mut members = Vec::new();
         for (k, t) in &s.props {

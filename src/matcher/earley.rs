@@ -136,8 +136,7 @@ impl CompiledGrammar {
     /// The state reads something next (a byte or a token).
     pub(crate) fn can_scan(&self, state: u32) -> bool {
         if self.is_structural(state) {
-            let s = &self.structural[state as usize];
-            !s.bytes.is_empty() || !s.tokens.is_empty()
+            !self.byte_edges(state).is_empty() || !self.token_edges(state).is_empty()
         } else {
             self.direct_first(state) != &[0u64; 4]
         }
@@ -148,7 +147,7 @@ impl CompiledGrammar {
     pub(crate) fn scan_byte(&self, set: &[Item], byte: u8, out: &mut Vec<Item>) {
         for it in set {
             if self.is_structural(it.state) {
-                for &(lo, hi, t) in &self.structural[it.state as usize].bytes {
+                for &(lo, hi, t) in self.byte_edges(it.state) {
                     if lo <= byte && byte <= hi {
                         out.push(Item {
                             state: t,
@@ -179,7 +178,7 @@ impl CompiledGrammar {
             if !self.is_structural(parent.state) {
                 continue;
             }
-            for &(r, t) in &self.structural[parent.state as usize].calls {
+            for &(r, t) in self.call_edges(parent.state) {
                 if r == rule {
                     out.push(Item {
                         state: t,
@@ -195,7 +194,7 @@ impl CompiledGrammar {
     pub(crate) fn scan_token(&self, set: &[Item], token: u32, out: &mut Vec<Item>) {
         for it in set {
             if self.is_structural(it.state) {
-                for &(ts, t) in &self.structural[it.state as usize].tokens {
+                for &(ts, t) in self.token_edges(it.state) {
                     if self.token_sets[ts as usize].contains(token) {
                         out.push(Item {
                             state: t,
@@ -240,7 +239,7 @@ impl CompiledGrammar {
                             if !self.is_structural(parent.state) {
                                 continue;
                             }
-                            for &(r, t) in &self.structural[parent.state as usize].calls {
+                            for &(r, t) in self.call_edges(parent.state) {
                                 if r == rule {
                                     dedup.add(
                                         items,
@@ -256,7 +255,7 @@ impl CompiledGrammar {
                 }
             }
             if self.is_structural(it.state) {
-                for &(r, t) in &self.structural[it.state as usize].calls {
+                for &(r, t) in self.call_edges(it.state) {
                     dedup.add(
                         items,
                         Item {

@@ -324,8 +324,7 @@ impl Matcher {
                 continue;
             }
             if g.is_structural(it.state) {
-                let s = &g.structural[it.state as usize];
-                if s.bytes.is_empty() && s.calls.is_empty() {
+                if g.byte_edges(it.state).is_empty() && g.call_edges(it.state).is_empty() {
                     continue;
                 }
             } else if !g.can_scan(it.state) {
@@ -365,7 +364,7 @@ impl Matcher {
         if g.has_token_edges {
             for it in set {
                 if g.is_structural(it.state) {
-                    for &(ts, _) in &g.structural[it.state as usize].tokens {
+                    for &(ts, _) in g.token_edges(it.state) {
                         g.token_set_lists[ts as usize].or_into(mask);
                     }
                 }
@@ -557,7 +556,7 @@ fn context_of(
             if !g.is_structural(parent.state) {
                 continue;
             }
-            for &(cr, t) in &g.structural[parent.state as usize].calls {
+            for &(cr, t) in g.call_edges(parent.state) {
                 if cr != r {
                     continue;
                 }
