@@ -28,7 +28,7 @@ use super::earley::{Chart, Item, LexemeWalk, Walker, CTX_ORIGIN, MAX_LEXEME_WALK
 use crate::compile::lexeme::{byteset_contains, ByteSet, LexemeDfa, DEAD};
 use crate::compile::CompiledGrammar;
 use crate::hash::FastMap;
-use crate::vocab::trie::byte_group;
+use crate::vocab::trie::{byte_group, INSIDE_CHAR};
 use crate::vocab::{TokenTrie, Vocab};
 
 /// A set of token ids.
@@ -765,7 +765,13 @@ impl<'a> DfaWalk<'a> {
     fn enter(&mut self, i: usize, t: u32) -> bool {
         let nodes = self.trie.nodes();
         let n = nodes[i];
-        if self.dfa.reads_subtree(self.trie, i as u32, t) {
+        // One lookup of what `t` reads at this subtree's heights serves
+        // both the whole-subtree test and the children's.
+        let (bytes, chars) = self.dfa.child_groups(self.trie, i as u32, t);
+        let below = self.trie.char_groups_below(i as u32);
+        if self.trie.groups_below(i as u32) & !bytes == 0
+            || (below & INSIDE_CHAR == 0 && below & !chars == 0)
+        {
             self.add_range(n.tok_start, nodes[n.subtree_end as usize].tok_start);
             return false;
         }
@@ -787,7 +793,7 @@ impl<'a> DfaWalk<'a> {
             }
             return false;
         }
-        self.child_groups[d + 1] = self.dfa.child_groups(self.trie, i as u32, t);
+        self.child_groups[d + 1] = (bytes, chars);
         self.stack[d] = t;
         if self.dfa.is_final[t as usize] {
             self.pending.push(d as u16);
