@@ -1051,8 +1051,37 @@ pub fn info_for(g: &CompiledGrammar, state: u32) -> &Arc<TokenInfo> {
         let (dfa, s) = g.lexeme_state(state);
         // States that no token can tell apart share one token set.
         let s = dfa.token_class(s, g.vocab().max_token_len());
-        dfa.infos[s as usize].get_or_init(|| Arc::new(lexeme_info(g.vocab(), dfa, s)))
+        dfa.infos[s as usize].get_or_init(|| {
+            string_tail_info(g.vocab(), dfa, s)
+                .unwrap_or_else(|| Arc::new(lexeme_info(g.vocab(), dfa, s)))
+        })
     }
+}
+
+/// The token sets of a counted JSON string's state near its bound, shared
+/// through the vocabulary's [`StringTails`] (`None` if `state` is not such
+/// a state).
+fn string_tail_info(vocab: &Vocab, dfa: &LexemeDfa, state: u32) -> Option<Arc<TokenInfo>> {
+    if !dfa.is_counting() {
+        return None;
+    }
+    let horizon = vocab.max_token_len();
+    let left = dfa.run_length(state, b'a', horizon + 1);
+    if left > horizon {
+        return None;
+    }
+    let tails = vocab.lexemes.string_tails(horizon)?;
+    let theirs = tails.by_left[left];
+    if std::ptr::eq(dfa, &*tails.dfa) || !dfa.same_language(state, &tails.dfa, theirs) {
+        return None;
+    }
+    let tail = &tails.dfa;
+    let t = tail.token_class(theirs, horizon);
+    Some(
+        tail.infos[t as usize]
+            .get_or_init(|| Arc::new(lexeme_info(vocab, tail, t)))
+            .clone(),
+    )
 }
 
 #[cfg(test)]

@@ -305,6 +305,68 @@ impl LexemeDfa {
         (bytes, chars)
     }
 
+    /// The expression counts (see `token_class`).
+    pub fn is_counting(&self) -> bool {
+        self.counting
+    }
+
+    /// How many times `state` reads `byte` before it cannot (at most
+    /// `cap`).
+    pub fn run_length(&self, mut state: u32, byte: u8, cap: usize) -> usize {
+        let mut n = 0;
+        while n < cap {
+            state = self.next(state, byte);
+            if state == DEAD {
+                break;
+            }
+            n += 1;
+        }
+        n
+    }
+
+    /// Whether `state` accepts the same strings as state `theirs` of
+    /// `other`: a walk of the pairs reachable from both, which of minimal
+    /// DFAs pair each state of one with a single state of the other.
+    pub fn same_language(&self, state: u32, other: &LexemeDfa, theirs: u32) -> bool {
+        // A byte for each pair of classes the two DFAs give bytes.
+        let mut reps: Vec<u8> = Vec::new();
+        let mut seen = vec![false; self.num_classes * other.num_classes];
+        for b in 0..=255u8 {
+            let k = self.classes[b as usize] as usize * other.num_classes
+                + other.classes[b as usize] as usize;
+            if !seen[k] {
+                seen[k] = true;
+                reps.push(b);
+            }
+        }
+        let mut paired = vec![DEAD; self.num_states()];
+        paired[state as usize] = theirs;
+        let mut stack = vec![(state, theirs)];
+        while let Some((s, t)) = stack.pop() {
+            if self.is_final[s as usize] != other.is_final[t as usize] {
+                return false;
+            }
+            for &b in &reps {
+                let (s2, t2) = (self.next(s, b), other.next(t, b));
+                if (s2 == DEAD) != (t2 == DEAD) {
+                    return false;
+                }
+                if s2 == DEAD {
+                    continue;
+                }
+                match paired[s2 as usize] {
+                    DEAD => {
+                        paired[s2 as usize] = t2;
+                        stack.push((s2, t2));
+                    }
+                    p if p != t2 => return false,
+                    _ => {}
+                }
+            }
+        }
+        true
+    }
+
     /// Approximate heap bytes.
     pub fn memory(&self) -> usize {
         self.trans.len() * 4
@@ -321,6 +383,49 @@ pub struct LexemeCache {
     /// The regular parts of intersections and complements (the JSON string
     /// body, "any text"), which many lexemes share.
     parts: Mutex<FastMap<Expr, Arc<Table>>>,
+    /// See [`StringTails`]; built on first use.
+    tails: OnceLock<Option<StringTails>>,
+}
+
+/// The ends of counted JSON strings: the DFA of "at most `H` characters,
+/// then the closing quote", `H` the longest token in bytes.
+///
+/// A string with a `maxLength` (or a chunk of a long one) that has `r <=
+/// H` characters left and its `minLength` met accepts exactly what this
+/// DFA's state with `r` left accepts, whichever schema it comes from.
+/// Such states walk the trie near their bound, where few subtrees are read
+/// whole (5-10 ms each); sharing this DFA's token sets makes each count
+/// left cost one walk per vocabulary instead of one per lexeme.
+pub struct StringTails {
+    pub dfa: Arc<LexemeDfa>,
+    /// `by_left[r]`: the state with `r` characters left.
+    pub by_left: Vec<u32>,
+}
+
+impl LexemeCache {
+    /// See [`StringTails`]; `None` if its DFA exceeds the limits.
+    pub fn string_tails(&self, horizon: usize) -> Option<&StringTails> {
+        self.tails
+            .get_or_init(|| {
+                let expr = Expr::seq(vec![
+                    crate::ir::encode(&Expr::repeat(
+                        Expr::Class(crate::ir::CharClass::any()),
+                        0,
+                        Some(horizon as u32),
+                    )),
+                    Expr::literal("\""),
+                ]);
+                let dfa = self.get_or_build(&expr, &DfaLimits::default()).ok()?;
+                let mut by_left = vec![DEAD; horizon + 1];
+                let mut s = dfa.start;
+                for r in (0..=horizon).rev() {
+                    by_left[r] = s;
+                    s = dfa.next(s, b'a');
+                }
+                Some(StringTails { dfa, by_left })
+            })
+            .as_ref()
+    }
 }
 
 impl LexemeCache {
