@@ -353,9 +353,12 @@ pub fn walk_trie(
     exits: &mut Vec<Exit>,
 ) {
     let mut walk = Dfs::new(trie, follow, inside, exits);
-    let mut at = WalkerAt { walker, offset: 0 };
-    walk.range(&mut at, 0, trie.root_end() as usize, 0);
+    walk.children(walker, 0, trie.root_end() as usize, 0);
 }
+
+/// Nodes with subtrees larger than this are entered by their children
+/// (see [`Dfs::children`]) rather than one by one.
+const FILTER_CHILDREN_ABOVE: usize = 64;
 
 /// One depth-first walk over trie nodes with an Earley [`Walker`], with its
 /// bookkeeping. Inside a lexeme that cannot end yet the walk switches to
@@ -453,23 +456,32 @@ impl<'a> Dfs<'a> {
             self.dfa_subtree(walker, sets, c, lexemes);
             return;
         }
-        let first = walker.top_first();
+        self.children(walker, c + 1, n.subtree_end as usize, n.depth as usize);
+    }
+
+    /// Walks the sibling subtrees `first..end` (children of a node at
+    /// `depth`, the walker being there). A parser set can hold thousands
+    /// of items: children whose byte none of them reads are skipped
+    /// without scanning it.
+    fn children(&mut self, walker: &mut Walker, first: usize, end: usize, depth: usize) {
+        let nodes = self.trie.nodes();
+        let readable = walker.top_first();
         let offset = walker.depth() - 1;
         let mut at = WalkerAt { walker, offset };
-        let mut child = c + 1;
-        while child < n.subtree_end as usize {
-            let end = nodes[child].subtree_end as usize;
+        let mut child = first;
+        while child < end {
+            let next = nodes[child].subtree_end as usize;
             let byte = nodes[child].byte;
-            if byteset_contains(&first, byte) {
-                self.range(&mut at, child, end, n.depth as usize);
+            if byteset_contains(&readable, byte) {
+                self.range(&mut at, child, next, depth);
             } else {
                 // What `range` does where the byte cannot be read.
-                let d = n.depth as usize + 1;
+                let d = depth + 1;
                 self.pop_pending(d);
                 self.set_path(d, byte);
                 self.pruned(child, false);
             }
-            child = end;
+            child = next;
         }
     }
 
@@ -497,6 +509,11 @@ impl<'a> Dfs<'a> {
                 if let Some(lexemes) = at.walker.lexemes_only() {
                     let top = at.walker.depth();
                     self.dfa_subtree(at.walker, top, i, lexemes);
+                    i = n.subtree_end as usize;
+                    continue;
+                }
+                if n.subtree_end as usize - i > FILTER_CHILDREN_ABOVE {
+                    self.children(at.walker, i + 1, n.subtree_end as usize, d);
                     i = n.subtree_end as usize;
                     continue;
                 }
