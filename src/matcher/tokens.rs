@@ -909,8 +909,13 @@ impl<'a> DfaWalk<'a> {
 pub fn lexeme_info(vocab: &Vocab, dfa: &LexemeDfa, state: u32) -> TokenInfo {
     let trie = vocab.trie();
     let nodes = trie.nodes();
-    let horizon = vocab.max_token_len();
     let mut walk = DfaWalk::new(vocab, dfa);
+    // First bytes that lead into "any other string" take that DFA's walks.
+    let body = vocab
+        .lexemes
+        .string_body()
+        .filter(|b| dfa.string_body_state(b) != DEAD);
+    let mut body_walk = None;
     let mut ranges: Vec<(u32, u32)> = Vec::new();
     let mut exits = Vec::new();
     let mut i = 0;
@@ -918,17 +923,13 @@ pub fn lexeme_info(vocab: &Vocab, dfa: &LexemeDfa, state: u32) -> TokenInfo {
         let n = nodes[i];
         let t = dfa.next(state, n.byte);
         if t != DEAD {
-            let key = (dfa.token_class(t, horizon), i as u32);
-            let known = dfa.pieces.lock().unwrap().map.get(&key).cloned();
-            let piece = known.unwrap_or_else(|| {
-                let p = Arc::new(walk.subtree(i, t));
-                let mut pieces = dfa.pieces.lock().unwrap();
-                if pieces.entries < SUBTREE_WALKS_MAX_ENTRIES {
-                    pieces.entries += p.ranges.len() + p.exits.len();
-                    pieces.map.insert(key, p.clone());
+            let piece = match body {
+                Some(b) if dfa.string_body_state(b) == t => {
+                    let walk = body_walk.get_or_insert_with(|| DfaWalk::new(vocab, &b.dfa));
+                    subtree_walk(walk, i, b.state)
                 }
-                p
-            });
+                _ => subtree_walk(&mut walk, i, t),
+            };
             for &(lo, hi) in piece.ranges.iter() {
                 match ranges.last_mut() {
                     Some(r) if r.1 == lo => r.1 = hi,
@@ -940,6 +941,23 @@ pub fn lexeme_info(vocab: &Vocab, dfa: &LexemeDfa, state: u32) -> TokenInfo {
         i = n.subtree_end as usize;
     }
     TokenInfo::new(TokenList::from_trie_ranges(&ranges, vocab), exits, vocab)
+}
+
+/// The walk of first-byte subtree `i` from state `t` of `walk`'s DFA,
+/// kept in the DFA's [`SubtreeWalks`].
+fn subtree_walk(walk: &mut DfaWalk, i: usize, t: u32) -> Arc<SubtreeWalk> {
+    let dfa = walk.dfa;
+    let key = (dfa.token_class(t, walk.trie.max_len()), i as u32);
+    let known = dfa.pieces.lock().unwrap().map.get(&key).cloned();
+    known.unwrap_or_else(|| {
+        let p = Arc::new(walk.subtree(i, t));
+        let mut pieces = dfa.pieces.lock().unwrap();
+        if pieces.entries < SUBTREE_WALKS_MAX_ENTRIES {
+            pieces.entries += p.ranges.len() + p.exits.len();
+            pieces.map.insert(key, p.clone());
+        }
+        p
+    })
 }
 
 /// Token sets of parser-rule state `state`.
@@ -1066,13 +1084,35 @@ pub fn info_for(g: &CompiledGrammar, state: u32) -> &Arc<TokenInfo> {
         g.structural_infos[state as usize].get_or_init(|| Arc::new(structural_info(g, state)))
     } else {
         let (dfa, s) = g.lexeme_state(state);
-        // States that no token can tell apart share one token set.
-        let s = dfa.token_class(s, g.vocab().max_token_len());
-        dfa.infos[s as usize].get_or_init(|| {
-            string_tail_info(g.vocab(), dfa, s)
-                .unwrap_or_else(|| Arc::new(lexeme_info(g.vocab(), dfa, s)))
-        })
+        lexeme_state_info(g.vocab(), dfa, s)
     }
+}
+
+/// The cached token sets of state `s` of a lexeme: its own, or those of
+/// the vocabulary's shared string DFAs where they agree.
+fn lexeme_state_info<'d>(vocab: &Vocab, dfa: &'d LexemeDfa, s: u32) -> &'d Arc<TokenInfo> {
+    // States that no token can tell apart share one token set.
+    let s = dfa.token_class(s, vocab.max_token_len());
+    dfa.infos[s as usize].get_or_init(|| {
+        string_body_info(vocab, dfa, s)
+            .or_else(|| string_tail_info(vocab, dfa, s))
+            .unwrap_or_else(|| Arc::new(lexeme_info(vocab, dfa, s)))
+    })
+}
+
+/// The token sets of a state inside "any other string", shared through the
+/// vocabulary's [`StringBody`] (`None` if `state` is not such a state).
+fn string_body_info(vocab: &Vocab, dfa: &LexemeDfa, state: u32) -> Option<Arc<TokenInfo>> {
+    let body = vocab.lexemes.string_body()?;
+    if dfa.string_body_state(body) != state {
+        return None;
+    }
+    let (any, s) = (&body.dfa, body.state);
+    Some(
+        any.infos[s as usize]
+            .get_or_init(|| Arc::new(lexeme_info(vocab, any, s)))
+            .clone(),
+    )
 }
 
 /// The token sets of a counted JSON string's state near its bound, shared
@@ -1104,7 +1144,7 @@ fn string_tail_info(vocab: &Vocab, dfa: &LexemeDfa, state: u32) -> Option<Arc<To
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compile::lexeme::{DfaLimits, LexemeCache};
+    use crate::compile::lexeme::DfaLimits;
     use crate::ir::{CharClass, Expr};
 
     /// Every state's token sets of lexemes whose states read letters into
@@ -1147,18 +1187,31 @@ mod tests {
             Expr::plus(Expr::Class(CharClass::from_ranges([(0x30, 0x39)]))),
         ]);
         let counted = Expr::repeat(Expr::Class(CharClass::any()), 0, Some(5));
+        let counted_string = Expr::seq(vec![
+            Expr::literal("\""),
+            crate::ir::encode(&Expr::repeat(Expr::Class(CharClass::any()), 1, Some(7))),
+            Expr::literal("\""),
+        ]);
         let names = ["net", "nab", "ab_c", "é"].map(String::from);
-        let cache = LexemeCache::default();
+        let cache = &vocab.lexemes;
+        // States that took the shared "any other string", count ends.
+        let mut shared = (0, 0);
         for expr in [
             Expr::json_strings(names.clone(), true),
             Expr::json_strings(names, false),
             contains,
             then_digits,
             counted,
+            counted_string,
         ] {
             let dfa = cache.get_or_build(&expr, &DfaLimits::default()).unwrap();
             for state in 0..dfa.num_states() as u32 {
-                let info = lexeme_info(&vocab, &dfa, state);
+                // Through the vocabulary's shared string DFAs where they
+                // agree (any other name, the end of a count).
+                let s = dfa.token_class(state, vocab.max_token_len());
+                shared.0 += string_body_info(&vocab, &dfa, s).is_some() as usize;
+                shared.1 += string_tail_info(&vocab, &dfa, s).is_some() as usize;
+                let info = lexeme_state_info(&vocab, &dfa, state);
                 let mut inside = vec![0u32; vocab.mask_words()];
                 info.inside.or_into(&mut inside);
                 let mut exits = std::collections::BTreeSet::new();
@@ -1200,6 +1253,10 @@ mod tests {
                 assert_eq!(exits, want_exits, "{expr:?} state {state}");
             }
         }
+        assert!(
+            shared.0 >= 1 && shared.1 >= 6,
+            "{shared:?} states shared token sets"
+        );
     }
 
     /// Dense, complemented and sparse sets from trie ranges hold the same

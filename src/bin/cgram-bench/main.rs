@@ -3,12 +3,14 @@
 //! ```text
 //! cgram-bench gbnf --tokenizer tokenizer.json --grammar json.gbnf [--batch-threads N] TEXT_FILE...
 //! cgram-bench maskbench --tokenizer tokenizer.json [--limit N] [--every K] [--filter PREFIX]
-//!             [--compact] [--strict] [--verbose] [--per-file OUT.tsv] DIR
+//!             [--compact] [--strict] [--verbose] [--per-file OUT.tsv] [--cpu-clock] DIR
 //! ```
 //!
 //! `maskbench` runs a MaskBench-format directory (see [`maskbench`]);
 //! `--batch-threads N` also times `cg_fill_masks` over a batch of matchers
-//! with 1 and with N threads (see [`batch`]).
+//! with 1 and with N threads (see [`batch`]). `--cpu-clock` times
+//! MaskBench with the thread's CPU time (as the harness in `../shared/tools`
+//! does) instead of wall time.
 //!
 //! Each text file is tokenized with the `tokenizers` crate and walked token
 //! by token: before each token the mask is filled (one TBM sample) and the
@@ -28,7 +30,7 @@ mod pyjson;
 
 fn usage() -> ! {
     eprintln!(
-        "usage: cgram-bench gbnf --tokenizer T.json --grammar G.gbnf [--root NAME] [--repeat N] [--batch-threads N] TEXT_FILE...\n       cgram-bench maskbench --tokenizer T.json [--limit N] [--every K] [--filter PREFIX] [--compact] [--strict] [--verbose] [--per-file OUT.tsv] DIR"
+        "usage: cgram-bench gbnf --tokenizer T.json --grammar G.gbnf [--root NAME] [--repeat N] [--batch-threads N] TEXT_FILE...\n       cgram-bench maskbench --tokenizer T.json [--limit N] [--every K] [--filter PREFIX] [--compact] [--strict] [--verbose] [--per-file OUT.tsv] [--cpu-clock] DIR"
     );
     std::process::exit(2)
 }
@@ -52,6 +54,7 @@ fn maskbench_main(args: &[String]) {
         flags: 0,
         verbose: false,
         per_file: None,
+        cpu_clock: false,
     };
     let mut i = 0;
     while i < args.len() {
@@ -76,6 +79,7 @@ fn maskbench_main(args: &[String]) {
             "--compact" => opts.compact = true,
             "--strict" => opts.flags |= cgram::compile::FLAG_JSON_NO_EXTRA_PROPERTIES,
             "--verbose" => opts.verbose = true,
+            "--cpu-clock" => opts.cpu_clock = true,
             "--per-file" => {
                 opts.per_file = Some(value().into());
                 i += 1;
@@ -89,6 +93,28 @@ fn maskbench_main(args: &[String]) {
         usage();
     }
     maskbench::run(&opts);
+}
+
+/// Microseconds on a clock: the thread's CPU time with `cpu` (what a
+/// shared, noisy machine does not inflate by preempting the thread; each
+/// reading is a system call), else monotonic wall time.
+pub fn clock_us(cpu: bool) -> f64 {
+    if cpu {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid timespec to write.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        ts.tv_sec as f64 * 1e6 + ts.tv_nsec as f64 / 1e3
+    } else {
+        static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+        START
+            .get_or_init(std::time::Instant::now)
+            .elapsed()
+            .as_secs_f64()
+            * 1e6
+    }
 }
 
 pub fn percentile(sorted: &[f64], p: f64) -> f64 {

@@ -90,6 +90,8 @@ pub struct LexemeDfa {
     /// The expression counts (a bounded repetition): only then can states
     /// of the minimal DFA look alike to every token (see `token_class`).
     counting: bool,
+    /// See [`LexemeDfa::string_body_state`].
+    body_state: OnceLock<u32>,
 }
 
 /// DFAs with at least this many states get their walk analyses at compile
@@ -325,46 +327,47 @@ impl LexemeDfa {
     }
 
     /// Whether `state` accepts the same strings as state `theirs` of
-    /// `other`: a walk of the pairs reachable from both, which of minimal
-    /// DFAs pair each state of one with a single state of the other.
+    /// `other` (a walk of the pairs of states reachable from both).
     pub fn same_language(&self, state: u32, other: &LexemeDfa, theirs: u32) -> bool {
-        // A byte for each pair of classes the two DFAs give bytes.
-        let mut reps: Vec<u8> = Vec::new();
-        let mut seen = vec![false; self.num_classes * other.num_classes];
-        for b in 0..=255u8 {
-            let k = self.classes[b as usize] as usize * other.num_classes
-                + other.classes[b as usize] as usize;
-            if !seen[k] {
-                seen[k] = true;
-                reps.push(b);
+        let mut pairing = Pairing::new(self, other);
+        pairing.same(self, state, other, theirs, usize::MAX) == Some(true)
+    }
+
+    /// The state of this DFA (if any, and the first by number) that accepts
+    /// the same strings as state `theirs` of `other`; [`DEAD`] also when
+    /// finding out would take more than [`STATE_LIKE_MAX_WORK`] steps.
+    fn state_like(&self, other: &LexemeDfa, theirs: u32) -> u32 {
+        let (first, fin) = (
+            other.first_bytes[theirs as usize],
+            other.is_final[theirs as usize],
+        );
+        let mut pairing = Pairing::new(self, other);
+        let mut budget = STATE_LIKE_MAX_WORK;
+        for s in 0..self.num_states() as u32 {
+            if self.first_bytes[s as usize] != first || self.is_final[s as usize] != fin {
+                continue;
+            }
+            match pairing.same(self, s, other, theirs, budget) {
+                Some(true) => return s,
+                Some(false) => budget -= pairing.steps,
+                None => return DEAD,
             }
         }
-        let mut paired = vec![DEAD; self.num_states()];
-        paired[state as usize] = theirs;
-        let mut stack = vec![(state, theirs)];
-        while let Some((s, t)) = stack.pop() {
-            if self.is_final[s as usize] != other.is_final[t as usize] {
-                return false;
+        DEAD
+    }
+
+    /// This DFA's state inside "any other string" (see [`StringBody`]), or
+    /// [`DEAD`].
+    pub fn string_body_state(&self, body: &StringBody) -> u32 {
+        *self.body_state.get_or_init(|| {
+            // A count never ends in "any string" (and pairing its states
+            // with it would walk the count).
+            if std::ptr::eq(self, &*body.dfa) || self.counting {
+                DEAD
+            } else {
+                self.state_like(&body.dfa, body.state)
             }
-            for &b in &reps {
-                let (s2, t2) = (self.next(s, b), other.next(t, b));
-                if (s2 == DEAD) != (t2 == DEAD) {
-                    return false;
-                }
-                if s2 == DEAD {
-                    continue;
-                }
-                match paired[s2 as usize] {
-                    DEAD => {
-                        paired[s2 as usize] = t2;
-                        stack.push((s2, t2));
-                    }
-                    p if p != t2 => return false,
-                    _ => {}
-                }
-            }
-        }
-        true
+        })
     }
 
     /// Approximate heap bytes.
@@ -373,6 +376,78 @@ impl LexemeDfa {
             + self.is_final.len()
                 * (1 + 32 + 2 * 16 + std::mem::size_of::<OnceLock<Arc<TokenInfo>>>())
             + 256
+    }
+}
+
+/// Most pairs of states [`LexemeDfa::state_like`] visits.
+const STATE_LIKE_MAX_WORK: usize = 200_000;
+
+/// The walk of [`LexemeDfa::same_language`], with its buffers.
+struct Pairing {
+    /// A byte for each pair of classes the two DFAs give bytes.
+    reps: Vec<u8>,
+    /// Pairs of states reached together.
+    seen: crate::hash::FastSet<(u32, u32)>,
+    stack: Vec<(u32, u32)>,
+    /// Pairs visited by the last walk.
+    steps: usize,
+}
+
+impl Pairing {
+    fn new(a: &LexemeDfa, b: &LexemeDfa) -> Pairing {
+        let mut reps = Vec::new();
+        let mut seen = vec![false; a.num_classes * b.num_classes];
+        for byte in 0..=255u8 {
+            let k = a.classes[byte as usize] as usize * b.num_classes
+                + b.classes[byte as usize] as usize;
+            if !seen[k] {
+                seen[k] = true;
+                reps.push(byte);
+            }
+        }
+        Pairing {
+            reps,
+            seen: Default::default(),
+            stack: Vec::new(),
+            steps: 0,
+        }
+    }
+
+    /// Whether `s` of `a` and `t` of `b` accept the same strings: every
+    /// pair of states that one string leads them to agrees on ending and
+    /// on which bytes can follow. `None` past `budget` pairs.
+    fn same(
+        &mut self,
+        a: &LexemeDfa,
+        s: u32,
+        b: &LexemeDfa,
+        t: u32,
+        budget: usize,
+    ) -> Option<bool> {
+        self.seen.clear();
+        self.stack.clear();
+        self.steps = 0;
+        self.seen.insert((s, t));
+        self.stack.push((s, t));
+        while let Some((s, t)) = self.stack.pop() {
+            self.steps += 1;
+            if self.steps > budget {
+                return None;
+            }
+            if a.is_final[s as usize] != b.is_final[t as usize] {
+                return Some(false);
+            }
+            for &byte in &self.reps {
+                let (s2, t2) = (a.next(s, byte), b.next(t, byte));
+                if (s2 == DEAD) != (t2 == DEAD) {
+                    return Some(false);
+                }
+                if s2 != DEAD && self.seen.insert((s2, t2)) {
+                    self.stack.push((s2, t2));
+                }
+            }
+        }
+        Some(true)
     }
 }
 
@@ -385,6 +460,20 @@ pub struct LexemeCache {
     parts: Mutex<FastMap<Expr, Arc<Table>>>,
     /// See [`StringTails`]; built on first use.
     tails: OnceLock<Option<StringTails>>,
+    /// See [`StringBody`]; built on first use.
+    body: OnceLock<Option<StringBody>>,
+}
+
+/// The inside of a JSON string that may go on with any characters: the
+/// state after the opening quote of "any string".
+///
+/// Key sets that admit other names ("any name but these") and patterns
+/// that stop constraining after a prefix reach such a state on most first
+/// bytes, and walking it reads nearly the whole trie (3-5 ms); every
+/// lexeme of the vocabulary shares this one DFA's walks instead.
+pub struct StringBody {
+    pub dfa: Arc<LexemeDfa>,
+    pub state: u32,
 }
 
 /// The ends of counted JSON strings: the DFA of "at most `H` characters,
@@ -403,6 +492,18 @@ pub struct StringTails {
 }
 
 impl LexemeCache {
+    /// See [`StringBody`]; `None` if its DFA exceeds the limits.
+    pub fn string_body(&self) -> Option<&StringBody> {
+        self.body
+            .get_or_init(|| {
+                let expr = Expr::json_strings(Vec::new(), true);
+                let dfa = self.get_or_build(&expr, &DfaLimits::default()).ok()?;
+                let state = dfa.next(dfa.start, b'"');
+                (state != DEAD).then_some(StringBody { dfa, state })
+            })
+            .as_ref()
+    }
+
     /// See [`StringTails`]; `None` if its DFA exceeds the limits.
     pub fn string_tails(&self, horizon: usize) -> Option<&StringTails> {
         self.tails
@@ -643,6 +744,7 @@ impl LexemeDfa {
             pieces: Mutex::new(SubtreeWalks::default()),
             token_classes: OnceLock::new(),
             counting: true,
+            body_state: OnceLock::new(),
         }
     }
 }
