@@ -1128,11 +1128,14 @@ fn string_tail_info(vocab: &Vocab, dfa: &LexemeDfa, state: u32) -> Option<Arc<To
         return None;
     }
     let tails = vocab.lexemes.string_tails(horizon)?;
-    let theirs = tails.by_left[left];
-    if std::ptr::eq(dfa, &*tails.dfa) || !dfa.same_language(state, &tails.dfa, theirs) {
+    let (tail, theirs) = (&tails.dfa, tails.by_left[left]);
+    if std::ptr::eq(dfa, &**tail)
+        || dfa.first_bytes[state as usize] != tail.first_bytes[theirs as usize]
+        || dfa.is_final[state as usize]
+        || !dfa.same_language(state, tail, theirs)
+    {
         return None;
     }
-    let tail = &tails.dfa;
     let t = tail.token_class(theirs, horizon);
     Some(
         tail.infos[t as usize]
