@@ -276,6 +276,45 @@ impl TokenInfo {
         }
     }
 
+    /// The token sets of a state that reads what this one reads but at most
+    /// `left` characters before its closing quote: the tokens whose
+    /// `chars` (see [`chars_before_quote`]) exceed it go, inside and
+    /// exits (an exit's tokens share their bytes up to its node, where the
+    /// quote is).
+    fn within_chars(&self, vocab: &Vocab, chars: &[u8], left: usize) -> TokenInfo {
+        let mut words = vec![0u32; vocab.mask_words()];
+        self.or_inside_into(&mut words);
+        for (id, &c) in chars.iter().enumerate() {
+            if c as usize > left {
+                words[id >> 5] &= !(1 << (id & 31));
+            }
+        }
+        let trie = vocab.trie();
+        let keep = |e: &Exit| {
+            let r = trie.subtree_tokens(e.node);
+            let id = trie.token_ids()[r.end as usize - 1];
+            chars[id as usize] as usize <= left
+        };
+        let exits: Vec<Exit> = self.exits.iter().filter(|e| keep(e)).copied().collect();
+        let at_node = self.exits[..self.at_node as usize]
+            .iter()
+            .filter(|e| keep(e))
+            .count();
+        let mut runs: Vec<(u8, u32)> = Vec::new();
+        for (i, e) in exits[..at_node].iter().enumerate() {
+            if runs.last().map(|r| r.0) != Some(e.first) {
+                runs.push((e.first, i as u32));
+            }
+        }
+        TokenInfo {
+            inside: TokenList::Dense(words.into_boxed_slice()),
+            shared: Vec::new(),
+            exits: exits.into_boxed_slice(),
+            exit_runs: runs.into_boxed_slice(),
+            at_node: at_node as u32,
+        }
+    }
+
     /// The exits whose first byte after the rule is in `allowed`, but for
     /// the exits at their node (see [`TokenInfo::exits_at_node`]).
     pub fn exits_starting_with<'a>(
@@ -1139,9 +1178,46 @@ fn string_tail_info(vocab: &Vocab, dfa: &LexemeDfa, state: u32) -> Option<Arc<To
     let t = tail.token_class(theirs, horizon);
     Some(
         tail.infos[t as usize]
-            .get_or_init(|| Arc::new(lexeme_info(vocab, tail, t)))
+            .get_or_init(|| {
+                // "Any string" counted: its token sets, less the tokens
+                // holding more than `left` characters before the quote (a
+                // walk near the bound reads little of the trie whole).
+                let chars = tails.chars_before_quote.get_or_init(|| {
+                    (0..vocab.len() as u32)
+                        .map(|id| chars_before_quote(vocab.token_bytes(id)))
+                        .collect()
+                });
+                let body = vocab.lexemes.string_body().map(|b| {
+                    b.dfa.infos[b.state as usize]
+                        .get_or_init(|| Arc::new(lexeme_info(vocab, &b.dfa, b.state)))
+                });
+                match body {
+                    Some(body) => Arc::new(body.within_chars(vocab, chars, left)),
+                    None => Arc::new(lexeme_info(vocab, tail, t)),
+                }
+            })
             .clone(),
     )
+}
+
+/// The characters of `token` before its first closing quote (all of them
+/// without one), read from a character boundary inside a JSON string: an
+/// escape is one character, and so is a character the token only begins.
+/// At most 255.
+fn chars_before_quote(token: &[u8]) -> u8 {
+    let (mut n, mut i) = (0u32, 0);
+    while i < token.len() && token[i] != b'"' {
+        i += match token[i] {
+            b'\\' if token.get(i + 1) == Some(&b'u') => 6,
+            b'\\' => 2,
+            0xF0.. => 4,
+            0xE0.. => 3,
+            0xC0.. => 2,
+            _ => 1,
+        };
+        n += 1;
+    }
+    n.min(255) as u8
 }
 
 #[cfg(test)]

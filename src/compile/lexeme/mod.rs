@@ -555,6 +555,10 @@ pub struct StringTails {
     pub dfa: Arc<LexemeDfa>,
     /// `by_left[r]`: the state with `r` characters left.
     pub by_left: Vec<u32>,
+    /// Per token: the characters it holds before a closing quote, read
+    /// inside a string (see `matcher::tokens::string_tail_info`); built on
+    /// first use.
+    pub chars_before_quote: OnceLock<Box<[u8]>>,
 }
 
 impl LexemeCache {
@@ -584,6 +588,7 @@ impl LexemeCache {
                 Some(StringTails {
                     dfa: Arc::new(dfa),
                     by_left,
+                    chars_before_quote: OnceLock::new(),
                 })
             })
             .as_ref()
