@@ -261,6 +261,12 @@ impl TokenInfo {
             (0, e.first, u64::from_be_bytes(key))
         });
         let at_node = exits.partition_point(|e| !e.at_node(trie));
+        TokenInfo::from_sorted(inside, exits, at_node)
+    }
+
+    /// `exits` sorted as [`TokenInfo::new`] sorts them, those at their node
+    /// from `at_node`.
+    fn from_sorted(inside: TokenList, exits: Vec<Exit>, at_node: usize) -> TokenInfo {
         let mut runs: Vec<(u8, u32)> = Vec::new();
         for (i, e) in exits[..at_node].iter().enumerate() {
             if runs.last().map(|r| r.0) != Some(e.first) {
@@ -300,19 +306,7 @@ impl TokenInfo {
             .iter()
             .filter(|e| keep(e))
             .count();
-        let mut runs: Vec<(u8, u32)> = Vec::new();
-        for (i, e) in exits[..at_node].iter().enumerate() {
-            if runs.last().map(|r| r.0) != Some(e.first) {
-                runs.push((e.first, i as u32));
-            }
-        }
-        TokenInfo {
-            inside: TokenList::Dense(words.into_boxed_slice()),
-            shared: Vec::new(),
-            exits: exits.into_boxed_slice(),
-            exit_runs: runs.into_boxed_slice(),
-            at_node: at_node as u32,
-        }
+        TokenInfo::from_sorted(TokenList::Dense(words.into_boxed_slice()), exits, at_node)
     }
 
     /// The exits whose first byte after the rule is in `allowed`, but for
@@ -1146,12 +1140,14 @@ fn string_body_info(vocab: &Vocab, dfa: &LexemeDfa, state: u32) -> Option<Arc<To
     if dfa.string_body_state(body) != state {
         return None;
     }
+    any_string_info(vocab).cloned()
+}
+
+/// The token sets of [`StringBody`]'s state.
+fn any_string_info(vocab: &Vocab) -> Option<&Arc<TokenInfo>> {
+    let body = vocab.lexemes.string_body()?;
     let (any, s) = (&body.dfa, body.state);
-    Some(
-        any.infos[s as usize]
-            .get_or_init(|| Arc::new(lexeme_info(vocab, any, s)))
-            .clone(),
-    )
+    Some(any.infos[s as usize].get_or_init(|| Arc::new(lexeme_info(vocab, any, s))))
 }
 
 /// The token sets of a counted JSON string's state near its bound, shared
@@ -1187,11 +1183,7 @@ fn string_tail_info(vocab: &Vocab, dfa: &LexemeDfa, state: u32) -> Option<Arc<To
                         .map(|id| chars_before_quote(vocab.token_bytes(id)))
                         .collect()
                 });
-                let body = vocab.lexemes.string_body().map(|b| {
-                    b.dfa.infos[b.state as usize]
-                        .get_or_init(|| Arc::new(lexeme_info(vocab, &b.dfa, b.state)))
-                });
-                match body {
+                match any_string_info(vocab) {
                     Some(body) => Arc::new(body.within_chars(vocab, chars, left)),
                     None => Arc::new(lexeme_info(vocab, tail, t)),
                 }
