@@ -12,6 +12,7 @@
 //! States of all compiled rules share one id space: parser-rule states
 //! first, then one block per lexeme rule (`base + DFA state`).
 
+mod adjacency;
 pub mod analyze;
 pub mod lexeme;
 pub mod rtn;
@@ -19,6 +20,7 @@ pub mod rtn;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
+use adjacency::Adjacency;
 use analyze::{analyze, expand, is_loopish, is_regular_expr, simplified, Analysis, RuleClass};
 use lexeme::{ByteSet, DfaLimits, LexemeDfa};
 use rtn::{Edges, RtnBuilder, SState};
@@ -563,6 +565,20 @@ fn compute_nullable(
     nullable
 }
 
+/// Per rule: the bytes a lexeme can start with (parser rules: none yet,
+/// FIRST computes them).
+fn lexeme_first_bytes(kinds: &[(String, RuleKind)]) -> Vec<ByteSet> {
+    kinds
+        .iter()
+        .map(|(_, k)| match k {
+            RuleKind::Lexeme { dfa, .. } if dfa.start != lexeme::DEAD => {
+                dfa.first_bytes[dfa.start as usize]
+            }
+            _ => [0; 4],
+        })
+        .collect()
+}
+
 /// For each compiled rule, the bytes that can follow one of its matches.
 fn compute_follow(
     kinds: &[(String, RuleKind)],
@@ -572,28 +588,12 @@ fn compute_follow(
 ) -> Vec<ByteSet> {
     let n = kinds.len();
     let m = structural.len();
-    let or = |a: &mut ByteSet, b: &ByteSet| -> bool {
-        let mut changed = false;
-        for i in 0..4 {
-            let v = a[i] | b[i];
-            changed |= v != a[i];
-            a[i] = v;
-        }
-        changed
-    };
+    let or = lexeme::byteset_union;
     // FIRST of each rule and each structural state (bytes that can be read
     // first), and whether the state can finish its rule without reading:
     // a fixpoint over a worklist of nodes (states `0..m`, rules `m..`), a
     // node computed again when one it depends on changed.
-    let mut rule_first: Vec<ByteSet> = kinds
-        .iter()
-        .map(|(_, k)| match k {
-            RuleKind::Lexeme { dfa, .. } if dfa.start != lexeme::DEAD => {
-                dfa.first_bytes[dfa.start as usize]
-            }
-            _ => [0; 4],
-        })
-        .collect();
+    let mut rule_first = lexeme_first_bytes(kinds);
     let mut state_first: Vec<ByteSet> = structural.iter().map(|s| s.direct_first).collect();
     let mut state_empty: Vec<bool> = structural.iter().map(|s| s.is_final).collect();
     // Dependents: a rule's callers; a state's predecessors over a nullable
@@ -612,7 +612,7 @@ fn compute_follow(
             links.push((*start, (m + r) as u32));
         }
     }
-    let dependents = Adjacency::new(m + n, &links);
+    let dependents = Adjacency::new(m + n, links.iter().copied());
     // Backwards first: states are numbered from their rule's start, so
     // values flowing back from final states settle quickly.
     let mut work: Vec<u32> = (0..(m + n) as u32).collect();
@@ -666,7 +666,7 @@ fn compute_follow(
             }
         }
     }
-    let inherits = Adjacency::new(n, &links);
+    let inherits = Adjacency::new(n, links.iter().copied());
     let mut work: Vec<u32> = (0..n as u32).collect();
     let mut queued = vec![true; n];
     while let Some(p) = work.pop() {
@@ -680,36 +680,6 @@ fn compute_follow(
         }
     }
     follow
-}
-
-/// Lists of successors of `0..n` in one array.
-struct Adjacency {
-    start: Vec<u32>,
-    to: Vec<u32>,
-}
-
-impl Adjacency {
-    /// From `(from, to)` pairs.
-    fn new(n: usize, links: &[(u32, u32)]) -> Adjacency {
-        let mut start = vec![0u32; n + 1];
-        for &(f, _) in links {
-            start[f as usize + 1] += 1;
-        }
-        for i in 0..n {
-            start[i + 1] += start[i];
-        }
-        let mut fill = start.clone();
-        let mut to = vec![0u32; links.len()];
-        for &(f, t) in links {
-            to[fill[f as usize] as usize] = t;
-            fill[f as usize] += 1;
-        }
-        Adjacency { start, to }
-    }
-
-    fn of(&self, x: usize) -> &[u32] {
-        &self.to[self.start[x] as usize..self.start[x + 1] as usize]
-    }
 }
 
 /// Parses and compiles `source` according to `options.kind`.
@@ -760,22 +730,8 @@ mod tests {
         edges: &Edges,
         nullable: &[bool],
     ) -> Vec<ByteSet> {
-        let or = |a: &mut ByteSet, b: &ByteSet| -> bool {
-            let old = *a;
-            for i in 0..4 {
-                a[i] |= b[i];
-            }
-            old != *a
-        };
-        let mut rule_first: Vec<ByteSet> = kinds
-            .iter()
-            .map(|(_, k)| match k {
-                RuleKind::Lexeme { dfa, .. } if dfa.start != lexeme::DEAD => {
-                    dfa.first_bytes[dfa.start as usize]
-                }
-                _ => [0; 4],
-            })
-            .collect();
+        let or = lexeme::byteset_union;
+        let mut rule_first = lexeme_first_bytes(kinds);
         let mut first: Vec<ByteSet> = structural.iter().map(|s| s.direct_first).collect();
         let mut empty: Vec<bool> = structural.iter().map(|s| s.is_final).collect();
         let mut changed = true;

@@ -10,6 +10,7 @@
 //! transitions.
 
 use super::{Table, DEAD};
+use crate::compile::adjacency::Adjacency;
 
 /// The minimal DFA of `t`'s language: states reached from the start,
 /// equivalent states merged, states that cannot reach a final state
@@ -234,25 +235,18 @@ fn useful_states(t: &Table, row: &[u32], edges: &[(u32, u32)]) -> Vec<bool> {
         }
     }
     // Backwards from the reached finals, over reversed edges.
-    let mut pred_start = vec![0u32; n + 1];
-    for &(_, q) in edges {
-        pred_start[q as usize + 1] += 1;
-    }
-    for q in 0..n {
-        pred_start[q + 1] += pred_start[q];
-    }
-    let mut fill = pred_start.clone();
-    let mut preds = vec![0u32; edges.len()];
-    for s in 0..n {
-        for &(_, q) in &edges[row[s] as usize..row[s + 1] as usize] {
-            preds[fill[q as usize] as usize] = s as u32;
-            fill[q as usize] += 1;
-        }
-    }
+    let preds = Adjacency::new(
+        n,
+        (0..n).flat_map(|s| {
+            edges[row[s] as usize..row[s + 1] as usize]
+                .iter()
+                .map(move |&(_, q)| (q, s as u32))
+        }),
+    );
     let mut live: Vec<bool> = (0..n).map(|s| reached[s] && t.is_final[s]).collect();
     let mut todo: Vec<usize> = (0..n).filter(|&s| live[s]).collect();
     while let Some(q) = todo.pop() {
-        for &p in &preds[pred_start[q] as usize..pred_start[q + 1] as usize] {
+        for &p in preds.of(q) {
             if reached[p as usize] && !live[p as usize] {
                 live[p as usize] = true;
                 todo.push(p as usize);

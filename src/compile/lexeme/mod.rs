@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use regex_automata::nfa::thompson;
 use regex_syntax::hir::{self, Hir};
 
+use super::adjacency::Adjacency;
 use crate::error::{Error, Result};
 use crate::hash::FastMap;
 use crate::ir::{CharClass, Expr};
@@ -53,6 +54,15 @@ pub fn byteset_insert_range(set: &mut ByteSet, lo: u8, hi: u8) {
             *word |= bits;
         }
     }
+}
+
+/// Adds `b`'s bytes to `a`; whether `a` grew.
+pub fn byteset_union(a: &mut ByteSet, b: &ByteSet) -> bool {
+    let old = *a;
+    for (x, y) in a.iter_mut().zip(b) {
+        *x |= y;
+    }
+    old != *a
 }
 
 pub fn byteset_contains(set: &ByteSet, b: u8) -> bool {
@@ -140,7 +150,7 @@ impl LexemeDfa {
             return None;
         }
         const DEAD_CLASS: u32 = u32::MAX;
-        let (pred_start, preds) = predecessors(&self.trans, n, k);
+        let preds = predecessors(&self.trans, n, k);
         let mut class: Vec<u32> = self.is_final.iter().map(|&f| f as u32).collect();
         let mut size = vec![0u32; 2];
         for &c in &class {
@@ -213,7 +223,7 @@ impl LexemeDfa {
             candidates.clear();
             for &t in &moved {
                 let t = t as usize;
-                for &p in &preds[pred_start[t] as usize..pred_start[t + 1] as usize] {
+                for &p in preds.of(t) {
                     if !marked[p as usize] {
                         marked[p as usize] = true;
                         candidates.push(p);
@@ -770,11 +780,11 @@ impl LexemeDfa {
         let n = is_final.len();
         let k = num_classes;
         // Live states: those that reach a final one (backwards from them).
-        let (pred_start, preds) = predecessors(&trans, n, k);
+        let preds = predecessors(&trans, n, k);
         let mut live = is_final.clone();
         let mut todo: Vec<usize> = (0..n).filter(|&s| live[s]).collect();
         while let Some(t) = todo.pop() {
-            for &p in &preds[pred_start[t] as usize..pred_start[t + 1] as usize] {
+            for &p in preds.of(t) {
                 if !live[p as usize] {
                     live[p as usize] = true;
                     todo.push(p as usize);
@@ -817,26 +827,14 @@ impl LexemeDfa {
 
 /// The predecessors of each state of a transition table (`n` states, `k`
 /// classes) as compressed rows: those of `t` are
-/// `preds[start[t]..start[t + 1]]` (once per transition).
-fn predecessors(trans: &[u32], n: usize, k: usize) -> (Vec<u32>, Vec<u32>) {
-    let mut start = vec![0u32; n + 1];
-    for &t in trans {
-        if t != DEAD {
-            start[t as usize + 1] += 1;
-        }
-    }
-    for s in 0..n {
-        start[s + 1] += start[s];
-    }
-    let mut fill = start.clone();
-    let mut preds = vec![0u32; start[n] as usize];
-    for (i, &t) in trans.iter().enumerate() {
-        if t != DEAD {
-            preds[fill[t as usize] as usize] = (i / k) as u32;
-            fill[t as usize] += 1;
-        }
-    }
-    (start, preds)
+/// `preds.of(t)` (once per transition).
+fn predecessors(trans: &[u32], n: usize, k: usize) -> Adjacency {
+    let links = trans
+        .iter()
+        .enumerate()
+        .filter(|&(_, &t)| t != DEAD)
+        .map(|(i, &t)| (t, (i / k) as u32));
+    Adjacency::new(n, links)
 }
 
 /// A DFA's byte classes seen from the trie's byte and character groups.
@@ -1056,21 +1054,10 @@ impl SafeGroups {
         let n = steps.live.len();
         let targets = |s: usize| &steps.to[steps.start[s] as usize..steps.start[s + 1] as usize];
         // Who leads to each state.
-        let mut pred_start = vec![0u32; n + 1];
-        for &(t, _) in &steps.to {
-            pred_start[t as usize + 1] += 1;
-        }
-        for s in 0..n {
-            pred_start[s + 1] += pred_start[s];
-        }
-        let mut fill = pred_start.clone();
-        let mut preds = vec![0u32; steps.to.len()];
-        for s in 0..n {
-            for &(t, _) in targets(s) {
-                preds[fill[t as usize] as usize] = s as u32;
-                fill[t as usize] += 1;
-            }
-        }
+        let preds = Adjacency::new(
+            n,
+            (0..n).flat_map(|s| targets(s).iter().map(move |&(t, _)| (t, s as u32))),
+        );
         let mut per_state: Vec<Vec<(u16, u64)>> = vec![Vec::new(); n];
         let mut cur = vec![u64::MAX; n];
         let mut candidates: Vec<u32> = (0..n as u32).collect();
@@ -1093,7 +1080,7 @@ impl SafeGroups {
                 let s = s as usize;
                 per_state[s].push(((h - 1) as u16, cur[s]));
                 cur[s] = g;
-                for &p in &preds[pred_start[s] as usize..pred_start[s + 1] as usize] {
+                for &p in preds.of(s) {
                     if !marked[p as usize] {
                         marked[p as usize] = true;
                         candidates.push(p);

@@ -1,0 +1,34 @@
+//! Lists of neighbours of nodes `0..n` in one array (compressed rows): the
+//! predecessors of DFA states, the dependents of a fixpoint's nodes.
+
+/// The lists of `0..n`: those of `x` are `to[start[x]..start[x + 1]]`.
+pub(crate) struct Adjacency {
+    start: Vec<u32>,
+    to: Vec<u32>,
+}
+
+impl Adjacency {
+    /// From `(from, to)` pairs, each list in the pairs' order. The pairs
+    /// are read twice (counted, then placed), so no list of them is built.
+    pub(crate) fn new(n: usize, links: impl Iterator<Item = (u32, u32)> + Clone) -> Adjacency {
+        let mut start = vec![0u32; n + 1];
+        for (f, _) in links.clone() {
+            start[f as usize + 1] += 1;
+        }
+        for i in 0..n {
+            start[i + 1] += start[i];
+        }
+        let mut fill = start.clone();
+        let mut to = vec![0u32; start[n] as usize];
+        for (f, t) in links {
+            to[fill[f as usize] as usize] = t;
+            fill[f as usize] += 1;
+        }
+        Adjacency { start, to }
+    }
+
+    /// The list of `x`.
+    pub(crate) fn of(&self, x: usize) -> &[u32] {
+        &self.to[self.start[x] as usize..self.start[x + 1] as usize]
+    }
+}
