@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use super::tokens::{ExitTokens, FreeExits};
+use super::tokens::{ExitTokens, FreeExits, TokenInfo};
 
 /// The context of the start rule: the end of the output.
 pub const ROOT_CTX: u32 = u32::MAX - 1;
@@ -38,9 +38,35 @@ struct Inner {
     /// Bytes of the exit tokens kept (the free parts not counted).
     exit_bytes: usize,
     /// `(state, lexeme items that read next)` -> the context-free part of
-    /// the exit tokens (see `tokens::free_exits`).
-    free: Map<(u32, Box<[u32]>), Arc<FreeExits>>,
-    free_tokens: usize,
+    /// the exit tokens (see `tokens::free_exits`), for parser-rule states.
+    free: FreeMap<(u32, Box<[u32]>)>,
+}
+
+/// Context-free exit tokens by key, within a budget of token ids.
+struct FreeMap<K> {
+    map: Map<K, Arc<FreeExits>>,
+    tokens: usize,
+}
+
+impl<K> Default for FreeMap<K> {
+    fn default() -> Self {
+        FreeMap {
+            map: Map::default(),
+            tokens: 0,
+        }
+    }
+}
+
+impl<K: std::hash::Hash + Eq> FreeMap<K> {
+    fn insert(&mut self, key: K, f: Arc<FreeExits>) {
+        let size = f.tokens.memory() / 4 + 2 * f.syncs.len() + 2 * f.whole.len();
+        if self.tokens + size > MAX_EXIT_TOKENS {
+            self.map.clear();
+            self.tokens = 0;
+        }
+        self.tokens += size;
+        self.map.insert(key, f);
+    }
 }
 
 /// The grammar-wide table (behind a lock: grammars are shared by threads).
@@ -90,18 +116,11 @@ impl Contexts {
         compute: impl FnOnce() -> FreeExits,
     ) -> Arc<FreeExits> {
         let key = (state, next.to_vec().into_boxed_slice());
-        if let Some(f) = self.inner.lock().unwrap().free.get(&key) {
+        if let Some(f) = self.inner.lock().unwrap().free.map.get(&key) {
             return f.clone();
         }
         let f = Arc::new(compute());
-        let mut inner = self.inner.lock().unwrap();
-        let size = f.tokens.memory() / 4 + 2 * f.syncs.len() + 2 * f.whole.len();
-        if inner.free_tokens + size > MAX_EXIT_TOKENS {
-            inner.free.clear();
-            inner.free_tokens = 0;
-        }
-        inner.free_tokens += size;
-        inner.free.insert(key, f.clone());
+        self.inner.lock().unwrap().free.insert(key, f.clone());
         f
     }
 
@@ -109,6 +128,56 @@ impl Contexts {
     pub fn memory(&self) -> usize {
         let inner = self.inner.lock().unwrap();
         let ids: usize = inner.ids.keys().map(|k| k.len() * 8 + 32).sum();
-        ids + inner.exits.len() * 40 + inner.exit_bytes + inner.free_tokens * 4
+        ids + inner.exits.len() * 40 + inner.exit_bytes + inner.free.tokens * 4
+    }
+}
+
+/// The context-free exit tokens of lexeme states (see
+/// `tokens::free_exits`), per vocabulary: they depend only on the state's
+/// token sets and on the lexemes that read next, which grammars share.
+#[derive(Default)]
+pub struct SharedFreeExits {
+    /// Keyed by the token sets and the `(lexeme id, state)` pairs that
+    /// read next.
+    inner: Mutex<FreeMap<SharedKey>>,
+}
+
+/// A lexeme state's token sets, and the lexemes (ids and states) after it.
+type SharedKey = (ByAddress, Box<[(u64, u32)]>);
+
+/// Token sets compared by address (kept alive by the key, so that no other
+/// sets can take their address).
+struct ByAddress(Arc<TokenInfo>);
+
+impl PartialEq for ByAddress {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for ByAddress {}
+
+impl std::hash::Hash for ByAddress {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        Arc::as_ptr(&self.0).hash(state)
+    }
+}
+
+impl SharedFreeExits {
+    /// The free exits of the state with token sets `info`, lexemes `next`
+    /// reading after it, computed by `compute` on first use.
+    pub fn get(
+        &self,
+        info: &Arc<TokenInfo>,
+        next: &[(u64, u32)],
+        compute: impl FnOnce() -> FreeExits,
+    ) -> Arc<FreeExits> {
+        let key = (ByAddress(info.clone()), next.to_vec().into_boxed_slice());
+        if let Some(f) = self.inner.lock().unwrap().map.get(&key) {
+            return f.clone();
+        }
+        let f = Arc::new(compute());
+        self.inner.lock().unwrap().insert(key, f.clone());
+        f
     }
 }

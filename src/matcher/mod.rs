@@ -423,7 +423,7 @@ fn exit_tokens(
     g: &CompiledGrammar,
     chart: &Chart,
     it: Item,
-    info: &tokens::TokenInfo,
+    info: &Arc<tokens::TokenInfo>,
 ) -> tokens::ExitTokens {
     let mut out = Vec::new();
     let mut shared = None;
@@ -450,9 +450,21 @@ fn exit_tokens(
         Some((next, states)) => {
             // Only lexemes read next: what they read before one of them can
             // end is the same in every context; only the rest is walked here.
-            let free = g.contexts.free_exits(it.state, &states, || {
-                tokens::free_exits(g.vocab(), info, &first, next)
-            });
+            // (`first` is what they read.) After a lexeme, the same for
+            // every grammar of the vocabulary.
+            let compute = || tokens::free_exits(g.vocab(), info, &first, next);
+            let free = if g.is_structural(it.state) {
+                g.contexts.free_exits(it.state, &states, compute)
+            } else {
+                let mut next: Vec<(u64, u32)> = next
+                    .dfas
+                    .iter()
+                    .zip(&next.states)
+                    .filter_map(|(d, &s)| d.map(|d| (d.id, s)))
+                    .collect();
+                next.sort_unstable();
+                g.vocab().lexemes.free_exits.get(info, &next, compute)
+            };
             for exit in free.whole.iter() {
                 check_exit(g, &mut walker, &mut pw, exit, &mut out);
             }

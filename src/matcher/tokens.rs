@@ -25,7 +25,7 @@
 use std::sync::Arc;
 
 use super::earley::{Chart, Item, LexemeWalk, Walker, CTX_ORIGIN, MAX_LEXEME_WALK};
-use crate::compile::lexeme::{byteset_contains, ByteSet, LexemeDfa, DEAD};
+use crate::compile::lexeme::{byteset_contains, ByteSet, CountedString, LexemeDfa, DEAD};
 use crate::compile::CompiledGrammar;
 use crate::hash::FastMap;
 use crate::vocab::trie::{byte_group, INSIDE_CHAR};
@@ -282,19 +282,16 @@ impl TokenInfo {
         }
     }
 
-    /// The token sets of a state that reads what this one reads but at most
-    /// `left` characters before its closing quote: the tokens whose
-    /// `chars` (see [`chars_before_quote`]) exceed it go, inside and
+    /// The token sets of a state that reads what this one (inside "any
+    /// string") reads but at most `left` characters before its closing
+    /// quote: the tokens with more characters before it go, inside and
     /// exits (an exit's tokens share their bytes up to its node, where the
     /// quote is).
-    fn within_chars(&self, vocab: &Vocab, chars: &[u8], left: usize) -> TokenInfo {
+    fn within_chars(&self, vocab: &Vocab, chars: &TokenChars, left: usize) -> TokenInfo {
         let mut words = vec![0u32; vocab.mask_words()];
         self.or_inside_into(&mut words);
-        for (id, &c) in chars.iter().enumerate() {
-            if c as usize > left {
-                words[id >> 5] &= !(1 << (id & 31));
-            }
-        }
+        chars.clear_longer(&mut words, left);
+        let chars = &chars.before_quote;
         let trie = vocab.trie();
         let keep = |e: &Exit| {
             let r = trie.subtree_tokens(e.node);
@@ -307,6 +304,38 @@ impl TokenInfo {
             .filter(|e| keep(e))
             .count();
         TokenInfo::from_sorted(TokenList::Dense(words.into_boxed_slice()), exits, at_node)
+    }
+
+    /// The token sets of a state that reads exactly `left` more
+    /// characters of a string (no quote) and then ends, from those of
+    /// "any string" (`self`): inside are its inside tokens without a
+    /// closing quote and with at most `left` characters; every token
+    /// longer than `left` whole characters leaves it there, so its exits
+    /// are the trie nodes spelling `left` characters (`nodes`), all below.
+    fn exactly_chars(
+        &self,
+        vocab: &Vocab,
+        chars: &TokenChars,
+        left: usize,
+        nodes: &[u32],
+    ) -> TokenInfo {
+        let mut words = vec![0u32; vocab.mask_words()];
+        self.or_inside_into(&mut words);
+        for (w, &closed) in words.iter_mut().zip(chars.closed.iter()) {
+            *w &= !closed;
+        }
+        chars.clear_longer(&mut words, left);
+        let trie = vocab.trie();
+        let exits = nodes
+            .iter()
+            .map(|&node| Exit {
+                node,
+                depth: trie.nodes()[node as usize].depth,
+                first: 0,
+                below: true,
+            })
+            .collect();
+        TokenInfo::from_sorted(TokenList::Dense(words.into_boxed_slice()), exits, 0)
     }
 
     /// The exits whose first byte after the rule is in `allowed`, but for
@@ -1150,11 +1179,11 @@ fn any_string_info(vocab: &Vocab) -> Option<&Arc<TokenInfo>> {
     Some(any.infos[s as usize].get_or_init(|| Arc::new(lexeme_info(vocab, any, s))))
 }
 
-/// The token sets of a counted JSON string's state near its bound, shared
-/// through the vocabulary's [`StringTails`] (`None` if `state` is not such
-/// a state).
+/// The token sets of a counted JSON string's state near its bound (or of
+/// a chunk's), shared through the vocabulary's [`StringTails`] (`None` if
+/// `state` is not such a state).
 fn string_tail_info(vocab: &Vocab, dfa: &LexemeDfa, state: u32) -> Option<Arc<TokenInfo>> {
-    if !dfa.is_counting() {
+    if !dfa.is_counting() || dfa.is_final[state as usize] {
         return None;
     }
     let horizon = vocab.max_token_len();
@@ -1163,28 +1192,31 @@ fn string_tail_info(vocab: &Vocab, dfa: &LexemeDfa, state: u32) -> Option<Arc<To
         return None;
     }
     let tails = vocab.lexemes.string_tails(horizon)?;
-    let (tail, theirs) = (&tails.dfa, tails.by_left[left]);
-    if std::ptr::eq(dfa, &**tail)
-        || dfa.first_bytes[state as usize] != tail.first_bytes[theirs as usize]
-        || dfa.is_final[state as usize]
-        || !dfa.same_language(state, tail, theirs)
-    {
-        return None;
-    }
-    let t = tail.token_class(theirs, horizon);
+    let (counted, closed) = [(&tails.closed, true), (&tails.exact, false)]
+        .into_iter()
+        .find(|(c, _)| {
+            let (tail, theirs) = (&c.dfa, c.by_left[left]);
+            !std::ptr::eq(dfa, &**tail)
+                && dfa.first_bytes[state as usize] == tail.first_bytes[theirs as usize]
+                && dfa.same_language(state, tail, theirs)
+        })?;
+    let tail = &counted.dfa;
+    let t = tail.token_class(counted.by_left[left], horizon);
     Some(
         tail.infos[t as usize]
             .get_or_init(|| {
                 // "Any string" counted: its token sets, less the tokens
-                // holding more than `left` characters before the quote (a
-                // walk near the bound reads little of the trie whole).
-                let chars = tails.chars_before_quote.get_or_init(|| {
-                    (0..vocab.len() as u32)
-                        .map(|id| chars_before_quote(vocab.token_bytes(id)))
-                        .collect()
-                });
+                // holding too many characters (a walk near the bound reads
+                // little of the trie whole).
+                let chars = tails.chars.get_or_init(|| TokenChars::new(vocab));
                 match any_string_info(vocab) {
-                    Some(body) => Arc::new(body.within_chars(vocab, chars, left)),
+                    Some(body) if closed => Arc::new(body.within_chars(vocab, chars, left)),
+                    Some(body) => {
+                        let nodes = tails
+                            .nodes_by_chars
+                            .get_or_init(|| nodes_by_chars(vocab.trie(), &tails.exact));
+                        Arc::new(body.exactly_chars(vocab, chars, left, &nodes[left]))
+                    }
                     None => Arc::new(lexeme_info(vocab, tail, t)),
                 }
             })
@@ -1192,11 +1224,68 @@ fn string_tail_info(vocab: &Vocab, dfa: &LexemeDfa, state: u32) -> Option<Arc<To
     )
 }
 
-/// The characters of `token` before its first closing quote (all of them
-/// without one), read from a character boundary inside a JSON string: an
-/// escape is one character, and so is a character the token only begins.
-/// At most 255.
-fn chars_before_quote(token: &[u8]) -> u8 {
+/// Builds the vocabulary's token sets and tables that JSON strings share
+/// ("any string" and its counted ends, see [`StringTails`]); each takes a
+/// walk of the whole trie or of every token.
+pub fn prepare_strings(vocab: &Vocab) {
+    if any_string_info(vocab).is_none() {
+        return;
+    }
+    if let Some(tails) = vocab.lexemes.string_tails(vocab.max_token_len()) {
+        tails.chars.get_or_init(|| TokenChars::new(vocab));
+        tails
+            .nodes_by_chars
+            .get_or_init(|| nodes_by_chars(vocab.trie(), &tails.exact));
+    }
+}
+
+/// Each token's characters as read from a character boundary inside a
+/// JSON string: an escape is one character, and so is a character the
+/// token only begins.
+pub struct TokenChars {
+    /// Characters before the first closing quote (all of them without
+    /// one), at most 255.
+    pub before_quote: Box<[u8]>,
+    /// One bit per token id (as a mask): the token holds a closing quote.
+    pub closed: Box<[u32]>,
+}
+
+impl TokenChars {
+    fn new(vocab: &Vocab) -> TokenChars {
+        let mut closed = vec![0u32; vocab.mask_words()];
+        let before_quote = (0..vocab.len() as u32)
+            .map(|id| {
+                let (n, quote) = chars_before_quote(vocab.token_bytes(id));
+                if quote {
+                    closed[id as usize >> 5] |= 1 << (id & 31);
+                }
+                n
+            })
+            .collect();
+        TokenChars {
+            before_quote,
+            closed: closed.into_boxed_slice(),
+        }
+    }
+
+    /// Clears in `mask` the tokens with more than `left` characters before
+    /// a closing quote (a word at a time, without branches: it runs over
+    /// the whole vocabulary).
+    fn clear_longer(&self, mask: &mut [u32], left: usize) {
+        let left = left.min(255) as u8;
+        for (word, counts) in mask.iter_mut().zip(self.before_quote.chunks(32)) {
+            let mut longer = 0u32;
+            for (j, &c) in counts.iter().enumerate() {
+                longer |= ((c > left) as u32) << j;
+            }
+            *word &= !longer;
+        }
+    }
+}
+
+/// The characters of `token` before its first closing quote (at most 255),
+/// and whether it has one.
+fn chars_before_quote(token: &[u8]) -> (u8, bool) {
     let (mut n, mut i) = (0u32, 0);
     while i < token.len() && token[i] != b'"' {
         i += match token[i] {
@@ -1209,7 +1298,41 @@ fn chars_before_quote(token: &[u8]) -> u8 {
         };
         n += 1;
     }
-    n.min(255) as u8
+    (n.min(255) as u8, i < token.len())
+}
+
+/// The trie nodes with children whose path is whole characters of a
+/// string and no quote, by their number of characters (see
+/// [`StringTails`]): one walk of the trie with the "exactly `H`
+/// characters" DFA, whose states at a character boundary are those of
+/// `by_left`.
+fn nodes_by_chars(trie: &TokenTrie, exact: &CountedString) -> Box<[Box<[u32]>]> {
+    let (dfa, horizon) = (&exact.dfa, exact.by_left.len() - 1);
+    let mut read = vec![u16::MAX; dfa.num_states()];
+    for (left, &s) in exact.by_left.iter().enumerate() {
+        read[s as usize] = (horizon - left) as u16;
+    }
+    let mut out: Vec<Vec<u32>> = vec![Vec::new(); horizon + 1];
+    let nodes = trie.nodes();
+    let mut states = vec![DEAD; trie.max_len() + 1];
+    states[0] = exact.by_left[horizon];
+    let mut i = 0;
+    while i < trie.root_end() as usize {
+        let n = nodes[i];
+        let d = n.depth as usize;
+        let s = dfa.next(states[d - 1], n.byte);
+        if s == DEAD {
+            i = n.subtree_end as usize;
+            continue;
+        }
+        states[d] = s;
+        let r = read[s as usize];
+        if r != u16::MAX && i + 1 < n.subtree_end as usize {
+            out[r as usize].push(i as u32);
+        }
+        i += 1;
+    }
+    out.into_iter().map(Vec::into_boxed_slice).collect()
 }
 
 #[cfg(test)]
@@ -1263,17 +1386,21 @@ mod tests {
             crate::ir::encode(&Expr::repeat(Expr::Class(CharClass::any()), 1, Some(7))),
             Expr::literal("\""),
         ]);
+        // A chunk of a long string: exactly 5 characters, no quote.
+        let chunk = crate::ir::encode(&Expr::repeat(Expr::Class(CharClass::any()), 5, Some(5)));
         let names = ["net", "nab", "ab_c", "é"].map(String::from);
         let cache = &vocab.lexemes;
-        // States that took the shared "any other string", count ends.
-        let mut shared = (0, 0);
+        // States that took the shared "any other string", the counted
+        // string's ends and the chunk's.
+        let mut shared = (0, 0, 0);
         for expr in [
             Expr::json_strings(names.clone(), true),
             Expr::json_strings(names, false),
             contains,
             then_digits,
             counted,
-            counted_string,
+            counted_string.clone(),
+            chunk.clone(),
         ] {
             let dfa = cache.get_or_build(&expr, &DfaLimits::default()).unwrap();
             for state in 0..dfa.num_states() as u32 {
@@ -1281,7 +1408,13 @@ mod tests {
                 // agree (any other name, the end of a count).
                 let s = dfa.token_class(state, vocab.max_token_len());
                 shared.0 += string_body_info(&vocab, &dfa, s).is_some() as usize;
-                shared.1 += string_tail_info(&vocab, &dfa, s).is_some() as usize;
+                if string_tail_info(&vocab, &dfa, s).is_some() {
+                    match &expr {
+                        e if *e == chunk => shared.2 += 1,
+                        e if *e == counted_string => shared.1 += 1,
+                        _ => {}
+                    }
+                }
                 let info = lexeme_state_info(&vocab, &dfa, state);
                 let mut inside = vec![0u32; vocab.mask_words()];
                 info.inside.or_into(&mut inside);
@@ -1325,7 +1458,7 @@ mod tests {
             }
         }
         assert!(
-            shared.0 >= 1 && shared.1 >= 6,
+            shared.0 >= 1 && shared.1 >= 6 && shared.2 >= 5,
             "{shared:?} states shared token sets"
         );
     }

@@ -108,7 +108,7 @@ impl Vocab {
                 .map(|(i, t)| (i as u32, t.as_slice())),
         );
         let max_token_len = trie.max_len();
-        Ok(Vocab {
+        let vocab = Vocab {
             data,
             offsets,
             flags,
@@ -116,7 +116,11 @@ impl Vocab {
             trie,
             max_token_len,
             lexemes: LexemeCache::default(),
-        })
+        };
+        // Built here rather than by the first mask that needs them, which
+        // would take several milliseconds longer than any other.
+        crate::matcher::tokens::prepare_strings(&vocab);
+        Ok(vocab)
     }
 
     /// Loads a HuggingFace `tokenizer.json` (byte-level BPE such as Llama 3,

@@ -18,7 +18,8 @@ use super::adjacency::Adjacency;
 use crate::error::{Error, Result};
 use crate::hash::FastMap;
 use crate::ir::{CharClass, Expr};
-use crate::matcher::tokens::{SubtreeWalks, TokenInfo};
+use crate::matcher::context::SharedFreeExits;
+use crate::matcher::tokens::{SubtreeWalks, TokenChars, TokenInfo};
 use crate::vocab::trie::INSIDE_CHAR;
 use crate::vocab::TokenTrie;
 
@@ -97,6 +98,9 @@ pub struct LexemeDfa {
     /// Per state: the smallest state equivalent to it on every string of at
     /// most the vocabulary's longest token (see [`LexemeDfa::token_class`]).
     token_classes: OnceLock<Option<Vec<u32>>>,
+    /// Unique among the lexemes of the process (keys caches shared by
+    /// several lexemes, see `matcher::context::SharedFreeExits`).
+    pub id: u64,
     /// The expression counts (a bounded repetition): only then can states
     /// of the minimal DFA look alike to every token (see `token_class`).
     counting: bool,
@@ -389,13 +393,20 @@ impl LexemeDfa {
     }
 }
 
-/// The table of [`StringTails`], and its state for each count left: the
+/// A table of [`StringTails`], and its state for each count left: the
 /// states of "any string" inside the quotes (`body`, at a character
 /// boundary, and the states within a character) times the characters read
-/// so far, a character being read when the walk returns to `body`. Built
-/// directly: a subset construction of the counted expression took 3-7 ms
-/// of the mask that first needed it.
-fn string_tails_table(any: &LexemeDfa, body: u32, horizon: usize) -> (Table, Vec<u32>) {
+/// so far, a character being read when the walk returns to `body`. With
+/// `closed`, the string ends at its closing quote after at most `horizon`
+/// characters; without, it ends after exactly `horizon` characters and
+/// reads no quote. Built directly: a subset construction of the counted
+/// expression took 3-7 ms of the mask that first needed it.
+fn string_tails_table(
+    any: &LexemeDfa,
+    body: u32,
+    horizon: usize,
+    closed: bool,
+) -> (Table, Vec<u32>) {
     let k = any.num_classes;
     // The states between the quotes, `body` first; states equivalent to
     // `body` (the DFA need not be minimal) are `body` too.
@@ -430,7 +441,11 @@ fn string_tails_table(any: &LexemeDfa, body: u32, horizon: usize) -> (Table, Vec
                 trans[from * k + c] = if t == DEAD {
                     DEAD
                 } else if any.is_final[t as usize] {
-                    end
+                    if closed {
+                        end
+                    } else {
+                        DEAD
+                    }
                 } else if index[&t] == 0 {
                     if read < horizon {
                         id(0, read + 1)
@@ -444,7 +459,11 @@ fn string_tails_table(any: &LexemeDfa, body: u32, horizon: usize) -> (Table, Vec
         }
     }
     let mut is_final = vec![false; end as usize + 1];
-    is_final[end as usize] = true;
+    if closed {
+        is_final[end as usize] = true;
+    } else {
+        is_final[id(0, horizon) as usize] = true;
+    }
     let by_left = (0..=horizon).map(|left| id(0, horizon - left)).collect();
     let table = Table {
         classes: any.classes,
@@ -538,6 +557,9 @@ pub struct LexemeCache {
     tails: OnceLock<Option<StringTails>>,
     /// See [`StringBody`]; built on first use.
     body: OnceLock<Option<StringBody>>,
+    /// The context-free exit tokens of lexeme states, which every grammar
+    /// of the vocabulary shares.
+    pub free_exits: SharedFreeExits,
 }
 
 /// The inside of a JSON string that may go on with any characters: the
@@ -552,23 +574,35 @@ pub struct StringBody {
     pub state: u32,
 }
 
-/// The ends of counted JSON strings: the DFA of "at most `H` characters,
-/// then the closing quote", `H` the longest token in bytes.
+/// The ends of counted JSON strings, `H` the longest token in bytes: the
+/// DFAs of "at most `H` characters, then the closing quote" and of
+/// "exactly `H` characters" (a chunk of a long string, see
+/// `json_schema::compiler`).
 ///
-/// A string with a `maxLength` (or a chunk of a long one) that has `r <=
-/// H` characters left and its `minLength` met accepts exactly what this
-/// DFA's state with `r` left accepts, whichever schema it comes from.
-/// Such states walk the trie near their bound, where few subtrees are read
-/// whole (5-10 ms each); sharing this DFA's token sets makes each count
-/// left cost one walk per vocabulary instead of one per lexeme.
+/// A string with a `maxLength` that has `r <= H` characters left and its
+/// `minLength` met (or a chunk with `r` left) accepts exactly what the
+/// matching DFA's state with `r` left accepts, whichever schema it comes
+/// from. Such states walk the trie near their bound, where few subtrees
+/// are read whole (2-10 ms each); their token sets are derived from those
+/// of "any string" by counting each token's characters once per
+/// vocabulary (see `matcher::tokens::string_tail_info`).
 pub struct StringTails {
+    /// "At most `H` characters, then the closing quote".
+    pub closed: CountedString,
+    /// "Exactly `H` characters" (no quote).
+    pub exact: CountedString,
+    /// Per token, its characters read inside a string; built on first use.
+    pub chars: OnceLock<TokenChars>,
+    /// `nodes_by_chars[r]`: the trie nodes with children whose path is `r`
+    /// whole characters of a string (no quote); built on first use.
+    pub nodes_by_chars: OnceLock<Box<[Box<[u32]>]>>,
+}
+
+/// One DFA of [`StringTails`].
+pub struct CountedString {
     pub dfa: Arc<LexemeDfa>,
     /// `by_left[r]`: the state with `r` characters left.
     pub by_left: Vec<u32>,
-    /// Per token: the characters it holds before a closing quote, read
-    /// inside a string (see `matcher::tokens::string_tail_info`); built on
-    /// first use.
-    pub chars_before_quote: OnceLock<Box<[u8]>>,
 }
 
 impl LexemeCache {
@@ -589,16 +623,24 @@ impl LexemeCache {
         self.tails
             .get_or_init(|| {
                 let body = self.string_body()?;
-                let (table, by_left) = string_tails_table(&body.dfa, body.state, horizon);
-                let mut dfa = LexemeDfa::from_table(&table);
-                // Every state is within the horizon: no classes to find;
-                // and no state is "any string" (it counts).
-                dfa.counting = false;
-                dfa.body_state = OnceLock::from(DEAD);
+                let counted = |closed| {
+                    let (table, by_left) =
+                        string_tails_table(&body.dfa, body.state, horizon, closed);
+                    let mut dfa = LexemeDfa::from_table(&table);
+                    // Every state is within the horizon: no classes to
+                    // find; and no state is "any string" (it counts).
+                    dfa.counting = false;
+                    dfa.body_state = OnceLock::from(DEAD);
+                    CountedString {
+                        dfa: Arc::new(dfa),
+                        by_left,
+                    }
+                };
                 Some(StringTails {
-                    dfa: Arc::new(dfa),
-                    by_left,
-                    chars_before_quote: OnceLock::new(),
+                    closed: counted(true),
+                    exact: counted(false),
+                    chars: OnceLock::new(),
+                    nodes_by_chars: OnceLock::new(),
                 })
             })
             .as_ref()
@@ -807,7 +849,9 @@ impl LexemeDfa {
                 }
             }
         }
+        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         LexemeDfa {
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             classes,
             num_classes,
             trans,
