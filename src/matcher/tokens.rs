@@ -25,7 +25,9 @@
 use std::sync::Arc;
 
 use super::earley::{Chart, Item, LexemeWalk, Walker, CTX_ORIGIN, MAX_LEXEME_WALK};
-use crate::compile::lexeme::{byteset_contains, ByteSet, CountedString, LexemeDfa, DEAD};
+use crate::compile::lexeme::{
+    byteset_contains, ByteSet, CountedString, LexemeDfa, StringCounts, DEAD,
+};
 use crate::compile::CompiledGrammar;
 use crate::hash::FastMap;
 use crate::vocab::trie::{byte_group, INSIDE_CHAR};
@@ -283,20 +285,19 @@ impl TokenInfo {
     }
 
     /// The token sets of a state that reads what this one (inside "any
-    /// string") reads but at most `left` characters before its closing
-    /// quote: the tokens with more characters before it go, inside and
-    /// exits (an exit's tokens share their bytes up to its node, where the
-    /// quote is).
-    fn within_chars(&self, vocab: &Vocab, chars: &TokenChars, left: usize) -> TokenInfo {
+    /// string") reads but between `min` and `max` characters before its
+    /// closing quote: the tokens with more characters before it go, and
+    /// those with a quote after fewer, inside and exits (an exit's tokens
+    /// share their bytes up to its node, where the quote is).
+    fn within_chars(&self, vocab: &Vocab, chars: &TokenChars, min: usize, max: usize) -> TokenInfo {
         let mut words = vec![0u32; vocab.mask_words()];
         self.or_inside_into(&mut words);
-        chars.clear_longer(&mut words, left);
-        let chars = &chars.before_quote;
+        chars.clear_outside(&mut words, min, max);
         let trie = vocab.trie();
         let keep = |e: &Exit| {
             let r = trie.subtree_tokens(e.node);
             let id = trie.token_ids()[r.end as usize - 1];
-            chars[id as usize] as usize <= left
+            (min..=max).contains(&(chars.before_quote[id as usize] as usize))
         };
         let exits: Vec<Exit> = self.exits.iter().filter(|e| keep(e)).copied().collect();
         let at_node = self.exits[..self.at_node as usize]
@@ -324,7 +325,7 @@ impl TokenInfo {
         for (w, &closed) in words.iter_mut().zip(chars.closed.iter()) {
             *w &= !closed;
         }
-        chars.clear_longer(&mut words, left);
+        chars.clear_outside(&mut words, 0, left);
         let trie = vocab.trie();
         let exits = nodes
             .iter()
@@ -1180,68 +1181,93 @@ fn any_string_info(vocab: &Vocab) -> Option<&Arc<TokenInfo>> {
 }
 
 /// The token sets of a counted JSON string's state near its bound (or of
-/// a chunk's), shared through the vocabulary's [`StringTails`] (`None` if
+/// a chunk's), shared through the vocabulary's [`StringCounts`] (`None` if
 /// `state` is not such a state).
 fn string_tail_info(vocab: &Vocab, dfa: &LexemeDfa, state: u32) -> Option<Arc<TokenInfo>> {
-    if !dfa.is_counting() || dfa.is_final[state as usize] {
+    if dfa.is_final[state as usize] {
         return None;
     }
+    let counts = vocab.lexemes.string_counts()?;
+    let lang = counted_language(vocab, dfa, state)?;
+    if !counts.accepts_exactly(dfa, state, lang) {
+        return None;
+    }
+    if let Some(info) = counts.infos.lock().unwrap().get(&lang) {
+        return Some(info.clone());
+    }
+    // "Any string" counted: its token sets, less the tokens holding too
+    // many (or too few) characters.
+    let body = any_string_info(vocab)?;
+    let (min, max) = (lang.min as usize, lang.max as usize);
+    let info = Arc::new(if lang.closed {
+        body.within_chars(vocab, &counts.chars, min, max)
+    } else {
+        body.exactly_chars(vocab, &counts.chars, max, &counts.nodes_by_chars[max])
+    });
+    let mut infos = counts.infos.lock().unwrap();
+    if infos.len() >= MAX_COUNTED_INFOS {
+        infos.clear();
+    }
+    infos.insert(lang, info.clone());
+    Some(info)
+}
+
+/// Most token sets [`StringCounts`] keeps.
+const MAX_COUNTED_INFOS: usize = 1024;
+
+/// The [`CountedString`] that `state` would accept, from the runs of a
+/// plain character it reads (unchecked; `None` if its count reaches past
+/// the longest token).
+fn counted_language(vocab: &Vocab, dfa: &LexemeDfa, state: u32) -> Option<CountedString> {
     let horizon = vocab.max_token_len();
-    let left = dfa.run_length(state, b'a', horizon + 1);
-    if left > horizon {
+    let max = dfa.run_length(state, b'a', horizon + 1);
+    if max > horizon {
         return None;
     }
-    let tails = vocab.lexemes.string_tails(horizon)?;
-    let (counted, closed) = [(&tails.closed, true), (&tails.exact, false)]
-        .into_iter()
-        .find(|(c, _)| {
-            let (tail, theirs) = (&c.dfa, c.by_left[left]);
-            !std::ptr::eq(dfa, &**tail)
-                && dfa.first_bytes[state as usize] == tail.first_bytes[theirs as usize]
-                && dfa.same_language(state, tail, theirs)
-        })?;
-    let tail = &counted.dfa;
-    let t = tail.token_class(counted.by_left[left], horizon);
-    Some(
-        tail.infos[t as usize]
-            .get_or_init(|| {
-                // "Any string" counted: its token sets, less the tokens
-                // holding too many characters (a walk near the bound reads
-                // little of the trie whole).
-                let chars = tails.chars.get_or_init(|| TokenChars::new(vocab));
-                match any_string_info(vocab) {
-                    Some(body) if closed => Arc::new(body.within_chars(vocab, chars, left)),
-                    Some(body) => {
-                        let nodes = tails
-                            .nodes_by_chars
-                            .get_or_init(|| nodes_by_chars(vocab.trie(), &tails.exact));
-                        Arc::new(body.exactly_chars(vocab, chars, left, &nodes[left]))
-                    }
-                    None => Arc::new(lexeme_info(vocab, tail, t)),
-                }
-            })
-            .clone(),
-    )
+    let mut s = state;
+    for read in 0..=max {
+        let quote = dfa.next(s, b'"');
+        if quote != DEAD && dfa.is_final[quote as usize] {
+            return Some(CountedString {
+                min: read as u16,
+                max: max as u16,
+                closed: true,
+            });
+        }
+        if read < max {
+            s = dfa.next(s, b'a');
+        }
+    }
+    dfa.is_final[s as usize].then_some(CountedString {
+        min: max as u16,
+        max: max as u16,
+        closed: false,
+    })
 }
 
 /// Builds the vocabulary's token sets and tables that JSON strings share
-/// ("any string" and its counted ends, see [`StringTails`]); each takes a
-/// walk of the whole trie or of every token.
+/// ("any string" and [`StringCounts`]); each takes a walk of the whole
+/// trie or of every token.
 pub fn prepare_strings(vocab: &Vocab) {
     if any_string_info(vocab).is_none() {
         return;
     }
-    if let Some(tails) = vocab.lexemes.string_tails(vocab.max_token_len()) {
-        tails.chars.get_or_init(|| TokenChars::new(vocab));
-        tails
-            .nodes_by_chars
-            .get_or_init(|| nodes_by_chars(vocab.trie(), &tails.exact));
-    }
+    vocab.lexemes.prepare_string_counts(|counts| {
+        let horizon = vocab.max_token_len();
+        let exact = CountedString {
+            min: horizon as u16,
+            max: horizon as u16,
+            closed: false,
+        };
+        let nodes = nodes_by_chars(vocab.trie(), counts, exact);
+        (TokenChars::new(vocab), nodes)
+    });
 }
 
 /// Each token's characters as read from a character boundary inside a
 /// JSON string: an escape is one character, and so is a character the
 /// token only begins.
+#[derive(Default)]
 pub struct TokenChars {
     /// Characters before the first closing quote (all of them without
     /// one), at most 255.
@@ -1268,17 +1294,20 @@ impl TokenChars {
         }
     }
 
-    /// Clears in `mask` the tokens with more than `left` characters before
-    /// a closing quote (a word at a time, without branches: it runs over
-    /// the whole vocabulary).
-    fn clear_longer(&self, mask: &mut [u32], left: usize) {
-        let left = left.min(255) as u8;
-        for (word, counts) in mask.iter_mut().zip(self.before_quote.chunks(32)) {
-            let mut longer = 0u32;
+    /// Clears in `mask` the tokens with more than `max` characters before
+    /// a closing quote, and those with a closing quote after fewer than
+    /// `min` (a word at a time, without branches: it runs over the whole
+    /// vocabulary).
+    fn clear_outside(&self, mask: &mut [u32], min: usize, max: usize) {
+        let (min, max) = (min.min(255) as u8, max.min(255) as u8);
+        let words = mask.iter_mut().zip(&*self.closed);
+        for ((word, &closed), counts) in words.zip(self.before_quote.chunks(32)) {
+            let (mut longer, mut shorter) = (0u32, 0u32);
             for (j, &c) in counts.iter().enumerate() {
-                longer |= ((c > left) as u32) << j;
+                longer |= ((c > max) as u32) << j;
+                shorter |= ((c < min) as u32) << j;
             }
-            *word &= !longer;
+            *word &= !(longer | (shorter & closed));
         }
     }
 }
@@ -1303,32 +1332,32 @@ fn chars_before_quote(token: &[u8]) -> (u8, bool) {
 
 /// The trie nodes with children whose path is whole characters of a
 /// string and no quote, by their number of characters (see
-/// [`StringTails`]): one walk of the trie with the "exactly `H`
-/// characters" DFA, whose states at a character boundary are those of
-/// `by_left`.
-fn nodes_by_chars(trie: &TokenTrie, exact: &CountedString) -> Box<[Box<[u32]>]> {
-    let (dfa, horizon) = (&exact.dfa, exact.by_left.len() - 1);
-    let mut read = vec![u16::MAX; dfa.num_states()];
-    for (left, &s) in exact.by_left.iter().enumerate() {
-        read[s as usize] = (horizon - left) as u16;
-    }
+/// [`StringCounts`]): one walk of the trie with `exact`, "exactly `H`
+/// characters" (`H` the longest token).
+fn nodes_by_chars(
+    trie: &TokenTrie,
+    counts: &StringCounts,
+    exact: CountedString,
+) -> Box<[Box<[u32]>]> {
+    let horizon = exact.max as usize;
     let mut out: Vec<Vec<u32>> = vec![Vec::new(); horizon + 1];
     let nodes = trie.nodes();
     let mut states = vec![DEAD; trie.max_len() + 1];
-    states[0] = exact.by_left[horizon];
+    states[0] = StringCounts::START;
     let mut i = 0;
     while i < trie.root_end() as usize {
         let n = nodes[i];
         let d = n.depth as usize;
-        let s = dfa.next(states[d - 1], n.byte);
+        let s = counts.next(exact, states[d - 1], n.byte);
         if s == DEAD {
             i = n.subtree_end as usize;
             continue;
         }
         states[d] = s;
-        let r = read[s as usize];
-        if r != u16::MAX && i + 1 < n.subtree_end as usize {
-            out[r as usize].push(i as u32);
+        if let Some(r) = counts.chars_read(s) {
+            if i + 1 < n.subtree_end as usize {
+                out[r].push(i as u32);
+            }
         }
         i += 1;
     }
@@ -1386,12 +1415,18 @@ mod tests {
             crate::ir::encode(&Expr::repeat(Expr::Class(CharClass::any()), 1, Some(7))),
             Expr::literal("\""),
         ]);
+        // A string of exactly 4 characters.
+        let fixed_string = Expr::seq(vec![
+            Expr::literal("\""),
+            crate::ir::encode(&Expr::repeat(Expr::Class(CharClass::any()), 4, Some(4))),
+            Expr::literal("\""),
+        ]);
         // A chunk of a long string: exactly 5 characters, no quote.
         let chunk = crate::ir::encode(&Expr::repeat(Expr::Class(CharClass::any()), 5, Some(5)));
         let names = ["net", "nab", "ab_c", "é"].map(String::from);
         let cache = &vocab.lexemes;
         // States that took the shared "any other string", the counted
-        // string's ends and the chunk's.
+        // strings' counts and the chunk's.
         let mut shared = (0, 0, 0);
         for expr in [
             Expr::json_strings(names.clone(), true),
@@ -1400,6 +1435,7 @@ mod tests {
             then_digits,
             counted,
             counted_string.clone(),
+            fixed_string.clone(),
             chunk.clone(),
         ] {
             let dfa = cache.get_or_build(&expr, &DfaLimits::default()).unwrap();
@@ -1411,7 +1447,7 @@ mod tests {
                 if string_tail_info(&vocab, &dfa, s).is_some() {
                     match &expr {
                         e if *e == chunk => shared.2 += 1,
-                        e if *e == counted_string => shared.1 += 1,
+                        e if *e == counted_string || *e == fixed_string => shared.1 += 1,
                         _ => {}
                     }
                 }
@@ -1458,7 +1494,7 @@ mod tests {
             }
         }
         assert!(
-            shared.0 >= 1 && shared.1 >= 6 && shared.2 >= 5,
+            shared.0 >= 1 && shared.1 >= 12 && shared.2 >= 5,
             "{shared:?} states shared token sets"
         );
     }

@@ -3,7 +3,7 @@
 //! ```text
 //! cgram-bench gbnf --tokenizer tokenizer.json --grammar json.gbnf [--batch-threads N] TEXT_FILE...
 //! cgram-bench maskbench --tokenizer tokenizer.json [--limit N] [--every K] [--filter PREFIX]
-//!             [--compact] [--strict] [--verbose] [--per-file OUT.tsv] [--cpu-clock] DIR
+//!             [--compact] [--strict] [--verbose] [--per-file OUT.tsv] [--cpu-clock] [--top N] DIR
 //! ```
 //!
 //! `maskbench` runs a MaskBench-format directory (see [`maskbench`]);
@@ -30,7 +30,7 @@ mod pyjson;
 
 fn usage() -> ! {
     eprintln!(
-        "usage: cgram-bench gbnf --tokenizer T.json --grammar G.gbnf [--root NAME] [--repeat N] [--batch-threads N] TEXT_FILE...\n       cgram-bench maskbench --tokenizer T.json [--limit N] [--every K] [--filter PREFIX] [--compact] [--strict] [--verbose] [--per-file OUT.tsv] [--cpu-clock] DIR"
+        "usage: cgram-bench gbnf --tokenizer T.json --grammar G.gbnf [--root NAME] [--repeat N] [--batch-threads N] TEXT_FILE...\n       cgram-bench maskbench --tokenizer T.json [--limit N] [--every K] [--filter PREFIX] [--compact] [--strict] [--verbose] [--per-file OUT.tsv] [--cpu-clock] [--top N] DIR"
     );
     std::process::exit(2)
 }
@@ -55,6 +55,7 @@ fn maskbench_main(args: &[String]) {
         verbose: false,
         per_file: None,
         cpu_clock: false,
+        top: 20,
     };
     let mut i = 0;
     while i < args.len() {
@@ -82,6 +83,10 @@ fn maskbench_main(args: &[String]) {
             "--cpu-clock" => opts.cpu_clock = true,
             "--per-file" => {
                 opts.per_file = Some(value().into());
+                i += 1;
+            }
+            "--top" => {
+                opts.top = number_after(args, i);
                 i += 1;
             }
             a if a.starts_with("--") => usage(),

@@ -29,6 +29,8 @@ pub struct Options {
     pub per_file: Option<PathBuf>,
     /// Time with the thread's CPU clock (see [`crate::clock_us`]).
     pub cpu_clock: bool,
+    /// How many of the slowest masks and compilations to list.
+    pub top: usize,
 }
 
 #[derive(Default)]
@@ -179,12 +181,12 @@ pub fn run(opts: &Options) {
     t.slow_compiles
         .sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap());
     println!("slowest compilations (TTFM):");
-    for (us, f) in t.slow_compiles.iter().take(20) {
+    for (us, f) in t.slow_compiles.iter().take(opts.top) {
         println!("  {us:>12.0} us  {f}");
     }
     t.slow_masks.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap());
     println!("slowest masks:");
-    for (us, f, test, k) in t.slow_masks.iter().take(20) {
+    for (us, f, test, k) in t.slow_masks.iter().take(opts.top) {
         println!("  {us:>12.0} us  {f} test {test} token {k}");
     }
     if let Some(path) = &opts.per_file {
@@ -280,7 +282,7 @@ fn run_file(
     t.grammar_bytes.push(grammar.memory() as f64);
     t.first_mask_us.push(ttfm - compiled);
     t.slow_compiles.push((ttfm, name.clone()));
-    keep_top(&mut t.slow_compiles, 20, |x| x.0);
+    keep_top(&mut t.slow_compiles, opts.top, |x| x.0);
     t.compiled += 1;
     let mut ok = true;
     let tokens_before = t.tokens;
@@ -297,7 +299,7 @@ fn run_file(
             slowest_mask = slowest_mask.max(us);
             if us > 100.0 {
                 t.slow_masks.push((us, name.clone(), i, k));
-                keep_top(&mut t.slow_masks, 20, |x| x.0);
+                keep_top(&mut t.slow_masks, opts.top, |x| x.0);
             }
             t.tokens += 1;
             if r.is_err() || mask[(id / 32) as usize] >> (id % 32) & 1 == 0 {

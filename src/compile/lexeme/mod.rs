@@ -393,85 +393,47 @@ impl LexemeDfa {
     }
 }
 
-/// A table of [`StringTails`], and its state for each count left: the
-/// states of "any string" inside the quotes (`body`, at a character
-/// boundary, and the states within a character) times the characters read
-/// so far, a character being read when the walk returns to `body`. With
-/// `closed`, the string ends at its closing quote after at most `horizon`
-/// characters; without, it ends after exactly `horizon` characters and
-/// reads no quote. Built directly: a subset construction of the counted
-/// expression took 3-7 ms of the mask that first needed it.
-fn string_tails_table(
-    any: &LexemeDfa,
-    body: u32,
-    horizon: usize,
-    closed: bool,
-) -> (Table, Vec<u32>) {
-    let k = any.num_classes;
-    // The states between the quotes, `body` first; states equivalent to
-    // `body` (the DFA need not be minimal) are `body` too.
-    let mut pairing = Pairing::new(any, any);
-    let mut content = vec![body];
-    let mut index: FastMap<u32, u32> = FastMap::default();
-    index.insert(body, 0);
-    let mut i = 0;
-    while i < content.len() {
-        let s = content[i] as usize;
-        for &t in &any.trans[s * k..(s + 1) * k] {
-            if t != DEAD && !any.is_final[t as usize] && !index.contains_key(&t) {
-                if pairing.same(any, t, any, body, usize::MAX) == Some(true) {
-                    index.insert(t, 0);
-                } else {
-                    index.insert(t, content.len() as u32);
-                    content.push(t);
+/// "Any string"'s states between the quotes, as [`StringCounts`] counts
+/// characters with them: `content[0]` is the state after the opening
+/// quote (at a character boundary), the others are within a character;
+/// `index` maps every such state to its place (states equivalent to the
+/// first, the DFA need not be minimal, to 0), other states to `u32::MAX`.
+struct ContentStates {
+    content: Vec<u32>,
+    index: Vec<u32>,
+}
+
+impl ContentStates {
+    fn new(any: &LexemeDfa, body: u32) -> ContentStates {
+        let k = any.num_classes;
+        let mut pairing = Pairing::new(any, any);
+        let mut content = vec![body];
+        let mut index: FastMap<u32, u32> = FastMap::default();
+        index.insert(body, 0);
+        let mut i = 0;
+        while i < content.len() {
+            let s = content[i] as usize;
+            for &t in &any.trans[s * k..(s + 1) * k] {
+                if t != DEAD && !any.is_final[t as usize] && !index.contains_key(&t) {
+                    if pairing.same(any, t, any, body, usize::MAX) == Some(true) {
+                        index.insert(t, 0);
+                    } else {
+                        index.insert(t, content.len() as u32);
+                        content.push(t);
+                    }
                 }
             }
+            i += 1;
         }
-        i += 1;
-    }
-    let m = content.len();
-    let id = |q: u32, read: usize| (read * m) as u32 + q;
-    let end = (m * (horizon + 1)) as u32;
-    let mut trans = vec![DEAD; (end as usize + 1) * k];
-    for read in 0..=horizon {
-        for (q, &s) in content.iter().enumerate() {
-            let from = id(q as u32, read) as usize;
-            for c in 0..k {
-                let t = any.trans[s as usize * k + c];
-                trans[from * k + c] = if t == DEAD {
-                    DEAD
-                } else if any.is_final[t as usize] {
-                    if closed {
-                        end
-                    } else {
-                        DEAD
-                    }
-                } else if index[&t] == 0 {
-                    if read < horizon {
-                        id(0, read + 1)
-                    } else {
-                        DEAD
-                    }
-                } else {
-                    id(index[&t], read)
-                };
-            }
+        let mut dense = vec![u32::MAX; any.num_states()];
+        for (s, i) in index {
+            dense[s as usize] = i;
+        }
+        ContentStates {
+            content,
+            index: dense,
         }
     }
-    let mut is_final = vec![false; end as usize + 1];
-    if closed {
-        is_final[end as usize] = true;
-    } else {
-        is_final[id(0, horizon) as usize] = true;
-    }
-    let by_left = (0..=horizon).map(|left| id(0, horizon - left)).collect();
-    let table = Table {
-        classes: any.classes,
-        num_classes: k,
-        trans,
-        is_final,
-    };
-    (table, by_left)
 }
 
 /// Most pairs of states [`LexemeDfa::state_like`] visits.
@@ -553,8 +515,8 @@ pub struct LexemeCache {
     /// The regular parts of intersections and complements (the JSON string
     /// body, "any text"), which many lexemes share.
     parts: Mutex<FastMap<Expr, Arc<Table>>>,
-    /// See [`StringTails`]; built on first use.
-    tails: OnceLock<Option<StringTails>>,
+    /// See [`StringCounts`]; built with the vocabulary.
+    counts: OnceLock<Option<StringCounts>>,
     /// See [`StringBody`]; built on first use.
     body: OnceLock<Option<StringBody>>,
     /// The context-free exit tokens of lexeme states, which every grammar
@@ -574,35 +536,156 @@ pub struct StringBody {
     pub state: u32,
 }
 
-/// The ends of counted JSON strings, `H` the longest token in bytes: the
-/// DFAs of "at most `H` characters, then the closing quote" and of
-/// "exactly `H` characters" (a chunk of a long string, see
-/// `json_schema::compiler`).
-///
-/// A string with a `maxLength` that has `r <= H` characters left and its
-/// `minLength` met (or a chunk with `r` left) accepts exactly what the
-/// matching DFA's state with `r` left accepts, whichever schema it comes
-/// from. Such states walk the trie near their bound, where few subtrees
-/// are read whole (2-10 ms each); their token sets are derived from those
-/// of "any string" by counting each token's characters once per
-/// vocabulary (see `matcher::tokens::string_tail_info`).
-pub struct StringTails {
-    /// "At most `H` characters, then the closing quote".
-    pub closed: CountedString,
-    /// "Exactly `H` characters" (no quote).
-    pub exact: CountedString,
-    /// Per token, its characters read inside a string; built on first use.
-    pub chars: OnceLock<TokenChars>,
+/// Counted JSON strings near their bounds, whichever schema they come
+/// from: a state that accepts "between `min` and `max` more characters,
+/// then the closing quote", or "exactly `max` more characters" (a chunk of
+/// a long string, see `json_schema::compiler`), with `max` at most the
+/// longest token, takes token sets derived from those of "any string" by
+/// counting each token's characters once per vocabulary (see
+/// `matcher::tokens::string_tail_info`), instead of walking the trie near
+/// its bound, where few subtrees are read whole (2-10 ms each).
+pub struct StringCounts {
+    any: Arc<LexemeDfa>,
+    states: ContentStates,
+    /// Per token, its characters read inside a string.
+    pub chars: TokenChars,
     /// `nodes_by_chars[r]`: the trie nodes with children whose path is `r`
-    /// whole characters of a string (no quote); built on first use.
-    pub nodes_by_chars: OnceLock<Box<[Box<[u32]>]>>,
+    /// whole characters of a string (no quote).
+    pub nodes_by_chars: Box<[Box<[u32]>]>,
+    /// Token sets by [`CountedString`].
+    pub infos: Mutex<FastMap<CountedString, Arc<TokenInfo>>>,
 }
 
-/// One DFA of [`StringTails`].
+/// A language of [`StringCounts`].
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct CountedString {
-    pub dfa: Arc<LexemeDfa>,
-    /// `by_left[r]`: the state with `r` characters left.
-    pub by_left: Vec<u32>,
+    pub min: u16,
+    pub max: u16,
+    /// Ends with the closing quote (else with the `max`-th character).
+    pub closed: bool,
+}
+
+impl StringCounts {
+    /// The state of every [`CountedString`] right after the opening quote
+    /// (see [`StringCounts::next`]).
+    pub const START: u32 = 0;
+    /// The state after the closing quote.
+    const END: u32 = u32::MAX - 1;
+
+    /// The state of `lang` after reading `byte` in state `from`, or
+    /// [`DEAD`]: states are computed, not stored, as "any string"'s states
+    /// between the quotes times the characters read (`read * m + q`, a
+    /// character being read when the walk returns to the state after the
+    /// opening quote), and states that cannot end are dead.
+    pub fn next(&self, lang: CountedString, from: u32, byte: u8) -> u32 {
+        if from == Self::END {
+            return DEAD;
+        }
+        let (any, content) = (&self.any, &self.states.content);
+        let m = content.len() as u32;
+        let (read, q) = (from / m, from % m);
+        let t = any.next(content[q as usize], byte);
+        if t == DEAD {
+            DEAD
+        } else if any.is_final[t as usize] {
+            if lang.closed && q == 0 && read >= lang.min as u32 {
+                Self::END
+            } else {
+                DEAD
+            }
+        } else if read >= lang.max as u32 {
+            // A character begun or ended past the count.
+            DEAD
+        } else {
+            match self.states.index[t as usize] {
+                0 => (read + 1) * m,
+                i => read * m + i,
+            }
+        }
+    }
+
+    /// Whether `lang` can end in `state`.
+    pub fn is_final(&self, lang: CountedString, state: u32) -> bool {
+        if lang.closed {
+            state == Self::END
+        } else {
+            state == self.after_chars(lang.max as usize)
+        }
+    }
+
+    /// The whole characters read to reach `state`, if it is at a
+    /// character boundary.
+    pub fn chars_read(&self, state: u32) -> Option<usize> {
+        let m = self.states.content.len() as u32;
+        (state != Self::END && state.is_multiple_of(m)).then_some((state / m) as usize)
+    }
+
+    /// The state after `read` whole characters.
+    fn after_chars(&self, read: usize) -> u32 {
+        (read * self.states.content.len()) as u32
+    }
+
+    /// Whether state `state` of `dfa` accepts exactly `lang`'s strings (a
+    /// walk of the pairs of states that the same strings reach).
+    pub fn accepts_exactly(&self, dfa: &LexemeDfa, state: u32, lang: CountedString) -> bool {
+        let mut reps = Vec::new();
+        let mut seen = vec![false; dfa.num_classes * self.any.num_classes];
+        for byte in 0..=255u8 {
+            let k = dfa.classes[byte as usize] as usize * self.any.num_classes
+                + self.any.classes[byte as usize] as usize;
+            if !seen[k] {
+                seen[k] = true;
+                reps.push(byte);
+            }
+        }
+        let mut pairs: crate::hash::FastSet<(u32, u32)> = Default::default();
+        let mut stack = vec![(state, Self::START)];
+        pairs.insert((state, Self::START));
+        while let Some((s, t)) = stack.pop() {
+            if dfa.is_final[s as usize] != self.is_final(lang, t) {
+                return false;
+            }
+            for &byte in &reps {
+                let (s2, t2) = (dfa.next(s, byte), self.next(lang, t, byte));
+                if (s2 == DEAD) != (t2 == DEAD) {
+                    return false;
+                }
+                if s2 != DEAD && pairs.insert((s2, t2)) {
+                    stack.push((s2, t2));
+                }
+            }
+        }
+        true
+    }
+}
+
+impl LexemeCache {
+    /// See [`StringCounts`]; `None` if "any string" could not be built.
+    pub fn string_counts(&self) -> Option<&StringCounts> {
+        self.counts.get()?.as_ref()
+    }
+
+    /// Builds [`StringCounts`] with `prepare` (given "any string" and its
+    /// state after the opening quote) unless built.
+    pub fn prepare_string_counts(
+        &self,
+        prepare: impl FnOnce(&StringCounts) -> (TokenChars, Box<[Box<[u32]>]>),
+    ) {
+        self.counts.get_or_init(|| {
+            let body = self.string_body()?;
+            let mut counts = StringCounts {
+                any: body.dfa.clone(),
+                states: ContentStates::new(&body.dfa, body.state),
+                chars: TokenChars::default(),
+                nodes_by_chars: Box::default(),
+                infos: Mutex::default(),
+            };
+            let (chars, nodes) = prepare(&counts);
+            counts.chars = chars;
+            counts.nodes_by_chars = nodes;
+            Some(counts)
+        });
+    }
 }
 
 impl LexemeCache {
@@ -614,34 +697,6 @@ impl LexemeCache {
                 let dfa = self.get_or_build(&expr, &DfaLimits::default()).ok()?;
                 let state = dfa.next(dfa.start, b'"');
                 (state != DEAD).then_some(StringBody { dfa, state })
-            })
-            .as_ref()
-    }
-
-    /// See [`StringTails`] (`None` if "any string" could not be built).
-    pub fn string_tails(&self, horizon: usize) -> Option<&StringTails> {
-        self.tails
-            .get_or_init(|| {
-                let body = self.string_body()?;
-                let counted = |closed| {
-                    let (table, by_left) =
-                        string_tails_table(&body.dfa, body.state, horizon, closed);
-                    let mut dfa = LexemeDfa::from_table(&table);
-                    // Every state is within the horizon: no classes to
-                    // find; and no state is "any string" (it counts).
-                    dfa.counting = false;
-                    dfa.body_state = OnceLock::from(DEAD);
-                    CountedString {
-                        dfa: Arc::new(dfa),
-                        by_left,
-                    }
-                };
-                Some(StringTails {
-                    closed: counted(true),
-                    exact: counted(false),
-                    chars: OnceLock::new(),
-                    nodes_by_chars: OnceLock::new(),
-                })
             })
             .as_ref()
     }
