@@ -317,7 +317,9 @@ impl Matcher {
         }
         let pos = (chart.num_sets() - 1) as u32;
         let set = chart.last();
-        let mut done: Vec<u32> = Vec::new();
+        // Token sets already in the mask: items of one object in many
+        // states share their key lexemes' (large) sets.
+        let mut done = tokens::SeenSets::default();
         for it in set {
             // Predicted items are covered by the walks of their predictors.
             if it.origin == pos {
@@ -331,10 +333,7 @@ impl Matcher {
                 continue;
             }
             let info = info_for(g, it.state);
-            if !done.contains(&it.state) {
-                info.or_inside_into(mask);
-                done.push(it.state);
-            }
+            info.or_inside_once(mask, &mut done);
             if info.exits.is_empty() || it.origin == NO_ORIGIN {
                 continue;
             }

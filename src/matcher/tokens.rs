@@ -397,11 +397,46 @@ impl TokenInfo {
             + self.shared.len() * 8
     }
 
+    /// Sets the bits of every inside token (own and shared) in `mask`,
+    /// but for the token sets `seen` lists (and lists those it sets).
+    pub fn or_inside_once(&self, mask: &mut [u32], seen: &mut SeenSets) {
+        if seen.insert(self) {
+            self.inside.or_into(mask);
+            for s in &self.shared {
+                s.or_inside_once(mask, seen);
+            }
+        }
+    }
+
     /// Sets the bits of every inside token (own and shared) in `mask`.
     pub fn or_inside_into(&self, mask: &mut [u32]) {
         self.inside.or_into(mask);
         for s in &self.shared {
             s.inside.or_into(mask);
+        }
+    }
+}
+
+/// Token sets (by address) already set in a mask.
+#[derive(Default)]
+pub struct SeenSets {
+    list: Vec<*const TokenInfo>,
+    /// Past a few dozen sets (an object's states in one chart set).
+    set: crate::hash::FastSet<*const TokenInfo>,
+}
+
+impl SeenSets {
+    /// Whether `info` was not listed yet; lists it.
+    fn insert(&mut self, info: &TokenInfo) -> bool {
+        let p: *const TokenInfo = info;
+        if self.list.len() < 32 {
+            if self.list.contains(&p) {
+                return false;
+            }
+            self.list.push(p);
+            true
+        } else {
+            !self.list.contains(&p) && self.set.insert(p)
         }
     }
 }
@@ -531,6 +566,20 @@ impl<'a> Dfs<'a> {
         let readable = walker.top_first();
         let offset = walker.depth() - 1;
         let mut at = WalkerAt { walker, offset };
+        // Unless the walked rule could end above, the children no item
+        // reads add nothing: many children, few bytes read (a key's quote
+        // after whitespace), take those read by index.
+        self.pop_pending(depth + 1);
+        if self.pending.is_empty() {
+            let parent = (first > 0).then_some(first as u32 - 1);
+            if let Some(read) = self.trie.wide_children(parent, readable) {
+                for child in read {
+                    let child = child as usize;
+                    self.range(&mut at, child, nodes[child].subtree_end as usize, depth);
+                }
+                return;
+            }
+        }
         let mut child = first;
         while child < end {
             let next = nodes[child].subtree_end as usize;
@@ -538,11 +587,14 @@ impl<'a> Dfs<'a> {
             if byteset_contains(&readable, byte) {
                 self.range(&mut at, child, next, depth);
             } else {
-                // What `range` does where the byte cannot be read.
+                // What `range` does where the byte cannot be read (nothing
+                // unless the walked rule could end above).
                 let d = depth + 1;
                 self.pop_pending(d);
-                self.set_path(d, byte);
-                self.pruned(child, false);
+                if !self.pending.is_empty() {
+                    self.set_path(d, byte);
+                    self.pruned(child, false);
+                }
             }
             child = next;
         }

@@ -128,6 +128,59 @@ pub struct TokenTrie {
     group_weights: [u32; 64],
     char_group_weights: [u32; 64],
     max_len: usize,
+    /// The children of wide nodes by byte (see [`TokenTrie::wide_children`]).
+    wide: WideChildren,
+}
+
+/// Nodes with at least this many children are indexed by child byte.
+const WIDE_CHILDREN: usize = 16;
+
+/// The children of the root and of wide nodes, by byte.
+#[derive(Clone, Debug)]
+struct WideChildren {
+    /// Per node (the root last): where its entry is in `bytes`, or
+    /// `u32::MAX`.
+    entry: Vec<u32>,
+    /// Per entry: the children's bytes, and where their nodes start in
+    /// `children` (in byte order).
+    bytes: Vec<([u64; 4], u32)>,
+    children: Vec<u32>,
+}
+
+impl WideChildren {
+    fn new(nodes: &[TrieNode], root_end: usize) -> WideChildren {
+        let mut w = WideChildren {
+            entry: vec![u32::MAX; root_end + 1],
+            bytes: Vec::new(),
+            children: Vec::new(),
+        };
+        let add = |w: &mut WideChildren, parent: usize, first: usize, end: usize| {
+            let mut kids = Vec::new();
+            let mut c = first;
+            while c < end {
+                kids.push(c as u32);
+                c = nodes[c].subtree_end as usize;
+            }
+            if kids.len() >= WIDE_CHILDREN {
+                let mut set = [0u64; 4];
+                for &k in &kids {
+                    let b = nodes[k as usize].byte;
+                    set[(b >> 6) as usize] |= 1 << (b & 63);
+                }
+                w.entry[parent] = w.bytes.len() as u32;
+                w.bytes.push((set, w.children.len() as u32));
+                w.children.extend(kids);
+            }
+        };
+        add(&mut w, root_end, 0, root_end);
+        for (i, node) in nodes[..root_end].iter().enumerate() {
+            let end = node.subtree_end as usize;
+            if end - i > WIDE_CHILDREN {
+                add(&mut w, i, i + 1, end);
+            }
+        }
+        w
+    }
 }
 
 /// Bottom-up over depth-first trie nodes: per node, the union of what its
@@ -243,7 +296,9 @@ impl TokenTrie {
         for &id in &token_ids {
             all_tokens[(id / 32) as usize] |= 1 << (id % 32);
         }
+        let wide = WideChildren::new(&nodes, n);
         TokenTrie {
+            wide,
             all_tokens,
             nodes,
             token_ids,
@@ -301,6 +356,37 @@ impl TokenTrie {
     #[inline]
     pub fn height_below(&self, i: u32) -> u16 {
         self.height_below[i as usize]
+    }
+
+    /// The children of node `parent` (`None`: the root) whose byte is in
+    /// `bytes`, in byte order, if the node has many children (else `None`:
+    /// visiting them all costs no more).
+    pub fn wide_children(
+        &self,
+        parent: Option<u32>,
+        bytes: [u64; 4],
+    ) -> Option<impl Iterator<Item = u32> + '_> {
+        let at = parent.unwrap_or(self.root_end()) as usize;
+        let entry = *self.wide.entry.get(at)?;
+        if entry == u32::MAX {
+            return None;
+        }
+        let (set, start) = self.wide.bytes[entry as usize];
+        let children = &self.wide.children[start as usize..];
+        Some((0..4).flat_map(move |w| {
+            let mut bits = set[w] & bytes[w];
+            // Rank of the first byte of this word among the children.
+            let before: u32 = set[..w].iter().map(|x| x.count_ones()).sum();
+            std::iter::from_fn(move || {
+                if bits == 0 {
+                    return None;
+                }
+                let b = bits.trailing_zeros();
+                bits &= bits - 1;
+                let rank = before + (set[w] & ((1u64 << b) - 1)).count_ones();
+                Some(children[rank as usize])
+            })
+        }))
     }
 
     /// All nodes; the last one is a sentinel that is not part of the trie.
@@ -424,5 +510,54 @@ mod tests {
             .collect();
         assert_eq!(under_a, vec![1, 5, 0, 3]);
         assert_eq!(t.num_tokens(), 5);
+    }
+
+    /// The children found by byte are those a scan of the siblings finds,
+    /// at the root and below a wide node, for several byte sets.
+    #[test]
+    fn wide_children_by_byte() {
+        let mut tokens: Vec<Vec<u8>> = Vec::new();
+        for b in (0u8..=255).step_by(3) {
+            tokens.push(vec![b]);
+            tokens.push(vec![b'x', b, b'y']);
+        }
+        tokens.push(b"ab".to_vec());
+        let t = TokenTrie::build(
+            tokens
+                .iter()
+                .enumerate()
+                .map(|(i, b)| (i as u32, b.as_slice())),
+        );
+        let nodes = t.nodes();
+        let x = node(&t, b"x");
+        let ab = node(&t, b"a");
+        for bytes in [
+            [u64::MAX; 4],
+            [0; 4],
+            [0x5555_0000_ffff_0001, 0, 1 << 63, 0x8000_0000],
+        ] {
+            for (parent, first, end) in [
+                (None, 0, t.root_end() as usize),
+                (
+                    Some(x),
+                    x as usize + 1,
+                    nodes[x as usize].subtree_end as usize,
+                ),
+            ] {
+                let mut want = Vec::new();
+                let mut c = first;
+                while c < end {
+                    let b = nodes[c].byte;
+                    if bytes[(b >> 6) as usize] >> (b & 63) & 1 == 1 {
+                        want.push(c as u32);
+                    }
+                    c = nodes[c].subtree_end as usize;
+                }
+                let got: Vec<u32> = t.wide_children(parent, bytes).unwrap().collect();
+                assert_eq!(got, want, "{parent:?} {bytes:x?}");
+            }
+            // A node with one child is not indexed.
+            assert!(t.wide_children(Some(ab), bytes).is_none());
+        }
     }
 }
