@@ -865,11 +865,31 @@ struct DfaWalk<'a> {
     /// Accepted tokens, trie-order ranges.
     ranges: Vec<(u32, u32)>,
     exits: Vec<Exit>,
+    /// Where the DFA is inside "any other string", if it can be.
+    body: Option<SharedBody<'a>>,
+}
+
+/// A state of a walk's DFA equal to the vocabulary's [`StringBody`]: below
+/// it, the walk takes that DFA's walks (shared by every lexeme), as a key
+/// that leaves every listed name does.
+struct SharedBody<'a> {
+    state: u32,
+    /// A walk of "any string", from its state `any_state`.
+    walk: Box<DfaWalk<'a>>,
+    any_state: u32,
 }
 
 impl<'a> DfaWalk<'a> {
     fn new(vocab: &'a Vocab, dfa: &'a LexemeDfa) -> DfaWalk<'a> {
         let max = vocab.max_token_len() + 2;
+        let body = vocab.lexemes.string_body().and_then(|b| {
+            let state = dfa.string_body_state(b);
+            (state != DEAD).then(|| SharedBody {
+                state,
+                walk: Box::new(DfaWalk::new(vocab, &b.dfa)),
+                any_state: b.state,
+            })
+        });
         DfaWalk {
             trie: vocab.trie(),
             dfa,
@@ -879,6 +899,16 @@ impl<'a> DfaWalk<'a> {
             child_groups: vec![(0, 0); max + 1],
             ranges: Vec::new(),
             exits: Vec::new(),
+            body,
+        }
+    }
+
+    /// The walk of the subtree of node `i` read into state `t`, shared
+    /// with "any string" where `t` is inside it.
+    fn piece(&mut self, i: usize, t: u32) -> Arc<SubtreeWalk> {
+        match &mut self.body {
+            Some(b) if b.state == t => subtree_walk(&mut b.walk, i, b.any_state),
+            _ => subtree_walk(self, i, t),
         }
     }
 
@@ -905,6 +935,15 @@ impl<'a> DfaWalk<'a> {
             || (below & INSIDE_CHAR == 0 && below & !chars == 0)
         {
             self.add_range(n.tok_start, nodes[n.subtree_end as usize].tok_start);
+            return false;
+        }
+        if self.pending.is_empty() && self.body.as_ref().is_some_and(|b| b.state == t) {
+            // Nothing exits above: the subtree is "any string"'s.
+            let piece = self.piece(i, t);
+            for &(lo, hi) in piece.ranges.iter() {
+                self.add_range(lo, hi);
+            }
+            self.exits.extend_from_slice(&piece.exits);
             return false;
         }
         self.add_range(n.tok_start, nodes[i + 1].tok_start);
@@ -1024,13 +1063,8 @@ impl<'a> DfaWalk<'a> {
 pub fn lexeme_info(vocab: &Vocab, dfa: &LexemeDfa, state: u32) -> TokenInfo {
     let trie = vocab.trie();
     let nodes = trie.nodes();
+    // (Subtrees inside "any other string" take that DFA's walks.)
     let mut walk = DfaWalk::new(vocab, dfa);
-    // First bytes that lead into "any other string" take that DFA's walks.
-    let body = vocab
-        .lexemes
-        .string_body()
-        .filter(|b| dfa.string_body_state(b) != DEAD);
-    let mut body_walk = None;
     let mut ranges: Vec<(u32, u32)> = Vec::new();
     let mut exits = Vec::new();
     let mut i = 0;
@@ -1038,13 +1072,7 @@ pub fn lexeme_info(vocab: &Vocab, dfa: &LexemeDfa, state: u32) -> TokenInfo {
         let n = nodes[i];
         let t = dfa.next(state, n.byte);
         if t != DEAD {
-            let piece = match body {
-                Some(b) if dfa.string_body_state(b) == t => {
-                    let walk = body_walk.get_or_insert_with(|| DfaWalk::new(vocab, &b.dfa));
-                    subtree_walk(walk, i, b.state)
-                }
-                _ => subtree_walk(&mut walk, i, t),
-            };
+            let piece = walk.piece(i, t);
             for &(lo, hi) in piece.ranges.iter() {
                 match ranges.last_mut() {
                     Some(r) if r.1 == lo => r.1 = hi,
