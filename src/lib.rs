@@ -45,9 +45,7 @@ pub(crate) mod allocator {
             static ONCE: std::sync::Once = std::sync::Once::new();
             // SAFETY: sets an option of the statically linked mimalloc,
             // which reads it on each purge decision.
-            ONCE.call_once(|| unsafe {
-                libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1)
-            });
+            ONCE.call_once(|| unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) });
         }
     }
 }

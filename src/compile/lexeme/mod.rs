@@ -349,7 +349,7 @@ impl LexemeDfa {
 
     /// The state of this DFA (if any, and the first by number) that accepts
     /// the same strings as state `theirs` of `other`; [`DEAD`] also when
-    /// finding out would take more than [`STATE_LIKE_MAX_WORK`] steps.
+    /// finding out would take more than [`STATE_LIKE_MAX_WORK`] transitions.
     fn state_like(&self, other: &LexemeDfa, theirs: u32) -> u32 {
         let (first, fin) = (
             other.first_bytes[theirs as usize],
@@ -436,8 +436,10 @@ impl ContentStates {
     }
 }
 
-/// Most pairs of states [`LexemeDfa::state_like`] visits.
-const STATE_LIKE_MAX_WORK: usize = 20_000;
+/// Most transitions (pairs of states visited times the bytes tried from
+/// each) [`LexemeDfa::state_like`] follows: a count of pairs alone let
+/// DFAs with many byte classes search for 3 ms.
+const STATE_LIKE_MAX_WORK: usize = 200_000;
 
 /// The walk of [`LexemeDfa::same_language`], with its buffers.
 struct Pairing {
@@ -446,7 +448,7 @@ struct Pairing {
     /// Pairs of states reached together.
     seen: crate::hash::FastSet<(u32, u32)>,
     stack: Vec<(u32, u32)>,
-    /// Pairs visited by the last walk.
+    /// Transitions followed by the last walk.
     steps: usize,
 }
 
@@ -472,7 +474,7 @@ impl Pairing {
 
     /// Whether `s` of `a` and `t` of `b` accept the same strings: every
     /// pair of states that one string leads them to agrees on ending and
-    /// on which bytes can follow. `None` past `budget` pairs.
+    /// on which bytes can follow. `None` past `budget` transitions.
     fn same(
         &mut self,
         a: &LexemeDfa,
@@ -487,7 +489,7 @@ impl Pairing {
         self.seen.insert((s, t));
         self.stack.push((s, t));
         while let Some((s, t)) = self.stack.pop() {
-            self.steps += 1;
+            self.steps += self.reps.len();
             if self.steps > budget {
                 return None;
             }
