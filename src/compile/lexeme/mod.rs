@@ -321,11 +321,6 @@ impl LexemeDfa {
         (bytes, chars)
     }
 
-    /// The expression counts (see `token_class`).
-    pub fn is_counting(&self) -> bool {
-        self.counting
-    }
-
     /// How many times `state` reads `byte` before it cannot (at most
     /// `cap`).
     pub fn run_length(&self, mut state: u32, byte: u8, cap: usize) -> usize {
@@ -338,13 +333,6 @@ impl LexemeDfa {
             n += 1;
         }
         n
-    }
-
-    /// Whether `state` accepts the same strings as state `theirs` of
-    /// `other` (a walk of the pairs of states reachable from both).
-    pub fn same_language(&self, state: u32, other: &LexemeDfa, theirs: u32) -> bool {
-        let mut pairing = Pairing::new(self, other);
-        pairing.same(self, state, other, theirs, usize::MAX) == Some(true)
     }
 
     /// The state of this DFA (if any, and the first by number) that accepts
@@ -441,7 +429,24 @@ impl ContentStates {
 /// DFAs with many byte classes search for 3 ms.
 const STATE_LIKE_MAX_WORK: usize = 200_000;
 
-/// The walk of [`LexemeDfa::same_language`], with its buffers.
+/// A byte for each pair of classes that two DFAs give bytes (what a walk
+/// of their states in pairs must try).
+fn class_pair_reps(a: &LexemeDfa, b: &LexemeDfa) -> Vec<u8> {
+    let mut reps = Vec::new();
+    let mut seen = vec![false; a.num_classes * b.num_classes];
+    for byte in 0..=255u8 {
+        let k =
+            a.classes[byte as usize] as usize * b.num_classes + b.classes[byte as usize] as usize;
+        if !seen[k] {
+            seen[k] = true;
+            reps.push(byte);
+        }
+    }
+    reps
+}
+
+/// A walk of the pairs of states of two DFAs that the same strings reach
+/// (see [`LexemeDfa::state_like`]), with its buffers.
 struct Pairing {
     /// A byte for each pair of classes the two DFAs give bytes.
     reps: Vec<u8>,
@@ -454,18 +459,8 @@ struct Pairing {
 
 impl Pairing {
     fn new(a: &LexemeDfa, b: &LexemeDfa) -> Pairing {
-        let mut reps = Vec::new();
-        let mut seen = vec![false; a.num_classes * b.num_classes];
-        for byte in 0..=255u8 {
-            let k = a.classes[byte as usize] as usize * b.num_classes
-                + b.classes[byte as usize] as usize;
-            if !seen[k] {
-                seen[k] = true;
-                reps.push(byte);
-            }
-        }
         Pairing {
-            reps,
+            reps: class_pair_reps(a, b),
             seen: Default::default(),
             stack: Vec::new(),
             steps: 0,
@@ -630,16 +625,7 @@ impl StringCounts {
     /// Whether state `state` of `dfa` accepts exactly `lang`'s strings (a
     /// walk of the pairs of states that the same strings reach).
     pub fn accepts_exactly(&self, dfa: &LexemeDfa, state: u32, lang: CountedString) -> bool {
-        let mut reps = Vec::new();
-        let mut seen = vec![false; dfa.num_classes * self.any.num_classes];
-        for byte in 0..=255u8 {
-            let k = dfa.classes[byte as usize] as usize * self.any.num_classes
-                + self.any.classes[byte as usize] as usize;
-            if !seen[k] {
-                seen[k] = true;
-                reps.push(byte);
-            }
-        }
+        let reps = class_pair_reps(dfa, &self.any);
         let mut pairs: crate::hash::FastSet<(u32, u32)> = Default::default();
         let mut stack = vec![(state, Self::START)];
         pairs.insert((state, Self::START));
