@@ -339,6 +339,31 @@ impl TokenInfo {
         TokenInfo::from_sorted(TokenList::Dense(words.into_boxed_slice()), exits, 0)
     }
 
+    /// The token sets of a counted string (`self`, see
+    /// [`TokenInfo::within_chars`]) in a lexeme that goes on from state
+    /// `after_quote` of `dfa` after the closing quote: the tokens that
+    /// leave the string at its quote (its exits, all below a quote node)
+    /// are read on by the lexeme, a walk below each quote node (few tokens
+    /// go on after a quote).
+    fn then_reading(self, vocab: &Vocab, dfa: &LexemeDfa, after_quote: u32) -> TokenInfo {
+        let trie = vocab.trie();
+        let mut words = vec![0u32; vocab.mask_words()];
+        self.inside.or_into(&mut words);
+        let mut walk = DfaWalk::new(vocab, dfa);
+        let mut exits = Vec::new();
+        for e in self.exits.iter() {
+            debug_assert!(e.at_node(trie), "an exit of a string not at its quote");
+            let piece = subtree_walk(&mut walk, e.node as usize, after_quote);
+            for &(lo, hi) in piece.ranges.iter() {
+                for &id in &trie.token_ids()[lo as usize..hi as usize] {
+                    words[id as usize >> 5] |= 1 << (id & 31);
+                }
+            }
+            exits.extend_from_slice(&piece.exits);
+        }
+        TokenInfo::new(TokenList::Dense(words.into_boxed_slice()), exits, vocab)
+    }
+
     /// The exits whose first byte after the rule is in `allowed`, but for
     /// the exits at their node (see [`TokenInfo::exits_at_node`]).
     pub fn exits_starting_with<'a>(
@@ -1269,26 +1294,32 @@ fn string_tail_info(vocab: &Vocab, dfa: &LexemeDfa, state: u32) -> Option<Arc<To
     }
     let counts = vocab.lexemes.string_counts()?;
     let lang = counted_language(vocab, dfa, state)?;
-    if !counts.accepts_exactly(dfa, state, lang) {
-        return None;
-    }
-    if let Some(info) = counts.infos.lock().unwrap().get(&lang) {
+    let after_quote = counts.accepts_counted(dfa, state, lang)?;
+    // Where the string ends the lexeme, the token sets are the count's
+    // alone, shared by every lexeme.
+    let ends = after_quote == DEAD
+        || (dfa.is_final[after_quote as usize] && dfa.first_bytes[after_quote as usize] == [0; 4]);
+    let key = (lang, (!ends).then_some((dfa.id, after_quote)));
+    if let Some(info) = counts.infos.lock().unwrap().get(&key) {
         return Some(info.clone());
     }
     // "Any string" counted: its token sets, less the tokens holding too
     // many (or too few) characters.
     let body = any_string_info(vocab)?;
     let (min, max) = (lang.min as usize, lang.max as usize);
-    let info = Arc::new(if lang.closed {
+    let info = Arc::new(if !lang.closed {
+        body.exactly_chars(vocab, &counts.chars, max, &counts.nodes_by_chars[max])
+    } else if ends {
         body.within_chars(vocab, &counts.chars, min, max)
     } else {
-        body.exactly_chars(vocab, &counts.chars, max, &counts.nodes_by_chars[max])
+        body.within_chars(vocab, &counts.chars, min, max)
+            .then_reading(vocab, dfa, after_quote)
     });
     let mut infos = counts.infos.lock().unwrap();
     if infos.len() >= MAX_COUNTED_INFOS {
         infos.clear();
     }
-    infos.insert(lang, info.clone());
+    infos.insert(key, info.clone());
     Some(info)
 }
 
@@ -1306,6 +1337,10 @@ fn counted_language(vocab: &Vocab, dfa: &LexemeDfa, state: u32) -> Option<Counte
     }
     let mut s = state;
     for read in 0..=max {
+        // The lexeme can end at the quote (and may read more after it, see
+        // `StringCounts::accepts_counted`). Lexemes that must read more
+        // (a key and its colon) are not looked at: checking their states
+        // cost the typical mask more than it saved.
         let quote = dfa.next(s, b'"');
         if quote != DEAD && dfa.is_final[quote as usize] {
             return Some(CountedString {
@@ -1490,6 +1525,25 @@ mod tests {
             Expr::plus(Expr::Class(CharClass::from_ranges([(0x30, 0x39)]))),
         ]);
         let counted = Expr::repeat(Expr::Class(CharClass::any()), 0, Some(5));
+        // Counted strings in lexemes that may read on after the quote:
+        // whitespace, a comma.
+        let chars =
+            |lo, hi| crate::ir::encode(&Expr::repeat(Expr::Class(CharClass::any()), lo, Some(hi)));
+        let spaced_string = Expr::seq(vec![
+            Expr::literal("\""),
+            chars(0, 4),
+            Expr::literal("\""),
+            Expr::star(Expr::Class(CharClass::from_ranges([
+                (0x20, 0x20),
+                (0x09, 0x09),
+            ]))),
+        ]);
+        let comma_string = Expr::seq(vec![
+            Expr::literal("\""),
+            chars(2, 3),
+            Expr::literal("\""),
+            Expr::optional(Expr::literal(",")),
+        ]);
         let counted_string = Expr::seq(vec![
             Expr::literal("\""),
             crate::ir::encode(&Expr::repeat(Expr::Class(CharClass::any()), 1, Some(7))),
@@ -1506,8 +1560,8 @@ mod tests {
         let names = ["net", "nab", "ab_c", "é"].map(String::from);
         let cache = &vocab.lexemes;
         // States that took the shared "any other string", the counted
-        // strings' counts and the chunk's.
-        let mut shared = (0, 0, 0);
+        // strings' counts, the chunk's and the strings read on after.
+        let mut shared = (0, 0, 0, 0);
         for expr in [
             Expr::json_strings(names.clone(), true),
             Expr::json_strings(names, false),
@@ -1517,6 +1571,8 @@ mod tests {
             counted_string.clone(),
             fixed_string.clone(),
             chunk.clone(),
+            spaced_string.clone(),
+            comma_string.clone(),
         ] {
             let dfa = cache.get_or_build(&expr, &DfaLimits::default()).unwrap();
             for state in 0..dfa.num_states() as u32 {
@@ -1528,6 +1584,7 @@ mod tests {
                     match &expr {
                         e if *e == chunk => shared.2 += 1,
                         e if *e == counted_string || *e == fixed_string => shared.1 += 1,
+                        e if *e == spaced_string || *e == comma_string => shared.3 += 1,
                         _ => {}
                     }
                 }
@@ -1574,7 +1631,7 @@ mod tests {
             }
         }
         assert!(
-            shared.0 >= 1 && shared.1 >= 12 && shared.2 >= 5,
+            shared.0 >= 1 && shared.1 >= 12 && shared.2 >= 5 && shared.3 >= 9,
             "{shared:?} states shared token sets"
         );
     }

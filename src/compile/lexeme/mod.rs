@@ -549,9 +549,14 @@ pub struct StringCounts {
     /// `nodes_by_chars[r]`: the trie nodes with children whose path is `r`
     /// whole characters of a string (no quote).
     pub nodes_by_chars: Box<[Box<[u32]>]>,
-    /// Token sets by [`CountedString`].
-    pub infos: Mutex<FastMap<CountedString, Arc<TokenInfo>>>,
+    /// Token sets by [`CountedString`] and, for lexemes that read more
+    /// after the closing quote, by their id and state there.
+    pub infos: Mutex<FastMap<CountedKey, Arc<TokenInfo>>>,
 }
+
+/// A [`CountedString`], and the lexeme (id) and its state after the
+/// closing quote where the lexeme reads more there.
+pub type CountedKey = (CountedString, Option<(u64, u32)>);
 
 /// A language of [`StringCounts`].
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -622,28 +627,37 @@ impl StringCounts {
         (read * self.states.content.len()) as u32
     }
 
-    /// Whether state `state` of `dfa` accepts exactly `lang`'s strings (a
-    /// walk of the pairs of states that the same strings reach).
-    pub fn accepts_exactly(&self, dfa: &LexemeDfa, state: u32, lang: CountedString) -> bool {
+    /// Whether state `state` of `dfa` reads `lang`'s strings up to their
+    /// closing quote (a walk of the pairs of states that the same strings
+    /// reach) and then goes on in one state, whatever the count: that
+    /// state (`Some(DEAD)` for "exactly" languages, which read no quote).
+    /// A lexeme may read more after the quote (an array item's whitespace).
+    pub fn accepts_counted(&self, dfa: &LexemeDfa, state: u32, lang: CountedString) -> Option<u32> {
         let reps = class_pair_reps(dfa, &self.any);
         let mut pairs: crate::hash::FastSet<(u32, u32)> = Default::default();
         let mut stack = vec![(state, Self::START)];
         pairs.insert((state, Self::START));
+        let mut after_quote = DEAD;
         while let Some((s, t)) = stack.pop() {
             if dfa.is_final[s as usize] != self.is_final(lang, t) {
-                return false;
+                return None;
             }
             for &byte in &reps {
                 let (s2, t2) = (dfa.next(s, byte), self.next(lang, t, byte));
                 if (s2 == DEAD) != (t2 == DEAD) {
-                    return false;
+                    return None;
                 }
-                if s2 != DEAD && pairs.insert((s2, t2)) {
+                if t2 == Self::END {
+                    if after_quote != DEAD && after_quote != s2 {
+                        return None;
+                    }
+                    after_quote = s2;
+                } else if s2 != DEAD && pairs.insert((s2, t2)) {
                     stack.push((s2, t2));
                 }
             }
         }
-        true
+        Some(after_quote)
     }
 }
 
