@@ -1326,11 +1326,21 @@ fn string_tail_info(vocab: &Vocab, dfa: &LexemeDfa, state: u32) -> Option<Arc<To
 /// Most token sets [`StringCounts`] keeps.
 const MAX_COUNTED_INFOS: usize = 1024;
 
+/// Most characters a [`CountedString`] counts: [`TokenChars`] saturate at
+/// 255, so every count compared with them stays below.
+const MAX_COUNTED_CHARS: usize = 254;
+
+/// The longest count [`StringCounts`] handles: the longest token, or
+/// [`MAX_COUNTED_CHARS`].
+fn counted_horizon(vocab: &Vocab) -> usize {
+    vocab.max_token_len().min(MAX_COUNTED_CHARS)
+}
+
 /// The [`CountedString`] that `state` would accept, from the runs of a
 /// plain character it reads (unchecked; `None` if its count reaches past
-/// the longest token).
+/// [`counted_horizon`]).
 fn counted_language(vocab: &Vocab, dfa: &LexemeDfa, state: u32) -> Option<CountedString> {
-    let horizon = vocab.max_token_len();
+    let horizon = counted_horizon(vocab);
     let max = dfa.run_length(state, b'a', horizon + 1);
     if max > horizon {
         return None;
@@ -1368,7 +1378,7 @@ pub fn prepare_strings(vocab: &Vocab) {
         return;
     }
     vocab.lexemes.prepare_string_counts(|counts| {
-        let horizon = vocab.max_token_len();
+        let horizon = counted_horizon(vocab);
         let exact = CountedString {
             min: horizon as u16,
             max: horizon as u16,
@@ -1385,7 +1395,7 @@ pub fn prepare_strings(vocab: &Vocab) {
 #[derive(Default)]
 pub struct TokenChars {
     /// Characters before the first closing quote (all of them without
-    /// one), at most 255.
+    /// one), at most 255 (more count as 255).
     pub before_quote: Box<[u8]>,
     /// One bit per token id (as a mask): the token holds a closing quote.
     pub closed: Box<[u32]>,
@@ -1414,7 +1424,8 @@ impl TokenChars {
     /// `min` (a word at a time, without branches: it runs over the whole
     /// vocabulary).
     fn clear_outside(&self, mask: &mut [u32], min: usize, max: usize) {
-        let (min, max) = (min.min(255) as u8, max.min(255) as u8);
+        debug_assert!(max <= MAX_COUNTED_CHARS, "counts saturate at 255");
+        let (min, max) = (min as u8, max as u8);
         let words = mask.iter_mut().zip(&*self.closed);
         for ((word, &closed), counts) in words.zip(self.before_quote.chunks(32)) {
             let (mut longer, mut shorter) = (0u32, 0u32);
@@ -1634,6 +1645,54 @@ mod tests {
             shared.0 >= 1 && shared.1 >= 12 && shared.2 >= 5 && shared.3 >= 9,
             "{shared:?} states shared token sets"
         );
+    }
+
+    /// Tokens longer than the per-token character counts hold (255): a
+    /// string counting past them is walked, and its token sets are what
+    /// its DFA reads.
+    #[test]
+    fn counts_past_255_characters() {
+        let mut tokens: Vec<Vec<u8>> = vec![b"a".to_vec(), b"\"".to_vec()];
+        for n in [200, 260, 300] {
+            tokens.push(vec![b'a'; n]);
+            let mut closed = vec![b'a'; n];
+            closed.push(b'"');
+            tokens.push(closed);
+        }
+        let flags = vec![0; tokens.len()];
+        let vocab = Vocab::new(tokens, flags, Vec::new()).unwrap();
+        let expr = Expr::seq(vec![
+            Expr::literal("\""),
+            crate::ir::encode(&Expr::repeat(Expr::Class(CharClass::any()), 0, Some(280))),
+            Expr::literal("\""),
+        ]);
+        let dfa = vocab
+            .lexemes
+            .get_or_build(&expr, &DfaLimits::default())
+            .unwrap();
+        let mut state = dfa.next(dfa.start, b'"');
+        for _ in 0..40 {
+            // 280 characters left, then 279, ... 241 (counted where at
+            // most 254): each as its DFA reads.
+            let info = lexeme_state_info(&vocab, &dfa, state);
+            let mut inside = vec![0u32; vocab.mask_words()];
+            info.inside.or_into(&mut inside);
+            for t in 0..vocab.len() as u32 {
+                let mut q = state;
+                for &b in vocab.token_bytes(t) {
+                    q = dfa.next(q, b);
+                    if q == DEAD {
+                        break;
+                    }
+                }
+                assert_eq!(
+                    inside[t as usize / 32] >> (t % 32) & 1 == 1,
+                    q != DEAD,
+                    "token {t}"
+                );
+            }
+            state = dfa.next(state, b'a');
+        }
     }
 
     /// Dense, complemented and sparse sets from trie ranges hold the same

@@ -537,7 +537,7 @@ pub struct StringBody {
 /// from: a state that accepts "between `min` and `max` more characters,
 /// then the closing quote", or "exactly `max` more characters" (a chunk of
 /// a long string, see `json_schema::compiler`), with `max` at most the
-/// longest token, takes token sets derived from those of "any string" by
+/// longest token (and 254), takes token sets derived from those of "any string" by
 /// counting each token's characters once per vocabulary (see
 /// `matcher::tokens::string_tail_info`), instead of walking the trie near
 /// its bound, where few subtrees are read whole (2-10 ms each).
