@@ -476,7 +476,7 @@ pub fn walk_trie(
     exits: &mut Vec<Exit>,
 ) {
     let mut walk = Dfs::new(trie, follow, inside, exits);
-    walk.children(walker, 0, trie.root_end() as usize, 0);
+    walk.children(walker, None);
 }
 
 /// Nodes with subtrees larger than this are entered by their children
@@ -579,15 +579,23 @@ impl<'a> Dfs<'a> {
             self.dfa_subtree(walker, sets, c, lexemes);
             return;
         }
-        self.children(walker, c + 1, n.subtree_end as usize, n.depth as usize);
+        self.children(walker, Some(c));
     }
 
-    /// Walks the sibling subtrees `first..end` (children of a node at
-    /// `depth`, the walker being there). A parser set can hold thousands
-    /// of items: children whose byte none of them reads are skipped
-    /// without scanning it.
-    fn children(&mut self, walker: &mut Walker, first: usize, end: usize, depth: usize) {
+    /// Walks the subtrees of the children of node `parent` (`None`: the
+    /// root), the walker being at it. A parser set can hold thousands of
+    /// items: children whose byte none of them reads are skipped without
+    /// scanning it.
+    fn children(&mut self, walker: &mut Walker, parent: Option<usize>) {
         let nodes = self.trie.nodes();
+        let (first, end, depth) = match parent {
+            Some(p) => (
+                p + 1,
+                nodes[p].subtree_end as usize,
+                nodes[p].depth as usize,
+            ),
+            None => (0, self.trie.root_end() as usize, 0),
+        };
         let readable = walker.top_first();
         let offset = walker.depth() - 1;
         let mut at = WalkerAt { walker, offset };
@@ -596,8 +604,7 @@ impl<'a> Dfs<'a> {
         // after whitespace), take those read by index.
         self.pop_pending(depth + 1);
         if self.pending.is_empty() {
-            let parent = (first > 0).then_some(first as u32 - 1);
-            if let Some(read) = self.trie.wide_children(parent, readable) {
+            if let Some(read) = self.trie.wide_children(parent.map(|p| p as u32), readable) {
                 for child in read {
                     let child = child as usize;
                     self.range(&mut at, child, nodes[child].subtree_end as usize, depth);
@@ -653,7 +660,7 @@ impl<'a> Dfs<'a> {
                     continue;
                 }
                 if n.subtree_end as usize - i > FILTER_CHILDREN_ABOVE {
-                    self.children(at.walker, i + 1, n.subtree_end as usize, d);
+                    self.children(at.walker, Some(i));
                     i = n.subtree_end as usize;
                     continue;
                 }
@@ -853,16 +860,17 @@ impl WalkerAt<'_, '_> {
     }
 }
 
-/// One first-byte subtree of the trie walked from one DFA state (see
-/// [`lexeme_info`]): its accepted tokens as trie-order ranges, and its
-/// exits.
+/// One subtree of the trie walked from one DFA state, its node read into
+/// that state with nothing to exit above it (a first byte, see
+/// [`lexeme_info`]; a node inside "any other string"; a closing quote):
+/// its accepted tokens as trie-order ranges, and its exits.
 pub struct SubtreeWalk {
     ranges: Box<[(u32, u32)]>,
     exits: Box<[Exit]>,
 }
 
-/// A lexeme's [`SubtreeWalk`]s, keyed by (token class of the state reached
-/// on the subtree's byte, trie node of the subtree).
+/// A lexeme's [`SubtreeWalk`]s, keyed by (token class of the state its node
+/// is read into, trie node of the subtree).
 #[derive(Default)]
 pub struct SubtreeWalks {
     map: FastMap<(u32, u32), Arc<SubtreeWalk>>,
@@ -1051,14 +1059,14 @@ impl<'a> DfaWalk<'a> {
         }
     }
 
-    /// The walk of first-byte subtree `i` (a child of the root) from state
-    /// `t`, reached on its byte, with nothing read before.
+    /// The walk of the subtree of node `i`, read into state `t`, where the
+    /// lexeme could not end before the node (see [`SubtreeWalk`]).
     fn subtree(&mut self, i: usize, t: u32) -> SubtreeWalk {
         self.ranges.clear();
         self.exits.clear();
         self.pending.clear();
         let n = self.trie.nodes()[i];
-        self.path[1] = n.byte;
+        self.path[n.depth as usize] = n.byte;
         if self.enter(i, t) {
             self.walk(i + 1, n.subtree_end as usize);
         }
@@ -1111,8 +1119,8 @@ pub fn lexeme_info(vocab: &Vocab, dfa: &LexemeDfa, state: u32) -> TokenInfo {
     TokenInfo::new(TokenList::from_trie_ranges(&ranges, vocab), exits, vocab)
 }
 
-/// The walk of first-byte subtree `i` from state `t` of `walk`'s DFA,
-/// kept in the DFA's [`SubtreeWalks`].
+/// The walk of the subtree of node `i` read into state `t` of `walk`'s
+/// DFA (see [`DfaWalk::subtree`]), kept in the DFA's [`SubtreeWalks`].
 fn subtree_walk(walk: &mut DfaWalk, i: usize, t: u32) -> Arc<SubtreeWalk> {
     let dfa = walk.dfa;
     let key = (dfa.token_class(t, walk.trie.max_len()), i as u32);

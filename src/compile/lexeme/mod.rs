@@ -667,8 +667,9 @@ impl LexemeCache {
         self.counts.get()?.as_ref()
     }
 
-    /// Builds [`StringCounts`] with `prepare` (given "any string" and its
-    /// state after the opening quote) unless built.
+    /// Builds [`StringCounts`] unless built; `prepare` fills in its
+    /// per-token counts and node buckets (walks of the vocabulary, given
+    /// the rest).
     pub fn prepare_string_counts(
         &self,
         prepare: impl FnOnce(&StringCounts) -> (TokenChars, Box<[Box<[u32]>]>),
@@ -688,9 +689,7 @@ impl LexemeCache {
             Some(counts)
         });
     }
-}
 
-impl LexemeCache {
     /// See [`StringBody`]; `None` if its DFA exceeds the limits.
     pub fn string_body(&self) -> Option<&StringBody> {
         self.body
