@@ -4,9 +4,12 @@
 //! cgram-bench gbnf --tokenizer tokenizer.json --grammar json.gbnf [--batch-threads N] TEXT_FILE...
 //! cgram-bench maskbench --tokenizer tokenizer.json [--limit N] [--every K] [--filter PREFIX]
 //!             [--compact] [--strict] [--verbose] [--per-file OUT.tsv] [--cpu-clock] [--top N] DIR
+//! cgram-bench replay --tokenizer tokenizer.json [--test I] [--token N] [--repeat R] [--cpu-clock] FILE
 //! ```
 //!
 //! `maskbench` runs a MaskBench-format directory (see [`maskbench`]);
+//! `replay` times one file's compile and masks again and again with empty
+//! vocabulary caches (see [`replay`]);
 //! `--batch-threads N` also times `cg_fill_masks` over a batch of matchers
 //! with 1 and with N threads (see [`batch`]). `--cpu-clock` times
 //! MaskBench with the thread's CPU time (as the harness in `../shared/tools`
@@ -27,10 +30,11 @@ use cgram::{CompileOptions, Kind, Matcher, Vocab};
 mod batch;
 mod maskbench;
 mod pyjson;
+mod replay;
 
 fn usage() -> ! {
     eprintln!(
-        "usage: cgram-bench gbnf --tokenizer T.json --grammar G.gbnf [--root NAME] [--repeat N] [--batch-threads N] TEXT_FILE...\n       cgram-bench maskbench --tokenizer T.json [--limit N] [--every K] [--filter PREFIX] [--compact] [--strict] [--verbose] [--per-file OUT.tsv] [--cpu-clock] [--top N] DIR"
+        "usage: cgram-bench gbnf --tokenizer T.json --grammar G.gbnf [--root NAME] [--repeat N] [--batch-threads N] TEXT_FILE...\n       cgram-bench maskbench --tokenizer T.json [--limit N] [--every K] [--filter PREFIX] [--compact] [--strict] [--verbose] [--per-file OUT.tsv] [--cpu-clock] [--top N] DIR\n       cgram-bench replay --tokenizer T.json [--test I] [--token N] [--repeat R] [--cpu-clock] FILE"
     );
     std::process::exit(2)
 }
@@ -100,6 +104,46 @@ fn maskbench_main(args: &[String]) {
     maskbench::run(&opts);
 }
 
+fn replay_main(args: &[String]) {
+    let mut opts = replay::Options {
+        tokenizer: PathBuf::new(),
+        file: PathBuf::new(),
+        test: 0,
+        token: None,
+        repeat: 5,
+        cpu_clock: false,
+    };
+    let mut i = 0;
+    while i < args.len() {
+        match args[i].as_str() {
+            "--tokenizer" => {
+                opts.tokenizer = args.get(i + 1).cloned().unwrap_or_else(|| usage()).into();
+                i += 1;
+            }
+            "--test" => {
+                opts.test = number_after(args, i);
+                i += 1;
+            }
+            "--token" => {
+                opts.token = Some(number_after(args, i));
+                i += 1;
+            }
+            "--repeat" => {
+                opts.repeat = number_after(args, i);
+                i += 1;
+            }
+            "--cpu-clock" => opts.cpu_clock = true,
+            a if a.starts_with("--") => usage(),
+            a => opts.file = a.into(),
+        }
+        i += 1;
+    }
+    if opts.file.as_os_str().is_empty() || opts.tokenizer.as_os_str().is_empty() {
+        usage();
+    }
+    replay::run(&opts);
+}
+
 /// Microseconds on a clock: the thread's CPU time with `cpu` (what a
 /// shared, noisy machine does not inflate by preempting the thread; each
 /// reading is a system call), else monotonic wall time.
@@ -133,13 +177,14 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
 pub fn print_stats(name: &str, mut v: Vec<f64>) {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     println!(
-        "{name:<9} n={:<7} p50={:>9.2} p90={:>9.2} p99={:>9.2} p99.9={:>9.2} max={:>9.2} (us)",
+        "{name:<9} n={:<7} p50={:>9.2} p90={:>9.2} p99={:>9.2} p99.9={:>9.2} max={:>9.2} (us) sum={:.0} ms",
         v.len(),
         percentile(&v, 50.0),
         percentile(&v, 90.0),
         percentile(&v, 99.0),
         percentile(&v, 99.9),
-        v.last().copied().unwrap_or(f64::NAN)
+        v.last().copied().unwrap_or(f64::NAN),
+        v.iter().sum::<f64>() / 1e3
     );
 }
 
@@ -148,6 +193,7 @@ fn main() {
     match args.first().map(String::as_str) {
         Some("gbnf") => {}
         Some("maskbench") => return maskbench_main(&args[1..]),
+        Some("replay") => return replay_main(&args[1..]),
         _ => usage(),
     }
     let mut tokenizer = None;

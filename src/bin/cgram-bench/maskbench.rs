@@ -202,6 +202,48 @@ pub fn run(opts: &Options) {
     }
 }
 
+/// A MaskBench file: its schema's text and its instances, each serialized
+/// (Python `json.dumps`, or compact with `compact`) and tokenized.
+pub struct MaskBenchFile {
+    pub schema: String,
+    /// (valid, token ids) per instance.
+    pub instances: Vec<(bool, Vec<u32>)>,
+}
+
+/// Reads and tokenizes a MaskBench file (before any timing).
+pub fn load_file(
+    path: &Path,
+    compact: bool,
+    tok: &tokenizers::Tokenizer,
+) -> Result<MaskBenchFile, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let top = serde_json::from_str::<HashMap<String, Box<RawValue>>>(&text)
+        .map_err(|_| "not a MaskBench file".to_string())?;
+    let schema = top.get("schema").ok_or("no schema")?.get().to_string();
+    let tests: Vec<HashMap<String, Box<RawValue>>> = top
+        .get("tests")
+        .and_then(|t| serde_json::from_str(t.get()).ok())
+        .unwrap_or_default();
+    let mut instances = Vec::new();
+    for test in &tests {
+        let valid = test.get("valid").is_some_and(|v| v.get() == "true");
+        let Some(data) = test.get("data") else {
+            continue;
+        };
+        let rendered = if compact {
+            serde_json::from_str::<serde_json::Value>(data.get())
+                .map(|v| v.to_string())
+                .map_err(|e| e.to_string())
+        } else {
+            pyjson::dumps(data.get())
+        };
+        let rendered = rendered.map_err(|e| format!("cannot serialize an instance: {e}"))?;
+        let ids = tok.encode(rendered, false).unwrap().get_ids().to_vec();
+        instances.push((valid, ids));
+    }
+    Ok(MaskBenchFile { schema, instances })
+}
+
 fn run_file(
     path: &Path,
     opts: &Options,
@@ -211,48 +253,17 @@ fn run_file(
     t: &mut Totals,
 ) {
     let name = path.file_name().unwrap().to_string_lossy().to_string();
-    let text = match std::fs::read_to_string(path) {
-        Ok(s) => s,
+    let file = match load_file(path, opts.compact, tok) {
+        Ok(f) => f,
         Err(e) => {
-            eprintln!("{name}: {e}");
+            if opts.verbose {
+                eprintln!("{name}: {e}");
+            }
             return;
         }
     };
-    let Ok(top) = serde_json::from_str::<HashMap<String, Box<RawValue>>>(&text) else {
-        if opts.verbose {
-            eprintln!("{name}: not a MaskBench file");
-        }
-        return;
-    };
-    let Some(schema) = top.get("schema") else {
-        return;
-    };
-    let tests: Vec<HashMap<String, Box<RawValue>>> = top
-        .get("tests")
-        .and_then(|t| serde_json::from_str(t.get()).ok())
-        .unwrap_or_default();
+    let (schema, instances) = (file.schema, file.instances);
     t.schemas += 1;
-    // Instances: serialized and tokenized before timing.
-    let mut instances: Vec<(bool, Vec<u32>)> = Vec::new();
-    for test in &tests {
-        let valid = test.get("valid").is_some_and(|v| v.get() == "true");
-        let Some(data) = test.get("data") else {
-            continue;
-        };
-        let rendered = if opts.compact {
-            serde_json::from_str::<serde_json::Value>(data.get())
-                .map(|v| v.to_string())
-                .map_err(|e| e.to_string())
-        } else {
-            pyjson::dumps(data.get())
-        };
-        let Ok(rendered) = rendered else {
-            eprintln!("{name}: cannot serialize an instance");
-            continue;
-        };
-        let ids = tok.encode(rendered, false).unwrap().get_ids().to_vec();
-        instances.push((valid, ids));
-    }
     let options = CompileOptions {
         kind: Kind::JsonSchema,
         flags: opts.flags,
@@ -260,7 +271,7 @@ fn run_file(
     };
     let cpu = opts.cpu_clock;
     let start = crate::clock_us(cpu);
-    let grammar = match cgram::compile(vocab, schema.get().as_bytes(), &options) {
+    let grammar = match cgram::compile(vocab, schema.as_bytes(), &options) {
         Ok(g) => g,
         Err(e) => {
             if opts.verbose {
