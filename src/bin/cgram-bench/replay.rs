@@ -49,6 +49,7 @@ pub fn run(opts: &Options) {
         ..Default::default()
     };
     let cpu = opts.cpu_clock;
+    let mut perf = PerfControl::from_env();
     let (mut best_compile, mut best_mask) = (f64::INFINITY, f64::INFINITY);
     for round in 0..opts.repeat {
         // The same tokens, with every per-vocabulary cache empty.
@@ -66,7 +67,9 @@ pub fn run(opts: &Options) {
         for (k, &id) in ids[..last].iter().enumerate() {
             let s = clock_us(cpu);
             if Some(k) == opts.token {
+                perf.send("enable");
                 chosen_mask(&mut m, &mut mask);
+                perf.send("disable");
             } else {
                 m.fill_mask(&mut mask).unwrap();
             }
@@ -96,6 +99,34 @@ pub fn run(opts: &Options) {
         }
     }
     println!("min compile {best_compile:.0} us, min mask {best_mask:.1} us");
+}
+
+/// `perf record --control fifo:CTL,ACK -D -1` started disabled: with
+/// `CGRAM_PERF_CTL=CTL,ACK` in the environment, the chosen mask enables it
+/// and disables it again (waiting for perf's acknowledgement each time), so
+/// that a profile holds that mask alone.
+struct PerfControl(Option<(std::fs::File, std::io::BufReader<std::fs::File>)>);
+
+impl PerfControl {
+    fn from_env() -> PerfControl {
+        let var = std::env::var("CGRAM_PERF_CTL").ok();
+        PerfControl(var.and_then(|v| {
+            let (ctl, ack) = v.split_once(',')?;
+            let ctl = std::fs::OpenOptions::new().write(true).open(ctl).ok()?;
+            let ack = std::fs::File::open(ack).ok()?;
+            Some((ctl, std::io::BufReader::new(ack)))
+        }))
+    }
+
+    fn send(&mut self, command: &str) {
+        use std::io::{BufRead, Write};
+        if let Some((ctl, ack)) = &mut self.0 {
+            let _ = writeln!(ctl, "{command}");
+            let _ = ctl.flush();
+            let mut line = String::new();
+            let _ = ack.read_line(&mut line);
+        }
+    }
 }
 
 /// The chosen mask, in a frame of its own so that a profile can tell it
