@@ -103,7 +103,16 @@ impl CpDfa {
             })
             .collect();
         let ends: Vec<bool> = order.iter().map(|&q| out_ends[q as usize]).collect();
-        if js.negated() {
+        if js.negated() && js.values().is_empty() {
+            // Any value at all: the root is "some other value" itself (a
+            // state of its own would be a second, equivalent state right
+            // after the opening quote).
+            CpDfa {
+                children,
+                is_final: vec![true],
+                other: vec![0],
+            }
+        } else if js.negated() {
             // "Some other value": a final state that reads anything.
             let out = m as u32;
             children.push(Vec::new());
@@ -692,6 +701,8 @@ mod tests {
     #[test]
     fn same_language_and_size_as_the_general_construction() {
         let sets: Vec<Vec<&str>> = vec![
+            // Negated: any string at all (one state inside the quotes).
+            vec![],
             vec!["radius"],
             vec!["width", "height", "shape", "circle", "rectangle"],
             vec!["", "a", "ab", "b"],
@@ -706,6 +717,10 @@ mod tests {
         ];
         for values in &sets {
             for negated in [false, true] {
+                if values.is_empty() && !negated {
+                    // No string at all: never built (`JsonStrings::is_empty`).
+                    continue;
+                }
                 let js = JsonStrings::new(values.iter().map(|s| s.to_string()), negated);
                 let ours = table(&js);
                 let theirs = general(&js);
