@@ -902,25 +902,34 @@ struct DfaWalk<'a> {
     body: Option<SharedBody<'a>>,
 }
 
-/// A state of a walk's DFA equal to the vocabulary's [`StringBody`]: below
-/// it, the walk takes that DFA's walks (shared by every lexeme), as a key
-/// that leaves every listed name does.
+/// The states of a walk's DFA equal to states of the vocabulary's
+/// [`StringBody`] (inside "any other string", as a key that leaves every
+/// listed name is): below them, the walk takes that DFA's walks (shared by
+/// every lexeme).
 struct SharedBody<'a> {
-    state: u32,
-    /// A walk of "any string", from its state `any_state`.
+    /// Per state of the walk's DFA, the equal state of "any string" (see
+    /// [`LexemeDfa::string_body_states`]), or [`DEAD`].
+    like: &'a [u32],
+    /// A walk of "any string".
     walk: Box<DfaWalk<'a>>,
-    any_state: u32,
+}
+
+impl SharedBody<'_> {
+    /// The state of "any string" equal to `t`, or [`DEAD`].
+    #[inline]
+    fn like(&self, t: u32) -> u32 {
+        self.like[t as usize]
+    }
 }
 
 impl<'a> DfaWalk<'a> {
     fn new(vocab: &'a Vocab, dfa: &'a LexemeDfa) -> DfaWalk<'a> {
         let max = vocab.max_token_len() + 2;
         let body = vocab.lexemes.string_body().and_then(|b| {
-            let state = dfa.string_body_state(b);
-            (state != DEAD).then(|| SharedBody {
-                state,
+            let like = dfa.string_body_states(b);
+            like.iter().any(|&t| t != DEAD).then(|| SharedBody {
+                like,
                 walk: Box::new(DfaWalk::new(vocab, &b.dfa)),
-                any_state: b.state,
             })
         });
         DfaWalk {
@@ -940,7 +949,10 @@ impl<'a> DfaWalk<'a> {
     /// with "any string" where `t` is inside it.
     fn piece(&mut self, i: usize, t: u32) -> Arc<SubtreeWalk> {
         match &mut self.body {
-            Some(b) if b.state == t => subtree_walk(&mut b.walk, i, b.any_state),
+            Some(b) if b.like(t) != DEAD => {
+                let any = b.like(t);
+                subtree_walk(&mut b.walk, i, any)
+            }
             _ => subtree_walk(self, i, t),
         }
     }
@@ -970,7 +982,7 @@ impl<'a> DfaWalk<'a> {
             self.add_range(n.tok_start, nodes[n.subtree_end as usize].tok_start);
             return false;
         }
-        if self.pending.is_empty() && self.body.as_ref().is_some_and(|b| b.state == t) {
+        if self.pending.is_empty() && self.body.as_ref().is_some_and(|b| b.like(t) != DEAD) {
             // Nothing exits above: the subtree is "any string"'s.
             let piece = self.piece(i, t);
             for &(lo, hi) in piece.ranges.iter() {

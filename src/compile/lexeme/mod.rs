@@ -104,8 +104,8 @@ pub struct LexemeDfa {
     /// The expression counts (a bounded repetition): only then can states
     /// of the minimal DFA look alike to every token (see `token_class`).
     counting: bool,
-    /// See [`LexemeDfa::string_body_state`].
-    body_state: OnceLock<u32>,
+    /// See [`LexemeDfa::string_body_states`].
+    body_states: OnceLock<Box<[u32]>>,
 }
 
 /// DFAs with at least this many states get their walk analyses at compile
@@ -336,9 +336,11 @@ impl LexemeDfa {
     }
 
     /// The state of this DFA (if any, and the first by number) that accepts
-    /// the same strings as state `theirs` of `other`; [`DEAD`] also when
-    /// finding out would take more than [`STATE_LIKE_MAX_WORK`] transitions.
-    fn state_like(&self, other: &LexemeDfa, theirs: u32) -> u32 {
+    /// the same strings as state `theirs` of `other`, with the pairs of
+    /// states that the same strings lead the two to from there (all of them
+    /// equivalent); [`DEAD`] also when finding out would take more than
+    /// [`STATE_LIKE_MAX_WORK`] transitions.
+    fn state_like(&self, other: &LexemeDfa, theirs: u32) -> (u32, Vec<(u32, u32)>) {
         let (first, fin) = (
             other.first_bytes[theirs as usize],
             other.is_final[theirs as usize],
@@ -350,26 +352,41 @@ impl LexemeDfa {
                 continue;
             }
             match pairing.same(self, s, other, theirs, budget) {
-                Some(true) => return s,
+                Some(true) => return (s, pairing.seen.into_iter().collect()),
                 Some(false) => budget -= pairing.steps,
-                None => return DEAD,
+                None => break,
             }
         }
-        DEAD
+        (DEAD, Vec::new())
+    }
+
+    /// Per state of this DFA, the state of "any string" (see
+    /// [`StringBody`]) that accepts the same strings, found from the state
+    /// inside "any other string" (the state of `body`'s own, and those a
+    /// string leads both to from there: within a character, an escape, the
+    /// closing quote), or [`DEAD`].
+    pub fn string_body_states(&self, body: &StringBody) -> &[u32] {
+        self.body_states.get_or_init(|| {
+            let mut like = vec![DEAD; self.num_states()];
+            // A count never ends in "any string" (and pairing its states
+            // with it would walk the count).
+            if !std::ptr::eq(self, &*body.dfa) && !self.counting {
+                for (s, t) in self.state_like(&body.dfa, body.state).1 {
+                    like[s as usize] = t;
+                }
+            }
+            like.into_boxed_slice()
+        })
     }
 
     /// This DFA's state inside "any other string" (see [`StringBody`]), or
     /// [`DEAD`].
     pub fn string_body_state(&self, body: &StringBody) -> u32 {
-        *self.body_state.get_or_init(|| {
-            // A count never ends in "any string" (and pairing its states
-            // with it would walk the count).
-            if std::ptr::eq(self, &*body.dfa) || self.counting {
-                DEAD
-            } else {
-                self.state_like(&body.dfa, body.state)
-            }
-        })
+        let like = self.string_body_states(body);
+        // The first state that is like it (one when the DFA is minimal).
+        like.iter()
+            .position(|&t| t == body.state)
+            .map_or(DEAD, |s| s as u32)
     }
 
     /// Approximate heap bytes.
@@ -920,7 +937,7 @@ impl LexemeDfa {
             pieces: Mutex::new(SubtreeWalks::default()),
             token_classes: OnceLock::new(),
             counting: true,
-            body_state: OnceLock::new(),
+            body_states: OnceLock::new(),
         }
     }
 }
