@@ -88,6 +88,9 @@ pub struct Compiler<'a> {
     pub b: GrammarBuilder,
     rule_of_term: FastMap<Term, RuleId>,
     lexemes: FastMap<Expr, RuleId>,
+    /// JSON texts of string languages already spelled (see
+    /// [`Compiler::encoded`]).
+    encoded: FastMap<StrLang, Expr>,
     arr_rules: FastMap<ArrShape, RuleId>,
     obj_rules: FastMap<ObjShape, RuleId>,
     ws: Option<RuleId>,
@@ -121,6 +124,7 @@ impl<'a> Compiler<'a> {
             b: GrammarBuilder::new(),
             rule_of_term: FastMap::default(),
             lexemes: FastMap::default(),
+            encoded: FastMap::default(),
             arr_rules: FastMap::default(),
             obj_rules: FastMap::default(),
             ws: None,
@@ -1082,6 +1086,18 @@ impl<'a> Compiler<'a> {
         Ok(r)
     }
 
+    /// The JSON text of the strings of `l` ([`encode_lang`]), spelled once
+    /// per schema: many properties share a format or pattern, and each
+    /// spelling builds every escape of every character class.
+    fn encoded(&mut self, l: &StrLang) -> Expr {
+        if let Some(e) = self.encoded.get(l) {
+            return e.clone();
+        }
+        let e = encode_lang(l);
+        self.encoded.insert(l.clone(), e.clone());
+        e
+    }
+
     pub fn emit_node(&mut self, n: &Node) -> Result<(Expr, LexemeHint)> {
         let mut scalars = Vec::new();
         if n.null {
@@ -1102,7 +1118,7 @@ impl<'a> Compiler<'a> {
                 Some((lo, hi)) if lo > CHUNK_ABOVE || hi.is_some_and(|h| h > CHUNK_ABOVE) => {
                     composite.push(Expr::Ref(self.chunked_string(lo, hi)?));
                 }
-                _ => scalars.push(encode_lang(&n.str)),
+                _ => scalars.push(self.encoded(&n.str)),
             }
         }
         for s in &n.arr {
