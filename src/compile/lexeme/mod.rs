@@ -958,8 +958,10 @@ fn predecessors(trans: &[u32], n: usize, k: usize) -> Adjacency {
 struct ClassBytes {
     /// Per class: its bytes.
     bytes: Vec<ByteSet>,
-    /// Per byte group: the classes of its bytes.
-    group_classes: Vec<Vec<u8>>,
+    /// Per class: the byte groups of its bytes.
+    class_groups: Vec<u64>,
+    /// The groups some byte is in.
+    all_groups: u64,
     num_classes: usize,
     /// Per entry of [`MULTI_BYTE`]: the distinct classes of its lead bytes
     /// and of its second bytes.
@@ -989,15 +991,13 @@ impl ClassBytes {
     fn new(classes: &[u8; 256], num_classes: usize) -> ClassBytes {
         use crate::vocab::trie::byte_group;
         let mut bytes = vec![[0u64; 4]; num_classes];
-        let mut group_classes = vec![Vec::new(); 64];
+        let mut class_groups = vec![0u64; num_classes];
         for b in 0..=255u8 {
             let c = classes[b as usize];
             byteset_insert(&mut bytes[c as usize], b);
-            let list: &mut Vec<u8> = &mut group_classes[byte_group(b) as usize];
-            if !list.contains(&c) {
-                list.push(c);
-            }
+            class_groups[c as usize] |= 1 << byte_group(b);
         }
+        let all_groups = class_groups.iter().fold(0, |a, &g| a | g);
         let distinct = |lo: u8, hi: u8| {
             let mut v: Vec<u8> = (lo..=hi).map(|b| classes[b as usize]).collect();
             v.sort_unstable();
@@ -1006,7 +1006,8 @@ impl ClassBytes {
         };
         ClassBytes {
             bytes,
-            group_classes,
+            class_groups,
+            all_groups,
             num_classes,
             multi_byte_classes: MULTI_BYTE
                 .iter()
@@ -1037,20 +1038,23 @@ impl ClassBytes {
             None => to.push((t, g)),
         };
         let row = &trans[s as usize * k..(s as usize + 1) * k];
-        let mut live = 0u64;
-        let non_ascii = byte_group(0x80)..=byte_group(0xff);
-        'groups: for (g, list) in self.group_classes.iter().enumerate() {
-            if list.is_empty() || (by_char && non_ascii.contains(&(g as u32))) {
-                continue;
+        // A group is readable when none of its bytes' classes is dead.
+        let mut dead_groups = 0u64;
+        for (c, &t) in row.iter().enumerate() {
+            if t == DEAD {
+                dead_groups |= self.class_groups[c];
             }
-            for &c in list {
-                if row[c as usize] == DEAD {
-                    continue 'groups;
-                }
-            }
-            live |= 1 << g;
-            for &c in list {
-                add(to, row[c as usize], 1 << g);
+        }
+        let mut live = self.all_groups & !dead_groups;
+        if by_char {
+            // Non-ASCII bytes are read by characters below.
+            let non_ascii = byte_group(0x80)..=byte_group(0xff);
+            live &= !non_ascii.fold(0u64, |m, g| m | 1 << g);
+        }
+        for (c, &t) in row.iter().enumerate() {
+            let g = self.class_groups[c] & live;
+            if g != 0 {
+                add(to, t, g);
             }
         }
         if !by_char {
