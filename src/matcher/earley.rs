@@ -387,9 +387,13 @@ pub struct Walker<'a> {
     epochs: Vec<u64>,
     next_epoch: u64,
     /// Closed sets of small kernels (see [`Walker::push_items`]) by the
-    /// kernel and the epoch of the latest set its origins refer to; the
-    /// origin of items predicted in the new set is written [`HERE`].
-    closures: crate::hash::FastMap<(Box<[Item]>, u64), Closed>,
+    /// kernel and the epoch of the latest set its origins refer to (one
+    /// last item holds the epoch, see [`Walker::memo_key`]); the origin of
+    /// items predicted in the new set is written [`HERE`].
+    closures: crate::hash::FastMap<Box<[Item]>, Closed>,
+    /// The key of the kernel being pushed (reused: most pushes find their
+    /// closure memoized and allocate nothing).
+    key: Vec<Item>,
 }
 
 /// A memoized closure: its items and whether the walked rule ended.
@@ -416,6 +420,7 @@ impl<'a> Walker<'a> {
             epochs: Vec::new(),
             next_epoch: 1,
             closures: Default::default(),
+            key: Vec::new(),
         }
     }
 
@@ -447,19 +452,11 @@ impl<'a> Walker<'a> {
         }
         let bl = self.base_len();
         let pos = bl + self.own.num_sets() as u32;
-        let key = (items.len() <= MEMO_KERNEL_MAX).then(|| {
-            let mut k = items.clone();
-            k.sort_unstable();
-            k.dedup();
-            let latest = k
-                .iter()
-                .filter(|it| it.origin >= bl && it.origin < pos)
-                .map(|it| it.origin)
-                .max();
-            let epoch = latest.map_or(0, |o| self.epochs[(o - bl) as usize]);
-            (k.into_boxed_slice(), epoch)
-        });
-        if let Some((closed, exited)) = key.as_ref().and_then(|k| self.closures.get(k)) {
+        let memo = items.len() <= MEMO_KERNEL_MAX;
+        if memo {
+            self.memo_key(&items, bl, pos);
+        }
+        if let Some((closed, exited)) = memo.then(|| self.closures.get(&self.key[..])).flatten() {
             items.clear();
             items.extend(closed.iter().map(|it| Item {
                 state: it.state,
@@ -485,10 +482,11 @@ impl<'a> Walker<'a> {
             },
             &mut self.seen,
         );
-        if let Some(k) = key {
+        if memo {
             if self.closures.len() >= MEMO_MAX {
                 self.closures.clear();
             }
+            let k = self.key.as_slice().into();
             let closed = items
                 .iter()
                 .map(|it| Item {
@@ -504,6 +502,28 @@ impl<'a> Walker<'a> {
         self.next_epoch += 1;
         self.buf = items;
         true
+    }
+
+    /// Sets `self.key` to the memo key of kernel `items` pushed at `pos`
+    /// (`bl` sets below the walk): the kernel sorted and without repeats,
+    /// then the epoch of the latest pushed set its origins refer to, as one
+    /// more item.
+    fn memo_key(&mut self, items: &[Item], bl: u32, pos: u32) {
+        let key = &mut self.key;
+        key.clear();
+        key.extend_from_slice(items);
+        key.sort_unstable();
+        key.dedup();
+        let latest = key
+            .iter()
+            .filter(|it| it.origin >= bl && it.origin < pos)
+            .map(|it| it.origin)
+            .max();
+        let epoch = latest.map_or(0, |o| self.epochs[(o - bl) as usize]);
+        key.push(Item {
+            state: (epoch >> 32) as u32,
+            origin: epoch as u32,
+        });
     }
 
     /// Reads one byte from the top set. Returns false (and pushes nothing)
