@@ -525,10 +525,8 @@ fn walk_below_sync(
     out: &mut Vec<u32>,
 ) {
     let trie = g.vocab().trie();
-    let n = trie.nodes()[node as usize];
-    let any = trie.token_ids()[n.tok_start as usize];
     walker.truncate(1);
-    for &b in &g.vocab().token_bytes(any)[depth as usize..n.depth as usize] {
+    for &b in &trie.path(node)[depth as usize..] {
         if !walker.push_byte(b) {
             return;
         }

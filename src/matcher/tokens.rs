@@ -163,10 +163,7 @@ impl Exit {
 /// The bytes of `exit`'s tokens read after the rule ended, down to its node
 /// (all its tokens share them).
 pub fn exit_remainder<'v>(vocab: &'v Vocab, exit: &Exit) -> &'v [u8] {
-    let trie = vocab.trie();
-    let node = &trie.nodes()[exit.node as usize];
-    let any = trie.token_ids()[node.tok_start as usize];
-    &vocab.token_bytes(any)[exit.depth as usize..node.depth as usize]
+    &vocab.trie().path(exit.node)[exit.depth as usize..]
 }
 
 /// Feeds exit remainders, in sorted order, to a [`Walker`] whose first

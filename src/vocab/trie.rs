@@ -111,6 +111,12 @@ pub struct TokenTrie {
     nodes: Vec<TrieNode>,
     /// Token ids in trie order.
     token_ids: Vec<u32>,
+    /// The tokens' bytes in trie order (`path_bytes[path_offsets[k]..]` for
+    /// the `k`-th token): walks read the paths of nodes they visit in trie
+    /// order, and the vocabulary's own copy, in id order, would be read
+    /// at random.
+    path_bytes: Vec<u8>,
+    path_offsets: Vec<u32>,
     /// Per node: the [`byte_group`]s of every byte strictly below it.
     groups_below: Vec<u64>,
     /// Per node: the most bytes below it on one path (its subtree's height).
@@ -246,6 +252,8 @@ impl TokenTrie {
         sorted.sort_unstable();
         let mut nodes: Vec<TrieNode> = Vec::with_capacity(sorted.len() * 2);
         let mut token_ids = Vec::with_capacity(sorted.len());
+        let mut path_bytes = Vec::with_capacity(sorted.iter().map(|t| t.0.len()).sum());
+        let mut path_offsets = Vec::with_capacity(sorted.len() + 1);
         // Nodes on the path of the previous token, by depth - 1.
         let mut path: Vec<usize> = Vec::new();
         let mut prev: &[u8] = &[];
@@ -270,6 +278,8 @@ impl TokenTrie {
                 });
             }
             token_ids.push(id);
+            path_offsets.push(path_bytes.len() as u32);
+            path_bytes.extend_from_slice(bytes);
             prev = bytes;
         }
         while let Some(idx) = path.pop() {
@@ -297,11 +307,14 @@ impl TokenTrie {
             all_tokens[(id / 32) as usize] |= 1 << (id % 32);
         }
         let wide = WideChildren::new(&nodes, n);
+        path_offsets.push(path_bytes.len() as u32);
         TokenTrie {
             wide,
             all_tokens,
             nodes,
             token_ids,
+            path_bytes,
+            path_offsets,
             groups_below,
             height_below,
             char_groups_below,
@@ -410,6 +423,19 @@ impl TokenTrie {
         &self.token_ids
     }
 
+    /// The bytes from the root to node `i` (a prefix of every token at or
+    /// below it).
+    #[inline]
+    pub fn path(&self, i: u32) -> &[u8] {
+        let n = &self.nodes[i as usize];
+        let k = n.tok_start as usize;
+        let (start, end) = (
+            self.path_offsets[k] as usize,
+            self.path_offsets[k + 1] as usize,
+        );
+        &self.path_bytes[start..end.min(start + n.depth as usize)]
+    }
+
     /// Trie-order range of the tokens ending exactly at node `i`.
     #[inline]
     pub fn tokens_at(&self, i: u32) -> std::ops::Range<u32> {
@@ -510,6 +536,8 @@ mod tests {
             .collect();
         assert_eq!(under_a, vec![1, 5, 0, 3]);
         assert_eq!(t.num_tokens(), 5);
+        let paths: Vec<&[u8]> = (0..4).map(|i| t.path(i)).collect();
+        assert_eq!(paths, [&b"a"[..], b"ab", b"abc", b"b"]);
     }
 
     /// The children found by byte are those a scan of the siblings finds,
