@@ -311,10 +311,11 @@ impl Matcher {
                 mask.len()
             )));
         }
-        mask.fill(0);
         if *terminated {
+            mask.fill(0);
             return Ok(());
         }
+        let mut mask = tokens::MaskFill::new(mask);
         let pos = (chart.num_sets() - 1) as u32;
         let set = chart.last();
         // Token sets already in the mask: items of one object in many
@@ -333,17 +334,17 @@ impl Matcher {
                 continue;
             }
             let info = info_for(g, it.state);
-            info.or_inside_once(mask, &mut done);
+            info.or_inside_once(&mut mask, &mut done);
             if info.exits.is_empty() || it.origin == NO_ORIGIN {
                 continue;
             }
             let ctx = context_of(g, chart, contexts, it.origin, g.rule_of(it.state));
             if ctx == NO_CTX {
-                exit_tokens(g, chart, *it, info).or_into(mask);
+                exit_tokens(g, chart, *it, info).or_into(&mut mask);
                 continue;
             }
             if let Some(tokens) = exits.get(&(it.state, ctx)) {
-                tokens.or_into(mask);
+                tokens.or_into(&mut mask);
                 continue;
             }
             let tokens = match g.contexts.exits(it.state, ctx) {
@@ -354,7 +355,7 @@ impl Matcher {
                     t
                 }
             };
-            tokens.or_into(mask);
+            tokens.or_into(&mut mask);
             if exits.len() >= MATCHER_EXIT_CACHE {
                 exits.clear();
             }
@@ -364,13 +365,14 @@ impl Matcher {
             for it in set {
                 if g.is_structural(it.state) {
                     for &(ts, _) in g.token_edges(it.state) {
-                        g.token_set_lists[ts as usize].or_into(mask);
+                        mask.add(&g.token_set_lists[ts as usize]);
                     }
                 }
             }
         }
+        let words = mask.words();
         if accepting {
-            set_bits(mask, vocab.eos_tokens());
+            set_bits(words, vocab.eos_tokens());
         }
         Ok(())
     }

@@ -114,6 +114,45 @@ impl TokenList {
     }
 }
 
+/// A mask being filled (see `Matcher::fill_mask`), cleared lazily: the
+/// first dense token set is copied in rather than OR'ed into zeros, one
+/// pass over the mask instead of two. A mask whose sets are cached is a
+/// few dense sets, and moving them through memory is most of its cost.
+pub struct MaskFill<'m> {
+    mask: &'m mut [u32],
+    /// Nothing written yet: the words are stale and count as zeros.
+    clean: bool,
+}
+
+impl<'m> MaskFill<'m> {
+    pub fn new(mask: &'m mut [u32]) -> MaskFill<'m> {
+        MaskFill { mask, clean: true }
+    }
+
+    /// The mask's words, cleared first if nothing was written yet.
+    pub fn words(&mut self) -> &mut [u32] {
+        if self.clean {
+            self.mask.fill(0);
+            self.clean = false;
+        }
+        self.mask
+    }
+
+    /// Sets the bits of `list`.
+    #[inline]
+    pub fn add(&mut self, list: &TokenList) {
+        match list {
+            TokenList::Dense(w) if self.clean => {
+                let (head, tail) = self.mask.split_at_mut(w.len());
+                head.copy_from_slice(w);
+                tail.fill(0);
+                self.clean = false;
+            }
+            _ => list.or_into(self.words()),
+        }
+    }
+}
+
 /// The exit tokens of a state in one context (see `Matcher::fill_mask`):
 /// the part every context with the same lexemes next shares, and the rest.
 pub struct ExitTokens {
@@ -123,11 +162,11 @@ pub struct ExitTokens {
 
 impl ExitTokens {
     /// Sets the tokens' bits in `mask`.
-    pub fn or_into(&self, mask: &mut [u32]) {
+    pub fn or_into(&self, mask: &mut MaskFill) {
         if let Some(f) = &self.free {
-            f.tokens.or_into(mask);
+            mask.add(&f.tokens);
         }
-        self.rest.or_into(mask);
+        mask.add(&self.rest);
     }
 
     /// Approximate heap bytes of the part not shared.
@@ -421,9 +460,9 @@ impl TokenInfo {
 
     /// Sets the bits of every inside token (own and shared) in `mask`,
     /// but for the token sets `seen` lists (and lists those it sets).
-    pub fn or_inside_once(&self, mask: &mut [u32], seen: &mut SeenSets) {
+    pub fn or_inside_once(&self, mask: &mut MaskFill, seen: &mut SeenSets) {
         if seen.insert(self) {
-            self.inside.or_into(mask);
+            mask.add(&self.inside);
             for s in &self.shared {
                 s.or_inside_once(mask, seen);
             }
