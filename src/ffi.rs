@@ -908,12 +908,17 @@ pub unsafe extern "C" fn cg_fill_masks(
             let per = n.div_ceil(threads);
             std::thread::scope(|s| {
                 let mut handles = Vec::new();
-                let chunks = ms
+                let mut chunks = ms
                     .chunks_mut(per)
                     .zip(masks.chunks_mut(per * n_words))
                     .zip(results.chunks_mut(per));
+                // The calling thread takes the first chunk itself.
+                let first = chunks.next();
                 for ((ms, masks), results) in chunks {
                     handles.push(s.spawn(move || run(ms, masks, results)));
+                }
+                if let Some(((ms, masks), results)) = first {
+                    run(ms, masks, results);
                 }
                 for h in handles {
                     // `fill` catches panics, so joining cannot fail.
