@@ -1008,14 +1008,37 @@ impl<'a> DfaWalk<'a> {
     fn enter(&mut self, i: usize, t: u32) -> bool {
         let nodes = self.trie.nodes();
         let n = nodes[i];
-        // One lookup of what `t` reads at this subtree's heights serves
-        // both the whole-subtree test and the children's.
-        let (bytes, chars) = self.dfa.child_groups(self.trie, i as u32, t);
-        let below = self.trie.char_groups_below(i as u32);
-        if self.trie.groups_below(i as u32) & !bytes == 0
-            || (below & INSIDE_CHAR == 0 && below & !chars == 0)
-        {
-            self.add_range(n.tok_start, nodes[n.subtree_end as usize].tok_start);
+        if i + 1 == n.subtree_end as usize {
+            // A leaf: its tokens are read, and nothing is below.
+            self.add_range(n.tok_start, nodes[i + 1].tok_start);
+            return false;
+        }
+        // What `t` reads at this subtree's heights serves both the
+        // whole-subtree test and the children's (see
+        // [`LexemeDfa::child_groups`]); by characters only where bytes do
+        // not tell (a subtree with multi-byte characters).
+        let trie = self.trie;
+        let bytes = self
+            .dfa
+            .safe_groups(trie)
+            .groups(t, trie.height_below(i as u32));
+        let whole =
+            |this: &mut Self| this.add_range(n.tok_start, nodes[n.subtree_end as usize].tok_start);
+        if trie.groups_below(i as u32) & !bytes == 0 {
+            whole(self);
+            return false;
+        }
+        let below = trie.char_groups_below(i as u32);
+        let chars = if below & INSIDE_CHAR != 0 {
+            0
+        } else {
+            self.dfa
+                .char_safe_groups(trie)
+                .groups(t, trie.char_height_below(i as u32))
+                & !INSIDE_CHAR
+        };
+        if below & INSIDE_CHAR == 0 && below & !chars == 0 {
+            whole(self);
             return false;
         }
         if self.pending.is_empty() && self.body.as_ref().is_some_and(|b| b.like(t) != DEAD) {

@@ -26,7 +26,23 @@ pub struct TrieNode {
 /// Coarse byte groups (each ASCII punctuation character alone, letters,
 /// digits, controls, UTF-8 lead and continuation bytes), so that a subtree's
 /// bytes fit in one `u64`: see [`TokenTrie::groups_below`].
+#[inline]
 pub fn byte_group(b: u8) -> u32 {
+    BYTE_GROUPS[b as usize] as u32
+}
+
+/// [`byte_group`] of every byte.
+static BYTE_GROUPS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = group_of(b as u8) as u8;
+        b += 1;
+    }
+    t
+};
+
+const fn group_of(b: u8) -> u32 {
     match b {
         0x00..=0x1f => 0,
         b' ' => 1,
