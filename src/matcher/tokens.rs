@@ -1005,6 +1005,7 @@ impl<'a> DfaWalk<'a> {
     /// Node `i` read into DFA state `t` (not dead): takes its subtree whole
     /// when every string below can be read from `t`, else its own tokens.
     /// Returns whether the walk must go on below `i`.
+    #[inline(always)]
     fn enter(&mut self, i: usize, t: u32) -> bool {
         let nodes = self.trie.nodes();
         let n = nodes[i];
