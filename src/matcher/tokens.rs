@@ -929,7 +929,10 @@ struct DfaWalk<'a> {
     /// Depths of the current path after which the lexeme could end.
     pending: Vec<u16>,
     /// Per depth: the groups (bytes, characters) whose subtrees the nodes
-    /// there are read whole with (see [`LexemeDfa::child_groups`]).
+    /// there are read whole with: what their parent's state reads (see
+    /// [`SafeGroups`]) up to the height of the parent's subtree, so that a
+    /// child's subtree, no taller, is read whole without a step of the DFA
+    /// (by characters only where the parent ends a character, else 0).
     child_groups: Vec<(u64, u64)>,
     /// Accepted tokens, trie-order ranges.
     ranges: Vec<(u32, u32)>,
@@ -1015,9 +1018,9 @@ impl<'a> DfaWalk<'a> {
             return false;
         }
         // What `t` reads at this subtree's heights serves both the
-        // whole-subtree test and the children's (see
-        // [`LexemeDfa::child_groups`]); by characters only where bytes do
-        // not tell (a subtree with multi-byte characters).
+        // whole-subtree test and the children's (see `child_groups`); by
+        // characters only where bytes do not tell (a subtree with
+        // multi-byte characters).
         let trie = self.trie;
         let bytes = self
             .dfa
@@ -1078,7 +1081,7 @@ impl<'a> DfaWalk<'a> {
     }
 
     /// Node `i` (at depth `d`) and its subtree are read whole by what its
-    /// parent's state reads (see [`LexemeDfa::child_groups`]): an ASCII
+    /// parent's state reads (see `child_groups`): an ASCII
     /// byte whose group, and the groups below, are all safe.
     #[inline]
     fn read_whole_by_parent(&self, i: usize, d: usize) -> bool {

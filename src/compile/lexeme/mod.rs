@@ -303,24 +303,6 @@ impl LexemeDfa {
                 == 0
     }
 
-    /// The groups (by bytes, by characters) of strings that `state` reads
-    /// up to the height of trie node `i`'s subtree: a child of `i` whose
-    /// own byte's group and groups below fall within them is read whole
-    /// from `state`, without a step of the DFA (its subtree is no taller).
-    /// By characters only when `i` ends a character (else 0).
-    #[inline]
-    pub fn child_groups(&self, trie: &TokenTrie, i: u32, state: u32) -> (u64, u64) {
-        let bytes = self.safe_groups(trie).groups(state, trie.height_below(i));
-        let chars = if trie.char_groups_below(i) & INSIDE_CHAR != 0 {
-            0
-        } else {
-            self.char_safe_groups(trie)
-                .groups(state, trie.char_height_below(i))
-                & !INSIDE_CHAR
-        };
-        (bytes, chars)
-    }
-
     /// How many times `state` reads `byte` before it cannot (at most
     /// `cap`).
     pub fn run_length(&self, mut state: u32, byte: u8, cap: usize) -> usize {
