@@ -1147,9 +1147,6 @@ pub struct SafeGroups {
     /// with `h` increasing: up to height `h`, these groups.
     steps: Vec<(u16, u64)>,
     start: Vec<u32>,
-    /// Per state, its first step (a loop's only one), read without a
-    /// search by most lookups.
-    first: Vec<(u16, u64)>,
 }
 
 impl SafeGroups {
@@ -1205,12 +1202,7 @@ impl SafeGroups {
             steps.push((u16::MAX, cur[s]));
         }
         start.push(steps.len() as u32);
-        let first = start[..n].iter().map(|&k| steps[k as usize]).collect();
-        SafeGroups {
-            steps,
-            start,
-            first,
-        }
+        SafeGroups { steps, start }
     }
 
     /// A set `G` within `live` such that `G ⊆ prev[t]` for every `(t, m)`
@@ -1257,12 +1249,8 @@ impl SafeGroups {
     /// The groups whose strings of up to `height` bytes state `s` reads.
     #[inline]
     pub fn groups(&self, s: u32, height: u16) -> u64 {
-        let (h, g) = self.first[s as usize];
-        if height <= h {
-            return g;
-        }
         let steps =
-            &self.steps[self.start[s as usize] as usize + 1..self.start[s as usize + 1] as usize];
+            &self.steps[self.start[s as usize] as usize..self.start[s as usize + 1] as usize];
         // Heights increase: the first step reaching `height`. Most states
         // have a step or two, which a scan reads faster than a binary
         // search.
