@@ -42,9 +42,12 @@ fn usage() -> ! {
 /// The number that follows option `args[i]` (usage and exit when missing
 /// or not a number).
 fn number_after<T: std::str::FromStr>(args: &[String], i: usize) -> T {
-    args.get(i + 1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| usage())
+    text_after(args, i).parse().unwrap_or_else(|_| usage())
+}
+
+/// The text that follows option `args[i]` (usage and exit when missing).
+fn text_after(args: &[String], i: usize) -> String {
+    args.get(i + 1).cloned().unwrap_or_else(|| usage())
 }
 
 fn maskbench_main(args: &[String]) {
@@ -63,10 +66,9 @@ fn maskbench_main(args: &[String]) {
     };
     let mut i = 0;
     while i < args.len() {
-        let value = || args.get(i + 1).cloned().unwrap_or_else(|| usage());
         match args[i].as_str() {
             "--tokenizer" => {
-                opts.tokenizer = value().into();
+                opts.tokenizer = text_after(args, i).into();
                 i += 1;
             }
             "--limit" => {
@@ -78,7 +80,7 @@ fn maskbench_main(args: &[String]) {
                 i += 1;
             }
             "--filter" => {
-                opts.filter.push(value());
+                opts.filter.push(text_after(args, i));
                 i += 1;
             }
             "--compact" => opts.compact = true,
@@ -86,7 +88,7 @@ fn maskbench_main(args: &[String]) {
             "--verbose" => opts.verbose = true,
             "--cpu-clock" => opts.cpu_clock = true,
             "--per-file" => {
-                opts.per_file = Some(value().into());
+                opts.per_file = Some(text_after(args, i).into());
                 i += 1;
             }
             "--top" => {
@@ -117,7 +119,7 @@ fn replay_main(args: &[String]) {
     while i < args.len() {
         match args[i].as_str() {
             "--tokenizer" => {
-                opts.tokenizer = args.get(i + 1).cloned().unwrap_or_else(|| usage()).into();
+                opts.tokenizer = text_after(args, i).into();
                 i += 1;
             }
             "--test" => {

@@ -210,7 +210,8 @@ pub struct MaskBenchFile {
     pub instances: Vec<(bool, Vec<u32>)>,
 }
 
-/// Reads and tokenizes a MaskBench file (before any timing).
+/// Reads and tokenizes a MaskBench file (before any timing); an instance
+/// that cannot be serialized is left out with a message.
 pub fn load_file(
     path: &Path,
     compact: bool,
@@ -237,7 +238,14 @@ pub fn load_file(
         } else {
             pyjson::dumps(data.get())
         };
-        let rendered = rendered.map_err(|e| format!("cannot serialize an instance: {e}"))?;
+        let rendered = match rendered {
+            Ok(r) => r,
+            Err(e) => {
+                // As MaskBench does: the instance is left out, not the file.
+                eprintln!("{}: cannot serialize an instance: {e}", path.display());
+                continue;
+            }
+        };
         let ids = tok.encode(rendered, false).unwrap().get_ids().to_vec();
         instances.push((valid, ids));
     }
