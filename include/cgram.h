@@ -155,6 +155,23 @@
 #define CG_GBNF_ALLOW_LEFT_RECURSION 4
 
 /**
+ * `cg_trigger.kind`: `text` is a pattern in the ECMAScript dialect of C++'s
+ * `std::regex`, as llama.cpp's trigger patterns are.
+ */
+#define CG_TRIGGER_PATTERN 0
+
+/**
+ * `cg_trigger.kind`: `text` is literal text (a pattern with the special
+ * characters escaped, as llama.cpp's trigger words are).
+ */
+#define CG_TRIGGER_WORD 1
+
+/**
+ * `cg_trigger.kind`: the token `token`.
+ */
+#define CG_TRIGGER_TOKEN 2
+
+/**
  * A grammar compiled for one vocabulary. Immutable: share one across
  * threads; every matcher made from it may run on its own thread.
  */
@@ -166,6 +183,12 @@ typedef struct cg_grammar cg_grammar;
  * grammar, may run on different threads at once).
  */
 typedef struct cg_matcher cg_matcher;
+
+/**
+ * The triggers of lazy matchers (`cg_matcher_new_lazy`), compiled for one
+ * vocabulary. Immutable: share them across threads and matchers.
+ */
+typedef struct cg_triggers cg_triggers;
 
 /**
  * A tokenizer's vocabulary: the bytes of every token, which tokens are
@@ -220,6 +243,24 @@ typedef struct cg_compile_options {
     uint64_t max_states;
 } cg_compile_options;
 
+/**
+ * One trigger of a lazy grammar, for `cg_triggers_new`.
+ */
+typedef struct cg_trigger {
+    /**
+     * `CG_TRIGGER_PATTERN`, `CG_TRIGGER_WORD` or `CG_TRIGGER_TOKEN`.
+     */
+    uint32_t kind;
+    /**
+     * The pattern or the word: NUL-terminated UTF-8 (ignored for a token).
+     */
+    const char *text;
+    /**
+     * The token id (for `CG_TRIGGER_TOKEN`; ignored otherwise).
+     */
+    int32_t token;
+} cg_trigger;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -242,6 +283,15 @@ const char *cg_version(void);
  * keep it longer. Do not free it.
  */
 const char *cg_last_error(void);
+
+/**
+ * The `CG_ERR_*` code of the last failed cgram call on the calling thread
+ * (the call `cg_last_error` describes), or `CG_OK` if none has failed on
+ * this thread. For functions that return a pointer, this is how the kind
+ * of failure is told apart (`CG_ERR_PARSE` from `CG_ERR_LIMIT`, say).
+ * Thread-safe.
+ */
+int cg_last_error_code(void);
 
 /**
  * Loads a vocabulary from a HuggingFace `tokenizer.json` file (byte-level
@@ -386,6 +436,83 @@ void cg_free(struct cg_grammar *grammar);
  * on error. Thread-safe (the grammar is only read).
  */
 struct cg_matcher *cg_matcher_new(const struct cg_grammar *grammar);
+
+/**
+ * Compiles the triggers of a lazy grammar for a vocabulary: `n` entries
+ * of `triggers` (NULL only if `n` is 0), each a pattern, a word or a token
+ * (`cg_trigger`). A lazy matcher fires on the first token that is a
+ * trigger token, or after which the output so far contains a match of a
+ * pattern or a word (token triggers are checked first, then the patterns
+ * and words in their order).
+ *
+ * Patterns are llama.cpp's (`llama_sampler_init_grammar_lazy_patterns`):
+ * the ECMAScript dialect of C++'s `std::regex`, searched anywhere in the
+ * output (`std::regex_search`; a pattern that starts with `^` and ends
+ * with `$` is first matched against the whole output). The grammar starts
+ * at the first capturing group that matched a non-empty text, or at the
+ * match's start. Words are literal text (llama.cpp escapes them into
+ * patterns the same way). Patterns see the output as UTF-8 characters.
+ *
+ * Returns the triggers (free them with `cg_triggers_free`), or NULL with
+ * `cg_last_error`: `CG_ERR_INVALID_ARGUMENT` (NULL or non-UTF-8 text, a
+ * token out of range, an unknown kind, an empty word), `CG_ERR_PARSE` (a
+ * pattern `std::regex` rejects: lookbehinds, named groups, bad escapes),
+ * `CG_ERR_UNSUPPORTED` (backreferences), `CG_ERR_LIMIT`. The arrays and
+ * strings are only read during the call. Thread-safe.
+ */
+struct cg_triggers *cg_triggers_new(const struct cg_vocab *vocab,
+                                    const struct cg_trigger *triggers,
+                                    size_t n);
+
+/**
+ * Releases triggers. Lazy matchers made with them keep their own
+ * reference. NULL is a no-op. Each must be freed exactly once.
+ */
+void cg_triggers_free(struct cg_triggers *triggers);
+
+/**
+ * A lazy matcher: it allows any token until a trigger fires, then
+ * constrains the output to the grammar, as llama.cpp's lazy grammar
+ * samplers do. `triggers` must be compiled for the grammar's vocabulary;
+ * the matcher keeps both alive. Free it with `cg_matcher_free`. Returns
+ * NULL on error. Thread-safe.
+ *
+ * Before the trigger: `cg_fill_mask` allows every token (EOS included),
+ * except a token that would fire a trigger into text the grammar refuses
+ * (which llama.cpp would let through and then fail on) and a trigger
+ * token the grammar cannot start with; when more than 256 tokens could
+ * fire from one state they are all allowed without that check, and
+ * `cg_accept` rejects a refused one (the matcher is then unchanged).
+ * `cg_accept` keeps the token's text (special tokens' text included,
+ * as llama.cpp does). EOS ends the sequence (`cg_is_terminated`).
+ * `cg_is_accepting` is 1; `cg_forced_tokens` gives none.
+ *
+ * The trigger: a trigger token is the grammar's first token. For a pattern
+ * or a word, the output from the grammar's start (see `cg_triggers_new`)
+ * is fed to the grammar: the token that straddles the start gives its tail
+ * bytes only, the tokens after it (the one that completed the match and
+ * any text it carries past it included) are fed as tokens.
+ *
+ * After the trigger the matcher is the grammar's, as `cg_matcher_new`
+ * makes it. `cg_rollback` counts the trigger token as one step: rolling
+ * it back returns to awaiting, with the output as it was before it.
+ * `cg_reset` returns to awaiting with no output. `cg_matcher_clone` copies
+ * the whole state. `cg_is_triggered` tells which trigger fired.
+ */
+struct cg_matcher *cg_matcher_new_lazy(const struct cg_grammar *grammar,
+                                       const struct cg_triggers *triggers);
+
+/**
+ * 1 when the matcher constrains the output (a trigger fired, or the
+ * matcher is not lazy), 0 while a lazy matcher awaits its trigger,
+ * `CG_ERR_INVALID_ARGUMENT` for a NULL matcher. When it returns 1 and
+ * `index` is not NULL, `*index` is the index of the trigger that fired in
+ * the list given to `cg_triggers_new` (-1 for a matcher that is not lazy);
+ * when `start` is not NULL, `*start` is the byte offset in the output
+ * where the grammar started (0 for a matcher that is not lazy). Not
+ * thread-safe for one matcher.
+ */
+int cg_is_triggered(const struct cg_matcher *matcher, int32_t *index, size_t *start);
 
 /**
  * A copy of a matcher in its current state (cheap; for beam search or for

@@ -28,7 +28,8 @@ use crate::compile::{
     FLAG_GBNF_ALLOW_LEFT_RECURSION, FLAG_JSON_COMPACT, FLAG_JSON_NO_EXTRA_PROPERTIES,
 };
 use crate::error::{Error, ErrorKind, Result};
-use crate::matcher::Matcher;
+use crate::matcher::{AnyMatcher, LazyMatcher, Matcher};
+use crate::trigger::{TriggerSpec, Triggers};
 use crate::vocab::{Vocab, MAX_VOCAB_SIZE};
 
 /// Success. Functions that return `int` return `CG_OK` (or a count, or 1/0
@@ -100,7 +101,8 @@ const _: () = {
     fn check() {
         send_sync::<Vocab>();
         send_sync::<CompiledGrammar>();
-        send::<Matcher>();
+        send_sync::<Triggers>();
+        send::<AnyMatcher>();
     }
 };
 
@@ -121,7 +123,33 @@ pub struct cg_grammar {
 /// matcher from one thread at a time (different matchers, even of the same
 /// grammar, may run on different threads at once).
 pub struct cg_matcher {
-    inner: Matcher,
+    inner: AnyMatcher,
+}
+
+/// The triggers of lazy matchers (`cg_matcher_new_lazy`), compiled for one
+/// vocabulary. Immutable: share them across threads and matchers.
+pub struct cg_triggers {
+    inner: Arc<Triggers>,
+}
+
+/// `cg_trigger.kind`: `text` is a pattern in the ECMAScript dialect of C++'s
+/// `std::regex`, as llama.cpp's trigger patterns are.
+pub const CG_TRIGGER_PATTERN: u32 = 0;
+/// `cg_trigger.kind`: `text` is literal text (a pattern with the special
+/// characters escaped, as llama.cpp's trigger words are).
+pub const CG_TRIGGER_WORD: u32 = 1;
+/// `cg_trigger.kind`: the token `token`.
+pub const CG_TRIGGER_TOKEN: u32 = 2;
+
+/// One trigger of a lazy grammar, for `cg_triggers_new`.
+#[repr(C)]
+pub struct cg_trigger {
+    /// `CG_TRIGGER_PATTERN`, `CG_TRIGGER_WORD` or `CG_TRIGGER_TOKEN`.
+    pub kind: u32,
+    /// The pattern or the word: NUL-terminated UTF-8 (ignored for a token).
+    pub text: *const c_char,
+    /// The token id (for `CG_TRIGGER_TOKEN`; ignored otherwise).
+    pub token: i32,
 }
 
 /// Options for `cg_compile`. Initialise with `cg_compile_options_init`, then
@@ -164,10 +192,12 @@ const OPTIONS_PREFIX: usize = offset_of!(cg_compile_options, root) + size_of::<*
 
 thread_local! {
     static LAST_ERROR: RefCell<Option<CString>> = const { RefCell::new(None) };
+    static LAST_ERROR_CODE: std::cell::Cell<c_int> = const { std::cell::Cell::new(CG_OK) };
 }
 
-/// Records `message` as this thread's last error.
-fn set_last_error(message: String) {
+/// Records `message` and `code` as this thread's last error.
+fn set_last_error(code: c_int, message: String) {
+    let _ = LAST_ERROR_CODE.try_with(|c| c.set(code));
     let message = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
     let _ = LAST_ERROR.try_with(|slot| {
         if let Ok(mut slot) = slot.try_borrow_mut() {
@@ -206,7 +236,7 @@ fn guard<T>(func: &str, fail: impl FnOnce(c_int) -> T, body: impl FnOnce() -> Re
     // Formatting the message cannot unwind past here either.
     let code = error.kind().code();
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        set_last_error(format!("{func}: {}", error.message()))
+        set_last_error(code, format!("{func}: {}", error.message()))
     }));
     fail(code)
 }
@@ -236,11 +266,11 @@ unsafe fn grammar_ref<'a>(p: *const cg_grammar) -> Result<&'a Arc<CompiledGramma
     p.as_ref().map(|g| &g.inner).ok_or_else(|| null("grammar"))
 }
 
-unsafe fn matcher_ref<'a>(p: *const cg_matcher) -> Result<&'a Matcher> {
+unsafe fn matcher_ref<'a>(p: *const cg_matcher) -> Result<&'a AnyMatcher> {
     p.as_ref().map(|m| &m.inner).ok_or_else(|| null("matcher"))
 }
 
-unsafe fn matcher_mut<'a>(p: *mut cg_matcher) -> Result<&'a mut Matcher> {
+unsafe fn matcher_mut<'a>(p: *mut cg_matcher) -> Result<&'a mut AnyMatcher> {
     p.as_mut()
         .map(|m| &mut m.inner)
         .ok_or_else(|| null("matcher"))
@@ -416,7 +446,7 @@ unsafe fn read_options(p: *const cg_compile_options) -> Result<CompileOptions> {
 
 /// Fills one mask of exactly the vocabulary's word count; on failure the
 /// mask is cleared, so that a caller ignoring the error allows nothing.
-fn fill(matcher: &mut Matcher, mask: &mut [u32]) -> Result<()> {
+fn fill(matcher: &mut AnyMatcher, mask: &mut [u32]) -> Result<()> {
     let result = match catch_unwind(AssertUnwindSafe(|| matcher.fill_mask(mask))) {
         Ok(result) => result,
         Err(payload) => Err(internal_error(&*payload)),
@@ -454,6 +484,16 @@ pub extern "C" fn cg_last_error() -> *const c_char {
             Err(_) => c"".as_ptr(),
         })
         .unwrap_or(c"".as_ptr())
+}
+
+/// The `CG_ERR_*` code of the last failed cgram call on the calling thread
+/// (the call `cg_last_error` describes), or `CG_OK` if none has failed on
+/// this thread. For functions that return a pointer, this is how the kind
+/// of failure is told apart (`CG_ERR_PARSE` from `CG_ERR_LIMIT`, say).
+/// Thread-safe.
+#[no_mangle]
+pub extern "C" fn cg_last_error_code() -> c_int {
+    LAST_ERROR_CODE.try_with(|c| c.get()).unwrap_or(CG_OK)
 }
 
 // ---------------------------------------------------------------------------
@@ -770,8 +810,157 @@ pub unsafe extern "C" fn cg_matcher_new(grammar: *const cg_grammar) -> *mut cg_m
     guard_ptr("cg_matcher_new", || {
         let grammar = grammar_ref(grammar)?;
         Ok(into_handle(cg_matcher {
-            inner: Matcher::new(Arc::clone(grammar)),
+            inner: AnyMatcher::Eager(Matcher::new(Arc::clone(grammar))),
         }))
+    })
+}
+
+/// Compiles the triggers of a lazy grammar for a vocabulary: `n` entries
+/// of `triggers` (NULL only if `n` is 0), each a pattern, a word or a token
+/// (`cg_trigger`). A lazy matcher fires on the first token that is a
+/// trigger token, or after which the output so far contains a match of a
+/// pattern or a word (token triggers are checked first, then the patterns
+/// and words in their order).
+///
+/// Patterns are llama.cpp's (`llama_sampler_init_grammar_lazy_patterns`):
+/// the ECMAScript dialect of C++'s `std::regex`, searched anywhere in the
+/// output (`std::regex_search`; a pattern that starts with `^` and ends
+/// with `$` is first matched against the whole output). The grammar starts
+/// at the first capturing group that matched a non-empty text, or at the
+/// match's start. Words are literal text (llama.cpp escapes them into
+/// patterns the same way). Patterns see the output as UTF-8 characters.
+///
+/// Returns the triggers (free them with `cg_triggers_free`), or NULL with
+/// `cg_last_error`: `CG_ERR_INVALID_ARGUMENT` (NULL or non-UTF-8 text, a
+/// token out of range, an unknown kind, an empty word), `CG_ERR_PARSE` (a
+/// pattern `std::regex` rejects: lookbehinds, named groups, bad escapes),
+/// `CG_ERR_UNSUPPORTED` (backreferences), `CG_ERR_LIMIT`. The arrays and
+/// strings are only read during the call. Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn cg_triggers_new(
+    vocab: *const cg_vocab,
+    triggers: *const cg_trigger,
+    n: usize,
+) -> *mut cg_triggers {
+    guard_ptr("cg_triggers_new", || {
+        let vocab = vocab_ref(vocab)?;
+        let list = array_arg(triggers, n, "triggers")?;
+        let mut specs = Vec::with_capacity(n);
+        for (i, t) in list.iter().enumerate() {
+            let text = || -> Result<String> {
+                if t.text.is_null() {
+                    return Err(Error::invalid(format!("triggers[{i}].text is NULL")));
+                }
+                let s = CStr::from_ptr(t.text)
+                    .to_str()
+                    .map_err(|e| utf8_error(&format!("triggers[{i}].text"), e))?;
+                Ok(s.to_string())
+            };
+            specs.push(match t.kind {
+                CG_TRIGGER_PATTERN => TriggerSpec::Pattern(text()?),
+                CG_TRIGGER_WORD => TriggerSpec::Word(text()?),
+                CG_TRIGGER_TOKEN => TriggerSpec::Token(token_arg(
+                    t.token,
+                    vocab.len(),
+                    &format!("triggers[{i}].token"),
+                )?),
+                k => {
+                    return Err(Error::invalid(format!(
+                        "triggers[{i}].kind {k} is not a CG_TRIGGER_* value"
+                    )))
+                }
+            });
+        }
+        Ok(into_handle(cg_triggers {
+            inner: Arc::new(Triggers::new(vocab, &specs)?),
+        }))
+    })
+}
+
+/// Releases triggers. Lazy matchers made with them keep their own
+/// reference. NULL is a no-op. Each must be freed exactly once.
+#[no_mangle]
+pub unsafe extern "C" fn cg_triggers_free(triggers: *mut cg_triggers) {
+    free_handle("cg_triggers_free", triggers)
+}
+
+/// A lazy matcher: it allows any token until a trigger fires, then
+/// constrains the output to the grammar, as llama.cpp's lazy grammar
+/// samplers do. `triggers` must be compiled for the grammar's vocabulary;
+/// the matcher keeps both alive. Free it with `cg_matcher_free`. Returns
+/// NULL on error. Thread-safe.
+///
+/// Before the trigger: `cg_fill_mask` allows every token (EOS included),
+/// except a token that would fire a trigger into text the grammar refuses
+/// (which llama.cpp would let through and then fail on) and a trigger
+/// token the grammar cannot start with; when more than 256 tokens could
+/// fire from one state they are all allowed without that check, and
+/// `cg_accept` rejects a refused one (the matcher is then unchanged).
+/// `cg_accept` keeps the token's text (special tokens' text included,
+/// as llama.cpp does). EOS ends the sequence (`cg_is_terminated`).
+/// `cg_is_accepting` is 1; `cg_forced_tokens` gives none.
+///
+/// The trigger: a trigger token is the grammar's first token. For a pattern
+/// or a word, the output from the grammar's start (see `cg_triggers_new`)
+/// is fed to the grammar: the token that straddles the start gives its tail
+/// bytes only, the tokens after it (the one that completed the match and
+/// any text it carries past it included) are fed as tokens.
+///
+/// After the trigger the matcher is the grammar's, as `cg_matcher_new`
+/// makes it. `cg_rollback` counts the trigger token as one step: rolling
+/// it back returns to awaiting, with the output as it was before it.
+/// `cg_reset` returns to awaiting with no output. `cg_matcher_clone` copies
+/// the whole state. `cg_is_triggered` tells which trigger fired.
+#[no_mangle]
+pub unsafe extern "C" fn cg_matcher_new_lazy(
+    grammar: *const cg_grammar,
+    triggers: *const cg_triggers,
+) -> *mut cg_matcher {
+    guard_ptr("cg_matcher_new_lazy", || {
+        let grammar = grammar_ref(grammar)?;
+        let triggers = triggers
+            .as_ref()
+            .map(|t| &t.inner)
+            .ok_or_else(|| null("triggers"))?;
+        let lazy = LazyMatcher::new(Arc::clone(grammar), Arc::clone(triggers))?;
+        Ok(into_handle(cg_matcher {
+            inner: AnyMatcher::Lazy(Box::new(lazy)),
+        }))
+    })
+}
+
+/// 1 when the matcher constrains the output (a trigger fired, or the
+/// matcher is not lazy), 0 while a lazy matcher awaits its trigger,
+/// `CG_ERR_INVALID_ARGUMENT` for a NULL matcher. When it returns 1 and
+/// `index` is not NULL, `*index` is the index of the trigger that fired in
+/// the list given to `cg_triggers_new` (-1 for a matcher that is not lazy);
+/// when `start` is not NULL, `*start` is the byte offset in the output
+/// where the grammar started (0 for a matcher that is not lazy). Not
+/// thread-safe for one matcher.
+#[no_mangle]
+pub unsafe extern "C" fn cg_is_triggered(
+    matcher: *const cg_matcher,
+    index: *mut i32,
+    start: *mut usize,
+) -> c_int {
+    guard_int("cg_is_triggered", || {
+        let (fired, at) = match matcher_ref(matcher)? {
+            AnyMatcher::Eager(_) => (Some(-1), 0),
+            AnyMatcher::Lazy(m) => match m.fired() {
+                Some(f) => (Some(f.index as i32), f.start),
+                None => (None, 0),
+            },
+        };
+        let Some(i) = fired else {
+            return Ok(0);
+        };
+        if let Some(index) = index.as_mut() {
+            *index = i;
+        }
+        if let Some(start) = start.as_mut() {
+            *start = at;
+        }
+        Ok(1)
     })
 }
 
@@ -869,7 +1058,7 @@ pub unsafe extern "C" fn cg_fill_masks(
         }
         // SAFETY of the &mut: the pointers are distinct (checked above) and
         // the caller promises no other thread uses them.
-        let mut ms: Vec<&mut Matcher> = ptrs.iter().map(|&p| &mut (*p).inner).collect();
+        let mut ms: Vec<&mut AnyMatcher> = ptrs.iter().map(|&p| &mut (*p).inner).collect();
         if let Some((i, m)) = ms
             .iter()
             .enumerate()
@@ -896,7 +1085,7 @@ pub unsafe extern "C" fn cg_fill_masks(
         }
         .clamp(1, n);
         let mut results: Vec<Result<()>> = (0..n).map(|_| Ok(())).collect();
-        let run = |ms: &mut [&mut Matcher], masks: &mut [u32], results: &mut [Result<()>]| {
+        let run = |ms: &mut [&mut AnyMatcher], masks: &mut [u32], results: &mut [Result<()>]| {
             for ((m, mask), r) in ms.iter_mut().zip(masks.chunks_mut(n_words)).zip(results) {
                 let need = m.grammar().vocab().mask_words();
                 *r = fill(m, &mut mask[..need]);

@@ -14,6 +14,7 @@ pub mod ir;
 pub mod json_schema;
 pub mod matcher;
 pub mod regex;
+pub mod trigger;
 pub mod vocab;
 
 pub use compile::{compile, CompileOptions, CompiledGrammar, Kind};

@@ -9,12 +9,14 @@
 
 pub mod context;
 pub mod earley;
+pub mod lazy;
 pub mod tokens;
 
 use std::sync::Arc;
 
 use context::{NO_CTX, ROOT_CTX};
 use earley::{Chart, Item, LexemeWalk, Scratch, Walker, NO_ORIGIN};
+pub use lazy::LazyMatcher;
 use tokens::{info_for, TokenList};
 
 use crate::compile::lexeme::ByteSet;
@@ -628,4 +630,68 @@ fn check_exit(
         dfs.accept_node_pub(exit.node as usize);
     }
     dfs.below(walker, exit.node as usize);
+}
+
+/// A matcher as the C API hands them out: constrained from the first token
+/// ([`Matcher`]) or lazy ([`LazyMatcher`]). Each method is the one of the
+/// matcher inside.
+#[derive(Clone)]
+pub enum AnyMatcher {
+    Eager(Matcher),
+    Lazy(Box<LazyMatcher>),
+}
+
+macro_rules! each {
+    ($self:expr, $m:ident => $body:expr) => {
+        match $self {
+            AnyMatcher::Eager($m) => $body,
+            AnyMatcher::Lazy($m) => $body,
+        }
+    };
+}
+
+impl AnyMatcher {
+    pub fn grammar(&self) -> &Arc<CompiledGrammar> {
+        each!(self, m => m.grammar())
+    }
+
+    pub fn accept(&mut self, token: u32) -> Result<()> {
+        each!(self, m => m.accept(token))
+    }
+
+    pub fn accept_bytes(&mut self, bytes: &[u8]) -> Result<()> {
+        each!(self, m => m.accept_bytes(bytes))
+    }
+
+    pub fn fill_mask(&mut self, mask: &mut [u32]) -> Result<()> {
+        each!(self, m => m.fill_mask(mask))
+    }
+
+    pub fn rollback(&mut self, n: usize) -> Result<()> {
+        each!(self, m => m.rollback(n))
+    }
+
+    pub fn reset(&mut self) {
+        each!(self, m => m.reset())
+    }
+
+    pub fn num_tokens(&self) -> usize {
+        each!(self, m => m.num_tokens())
+    }
+
+    pub fn is_accepting(&self) -> bool {
+        each!(self, m => m.is_accepting())
+    }
+
+    pub fn is_terminated(&self) -> bool {
+        each!(self, m => m.is_terminated())
+    }
+
+    pub fn forced_tokens(&mut self, cap: usize) -> Result<Vec<u32>> {
+        each!(self, m => m.forced_tokens(cap))
+    }
+
+    pub fn memory(&self) -> usize {
+        each!(self, m => m.memory())
+    }
 }

@@ -65,7 +65,7 @@ mod unicode;
 use crate::error::{ErrorKind, Result};
 use crate::ir::Expr;
 
-pub use parser::{MAX_NESTING, MAX_PATTERN_LEN, MAX_REPEAT_PRODUCT};
+pub use parser::{Node, MAX_NESTING, MAX_PATTERN_LEN, MAX_REPEAT_PRODUCT};
 pub use translate::MAX_EXPR_SIZE;
 
 /// How a pattern relates to the whole string.
@@ -120,6 +120,20 @@ pub fn to_expr_with(pattern: &str, anchoring: Anchoring, options: RegexOptions) 
         Anchoring::Full => (Expr::Empty, Expr::Empty),
     };
     translate::translate(&node, prefix, suffix)
+}
+
+/// Parses a pattern in the ECMAScript dialect of C++'s `std::regex`
+/// (libstdc++), keeping its capturing groups and lazy quantifiers: the
+/// dialect of llama.cpp's lazy-grammar trigger patterns (see
+/// [`crate::trigger`]).
+pub fn parse_std_regex(pattern: &str) -> Result<Node> {
+    parser::parse(pattern, parser::Syntax::StdRegex)
+}
+
+/// The strings in which `node` matches somewhere (what `std::regex_search`
+/// and `RegExp.prototype.test` decide), as a regular IR expression.
+pub fn search_language(node: &Node) -> Result<Expr> {
+    translate::translate(node, expr::any_star(), expr::any_star())
 }
 
 /// The strings a JSON Schema `format` accepts, or `None` for formats that

@@ -9,6 +9,13 @@
 //!   (identity escapes of any character, lone `{ } ]`, legacy octal
 //!   escapes, `\c` without a letter, quantified lookaheads). Characters still
 //!   mean code points (see the module documentation of [`super`]).
+//! - [`Syntax::StdRegex`]: the ECMAScript dialect of C++'s `std::regex`
+//!   (libstdc++), in which llama.cpp writes its lazy-grammar trigger
+//!   patterns: the legacy grammar without lookbehinds, named groups,
+//!   `\p{...}` or `\u{...}`, with `.` excluding only `\n` and `\r`, `\s`
+//!   ASCII whitespace, POSIX classes such as `[[:alpha:]]` in brackets, and
+//!   capturing groups kept as [`Node::Group`] (the trigger start is the first
+//!   non-empty group).
 //!
 //! Offsets in error messages count code points from the start of the
 //! pattern, starting at 0.
@@ -22,10 +29,12 @@ use crate::ir::CharClass;
 pub enum Syntax {
     Unicode,
     Legacy,
+    StdRegex,
 }
 
-/// The parsed pattern. Capturing groups are plain sub-expressions: only
-/// their language matters here.
+/// The parsed pattern. Capturing groups are plain sub-expressions (only
+/// their language matters) except in [`Syntax::StdRegex`], which keeps them
+/// as [`Node::Group`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Node {
     Empty,
@@ -37,6 +46,9 @@ pub enum Node {
         node: Box<Node>,
         min: u32,
         max: Option<u32>,
+        /// `false` for a lazy quantifier (`*?`): the same language, another
+        /// match priority (only where a match is found depends on it).
+        greedy: bool,
         at: usize,
     },
     /// `^` (no `m` flag: start of the string).
@@ -59,6 +71,12 @@ pub enum Node {
         node: Box<Node>,
         at: usize,
     },
+    /// Capturing group number `index` (from 1, in the order of the opening
+    /// parentheses); only [`Syntax::StdRegex`] makes them.
+    Group {
+        index: u32,
+        node: Box<Node>,
+    },
 }
 
 impl Node {
@@ -67,8 +85,43 @@ impl Node {
         match self {
             Node::Look { .. } => true,
             Node::Seq(v) | Node::Alt(v) => v.iter().any(Node::has_look),
-            Node::Repeat { node, .. } => node.has_look(),
+            Node::Repeat { node, .. } | Node::Group { node, .. } => node.has_look(),
             _ => false,
+        }
+    }
+
+    /// The same pattern with its capturing groups as plain sub-expressions
+    /// (what the language translation expects).
+    pub fn without_groups(&self) -> Node {
+        match self {
+            Node::Group { node, .. } => node.without_groups(),
+            Node::Seq(v) => Node::Seq(v.iter().map(Node::without_groups).collect()),
+            Node::Alt(v) => Node::Alt(v.iter().map(Node::without_groups).collect()),
+            Node::Repeat {
+                node,
+                min,
+                max,
+                greedy,
+                at,
+            } => Node::Repeat {
+                node: Box::new(node.without_groups()),
+                min: *min,
+                max: *max,
+                greedy: *greedy,
+                at: *at,
+            },
+            Node::Look {
+                behind,
+                negated,
+                node,
+                at,
+            } => Node::Look {
+                behind: *behind,
+                negated: *negated,
+                node: Box::new(node.without_groups()),
+                at: *at,
+            },
+            other => other.clone(),
         }
     }
 }
@@ -105,8 +158,10 @@ pub fn parse(pattern: &str, syntax: Syntax) -> Result<Node> {
         c: chars,
         i: 0,
         unicode: syntax == Syntax::Unicode,
+        std_regex: syntax == Syntax::StdRegex,
         groups,
         names,
+        next_group: 0,
         depth: 0,
     };
     // Named groups switch Annex B's `\k` to a group reference.
@@ -130,7 +185,9 @@ pub fn parse(pattern: &str, syntax: Syntax) -> Result<Node> {
 /// [`MAX_REPEAT_PRODUCT`] (an unbounded repetition counts its minimum).
 fn check_repeat_product(node: &Node, outer: u64) -> Result<()> {
     match node {
-        Node::Repeat { node, min, max, at } => {
+        Node::Repeat {
+            node, min, max, at, ..
+        } => {
             let f = outer.saturating_mul(max.unwrap_or(*min).max(1) as u64);
             if f > MAX_REPEAT_PRODUCT {
                 return Err(Error::limit(format!(
@@ -141,7 +198,7 @@ fn check_repeat_product(node: &Node, outer: u64) -> Result<()> {
             check_repeat_product(node, f)
         }
         Node::Seq(v) | Node::Alt(v) => v.iter().try_for_each(|n| check_repeat_product(n, outer)),
-        Node::Look { node, .. } => check_repeat_product(node, outer),
+        Node::Look { node, .. } | Node::Group { node, .. } => check_repeat_product(node, outer),
         _ => Ok(()),
     }
 }
@@ -191,7 +248,11 @@ struct Parser {
     c: Vec<char>,
     i: usize,
     unicode: bool,
+    /// [`Syntax::StdRegex`] (implies the legacy grammar).
+    std_regex: bool,
     groups: u32,
+    /// Capturing groups opened so far ([`Syntax::StdRegex`] numbers them).
+    next_group: u32,
     names: Vec<(String, usize)>,
     depth: usize,
 }
@@ -305,6 +366,12 @@ impl Parser {
             None
         };
         if let Some((behind, negated, len)) = look {
+            if behind && self.std_regex {
+                return Err(syntax_err(
+                    at,
+                    "lookbehind '(?<=' / '(?<!' (std::regex's ECMAScript has none)",
+                ));
+            }
             self.i += len;
             self.enter()?;
             let body = self.disjunction()?;
@@ -326,7 +393,7 @@ impl Parser {
                         "nothing to repeat (a quantifier after a lookaround)",
                     ));
                 }
-                let (min, _max) = self.quantifier()?.expect("quantifier ahead");
+                let (min, _max, _greedy) = self.quantifier()?.expect("quantifier ahead");
                 // A zero-width assertion repeated: optional means always true.
                 return Ok(if min == 0 { Node::Empty } else { node });
             }
@@ -335,10 +402,11 @@ impl Parser {
         let atom = self.atom()?;
         Ok(match self.quantifier()? {
             None => atom,
-            Some((min, max)) => Node::Repeat {
+            Some((min, max, greedy)) => Node::Repeat {
                 node: Box::new(atom),
                 min,
                 max,
+                greedy,
                 at,
             },
         })
@@ -380,9 +448,9 @@ impl Parser {
         })
     }
 
-    /// Parses an optional quantifier (and its lazy `?`, which does not
-    /// change the language).
-    fn quantifier(&mut self) -> Result<Option<(u32, Option<u32>)>> {
+    /// Parses an optional quantifier: `(min, max, greedy)` (a lazy `?`
+    /// does not change the language, only the match priority).
+    fn quantifier(&mut self) -> Result<Option<(u32, Option<u32>, bool)>> {
         let at = self.i;
         let q = match self.peek() {
             Some('*') => {
@@ -436,9 +504,8 @@ impl Parser {
             },
             _ => return Ok(None),
         };
-        // Lazy quantifiers match the same strings.
-        self.eat('?');
-        Ok(Some(q))
+        let greedy = !self.eat('?');
+        Ok(Some((q.0, q.1, greedy)))
     }
 
     fn atom(&mut self) -> Result<Node> {
@@ -447,7 +514,12 @@ impl Parser {
         match ch {
             '.' => {
                 self.i += 1;
-                Ok(Node::Char(unicode::dot()))
+                Ok(Node::Char(if self.std_regex {
+                    // libstdc++: any character but '\n' and '\r'.
+                    CharClass::from_ranges([(0x0A, 0x0A), (0x0D, 0x0D)]).negate()
+                } else {
+                    unicode::dot()
+                }))
             }
             '(' => self.group(),
             '[' => {
@@ -487,9 +559,15 @@ impl Parser {
     fn group(&mut self) -> Result<Node> {
         let at = self.i;
         self.i += 1;
+        let mut capture = None;
         if self.eat('?') {
             if self.eat(':') {
                 // non-capturing
+            } else if self.std_regex {
+                return Err(syntax_err(
+                    at,
+                    "invalid group: std::regex's ECMAScript has only '(?:', '(?=' and '(?!'",
+                ));
             } else if self.eat('<') {
                 let start = self.i;
                 while let Some(c) = self.peek() {
@@ -511,6 +589,9 @@ impl Parser {
                      (inline flags are not ECMA-262)",
                 ));
             }
+        } else if self.std_regex {
+            self.next_group += 1;
+            capture = Some(self.next_group);
         }
         self.enter()?;
         let body = self.disjunction()?;
@@ -518,7 +599,13 @@ impl Parser {
         if !self.eat(')') {
             return Err(syntax_err(at, "unterminated group"));
         }
-        Ok(body)
+        Ok(match capture {
+            Some(index) => Node::Group {
+                index,
+                node: Box::new(body),
+            },
+            None => body,
+        })
     }
 
     fn atom_escape(&mut self) -> Result<Node> {
@@ -630,11 +717,22 @@ impl Parser {
             'D' => Ok(ClassAtom::Set(unicode::digit().negate())),
             'w' => Ok(ClassAtom::Set(unicode::word())),
             'W' => Ok(ClassAtom::Set(unicode::word().negate())),
-            's' => Ok(ClassAtom::Set(unicode::space())),
-            'S' => Ok(ClassAtom::Set(unicode::space().negate())),
+            's' | 'S' => {
+                // libstdc++ asks the C locale's isspace: ASCII whitespace.
+                let space = if self.std_regex {
+                    CharClass::from_ranges([(0x09, 0x0D), (0x20, 0x20)])
+                } else {
+                    unicode::space()
+                };
+                Ok(ClassAtom::Set(if ch == 'S' {
+                    space.negate()
+                } else {
+                    space
+                }))
+            }
             // Without `u`, JavaScript reads `\p{L}` as the letters `p{L}`;
             // the legacy fallback keeps the evident intent (a property).
-            'p' | 'P' if self.unicode || self.peek() == Some('{') => {
+            'p' | 'P' if self.unicode || (self.peek() == Some('{') && !self.std_regex) => {
                 if !self.eat('{') {
                     return Err(syntax_err(
                         at,
@@ -682,15 +780,21 @@ impl Parser {
                         self.i += 2;
                         Ok(ClassAtom::One(a * 16 + b))
                     }
-                    _ if self.unicode => {
+                    _ if self.unicode || self.std_regex => {
                         Err(syntax_err(at, "invalid escape '\\x': needs two hex digits"))
                     }
                     _ => one('x'),
                 }
             }
+            'u' if self.std_regex && self.peek() == Some('{') => Err(syntax_err(
+                at,
+                "invalid escape '\\u{': std::regex needs '\\u' and four hex digits",
+            )),
             'u' => match self.unicode_escape_body()? {
                 Some(v) => Ok(ClassAtom::One(v)),
-                None if self.unicode => Err(syntax_err(at, "invalid unicode escape")),
+                None if self.unicode || self.std_regex => {
+                    Err(syntax_err(at, "invalid unicode escape"))
+                }
                 None => one('u'),
             },
             _ if self.unicode => {
@@ -767,6 +871,12 @@ impl Parser {
                 break;
             }
             let a_at = self.i;
+            if self.std_regex && self.peek() == Some('[') {
+                if let Some(posix) = self.posix_class()? {
+                    set = set.union(&posix);
+                    continue;
+                }
+            }
             let a = self.class_atom()?;
             if self.peek() == Some('-') && self.peek_at(1).is_some() && self.peek_at(1) != Some(']')
             {
@@ -805,6 +915,52 @@ impl Parser {
         }
         let c = set.union(&CharClass::from_ranges(ranges));
         Ok(if negated { c.negate() } else { c })
+    }
+
+    /// std::regex: a POSIX class `[:name:]` inside brackets (the C
+    /// locale's ASCII sets); `None` when the `[` starts no such class.
+    /// Collating elements and equivalence classes (`[.x.]`, `[=x=]`) are
+    /// not supported.
+    fn posix_class(&mut self) -> Result<Option<CharClass>> {
+        let at = self.i;
+        match self.peek_at(1) {
+            Some(':') => {}
+            Some('.') | Some('=') => {
+                return Err(unsupported(
+                    at,
+                    "collating element or equivalence class in brackets",
+                ))
+            }
+            _ => return Ok(None),
+        }
+        let start = self.i + 2;
+        let mut end = start;
+        while matches!(self.c.get(end), Some(c) if c.is_ascii_alphabetic()) {
+            end += 1;
+        }
+        if self.c.get(end) != Some(&':') || self.c.get(end + 1) != Some(&']') {
+            return Err(syntax_err(at, "unterminated POSIX class '[:'"));
+        }
+        let name: String = self.c[start..end].iter().collect();
+        let r = |v: &[(u32, u32)]| CharClass::from_ranges(v.iter().copied());
+        let class = match name.as_str() {
+            "alnum" => r(&[(0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A)]),
+            "alpha" => r(&[(0x41, 0x5A), (0x61, 0x7A)]),
+            "blank" => r(&[(0x09, 0x09), (0x20, 0x20)]),
+            "cntrl" => r(&[(0x00, 0x1F), (0x7F, 0x7F)]),
+            "digit" | "d" => unicode::digit(),
+            "graph" => r(&[(0x21, 0x7E)]),
+            "lower" => r(&[(0x61, 0x7A)]),
+            "print" => r(&[(0x20, 0x7E)]),
+            "punct" => r(&[(0x21, 0x2F), (0x3A, 0x40), (0x5B, 0x60), (0x7B, 0x7E)]),
+            "space" | "s" => r(&[(0x09, 0x0D), (0x20, 0x20)]),
+            "upper" => r(&[(0x41, 0x5A)]),
+            "xdigit" => r(&[(0x30, 0x39), (0x41, 0x46), (0x61, 0x66)]),
+            "w" => unicode::word(),
+            _ => return Err(syntax_err(at, format!("unknown POSIX class '[:{name}:]'"))),
+        };
+        self.i = end + 2;
+        Ok(Some(class))
     }
 
     fn class_atom(&mut self) -> Result<ClassAtom> {

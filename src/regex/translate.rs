@@ -71,8 +71,10 @@ fn check_size(e: &Expr) -> Result<()> {
 
 /// The language of a whole parsed pattern: `prefix` and `suffix` are the
 /// languages around the match (`Σ*` for a search, `ε` for a full match).
+/// Capturing groups ([`Node::Group`]) are read as their contents.
 pub(crate) fn translate(node: &Node, prefix: Expr, suffix: Expr) -> Result<Expr> {
-    let p = lower(node)?;
+    let stripped = node.without_groups();
+    let p = lower(&stripped)?;
     let e = t(&p, prefix, suffix)?;
     check_size(&e)?;
     Ok(e)
@@ -116,6 +118,7 @@ fn dims_of(n: &Node, d: &mut Dims) {
         Node::Seq(v) | Node::Alt(v) => v.iter().for_each(|x| dims_of(x, d)),
         Node::Repeat { node, .. } | Node::Look { node, .. } => dims_of(node, d),
         Node::Empty | Node::Char(_) => {}
+        Node::Group { .. } => unreachable!("translate() strips groups"),
     }
 }
 
@@ -127,6 +130,7 @@ fn has_assert(n: &Node) -> bool {
         Node::Seq(v) | Node::Alt(v) => v.iter().any(has_assert),
         Node::Repeat { node, .. } => has_assert(node),
         Node::Empty | Node::Char(_) => false,
+        Node::Group { .. } => unreachable!("translate() strips groups"),
     }
 }
 
@@ -331,11 +335,13 @@ fn matrix(n: &Node, l: &Local) -> Result<Lang> {
             }
             Lang::M(out)
         }
-        Node::Repeat { node, min, max, at } => {
+        Node::Repeat {
+            node, min, max, at, ..
+        } => {
             let body = matrix(node, l)?;
             closure(&body, *min, *max, *at, l)?
         }
-        Node::Look { .. } | Node::Empty | Node::Char(_) => unreachable!(),
+        Node::Look { .. } | Node::Empty | Node::Char(_) | Node::Group { .. } => unreachable!(),
     };
     if size_of(&out) > MAX_EXPR_SIZE {
         return Err(too_large());
@@ -975,7 +981,9 @@ fn lower(n: &Node) -> Result<P> {
                 lower(node)?
             }
         }
-        Node::Repeat { node, min, max, at } => P::Rep {
+        Node::Repeat {
+            node, min, max, at, ..
+        } => P::Rep {
             body: Box::new(lower(node)?),
             min: *min,
             max: *max,
@@ -1002,6 +1010,7 @@ fn zero_width_node(n: &Node) -> bool {
         | Node::Look { .. } => true,
         Node::Seq(v) | Node::Alt(v) => v.iter().all(zero_width_node),
         Node::Repeat { node, .. } => zero_width_node(node),
+        Node::Group { .. } => unreachable!("translate() strips groups"),
     }
 }
 

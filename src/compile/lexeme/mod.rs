@@ -708,16 +708,23 @@ impl LexemeCache {
         if let Some(l) = self.map.lock().unwrap().get(expr) {
             return Ok(l.clone());
         }
-        let table = if has_boolean(expr) {
-            boolean::table_of(expr, limits, self)?
-        } else {
-            Arc::new(table_from_hir(&to_hir(expr), limits)?)
-        };
+        let table = self.table(expr, limits)?;
         let mut built = LexemeDfa::from_table(&table);
         built.counting = has_counting(expr);
         let built = Arc::new(built);
         let mut map = self.map.lock().unwrap();
         Ok(map.entry(expr.clone()).or_insert(built).clone())
+    }
+
+    /// The DFA table of any regular expression, intersections and
+    /// complements included (not interned: [`Self::get_or_build`] interns
+    /// the lexemes built from it).
+    pub fn table(&self, expr: &Expr, limits: &DfaLimits) -> Result<Arc<Table>> {
+        if has_boolean(expr) {
+            boolean::table_of(expr, limits, self)
+        } else {
+            Ok(Arc::new(table_from_hir(&to_hir(expr), limits)?))
+        }
     }
 
     /// The table of a regular part of a boolean expression, built once.

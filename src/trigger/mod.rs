@@ -1,0 +1,514 @@
+//! Triggers of lazy grammars: what llama.cpp's lazy grammar sampler
+//! (`llama_sampler_init_grammar_lazy_patterns`) waits for before it
+//! constrains the output.
+//!
+//! A lazy grammar lets the model write freely until a *trigger* fires, then
+//! constrains the rest (tool calls: free text until `<tool_call>`). A
+//! trigger is one of:
+//!
+//! - a **token** id: the grammar starts with that token (it is fed to the
+//!   grammar as the first token);
+//! - a **pattern** in the ECMAScript dialect of C++'s `std::regex`
+//!   (llama.cpp's; parsed by [`crate::regex::parse_std_regex`]), searched in
+//!   the whole output so far after every token, or matched against the whole
+//!   output first when the pattern starts with `^` and ends with `$`
+//!   (llama.cpp's `llama_grammar_trigger_pattern::find`); the grammar starts
+//!   at the pattern's first capturing group that matched a non-empty text,
+//!   or at the match's start;
+//! - a **word**: the pattern that escapes the word's special characters
+//!   (llama.cpp's `regex_escape`).
+//!
+//! Token triggers are checked before patterns, and patterns in their order;
+//! the first that fires wins.
+//!
+//! # Cost
+//!
+//! Each pattern's "somewhere in the output" language is one DFA over UTF-8
+//! bytes (built by the regex front end, lookaheads and anchors included), so
+//! deciding whether a token fires costs a DFA step per byte of the token,
+//! whatever the length of the output (llama.cpp runs `std::regex_search`
+//! over the whole output after every token). Where the match starts is
+//! found once, when a trigger fires, by [`backtrack`] over the output.
+//!
+//! # Text
+//!
+//! Patterns see the output as characters: the bytes are decoded as UTF-8
+//! (an invalid sequence reads as U+FFFD), and a character still incomplete
+//! at the end of a token is not seen until a later token completes it.
+//! `std::regex` on `char` reads bytes instead; the two differ only for
+//! patterns that split or count the bytes of a multi-byte character.
+
+pub mod backtrack;
+
+use std::sync::{Arc, Mutex};
+
+use crate::compile::lexeme::{DfaLimits, Table, DEAD};
+use crate::error::{Error, Result};
+use crate::hash::FastMap;
+use crate::vocab::Vocab;
+use backtrack::Program;
+
+/// The largest DFA one trigger pattern may have, in bytes of table.
+const MAX_TRIGGER_DFA_BYTES: usize = 8 << 20;
+
+/// Most fire sets (see [`Triggers::fire_set`]) kept per trigger list; the
+/// cache is emptied when full.
+const MAX_FIRE_SETS: usize = 256;
+
+/// One trigger as the host gives it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TriggerSpec {
+    /// A `std::regex` ECMAScript pattern.
+    Pattern(String),
+    /// Literal text: the pattern with `.^$|()*+?[]{}\` escaped.
+    Word(String),
+    /// A token id.
+    Token(u32),
+}
+
+/// llama.cpp's `regex_escape`: a backslash before each of `.^$|()*+?[]{}\`.
+pub fn escape_word(word: &str) -> String {
+    let mut out = String::with_capacity(word.len() + 8);
+    for c in word.chars() {
+        if ".^$|()*+?[]{}\\".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `(pattern, DFA state, decoder state)`: what a fire set depends on.
+type FireKey = (u32, u32, u64);
+
+/// A compiled text trigger.
+struct TextTrigger {
+    /// Its index in the host's list.
+    index: usize,
+    source: String,
+    /// Final exactly in the states reached by a text with a match.
+    dfa: Arc<Table>,
+    program: Program,
+    /// The most characters a match examines ([`Program::max_span`]).
+    span: Option<usize>,
+    /// `^...$`: `std::regex_match` on the whole text is tried first.
+    whole_first: bool,
+}
+
+/// Triggers compiled for one vocabulary: immutable (but for the fire-set
+/// cache behind a lock); shared by every lazy matcher that uses them.
+pub struct Triggers {
+    vocab: Arc<Vocab>,
+    texts: Vec<TextTrigger>,
+    /// `(token, index in the host's list)`, sorted.
+    tokens: Vec<(u32, usize)>,
+    len: usize,
+    /// Tokens whose text makes a pattern fire from a detector state, keyed
+    /// by `(pattern, DFA state, decoder state)`.
+    fire_sets: Mutex<FastMap<FireKey, Arc<[u32]>>>,
+}
+
+impl std::fmt::Debug for Triggers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Triggers")
+            .field(
+                "patterns",
+                &self.texts.iter().map(|t| &t.source).collect::<Vec<_>>(),
+            )
+            .field("tokens", &self.tokens)
+            .finish()
+    }
+}
+
+/// What fired: the trigger's index in the host's list, and the byte offset
+/// in the output where the grammar starts (a trigger token's own offset).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fired {
+    pub index: usize,
+    pub start: usize,
+}
+
+impl Triggers {
+    /// Compiles the triggers for `vocab`. Errors: a token id out of range
+    /// (invalid argument), a pattern `std::regex` rejects (parse), one
+    /// cgram cannot decide with an automaton (backreferences: unsupported),
+    /// limits.
+    pub fn new(vocab: &Arc<Vocab>, specs: &[TriggerSpec]) -> Result<Triggers> {
+        let mut texts = Vec::new();
+        let mut tokens = Vec::new();
+        let limits = DfaLimits {
+            max_bytes: MAX_TRIGGER_DFA_BYTES,
+        };
+        for (index, spec) in specs.iter().enumerate() {
+            let pattern = match spec {
+                TriggerSpec::Token(t) => {
+                    if *t as usize >= vocab.len() {
+                        return Err(Error::invalid(format!(
+                            "trigger {index}: token {t} is out of range (vocabulary of {} tokens)",
+                            vocab.len()
+                        )));
+                    }
+                    tokens.push((*t, index));
+                    continue;
+                }
+                TriggerSpec::Word(w) => {
+                    if w.is_empty() {
+                        return Err(Error::invalid(format!(
+                            "trigger {index}: the word is empty"
+                        )));
+                    }
+                    escape_word(w)
+                }
+                TriggerSpec::Pattern(p) => p.clone(),
+            };
+            let at = |e: Error| e.context(format!("trigger {index} ({pattern:?})"));
+            let node = crate::regex::parse_std_regex(&pattern).map_err(at)?;
+            let language = crate::regex::search_language(&node).map_err(at)?;
+            let dfa = vocab.lexemes.table(&language, &limits).map_err(at)?;
+            let program = Program::new(&node).map_err(at)?;
+            let whole_first = pattern.starts_with('^') && pattern.ends_with('$');
+            texts.push(TextTrigger {
+                index,
+                source: pattern,
+                dfa,
+                span: program.max_span(),
+                program,
+                whole_first,
+            });
+        }
+        tokens.sort_unstable();
+        Ok(Triggers {
+            vocab: vocab.clone(),
+            texts,
+            tokens,
+            len: specs.len(),
+            fire_sets: Mutex::new(FastMap::default()),
+        })
+    }
+
+    pub fn vocab(&self) -> &Arc<Vocab> {
+        &self.vocab
+    }
+
+    /// Number of triggers the host gave.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The host's index of the trigger token `token`, if it is one.
+    pub fn token_trigger(&self, token: u32) -> Option<usize> {
+        let k = self.tokens.partition_point(|&(t, _)| t < token);
+        self.tokens
+            .get(k)
+            .filter(|&&(t, _)| t == token)
+            .map(|&(_, i)| i)
+    }
+
+    /// The trigger tokens.
+    pub fn trigger_tokens(&self) -> impl Iterator<Item = u32> + '_ {
+        self.tokens.iter().map(|&(t, _)| t)
+    }
+
+    /// The detector at the start of the output.
+    pub fn detector(&self) -> Detector {
+        Detector {
+            states: vec![0; self.texts.len()],
+            decoder: Utf8Decoder::default(),
+        }
+    }
+
+    /// Reads `bytes`, which start at offset `base` of the output, into the
+    /// detector; `emit` gets each completed character and the offset in
+    /// the output where it starts (before `base` for a character that
+    /// earlier bytes began).
+    pub fn feed(
+        &self,
+        d: &mut Detector,
+        bytes: &[u8],
+        base: usize,
+        mut emit: impl FnMut(u32, usize),
+    ) {
+        for (k, &b) in bytes.iter().enumerate() {
+            let (out, n) = d.decoder.push(b, base + k);
+            for &(c, at) in &out[..n] {
+                self.step_char(&mut d.states, c);
+                emit(c, at);
+            }
+        }
+    }
+
+    fn step_char(&self, states: &mut [u32], c: u32) {
+        let mut buf = [0u8; 4];
+        let ch = char::from_u32(c).unwrap_or('\u{FFFD}');
+        let bytes = ch.encode_utf8(&mut buf).as_bytes();
+        for (t, s) in self.texts.iter().zip(states.iter_mut()) {
+            for &b in bytes {
+                if *s == DEAD {
+                    break;
+                }
+                *s = t.dfa.next(*s, b);
+            }
+        }
+    }
+
+    /// The first pattern (in the host's order) whose match is in the text
+    /// the detector has read: its position among the patterns.
+    pub fn fired_pattern(&self, d: &Detector) -> Option<usize> {
+        self.texts
+            .iter()
+            .zip(&d.states)
+            .position(|(t, &s)| s != DEAD && t.dfa.is_final[s as usize])
+    }
+
+    /// The host's index of pattern `k`.
+    pub fn pattern_index(&self, k: usize) -> usize {
+        self.texts[k].index
+    }
+
+    /// The source of pattern `k` (a word's escaped form).
+    pub fn pattern_source(&self, k: usize) -> &str {
+        &self.texts[k].source
+    }
+
+    /// Where the grammar starts in `text` (characters) for pattern `k`,
+    /// which the detector says matches it: a character position. The text
+    /// before `known` (a character count) held no match: only matches that
+    /// reach past it are looked for, from as far back as the pattern can
+    /// reach (the whole text for patterns of unbounded length).
+    pub fn grammar_start(&self, k: usize, text: &[u32], known: usize) -> Result<usize> {
+        let t = &self.texts[k];
+        let from = match t.span {
+            Some(span) => known.saturating_sub(span),
+            None => 0,
+        };
+        let mut found = None;
+        // A match of the whole text: impossible once the text is longer
+        // than any match.
+        if t.whole_first && t.span.is_none_or(|span| text.len() <= span) {
+            found = t.program.find(text, true)?;
+        }
+        if found.is_none() {
+            found = t.program.find_from(text, from, false)?;
+        }
+        found.map(|f| f.grammar_start()).ok_or_else(|| {
+            Error::new(
+                crate::error::ErrorKind::Internal,
+                format!(
+                    "trigger pattern {:?}: the automaton found a match the search does not",
+                    t.source
+                ),
+            )
+        })
+    }
+
+    /// How many characters back from the end the search for pattern `k`'s
+    /// start reads, for a text of `len` characters of which the first
+    /// `known` held no match.
+    pub fn search_window(&self, k: usize, len: usize, known: usize) -> usize {
+        match self.texts[k].span {
+            Some(span) => len - known.saturating_sub(span),
+            None => len,
+        }
+    }
+
+    /// Number of patterns.
+    pub fn num_patterns(&self) -> usize {
+        self.texts.len()
+    }
+
+    /// The tokens (end-of-sequence ones excepted) whose text makes
+    /// pattern `k` match when read by a detector in this state: a
+    /// superset of the tokens that fire a trigger from there. Computed
+    /// once per state and kept.
+    pub fn fire_set(&self, k: usize, d: &Detector) -> Arc<[u32]> {
+        let key = (k as u32, d.states[k], d.decoder.key());
+        if let Some(s) = self.fire_sets.lock().unwrap().get(&key) {
+            return s.clone();
+        }
+        let t = &self.texts[k];
+        let mut out = Vec::new();
+        if d.states[k] != DEAD {
+            let vocab = &self.vocab;
+            for id in 0..vocab.len() as u32 {
+                if vocab.is_eos(id) {
+                    continue;
+                }
+                let mut s = d.states[k];
+                let mut dec = d.decoder;
+                let mut buf = [0u8; 4];
+                for &b in vocab.token_bytes(id) {
+                    let (chars, n) = dec.push(b, 0);
+                    for &(c, _) in &chars[..n] {
+                        let ch = char::from_u32(c).unwrap_or('\u{FFFD}');
+                        for &x in ch.encode_utf8(&mut buf).as_bytes() {
+                            if s != DEAD {
+                                s = t.dfa.next(s, x);
+                            }
+                        }
+                    }
+                    if s == DEAD {
+                        break;
+                    }
+                }
+                if s != DEAD && t.dfa.is_final[s as usize] {
+                    out.push(id);
+                }
+            }
+        }
+        let set: Arc<[u32]> = out.into();
+        let mut cache = self.fire_sets.lock().unwrap();
+        if cache.len() >= MAX_FIRE_SETS {
+            cache.clear();
+        }
+        cache.insert(key, set.clone());
+        set
+    }
+}
+
+/// Where a detector is in the output: each pattern's DFA state and the
+/// UTF-8 decoder's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Detector {
+    states: Vec<u32>,
+    decoder: Utf8Decoder,
+}
+
+/// An incremental UTF-8 decoder that reads an invalid sequence as U+FFFD
+/// (one per maximal invalid subpart, as `String::from_utf8_lossy`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Utf8Decoder {
+    /// Continuation bytes still needed.
+    need: u8,
+    /// Bytes read of the current sequence.
+    seen: u8,
+    /// Bounds of the next continuation byte.
+    lo: u8,
+    hi: u8,
+    acc: u32,
+    /// Offset of the sequence's first byte.
+    start: usize,
+}
+
+impl Utf8Decoder {
+    /// A key for caches: the whole state but the offset.
+    fn key(&self) -> u64 {
+        (self.need as u64)
+            | (self.seen as u64) << 8
+            | (self.lo as u64) << 16
+            | (self.hi as u64) << 24
+            | (self.acc as u64) << 32
+    }
+
+    /// Nothing pending (the last byte ended a character).
+    pub fn at_boundary(&self) -> bool {
+        self.need == 0
+    }
+
+    /// Reads byte `b` at offset `at`; returns the characters it completes
+    /// (at most two: U+FFFD for a broken sequence, then `b` itself) with
+    /// the offsets where they start.
+    pub fn push(&mut self, b: u8, at: usize) -> ([(u32, usize); 2], usize) {
+        let mut out = [(0, 0); 2];
+        let mut n = 0;
+        if self.need > 0 {
+            if (self.lo..=self.hi).contains(&b) {
+                self.acc = self.acc << 6 | (b & 0x3F) as u32;
+                self.need -= 1;
+                self.seen += 1;
+                self.lo = 0x80;
+                self.hi = 0xBF;
+                if self.need == 0 {
+                    out[0] = (self.acc, self.start);
+                    return (out, 1);
+                }
+                return (out, 0);
+            }
+            out[0] = (0xFFFD, self.start);
+            n = 1;
+            self.need = 0;
+        }
+        let (need, lo, hi, acc) = match b {
+            0x00..=0x7F => {
+                out[n] = (b as u32, at);
+                return (out, n + 1);
+            }
+            0xC2..=0xDF => (1, 0x80, 0xBF, (b & 0x1F) as u32),
+            0xE0 => (2, 0xA0, 0xBF, 0),
+            0xE1..=0xEC | 0xEE..=0xEF => (2, 0x80, 0xBF, (b & 0x0F) as u32),
+            0xED => (2, 0x80, 0x9F, 0x0D),
+            0xF0 => (3, 0x90, 0xBF, 0),
+            0xF1..=0xF3 => (3, 0x80, 0xBF, (b & 0x07) as u32),
+            0xF4 => (3, 0x80, 0x8F, 4),
+            _ => {
+                out[n] = (0xFFFD, at);
+                return (out, n + 1);
+            }
+        };
+        *self = Utf8Decoder {
+            need,
+            seen: 1,
+            lo,
+            hi,
+            acc,
+            start: at,
+        };
+        (out, n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode(bytes: &[u8]) -> Vec<(u32, usize)> {
+        let mut d = Utf8Decoder::default();
+        let mut out = Vec::new();
+        for (k, &b) in bytes.iter().enumerate() {
+            let (c, n) = d.push(b, k);
+            out.extend_from_slice(&c[..n]);
+        }
+        out
+    }
+
+    #[test]
+    fn decoder_is_lossy_like_std() {
+        let cases: &[&[u8]] = &[
+            b"abc",
+            "é😀x".as_bytes(),
+            b"\xE2\x82",
+            b"\xE2\x82x",
+            b"\xFFa\xC0\x80",
+            b"\xED\xA0\x80",
+            b"\xF4\x90\x80\x80",
+            b"\xF0\x9F\x98",
+        ];
+        for bytes in cases {
+            let got: String = decode(bytes)
+                .iter()
+                .map(|&(c, _)| char::from_u32(c).unwrap())
+                .collect();
+            let mut want = String::from_utf8_lossy(bytes).into_owned();
+            // A sequence still incomplete at the end is not a character yet.
+            if bytes.ends_with(b"\xE2\x82") || bytes.ends_with(b"\xF0\x9F\x98") {
+                want.pop();
+            }
+            assert_eq!(got, want, "{bytes:?}");
+        }
+        assert_eq!(decode("aé".as_bytes()), vec![(0x61, 0), (0xE9, 1)]);
+    }
+
+    #[test]
+    fn words_are_escaped_as_llama_cpp_does() {
+        assert_eq!(escape_word("<tool_call>"), "<tool_call>");
+        assert_eq!(escape_word("[TOOL_CALLS]"), "\\[TOOL_CALLS\\]");
+        assert_eq!(
+            escape_word("{\"type\": \"function\","),
+            "\\{\"type\": \"function\","
+        );
+        assert_eq!(escape_word("a.b|c\\"), "a\\.b\\|c\\\\");
+    }
+}
