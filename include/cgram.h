@@ -178,6 +178,13 @@
 typedef struct cg_grammar cg_grammar;
 
 /**
+ * A cache of compiled grammars and triggers, for hosts that compile the
+ * same sources again and again (a server that builds a sampler for every
+ * request). Thread-safe: share one across threads.
+ */
+typedef struct cg_grammar_cache cg_grammar_cache;
+
+/**
  * The state of one sequence being generated. Not thread-safe: use one
  * matcher from one thread at a time (different matchers, even of the same
  * grammar, may run on different threads at once).
@@ -260,6 +267,41 @@ typedef struct cg_trigger {
      */
     int32_t token;
 } cg_trigger;
+
+/**
+ * What a grammar cache did so far (`cg_grammar_cache_stats`).
+ */
+typedef struct cg_grammar_cache_stats {
+    /**
+     * `sizeof(cg_grammar_cache_stats)` as the caller knows it: set it
+     * before the call; only the fields that fit are written.
+     */
+    uint32_t struct_size;
+    /**
+     * Lookups that found their grammar or triggers.
+     */
+    uint64_t hits;
+    /**
+     * Lookups that compiled.
+     */
+    uint64_t misses;
+    /**
+     * Entries dropped to stay within the budget.
+     */
+    uint64_t evictions;
+    /**
+     * Entries kept now.
+     */
+    uint64_t entries;
+    /**
+     * Their approximate size in bytes.
+     */
+    uint64_t bytes;
+    /**
+     * The budget in bytes.
+     */
+    uint64_t budget;
+} cg_grammar_cache_stats;
 
 #ifdef __cplusplus
 extern "C" {
@@ -429,6 +471,67 @@ size_t cg_mask_words(const struct cg_grammar *grammar);
  * no-op. Each grammar must be freed exactly once.
  */
 void cg_free(struct cg_grammar *grammar);
+
+/**
+ * A new grammar cache that keeps at most `budget_bytes` bytes of compiled
+ * grammars and triggers (0: the default, 256 MiB), evicting the least
+ * recently used past it. An entry's size is measured when it is added.
+ * Free it with `cg_grammar_cache_free`. Thread-safe.
+ */
+struct cg_grammar_cache *cg_grammar_cache_new(size_t budget_bytes);
+
+/**
+ * `cg_compile` through the cache: the grammar compiled earlier from the
+ * same vocabulary, source, kind, flags, `json_max_whitespace` and root,
+ * or a new one (kept in the cache if it fits its budget). Limits in
+ * `options` apply to a compilation, not to a lookup. Returns a new
+ * reference that the caller frees with `cg_free` (the cache keeps its
+ * own), or NULL on error as `cg_compile` (failures are not cached).
+ * Thread-safe.
+ */
+struct cg_grammar *cg_grammar_cache_compile(const struct cg_grammar_cache *cache,
+                                            const struct cg_vocab *vocab,
+                                            const char *source,
+                                            size_t source_len,
+                                            const struct cg_compile_options *options);
+
+/**
+ * `cg_triggers_new` through the cache: the triggers compiled earlier from
+ * the same vocabulary and list, or new ones. Cached triggers also keep
+ * what their matchers learnt (which tokens can fire from where). Returns
+ * a new reference that the caller frees with `cg_triggers_free`, or NULL
+ * on error as `cg_triggers_new`. Thread-safe.
+ */
+struct cg_triggers *cg_grammar_cache_triggers(const struct cg_grammar_cache *cache,
+                                              const struct cg_vocab *vocab,
+                                              const struct cg_trigger *triggers,
+                                              size_t n);
+
+/**
+ * Changes the cache's budget (0: the default), evicting what no longer
+ * fits. NULL is a no-op (and sets `cg_last_error`). Thread-safe.
+ */
+void cg_grammar_cache_set_budget(const struct cg_grammar_cache *cache, size_t budget_bytes);
+
+/**
+ * Fills `*stats` (whose `struct_size` the caller sets) with the cache's
+ * counters. Returns `CG_OK`, or `CG_ERR_INVALID_ARGUMENT` for NULL
+ * pointers or a `struct_size` smaller than its first field. Thread-safe.
+ */
+int cg_grammar_cache_stats(const struct cg_grammar_cache *cache,
+                           struct cg_grammar_cache_stats *stats);
+
+/**
+ * Drops every entry of the cache (grammars and triggers in use stay alive
+ * with their users). NULL is a no-op. Thread-safe.
+ */
+void cg_grammar_cache_clear(const struct cg_grammar_cache *cache);
+
+/**
+ * Frees a grammar cache (grammars and triggers in use stay alive with
+ * their users). NULL is a no-op.
+ */
+void cg_grammar_cache_free(struct cg_grammar_cache *cache);
 
 /**
  * A new matcher at the start of the grammar, for one sequence. The caller

@@ -28,6 +28,7 @@ use crate::compile::{
     FLAG_GBNF_ALLOW_LEFT_RECURSION, FLAG_JSON_COMPACT, FLAG_JSON_NO_EXTRA_PROPERTIES,
 };
 use crate::error::{Error, ErrorKind, Result};
+use crate::grammar_cache::{self, GrammarCache};
 use crate::matcher::{AnyMatcher, LazyMatcher, Matcher};
 use crate::trigger::{TriggerSpec, Triggers};
 use crate::vocab::{Vocab, MAX_VOCAB_SIZE};
@@ -264,6 +265,10 @@ unsafe fn vocab_ref<'a>(p: *const cg_vocab) -> Result<&'a Arc<Vocab>> {
 
 unsafe fn grammar_ref<'a>(p: *const cg_grammar) -> Result<&'a Arc<CompiledGrammar>> {
     p.as_ref().map(|g| &g.inner).ok_or_else(|| null("grammar"))
+}
+
+unsafe fn cache_ref<'a>(p: *const cg_grammar_cache) -> Result<&'a GrammarCache> {
+    p.as_ref().map(|c| &c.inner).ok_or_else(|| null("cache"))
 }
 
 unsafe fn matcher_ref<'a>(p: *const cg_matcher) -> Result<&'a AnyMatcher> {
@@ -761,12 +766,22 @@ pub unsafe extern "C" fn cg_compile(
 ) -> *mut cg_grammar {
     guard_ptr("cg_compile", || {
         let vocab = vocab_ref(vocab)?;
-        let options = read_options(options)?;
-        let source = bytes_arg(source.cast(), source_len, "source")?;
-        std::str::from_utf8(source).map_err(|e| utf8_error("source", e))?;
+        let (source, options) = compile_args(source, source_len, options)?;
         let grammar = compile::compile(vocab, source, &options)?;
         Ok(into_handle(cg_grammar { inner: grammar }))
     })
+}
+
+/// `cg_compile`'s source and options, checked.
+unsafe fn compile_args<'a>(
+    source: *const c_char,
+    source_len: usize,
+    options: *const cg_compile_options,
+) -> Result<(&'a [u8], CompileOptions)> {
+    let options = read_options(options)?;
+    let source = bytes_arg(source.cast(), source_len, "source")?;
+    std::str::from_utf8(source).map_err(|e| utf8_error("source", e))?;
+    Ok((source, options))
 }
 
 /// The size of the vocabulary the grammar was compiled for, or 0 if
@@ -797,6 +812,187 @@ pub unsafe extern "C" fn cg_mask_words(grammar: *const cg_grammar) -> usize {
 #[no_mangle]
 pub unsafe extern "C" fn cg_free(grammar: *mut cg_grammar) {
     free_handle("cg_free", grammar)
+}
+
+// ---------------------------------------------------------------------------
+// The grammar cache.
+
+/// A cache of compiled grammars and triggers, for hosts that compile the
+/// same sources again and again (a server that builds a sampler for every
+/// request). Thread-safe: share one across threads.
+pub struct cg_grammar_cache {
+    inner: GrammarCache,
+}
+
+/// What a grammar cache did so far (`cg_grammar_cache_stats`).
+#[repr(C)]
+pub struct cg_grammar_cache_stats {
+    /// `sizeof(cg_grammar_cache_stats)` as the caller knows it: set it
+    /// before the call; only the fields that fit are written.
+    pub struct_size: u32,
+    /// Lookups that found their grammar or triggers.
+    pub hits: u64,
+    /// Lookups that compiled.
+    pub misses: u64,
+    /// Entries dropped to stay within the budget.
+    pub evictions: u64,
+    /// Entries kept now.
+    pub entries: u64,
+    /// Their approximate size in bytes.
+    pub bytes: u64,
+    /// The budget in bytes.
+    pub budget: u64,
+}
+
+/// A new grammar cache that keeps at most `budget_bytes` bytes of compiled
+/// grammars and triggers (0: the default, 256 MiB), evicting the least
+/// recently used past it. An entry's size is measured when it is added.
+/// Free it with `cg_grammar_cache_free`. Thread-safe.
+#[no_mangle]
+pub extern "C" fn cg_grammar_cache_new(budget_bytes: usize) -> *mut cg_grammar_cache {
+    guard_ptr("cg_grammar_cache_new", || {
+        let budget = if budget_bytes == 0 {
+            grammar_cache::DEFAULT_BUDGET
+        } else {
+            budget_bytes
+        };
+        Ok(into_handle(cg_grammar_cache {
+            inner: GrammarCache::new(budget),
+        }))
+    })
+}
+
+/// `cg_compile` through the cache: the grammar compiled earlier from the
+/// same vocabulary, source, kind, flags, `json_max_whitespace` and root,
+/// or a new one (kept in the cache if it fits its budget). Limits in
+/// `options` apply to a compilation, not to a lookup. Returns a new
+/// reference that the caller frees with `cg_free` (the cache keeps its
+/// own), or NULL on error as `cg_compile` (failures are not cached).
+/// Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn cg_grammar_cache_compile(
+    cache: *const cg_grammar_cache,
+    vocab: *const cg_vocab,
+    source: *const c_char,
+    source_len: usize,
+    options: *const cg_compile_options,
+) -> *mut cg_grammar {
+    guard_ptr("cg_grammar_cache_compile", || {
+        let cache = cache_ref(cache)?;
+        let vocab = vocab_ref(vocab)?;
+        let (source, options) = compile_args(source, source_len, options)?;
+        let grammar = cache.grammar(vocab, source, &options)?;
+        Ok(into_handle(cg_grammar { inner: grammar }))
+    })
+}
+
+/// `cg_triggers_new` through the cache: the triggers compiled earlier from
+/// the same vocabulary and list, or new ones. Cached triggers also keep
+/// what their matchers learnt (which tokens can fire from where). Returns
+/// a new reference that the caller frees with `cg_triggers_free`, or NULL
+/// on error as `cg_triggers_new`. Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn cg_grammar_cache_triggers(
+    cache: *const cg_grammar_cache,
+    vocab: *const cg_vocab,
+    triggers: *const cg_trigger,
+    n: usize,
+) -> *mut cg_triggers {
+    guard_ptr("cg_grammar_cache_triggers", || {
+        let cache = cache_ref(cache)?;
+        let vocab = vocab_ref(vocab)?;
+        let specs = trigger_specs(vocab, triggers, n)?;
+        Ok(into_handle(cg_triggers {
+            inner: cache.triggers(vocab, &specs)?,
+        }))
+    })
+}
+
+/// Changes the cache's budget (0: the default), evicting what no longer
+/// fits. NULL is a no-op (and sets `cg_last_error`). Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn cg_grammar_cache_set_budget(
+    cache: *const cg_grammar_cache,
+    budget_bytes: usize,
+) {
+    guard(
+        "cg_grammar_cache_set_budget",
+        |_| (),
+        || {
+            let budget = if budget_bytes == 0 {
+                grammar_cache::DEFAULT_BUDGET
+            } else {
+                budget_bytes
+            };
+            cache_ref(cache)?.set_budget(budget);
+            Ok(())
+        },
+    )
+}
+
+/// Fills `*stats` (whose `struct_size` the caller sets) with the cache's
+/// counters. Returns `CG_OK`, or `CG_ERR_INVALID_ARGUMENT` for NULL
+/// pointers or a `struct_size` smaller than its first field. Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn cg_grammar_cache_stats(
+    cache: *const cg_grammar_cache,
+    stats: *mut cg_grammar_cache_stats,
+) -> c_int {
+    guard_int("cg_grammar_cache_stats", || {
+        let s = cache_ref(cache)?.stats();
+        if stats.is_null() {
+            return Err(null("stats"));
+        }
+        let size = ptr::read_unaligned(stats.cast::<u32>()) as usize;
+        if size < size_of::<u32>() {
+            return Err(Error::invalid(format!(
+                "stats->struct_size is {size}; set it to sizeof(cg_grammar_cache_stats)"
+            )));
+        }
+        // Only the fields that fit in the caller's struct are written.
+        let fields = [
+            (offset_of!(cg_grammar_cache_stats, hits), s.hits),
+            (offset_of!(cg_grammar_cache_stats, misses), s.misses),
+            (offset_of!(cg_grammar_cache_stats, evictions), s.evictions),
+            (
+                offset_of!(cg_grammar_cache_stats, entries),
+                s.entries as u64,
+            ),
+            (offset_of!(cg_grammar_cache_stats, bytes), s.bytes as u64),
+            (offset_of!(cg_grammar_cache_stats, budget), s.budget as u64),
+        ];
+        for (off, value) in fields {
+            if off + size_of::<u64>() <= size {
+                stats
+                    .cast::<u8>()
+                    .add(off)
+                    .cast::<u64>()
+                    .write_unaligned(value);
+            }
+        }
+        Ok(CG_OK)
+    })
+}
+
+/// Drops every entry of the cache (grammars and triggers in use stay alive
+/// with their users). NULL is a no-op. Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn cg_grammar_cache_clear(cache: *const cg_grammar_cache) {
+    guard(
+        "cg_grammar_cache_clear",
+        |_| (),
+        || {
+            cache_ref(cache)?.clear();
+            Ok(())
+        },
+    )
+}
+
+/// Frees a grammar cache (grammars and triggers in use stay alive with
+/// their users). NULL is a no-op.
+#[no_mangle]
+pub unsafe extern "C" fn cg_grammar_cache_free(cache: *mut cg_grammar_cache) {
+    free_handle("cg_grammar_cache_free", cache)
 }
 
 // ---------------------------------------------------------------------------
@@ -844,37 +1040,47 @@ pub unsafe extern "C" fn cg_triggers_new(
 ) -> *mut cg_triggers {
     guard_ptr("cg_triggers_new", || {
         let vocab = vocab_ref(vocab)?;
-        let list = array_arg(triggers, n, "triggers")?;
-        let mut specs = Vec::with_capacity(n);
-        for (i, t) in list.iter().enumerate() {
-            let text = || -> Result<String> {
-                if t.text.is_null() {
-                    return Err(Error::invalid(format!("triggers[{i}].text is NULL")));
-                }
-                let s = CStr::from_ptr(t.text)
-                    .to_str()
-                    .map_err(|e| utf8_error(&format!("triggers[{i}].text"), e))?;
-                Ok(s.to_string())
-            };
-            specs.push(match t.kind {
-                CG_TRIGGER_PATTERN => TriggerSpec::Pattern(text()?),
-                CG_TRIGGER_WORD => TriggerSpec::Word(text()?),
-                CG_TRIGGER_TOKEN => TriggerSpec::Token(token_arg(
-                    t.token,
-                    vocab.len(),
-                    &format!("triggers[{i}].token"),
-                )?),
-                k => {
-                    return Err(Error::invalid(format!(
-                        "triggers[{i}].kind {k} is not a CG_TRIGGER_* value"
-                    )))
-                }
-            });
-        }
+        let specs = trigger_specs(vocab, triggers, n)?;
         Ok(into_handle(cg_triggers {
             inner: Arc::new(Triggers::new(vocab, &specs)?),
         }))
     })
+}
+
+/// The host's trigger list, checked.
+unsafe fn trigger_specs(
+    vocab: &Vocab,
+    triggers: *const cg_trigger,
+    n: usize,
+) -> Result<Vec<TriggerSpec>> {
+    let list = array_arg(triggers, n, "triggers")?;
+    let mut specs = Vec::with_capacity(n);
+    for (i, t) in list.iter().enumerate() {
+        let text = || -> Result<String> {
+            if t.text.is_null() {
+                return Err(Error::invalid(format!("triggers[{i}].text is NULL")));
+            }
+            let s = CStr::from_ptr(t.text)
+                .to_str()
+                .map_err(|e| utf8_error(&format!("triggers[{i}].text"), e))?;
+            Ok(s.to_string())
+        };
+        specs.push(match t.kind {
+            CG_TRIGGER_PATTERN => TriggerSpec::Pattern(text()?),
+            CG_TRIGGER_WORD => TriggerSpec::Word(text()?),
+            CG_TRIGGER_TOKEN => TriggerSpec::Token(token_arg(
+                t.token,
+                vocab.len(),
+                &format!("triggers[{i}].token"),
+            )?),
+            k => {
+                return Err(Error::invalid(format!(
+                    "triggers[{i}].kind {k} is not a CG_TRIGGER_* value"
+                )))
+            }
+        });
+    }
+    Ok(specs)
 }
 
 /// Releases triggers. Lazy matchers made with them keep their own

@@ -9,6 +9,7 @@ pub mod compile;
 pub mod error;
 pub mod ffi;
 pub mod gbnf;
+pub mod grammar_cache;
 pub(crate) mod hash;
 pub mod ir;
 pub mod json_schema;

@@ -773,3 +773,80 @@ fn engine_llama3_tokenizer_json() {
         cg_vocab_free(v);
     }
 }
+
+#[test]
+fn engine_grammar_cache() {
+    let v = tiny();
+    unsafe {
+        let cache = cg_grammar_cache_new(0);
+        assert!(!cache.is_null());
+        let stats = |c: *const cg_grammar_cache| {
+            let mut s: cg_grammar_cache_stats = std::mem::zeroed();
+            s.struct_size = std::mem::size_of::<cg_grammar_cache_stats>() as u32;
+            assert_eq!(cg_grammar_cache_stats(c, &mut s), CG_OK);
+            s
+        };
+        assert_eq!(stats(cache).budget, 256 << 20);
+        let src = A_PLUS_B;
+        let g1 = cg_grammar_cache_compile(cache, v, src.as_ptr().cast(), src.len(), null());
+        let g2 = cg_grammar_cache_compile(cache, v, src.as_ptr().cast(), src.len(), null());
+        assert!(!g1.is_null() && !g2.is_null());
+        let s = stats(cache);
+        assert_eq!((s.hits, s.misses, s.entries), (1, 1, 1));
+        assert!(s.bytes > 0);
+        // Each handle is the caller's; the cached grammar works through both.
+        cg_free(g1);
+        let m = cg_matcher_new(g2);
+        assert_eq!(allowed(m), vec![A, AB]);
+        cg_matcher_free(m);
+        cg_free(g2);
+        // Another kind of the same text is another entry; errors are those
+        // of cg_compile and are not cached.
+        let mut o = std::mem::zeroed::<cg_compile_options>();
+        cg_compile_options_init(&mut o);
+        o.kind = CG_KIND_REGEX;
+        let re = "a+b?";
+        let g3 = cg_grammar_cache_compile(cache, v, re.as_ptr().cast(), re.len(), &o);
+        assert!(!g3.is_null(), "{}", last_error());
+        cg_free(g3);
+        let bad = "root ::= (";
+        let g4 = cg_grammar_cache_compile(cache, v, bad.as_ptr().cast(), bad.len(), null());
+        assert!(g4.is_null());
+        assert_eq!(cg_last_error_code(), CG_ERR_PARSE);
+        assert_error("cg_grammar_cache_compile", &[]);
+        assert_eq!(stats(cache).entries, 2);
+        // Triggers too.
+        let word = c"ab";
+        let list = [cg_trigger {
+            kind: CG_TRIGGER_WORD,
+            text: word.as_ptr(),
+            token: 0,
+        }];
+        let t1 = cg_grammar_cache_triggers(cache, v, list.as_ptr(), 1);
+        let t2 = cg_grammar_cache_triggers(cache, v, list.as_ptr(), 1);
+        assert!(!t1.is_null() && !t2.is_null());
+        assert_eq!(stats(cache).entries, 3);
+        cg_triggers_free(t1);
+        cg_triggers_free(t2);
+        // A budget of one byte keeps nothing.
+        cg_grammar_cache_set_budget(cache, 1);
+        let s = stats(cache);
+        assert_eq!((s.entries, s.bytes, s.evictions), (0, 0, 3));
+        // An older caller's smaller struct gets only its fields.
+        let mut small = [0u64; 2];
+        small[0] = 16; // struct_size = 16: struct_size and hits
+        assert_eq!(
+            cg_grammar_cache_stats(cache, small.as_mut_ptr().cast()),
+            CG_OK
+        );
+        assert_eq!(small[1], 2);
+        let mut zero: cg_grammar_cache_stats = std::mem::zeroed();
+        assert_eq!(
+            cg_grammar_cache_stats(cache, &mut zero),
+            CG_ERR_INVALID_ARGUMENT
+        );
+        cg_grammar_cache_clear(cache);
+        cg_grammar_cache_free(cache);
+        cg_vocab_free(v);
+    }
+}

@@ -428,6 +428,19 @@ impl Program {
         Ok(None)
     }
 
+    /// Approximate heap bytes.
+    pub fn memory(&self) -> usize {
+        self.codes
+            .iter()
+            .map(|c| c.insts.len() * std::mem::size_of::<Inst>())
+            .sum::<usize>()
+            + self
+                .classes
+                .iter()
+                .map(|c| c.ranges().len() * 8 + 32)
+                .sum::<usize>()
+    }
+
     /// The most characters a match examines from its start (its own and
     /// those its lookaheads read), or `None` when unbounded.
     pub fn max_span(&self) -> Option<usize> {

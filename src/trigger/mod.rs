@@ -56,7 +56,7 @@ const MAX_TRIGGER_DFA_BYTES: usize = 8 << 20;
 const MAX_FIRE_SETS: usize = 256;
 
 /// One trigger as the host gives it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum TriggerSpec {
     /// A `std::regex` ECMAScript pattern.
     Pattern(String),
@@ -188,6 +188,24 @@ impl Triggers {
 
     pub fn vocab(&self) -> &Arc<Vocab> {
         &self.vocab
+    }
+
+    /// Approximate heap bytes of the automata (fire sets come on top, at
+    /// most [`MAX_FIRE_SETS`] of them).
+    pub fn memory(&self) -> usize {
+        std::mem::size_of::<Self>()
+            + self
+                .texts
+                .iter()
+                .map(|t| {
+                    std::mem::size_of::<TextTrigger>()
+                        + t.source.len()
+                        + t.dfa.trans.len() * 4
+                        + t.dfa.is_final.len()
+                        + t.program.memory()
+                })
+                .sum::<usize>()
+            + self.tokens.len() * 16
     }
 
     /// Number of triggers the host gave.

@@ -1,0 +1,302 @@
+//! A cache of compiled grammars and triggers, for hosts that compile the
+//! same sources again and again (llama-server builds a sampler, and so a
+//! grammar, for every request; tool-call grammars repeat request after
+//! request).
+//!
+//! Entries are keyed by everything that decides the result: the vocabulary
+//! (its identity: an entry keeps it alive), the source text, the kind,
+//! flags, whitespace bound and start rule for grammars, the list for
+//! triggers. Compile limits are not part of the key: a grammar that
+//! compiled within one limit is the same grammar under another. Failures
+//! are not cached.
+//!
+//! The cache holds at most a byte budget of entries, measured by
+//! [`CompiledGrammar::memory`] and [`Triggers::memory`] when they are added
+//! (token sets computed later for a grammar are not counted), and evicts
+//! the least recently used entries past it. An entry larger than the whole
+//! budget is returned without being kept.
+
+use std::sync::{Arc, Mutex};
+
+use crate::compile::{self, CompileOptions, CompiledGrammar, Kind};
+use crate::error::Result;
+use crate::hash::FastMap;
+use crate::trigger::{TriggerSpec, Triggers};
+use crate::vocab::Vocab;
+
+/// The default budget: 256 MiB.
+pub const DEFAULT_BUDGET: usize = 256 << 20;
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Key {
+    Grammar {
+        vocab: usize,
+        kind: u8,
+        flags: u32,
+        ws: Option<u32>,
+        root: Option<String>,
+        source: Box<[u8]>,
+    },
+    Triggers {
+        vocab: usize,
+        specs: Vec<TriggerSpec>,
+    },
+}
+
+#[derive(Clone)]
+enum Value {
+    Grammar(Arc<CompiledGrammar>),
+    Triggers(Arc<Triggers>),
+}
+
+struct Entry {
+    value: Value,
+    bytes: usize,
+    last_used: u64,
+}
+
+/// What the cache did so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub hits: u64,
+    pub misses: u64,
+    /// Entries dropped to stay within the budget.
+    pub evictions: u64,
+    pub entries: usize,
+    pub bytes: usize,
+    pub budget: usize,
+}
+
+struct State {
+    map: FastMap<Key, Entry>,
+    clock: u64,
+    stats: Stats,
+}
+
+/// Compiled grammars and triggers by what they were compiled from.
+pub struct GrammarCache {
+    state: Mutex<State>,
+}
+
+impl GrammarCache {
+    /// A cache that keeps at most `budget` bytes of entries.
+    pub fn new(budget: usize) -> GrammarCache {
+        GrammarCache {
+            state: Mutex::new(State {
+                map: FastMap::default(),
+                clock: 0,
+                stats: Stats {
+                    budget,
+                    ..Stats::default()
+                },
+            }),
+        }
+    }
+
+    /// The grammar of `source` for `vocab`, compiled on a miss.
+    pub fn grammar(
+        &self,
+        vocab: &Arc<Vocab>,
+        source: &[u8],
+        options: &CompileOptions,
+    ) -> Result<Arc<CompiledGrammar>> {
+        let key = Key::Grammar {
+            vocab: Arc::as_ptr(vocab) as usize,
+            kind: match options.kind {
+                Kind::Gbnf => 0,
+                Kind::JsonSchema => 1,
+                Kind::Regex => 2,
+                Kind::AnyJson => 3,
+            },
+            flags: options.flags,
+            ws: options.json_max_whitespace,
+            root: options.root.clone(),
+            source: source.into(),
+        };
+        let value = self.get_or(key, || {
+            let g = compile::compile(vocab, source, options)?;
+            let bytes = g.memory();
+            Ok((Value::Grammar(g), bytes))
+        })?;
+        match value {
+            Value::Grammar(g) => Ok(g),
+            Value::Triggers(_) => unreachable!("grammar keys hold grammars"),
+        }
+    }
+
+    /// The triggers of `specs` for `vocab`, compiled on a miss (cached
+    /// triggers keep the fire sets their matchers computed).
+    pub fn triggers(&self, vocab: &Arc<Vocab>, specs: &[TriggerSpec]) -> Result<Arc<Triggers>> {
+        let key = Key::Triggers {
+            vocab: Arc::as_ptr(vocab) as usize,
+            specs: specs.to_vec(),
+        };
+        let value = self.get_or(key, || {
+            let t = Triggers::new(vocab, specs)?;
+            let bytes = t.memory();
+            Ok((Value::Triggers(Arc::new(t)), bytes))
+        })?;
+        match value {
+            Value::Triggers(t) => Ok(t),
+            Value::Grammar(_) => unreachable!("trigger keys hold triggers"),
+        }
+    }
+
+    /// The entry of `key`, built by `make` on a miss (without the lock
+    /// held: two threads missing the same key both build it).
+    fn get_or(&self, key: Key, make: impl FnOnce() -> Result<(Value, usize)>) -> Result<Value> {
+        {
+            let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            s.clock += 1;
+            let now = s.clock;
+            if let Some(e) = s.map.get_mut(&key) {
+                e.last_used = now;
+                let v = e.value.clone();
+                s.stats.hits += 1;
+                return Ok(v);
+            }
+            s.stats.misses += 1;
+        }
+        let (value, bytes) = make()?;
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if bytes <= s.stats.budget {
+            s.clock += 1;
+            let last_used = s.clock;
+            let entry = Entry {
+                value: value.clone(),
+                bytes,
+                last_used,
+            };
+            if let Some(old) = s.map.insert(key, entry) {
+                s.stats.bytes -= old.bytes;
+            }
+            s.stats.bytes += bytes;
+            let budget = s.stats.budget;
+            s.evict_to(budget);
+        }
+        Ok(value)
+    }
+
+    /// Changes the budget, evicting what no longer fits.
+    pub fn set_budget(&self, budget: usize) {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        s.stats.budget = budget;
+        s.evict_to(budget);
+    }
+
+    /// Drops every entry (grammars in use stay alive with their users).
+    pub fn clear(&self) {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        s.map.clear();
+        s.stats.bytes = 0;
+    }
+
+    /// Drops the entries of one vocabulary.
+    pub fn forget_vocab(&self, vocab: &Arc<Vocab>) {
+        let id = Arc::as_ptr(vocab) as usize;
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut freed = 0;
+        s.map.retain(|k, e| {
+            let v = match k {
+                Key::Grammar { vocab, .. } | Key::Triggers { vocab, .. } => *vocab,
+            };
+            let keep = v != id;
+            if !keep {
+                freed += e.bytes;
+            }
+            keep
+        });
+        s.stats.bytes -= freed;
+    }
+
+    pub fn stats(&self) -> Stats {
+        let s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        Stats {
+            entries: s.map.len(),
+            ..s.stats
+        }
+    }
+}
+
+impl State {
+    /// Evicts least recently used entries until at most `budget` bytes
+    /// are kept.
+    fn evict_to(&mut self, budget: usize) {
+        while self.stats.bytes > budget {
+            let oldest = self
+                .map
+                .iter()
+                .min_by_key(|(_, e)| e.last_used)
+                .map(|(k, _)| k.clone())
+                .expect("bytes are counted from entries");
+            let e = self.map.remove(&oldest).expect("just found");
+            self.stats.bytes -= e.bytes;
+            self.stats.evictions += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vocab() -> Arc<Vocab> {
+        let tokens = ["a", "b", "ab", "c", "</s>"]
+            .iter()
+            .map(|t| t.as_bytes().to_vec())
+            .collect();
+        Arc::new(Vocab::new(tokens, vec![0, 0, 0, 0, 1], vec![4]).unwrap())
+    }
+
+    #[test]
+    fn hits_misses_and_lru_eviction() {
+        let v = vocab();
+        let o = CompileOptions::default();
+        let cache = GrammarCache::new(DEFAULT_BUDGET);
+        let g1 = cache.grammar(&v, b"root ::= \"a\"", &o).unwrap();
+        let g2 = cache.grammar(&v, b"root ::= \"a\"", &o).unwrap();
+        assert!(Arc::ptr_eq(&g1, &g2));
+        let s = cache.stats();
+        assert_eq!((s.hits, s.misses, s.entries), (1, 1, 1));
+        assert_eq!(s.bytes, g1.memory());
+        // Another start rule or source is another entry.
+        let mut other = o.clone();
+        other.root = Some("x".into());
+        let gx = cache
+            .grammar(&v, b"root ::= \"a\"\nx ::= \"b\"", &other)
+            .unwrap();
+        let gb = cache.grammar(&v, b"root ::= \"b\"", &o).unwrap();
+        assert_eq!(cache.stats().entries, 3);
+        assert_eq!(cache.stats().bytes, g1.memory() + gx.memory() + gb.memory());
+        // Room for two: the least recently used goes.
+        let _ = cache.grammar(&v, b"root ::= \"a\"", &o).unwrap();
+        cache.set_budget(g1.memory() + gb.memory());
+        let s = cache.stats();
+        assert_eq!((s.entries, s.evictions), (2, 1));
+        let g3 = cache.grammar(&v, b"root ::= \"a\"", &o).unwrap();
+        assert!(Arc::ptr_eq(&g1, &g3), "the most recently used stayed");
+        let gb2 = cache.grammar(&v, b"root ::= \"b\"", &o).unwrap();
+        assert!(Arc::ptr_eq(&gb, &gb2));
+        // Failures are not cached; a budget of 0 keeps nothing.
+        assert!(cache.grammar(&v, b"root ::= (", &o).is_err());
+        cache.set_budget(0);
+        assert_eq!(cache.stats().entries, 0);
+        assert!(cache.grammar(&v, b"root ::= \"a\"", &o).is_ok());
+        assert_eq!(cache.stats().entries, 0);
+    }
+
+    #[test]
+    fn triggers_are_cached_by_their_list() {
+        let v = vocab();
+        let cache = GrammarCache::new(DEFAULT_BUDGET);
+        let specs = [TriggerSpec::Word("ab".into()), TriggerSpec::Token(3)];
+        let t1 = cache.triggers(&v, &specs).unwrap();
+        let t2 = cache.triggers(&v, &specs).unwrap();
+        assert!(Arc::ptr_eq(&t1, &t2));
+        let t3 = cache.triggers(&v, &specs[..1]).unwrap();
+        assert!(!Arc::ptr_eq(&t1, &t3));
+        cache.forget_vocab(&v);
+        assert_eq!(cache.stats().entries, 0);
+        assert_eq!(cache.stats().bytes, 0);
+    }
+}
