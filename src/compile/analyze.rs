@@ -44,11 +44,18 @@ pub fn is_loopish(min: u32, max: Option<u32>) -> bool {
     }
 }
 
-pub fn analyze(g: &Grammar) -> Result<Analysis> {
+/// Every reference names a rule of the grammar.
+pub fn check_all_refs(g: &Grammar) -> Result<()> {
     let n = g.rules.len();
     for (i, r) in g.rules.iter().enumerate() {
         check_refs(&r.body, n).map_err(|e| e.context(format!("rule {} ({})", r.name, i)))?;
     }
+    Ok(())
+}
+
+pub fn analyze(g: &Grammar) -> Result<Analysis> {
+    let n = g.rules.len();
+    check_all_refs(g)?;
     // Productive: the rule matches at least one string.
     let mut productive = vec![false; n];
     loop {
@@ -255,7 +262,7 @@ pub fn simplified<'e>(e: &'e Expr, productive: &[bool]) -> Cow<'e, Expr> {
     }
 }
 
-fn collect_refs(e: &Expr) -> Vec<RuleId> {
+pub(crate) fn collect_refs(e: &Expr) -> Vec<RuleId> {
     let mut out = Vec::new();
     fn go(e: &Expr, out: &mut Vec<RuleId>) {
         if let Expr::Ref(r) = e {
@@ -329,7 +336,7 @@ fn has_loop(e: &Expr, looping: &[bool]) -> bool {
 }
 
 /// Strongly connected components of the reference graph, callees first.
-fn tarjan(edges: &[Vec<RuleId>]) -> Vec<Vec<RuleId>> {
+pub(crate) fn tarjan(edges: &[Vec<RuleId>]) -> Vec<Vec<RuleId>> {
     let n = edges.len();
     let mut index = vec![u32::MAX; n];
     let mut low = vec![0u32; n];

@@ -15,6 +15,7 @@
 mod adjacency;
 pub mod analyze;
 pub mod lexeme;
+pub mod right_linear;
 pub mod rtn;
 
 use std::sync::{Arc, OnceLock};
@@ -328,6 +329,9 @@ pub fn compile_ir(
     if grammar.start as usize >= grammar.rules.len() {
         return Err(Error::invalid("the start rule does not exist"));
     }
+    analyze::check_all_refs(grammar)?;
+    let solved = right_linear::solve(grammar);
+    let grammar: &ir::Grammar = &solved;
     let analysis = analyze(grammar)?;
     if !analysis.productive[grammar.start as usize] {
         return Err(Error::invalid(format!(

@@ -136,6 +136,13 @@ pub fn search_language(node: &Node) -> Result<Expr> {
     translate::translate(node, expr::any_star(), expr::any_star())
 }
 
+/// Whether a regular expression (no references) matches `s`, by
+/// derivatives: slow, but independent of the compiler, for tests.
+#[cfg(test)]
+pub(crate) fn expr_matches(e: &Expr, s: &str) -> bool {
+    expr::matches(e, s)
+}
+
 /// The strings a JSON Schema `format` accepts, or `None` for formats that
 /// are not checked (unknown formats are annotations). See [`formats`] for
 /// the list and the rule used for each.
