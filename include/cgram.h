@@ -269,7 +269,7 @@ typedef struct cg_trigger {
 } cg_trigger;
 
 /**
- * What a grammar cache did so far (`cg_grammar_cache_stats`).
+ * What a grammar cache did so far (`cg_grammar_cache_get_stats`).
  */
 typedef struct cg_grammar_cache_stats {
     /**
@@ -407,12 +407,20 @@ int cg_vocab_eos_tokens(const struct cg_vocab *vocab, int32_t *out, size_t cap);
  *
  * Only possible before any grammar is compiled from the vocabulary: fails
  * with `CG_ERR_INVALID_ARGUMENT` while a grammar (or a matcher made from
- * one) compiled from it is still alive, since they were built for the old
+ * one) compiled from it, or another handle from `cg_vocab_clone`, is
+ * still alive, since they were built for the old
  * list. Invalidates pointers from `cg_vocab_token_bytes`. Returns `CG_OK`
  * or a negative `CG_ERR_*`. Not thread-safe: no other thread may use this
  * vocabulary during the call.
  */
 int cg_vocab_set_eos(struct cg_vocab *vocab, const int32_t *eos_tokens, size_t n_eos);
+
+/**
+ * A new handle to the same vocabulary (nothing is copied): for a host that
+ * keeps the vocabulary in two places and frees each handle on its own.
+ * Returns NULL on error (`vocab` is NULL). Thread-safe.
+ */
+struct cg_vocab *cg_vocab_clone(const struct cg_vocab *vocab);
 
 /**
  * Releases the caller's reference to a vocabulary. Grammars compiled from
@@ -518,8 +526,17 @@ void cg_grammar_cache_set_budget(const struct cg_grammar_cache *cache, size_t bu
  * counters. Returns `CG_OK`, or `CG_ERR_INVALID_ARGUMENT` for NULL
  * pointers or a `struct_size` smaller than its first field. Thread-safe.
  */
-int cg_grammar_cache_stats(const struct cg_grammar_cache *cache,
-                           struct cg_grammar_cache_stats *stats);
+int cg_grammar_cache_get_stats(const struct cg_grammar_cache *cache,
+                               struct cg_grammar_cache_stats *stats);
+
+/**
+ * Drops the cache's entries compiled for `vocab` (hosts call it when
+ * they are done with a model, so that the cache does not keep its
+ * vocabulary alive). NULL pointers are a no-op (and set `cg_last_error`).
+ * Thread-safe.
+ */
+void cg_grammar_cache_forget_vocab(const struct cg_grammar_cache *cache,
+                                   const struct cg_vocab *vocab);
 
 /**
  * Drops every entry of the cache (grammars and triggers in use stay alive

@@ -672,7 +672,8 @@ pub unsafe extern "C" fn cg_vocab_eos_tokens(
 ///
 /// Only possible before any grammar is compiled from the vocabulary: fails
 /// with `CG_ERR_INVALID_ARGUMENT` while a grammar (or a matcher made from
-/// one) compiled from it is still alive, since they were built for the old
+/// one) compiled from it, or another handle from `cg_vocab_clone`, is
+/// still alive, since they were built for the old
 /// list. Invalidates pointers from `cg_vocab_token_bytes`. Returns `CG_OK`
 /// or a negative `CG_ERR_*`. Not thread-safe: no other thread may use this
 /// vocabulary during the call.
@@ -693,12 +694,24 @@ pub unsafe extern "C" fn cg_vocab_set_eos(
         let Some(slot) = Arc::get_mut(&mut handle.inner) else {
             return Err(Error::invalid(format!(
                 "cannot change the end-of-sequence tokens: {users} grammar(s) compiled from this \
-                 vocabulary are still alive; set them before compiling, or free the grammars \
-                 and their matchers first"
+                 vocabulary (or other handles from cg_vocab_clone) are still alive; set them \
+                 before compiling, or free the grammars and their matchers first"
             )));
         };
         *slot = slot.with_eos(eos)?;
         Ok(CG_OK)
+    })
+}
+
+/// A new handle to the same vocabulary (nothing is copied): for a host that
+/// keeps the vocabulary in two places and frees each handle on its own.
+/// Returns NULL on error (`vocab` is NULL). Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn cg_vocab_clone(vocab: *const cg_vocab) -> *mut cg_vocab {
+    guard_ptr("cg_vocab_clone", || {
+        Ok(into_handle(cg_vocab {
+            inner: Arc::clone(vocab_ref(vocab)?),
+        }))
     })
 }
 
@@ -824,7 +837,7 @@ pub struct cg_grammar_cache {
     inner: GrammarCache,
 }
 
-/// What a grammar cache did so far (`cg_grammar_cache_stats`).
+/// What a grammar cache did so far (`cg_grammar_cache_get_stats`).
 #[repr(C)]
 pub struct cg_grammar_cache_stats {
     /// `sizeof(cg_grammar_cache_stats)` as the caller knows it: set it
@@ -934,11 +947,11 @@ pub unsafe extern "C" fn cg_grammar_cache_set_budget(
 /// counters. Returns `CG_OK`, or `CG_ERR_INVALID_ARGUMENT` for NULL
 /// pointers or a `struct_size` smaller than its first field. Thread-safe.
 #[no_mangle]
-pub unsafe extern "C" fn cg_grammar_cache_stats(
+pub unsafe extern "C" fn cg_grammar_cache_get_stats(
     cache: *const cg_grammar_cache,
     stats: *mut cg_grammar_cache_stats,
 ) -> c_int {
-    guard_int("cg_grammar_cache_stats", || {
+    guard_int("cg_grammar_cache_get_stats", || {
         let s = cache_ref(cache)?.stats();
         if stats.is_null() {
             return Err(null("stats"));
@@ -972,6 +985,25 @@ pub unsafe extern "C" fn cg_grammar_cache_stats(
         }
         Ok(CG_OK)
     })
+}
+
+/// Drops the cache's entries compiled for `vocab` (hosts call it when
+/// they are done with a model, so that the cache does not keep its
+/// vocabulary alive). NULL pointers are a no-op (and set `cg_last_error`).
+/// Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn cg_grammar_cache_forget_vocab(
+    cache: *const cg_grammar_cache,
+    vocab: *const cg_vocab,
+) {
+    guard(
+        "cg_grammar_cache_forget_vocab",
+        |_| (),
+        || {
+            cache_ref(cache)?.forget_vocab(vocab_ref(vocab)?);
+            Ok(())
+        },
+    )
 }
 
 /// Drops every entry of the cache (grammars and triggers in use stay alive

@@ -783,7 +783,7 @@ fn engine_grammar_cache() {
         let stats = |c: *const cg_grammar_cache| {
             let mut s: cg_grammar_cache_stats = std::mem::zeroed();
             s.struct_size = std::mem::size_of::<cg_grammar_cache_stats>() as u32;
-            assert_eq!(cg_grammar_cache_stats(c, &mut s), CG_OK);
+            assert_eq!(cg_grammar_cache_get_stats(c, &mut s), CG_OK);
             s
         };
         assert_eq!(stats(cache).budget, 256 << 20);
@@ -836,13 +836,13 @@ fn engine_grammar_cache() {
         let mut small = [0u64; 2];
         small[0] = 16; // struct_size = 16: struct_size and hits
         assert_eq!(
-            cg_grammar_cache_stats(cache, small.as_mut_ptr().cast()),
+            cg_grammar_cache_get_stats(cache, small.as_mut_ptr().cast()),
             CG_OK
         );
         assert_eq!(small[1], 2);
         let mut zero: cg_grammar_cache_stats = std::mem::zeroed();
         assert_eq!(
-            cg_grammar_cache_stats(cache, &mut zero),
+            cg_grammar_cache_get_stats(cache, &mut zero),
             CG_ERR_INVALID_ARGUMENT
         );
         cg_grammar_cache_clear(cache);

@@ -74,6 +74,18 @@ fn compile_with(compiler: &str, ext: &str, flags: &[&str]) {
              cg_grammar *g = cg_compile(v, \"\", 0, &o);\n\
              cg_matcher *m = cg_matcher_new(g);\n\
              int rc = cg_accept(m, 0) == CG_OK ? 0 : 1;\n\
+             cg_trigger t = {CG_TRIGGER_WORD, \"<tool_call>\", 0};\n\
+             cg_triggers *ts = cg_triggers_new(v, &t, 1);\n\
+             cg_matcher *lazy = cg_matcher_new_lazy(g, ts);\n\
+             int32_t index; size_t start;\n\
+             rc += cg_is_triggered(lazy, &index, &start);\n\
+             cg_grammar_cache *cache = cg_grammar_cache_new(0);\n\
+             cg_grammar_cache_stats st;\n\
+             st.struct_size = sizeof st;\n\
+             rc += cg_grammar_cache_get_stats(cache, &st) + (int)st.hits;\n\
+             cg_grammar_cache_free(cache);\n\
+             cg_matcher_free(lazy);\n\
+             cg_triggers_free(ts);\n\
              cg_matcher_free(m);\n\
              cg_free(g);\n\
              cg_vocab_free(v);\n\

@@ -31,9 +31,11 @@ static void lock_give(cgram_llama_lock *l) { pthread_mutex_unlock(l); }
 #endif
 
 /* ------------------------------------------------------------------------ */
-/* errors */
+/* errors and the log */
 
 static CGRAM_LLAMA_TLS char last_error[1024];
+static CGRAM_LLAMA_TLS int last_error_code;
+static CGRAM_LLAMA_TLS int last_error_in_triggers;
 
 static void set_error(const char *fmt, ...)
 {
@@ -41,9 +43,46 @@ static void set_error(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(last_error, sizeof last_error, fmt, ap);
     va_end(ap);
+    last_error_code = CG_ERR_INVALID_ARGUMENT;
+    last_error_in_triggers = 0;
+}
+
+/* The message of a failed cgram call, with its code. */
+static void set_cgram_error(int in_triggers)
+{
+    set_error("%s", cg_last_error());
+    last_error_code = cg_last_error_code();
+    last_error_in_triggers = in_triggers;
 }
 
 const char *cgram_llama_last_error(void) { return last_error; }
+
+int cgram_llama_last_error_code(void) { return last_error_code; }
+
+int cgram_llama_last_error_in_triggers(void) { return last_error_in_triggers; }
+
+void cgram_llama_log(enum ggml_log_level level, const char *fmt, ...)
+{
+    char line[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    size_t len = strlen(line);
+    if (len == 0 || line[len - 1] != '\n') {
+        line[len] = '\n';
+        line[len + 1] = '\0';
+    }
+    ggml_log_callback cb = NULL;
+    void *user = NULL;
+    llama_log_get(&cb, &user);
+    if (cb)
+        cb(level, line, user);
+    else
+        fputs(line, stderr);
+}
 
 /* ------------------------------------------------------------------------ */
 /* the vocabulary */
@@ -60,7 +99,17 @@ void cgram_llama_vocab_arrays_free(cgram_llama_vocab_arrays *a)
     memset(a, 0, sizeof *a);
 }
 
-int cgram_llama_vocab_arrays_build(const struct llama_vocab *vocab, cgram_llama_vocab_arrays *out)
+/* CG_TOKEN_SPECIAL for the tokens cgram keeps out of grammar text. */
+static uint32_t token_flags(const struct llama_vocab *vocab, llama_token t, uint32_t vocab_flags)
+{
+    if (vocab_flags & CGRAM_LLAMA_SPECIAL_AS_TEXT)
+        return 0;
+    enum llama_token_attr attr = llama_vocab_get_attr(vocab, t);
+    return (attr & (LLAMA_TOKEN_ATTR_CONTROL | LLAMA_TOKEN_ATTR_UNKNOWN)) ? CG_TOKEN_SPECIAL : 0;
+}
+
+static int arrays_build(const struct llama_vocab *vocab, uint32_t vocab_flags,
+                        cgram_llama_vocab_arrays *out)
 {
     if (!out) {
         set_error("cgram_llama_vocab_arrays_build: out is NULL");
@@ -92,7 +141,7 @@ int cgram_llama_vocab_arrays_build(const struct llama_vocab *vocab, cgram_llama_
 
     for (int32_t t = 0; t < n; t++) {
         /* special = true: control tokens are rendered as their text, as
-         * cgram's vocabularies keep it (they never match grammar text). */
+         * cgram's vocabularies keep it. */
         int32_t len = llama_token_to_piece(vocab, t, piece, (int32_t)sizeof piece, 0, true);
         char *big = NULL;
         if (len < 0) {
@@ -127,9 +176,7 @@ int cgram_llama_vocab_arrays_build(const struct llama_vocab *vocab, cgram_llama_
         out->token_lens[t] = (uint32_t)len;
         used += (size_t)len;
 
-        enum llama_token_attr attr = llama_vocab_get_attr(vocab, t);
-        if (attr & (LLAMA_TOKEN_ATTR_CONTROL | LLAMA_TOKEN_ATTR_UNKNOWN))
-            out->token_flags[t] = CG_TOKEN_SPECIAL;
+        out->token_flags[t] = token_flags(vocab, t, vocab_flags);
         if (llama_vocab_is_eog(vocab, t)) {
             if (out->n_eog == eog_cap) {
                 int32_t *e = realloc(out->eog_tokens, eog_cap * 2 * sizeof *e);
@@ -154,6 +201,11 @@ oom:
     return -1;
 }
 
+int cgram_llama_vocab_arrays_build(const struct llama_vocab *vocab, cgram_llama_vocab_arrays *out)
+{
+    return arrays_build(vocab, 0, out);
+}
+
 static cg_vocab *vocab_from_arrays(const cgram_llama_vocab_arrays *a)
 {
     cg_vocab *v = cg_vocab_new(a->n_tokens, a->token_bytes, a->token_lens, a->token_flags,
@@ -163,14 +215,19 @@ static cg_vocab *vocab_from_arrays(const cgram_llama_vocab_arrays *a)
     return v;
 }
 
-cg_vocab *cgram_llama_vocab_new(const struct llama_vocab *vocab)
+cg_vocab *cgram_llama_vocab_new_ext(const struct llama_vocab *vocab, uint32_t flags)
 {
     cgram_llama_vocab_arrays a;
-    if (cgram_llama_vocab_arrays_build(vocab, &a) != 0)
+    if (arrays_build(vocab, flags, &a) != 0)
         return NULL;
     cg_vocab *v = vocab_from_arrays(&a);
     cgram_llama_vocab_arrays_free(&a);
     return v;
+}
+
+cg_vocab *cgram_llama_vocab_new(const struct llama_vocab *vocab)
+{
+    return cgram_llama_vocab_new_ext(vocab, 0);
 }
 
 /* Total bytes of all tokens. */
@@ -193,50 +250,42 @@ static int same_arrays(const cgram_llama_vocab_arrays *x, const cgram_llama_voca
            memcmp(x->storage, y->storage, arrays_storage_len(x)) == 0;
 }
 
-/* Whether the llama vocabulary gives exactly these arrays: the cache hit
- * test, reading the vocabulary without copying it. */
-static int vocab_matches(const struct llama_vocab *vocab, const cgram_llama_vocab_arrays *a)
+/* A fingerprint of a llama vocabulary that costs microseconds: its size,
+ * its end-of-generation tokens, and the text and attributes of a sample
+ * of tokens (the first and last ones, where special and added tokens
+ * live, and an even spread between). Together with the vocabulary's
+ * address it tells a cached vocabulary from another model's. */
+static uint64_t fingerprint(const struct llama_vocab *vocab)
 {
-    if (llama_vocab_n_tokens(vocab) != (int32_t)a->n_tokens)
-        return 0;
-    char piece[256];
-    uint32_t next_eog = 0;
-    for (uint32_t t = 0; t < a->n_tokens; t++) {
-        uint32_t len = a->token_lens[t];
-        int32_t got = llama_token_to_piece(vocab, (llama_token)t, piece, (int32_t)sizeof piece, 0, true);
-        if (got < 0) { /* longer than the buffer */
-            if ((uint32_t)-got != len)
-                return 0;
-            char *big = malloc(len);
-            int same = big && llama_token_to_piece(vocab, (llama_token)t, big, (int32_t)len, 0, true) ==
-                                  (int32_t)len &&
-                       memcmp(big, a->token_bytes[t], len) == 0;
-            free(big);
-            if (!same)
-                return 0;
-        } else if ((uint32_t)got != len || (len && memcmp(piece, a->token_bytes[t], len) != 0)) {
-            return 0;
-        }
-        uint32_t flags = (llama_vocab_get_attr(vocab, (llama_token)t) &
-                          (LLAMA_TOKEN_ATTR_CONTROL | LLAMA_TOKEN_ATTR_UNKNOWN))
-                             ? CG_TOKEN_SPECIAL
-                             : 0;
-        if (flags != a->token_flags[t])
-            return 0;
-        int eog = next_eog < a->n_eog && a->eog_tokens[next_eog] == (int32_t)t;
-        if ((llama_vocab_is_eog(vocab, (llama_token)t) != 0) != eog)
-            return 0;
-        next_eog += (uint32_t)eog;
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+#define MIX(x) (h = (h ^ (uint64_t)(x)) * 1099511628211ull)
+    int32_t n = llama_vocab_n_tokens(vocab);
+    MIX(n);
+    for (int32_t k = 0; k < 1024 && n > 0; k++) {
+        int32_t t = k < 256 ? k : k < 512 ? n - 1 - (k - 256) : (int32_t)((int64_t)(k - 512) * n / 512);
+        if (t < 0 || t >= n)
+            continue;
+        const char *text = llama_vocab_get_text(vocab, t);
+        for (const char *p = text ? text : ""; *p; p++)
+            MIX((unsigned char)*p);
+        MIX(llama_vocab_get_attr(vocab, t));
+        MIX(llama_vocab_is_eog(vocab, t));
     }
-    return next_eog == a->n_eog;
+    MIX(llama_vocab_eos(vocab));
+    MIX(llama_vocab_eot(vocab));
+#undef MIX
+    return h;
 }
 
-/* The cache: one entry per distinct vocabulary, keyed by its full content
- * (a llama_vocab pointer could be reused by another model after a free),
- * so a lookup costs one pass over the vocabulary (vocab_matches): about
- * 4 ms for 262,144 tokens, where building the cgram vocabulary (its token
- * trie) takes 50-80 ms. */
+/* The cache: one entry per (llama vocabulary, flags). A lookup by address
+ * checks the fingerprint (microseconds); a new address reads the whole
+ * vocabulary (milliseconds) and shares the cgram vocabulary of an entry
+ * with the same content, so that two models of one tokenizer share it and
+ * its per-vocabulary caches. */
 struct cache_entry {
+    const struct llama_vocab *llama; /* NULL once forgotten */
+    uint64_t print;
+    uint32_t flags;
     cgram_llama_vocab_arrays arrays; /* what it was built from */
     cg_vocab *vocab;                 /* the cache's reference */
     struct cache_entry *next;
@@ -244,35 +293,84 @@ struct cache_entry {
 
 static cgram_llama_lock cache_lock = CGRAM_LLAMA_LOCK_INIT;
 static struct cache_entry *cache_head;
+static cg_grammar_cache *grammar_cache;
+static size_t grammar_cache_budget; /* 0: CGRAM_LLAMA_CACHE_MB or the default */
 
-/* The cached vocabulary for these arrays, made if new; takes ownership of
- * *a (freed, or kept by the new entry). Borrowed result: valid while the
- * cache holds it, so callers compile a grammar (which keeps its own
- * reference) before releasing the lock. Called with cache_lock held. */
-static cg_vocab *cache_get(cgram_llama_vocab_arrays *a)
+/* The grammar cache, made on first use. Called with cache_lock held. */
+static cg_grammar_cache *grammars(void)
 {
+    if (!grammar_cache) {
+        size_t budget = grammar_cache_budget;
+        const char *mb = getenv("CGRAM_LLAMA_CACHE_MB");
+        if (!budget && mb && *mb)
+            budget = (size_t)strtoull(mb, NULL, 10) << 20;
+        grammar_cache = cg_grammar_cache_new(budget);
+    }
+    return grammar_cache;
+}
+
+/* The cached cgram vocabulary of a llama vocabulary, made if new.
+ * Borrowed result: valid while the cache holds it, so callers compile
+ * (grammars keep their own reference) before releasing cache_lock.
+ * Called with cache_lock held. */
+static cg_vocab *vocab_lookup(const struct llama_vocab *vocab, uint32_t flags)
+{
+    uint64_t print = fingerprint(vocab);
     for (struct cache_entry *e = cache_head; e; e = e->next)
-        if (same_arrays(&e->arrays, a)) {
-            cgram_llama_vocab_arrays_free(a);
+        if (e->llama == vocab && e->flags == flags && e->print == print)
             return e->vocab;
-        }
-    struct cache_entry *e = malloc(sizeof *e);
+    cgram_llama_vocab_arrays a;
+    if (arrays_build(vocab, flags, &a) != 0)
+        return NULL;
+    struct cache_entry *e = calloc(1, sizeof *e);
     if (!e) {
-        cgram_llama_vocab_arrays_free(a);
+        cgram_llama_vocab_arrays_free(&a);
         set_error("cgram_llama: out of memory");
         return NULL;
     }
-    e->vocab = vocab_from_arrays(a);
+    /* Another model of the same tokenizer: share its vocabulary. */
+    for (struct cache_entry *o = cache_head; o && !e->vocab; o = o->next)
+        if (o->flags == flags && same_arrays(&o->arrays, &a))
+            e->vocab = cg_vocab_clone(o->vocab);
+    if (!e->vocab)
+        e->vocab = vocab_from_arrays(&a);
     if (!e->vocab) {
-        cgram_llama_vocab_arrays_free(a);
+        cgram_llama_vocab_arrays_free(&a);
         free(e);
         return NULL;
     }
-    e->arrays = *a;
-    memset(a, 0, sizeof *a);
+    e->llama = vocab;
+    e->print = print;
+    e->flags = flags;
+    e->arrays = a;
     e->next = cache_head;
     cache_head = e;
     return e->vocab;
+}
+
+static void entry_free(struct cache_entry *e)
+{
+    if (grammar_cache)
+        cg_grammar_cache_forget_vocab(grammar_cache, e->vocab);
+    cg_vocab_free(e->vocab);
+    cgram_llama_vocab_arrays_free(&e->arrays);
+    free(e);
+}
+
+void cgram_llama_vocab_forget(const struct llama_vocab *vocab)
+{
+    lock_take(&cache_lock);
+    struct cache_entry **p = &cache_head;
+    while (*p) {
+        struct cache_entry *e = *p;
+        if (e->llama == vocab) {
+            *p = e->next;
+            entry_free(e);
+        } else {
+            p = &e->next;
+        }
+    }
+    lock_give(&cache_lock);
 }
 
 void cgram_llama_vocab_cache_clear(void)
@@ -280,14 +378,34 @@ void cgram_llama_vocab_cache_clear(void)
     lock_take(&cache_lock);
     struct cache_entry *e = cache_head;
     cache_head = NULL;
-    lock_give(&cache_lock);
     while (e) {
         struct cache_entry *next = e->next;
-        cg_vocab_free(e->vocab);
-        cgram_llama_vocab_arrays_free(&e->arrays);
-        free(e);
+        entry_free(e);
         e = next;
     }
+    if (grammar_cache)
+        cg_grammar_cache_clear(grammar_cache);
+    lock_give(&cache_lock);
+}
+
+void cgram_llama_cache_set_budget(size_t bytes)
+{
+    lock_take(&cache_lock);
+    grammar_cache_budget = bytes;
+    if (grammar_cache)
+        cg_grammar_cache_set_budget(grammar_cache, bytes);
+    lock_give(&cache_lock);
+}
+
+int cgram_llama_cache_stats(cg_grammar_cache_stats *stats)
+{
+    lock_take(&cache_lock);
+    cg_grammar_cache *c = grammars();
+    int rc = c ? cg_grammar_cache_get_stats(c, stats) : CG_ERR_INTERNAL;
+    lock_give(&cache_lock);
+    if (rc != CG_OK)
+        set_error("cgram_llama_cache_stats: %s", cg_last_error());
+    return rc;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -303,9 +421,17 @@ struct cgram_llama_ctx {
     uint32_t n_eog;
     int failed;         /* sticky until reset */
     char *error;        /* the first failure's message (NULL if out of memory) */
+    int lazy;           /* made with triggers ... */
+    int triggered;      /* ... and one fired (logged once) */
 };
 
-static struct llama_sampler_i cgram_llama_iface;
+/* The interface, with room after it: a newer llama.cpp that reads members
+ * this header does not know finds them NULL (absent), never garbage. */
+struct cgram_llama_iface_padded {
+    struct llama_sampler_i iface;
+    void *reserved[16];
+};
+static struct cgram_llama_iface_padded cgram_llama_iface;
 
 static const char *cgram_llama_name(const struct llama_sampler *smpl)
 {
@@ -328,8 +454,8 @@ static void fail(struct cgram_llama_ctx *c, const char *fmt, ...)
         c->error = malloc(n);
         if (c->error)
             memcpy(c->error, buf, n);
-        fprintf(stderr, "cgram_llama: %s; only end-of-generation tokens are allowed from now on\n",
-                buf);
+        cgram_llama_log(GGML_LOG_LEVEL_WARN,
+                        "cgram: %s; only end-of-generation tokens are allowed from now on", buf);
     }
     memset(c->mask, 0, c->n_words * sizeof *c->mask);
     for (uint32_t i = 0; i < c->n_eog; i++) {
@@ -351,6 +477,18 @@ static void cgram_llama_accept(struct llama_sampler *smpl, llama_token token)
         return;
     }
     c->mask_valid = 0;
+    if (c->lazy && !c->triggered) {
+        int32_t index = -1;
+        size_t start = 0;
+        if (cg_is_triggered(c->matcher, &index, &start) == 1) {
+            c->triggered = 1;
+            if (getenv("CGRAM_LLAMA_VERBOSE"))
+                cgram_llama_log(GGML_LOG_LEVEL_INFO,
+                                "cgram: lazy grammar triggered by trigger %d (token %d); the "
+                                "grammar starts at byte %zu of the output",
+                                (int)index, (int)token, start);
+        }
+    }
 }
 
 static void cgram_llama_apply(struct llama_sampler *smpl, llama_token_data_array *cur_p)
@@ -388,6 +526,7 @@ static void cgram_llama_reset(struct llama_sampler *smpl)
     c->error = NULL;
     c->failed = 0;
     c->mask_valid = 0;
+    c->triggered = 0;
 }
 
 static void ctx_free(struct cgram_llama_ctx *c)
@@ -436,13 +575,15 @@ static struct llama_sampler *cgram_llama_clone(const struct llama_sampler *smpl)
     memcpy(k->eog, c->eog, c->n_eog * sizeof *c->eog);
     k->mask_valid = c->mask_valid;
     k->failed = c->failed;
+    k->lazy = c->lazy;
+    k->triggered = c->triggered;
     if (c->error) {
         size_t n = strlen(c->error) + 1;
         k->error = malloc(n);
         if (k->error)
             memcpy(k->error, c->error, n);
     }
-    struct llama_sampler *s = llama_sampler_init(&cgram_llama_iface, k);
+    struct llama_sampler *s = llama_sampler_init(&cgram_llama_iface.iface, k);
     if (!s)
         ctx_free(k);
     return s;
@@ -456,18 +597,21 @@ static void cgram_llama_free(struct llama_sampler *smpl)
 
 /* Designated initialisers: the members llama.cpp adds later (backend
  * sampling, ...) are left NULL, which every version treats as absent. */
-static struct llama_sampler_i cgram_llama_iface = {
-    .name = cgram_llama_name,
-    .accept = cgram_llama_accept,
-    .apply = cgram_llama_apply,
-    .reset = cgram_llama_reset,
-    .clone = cgram_llama_clone,
-    .free = cgram_llama_free,
+static struct cgram_llama_iface_padded cgram_llama_iface = {
+    .iface =
+        {
+            .name = cgram_llama_name,
+            .accept = cgram_llama_accept,
+            .apply = cgram_llama_apply,
+            .reset = cgram_llama_reset,
+            .clone = cgram_llama_clone,
+            .free = cgram_llama_free,
+        },
 };
 
 int cgram_llama_sampler_is_cgram(const struct llama_sampler *smpl)
 {
-    return smpl && smpl->iface == &cgram_llama_iface;
+    return smpl && smpl->iface == &cgram_llama_iface.iface;
 }
 
 const char *cgram_llama_sampler_error(const struct llama_sampler *smpl)
@@ -487,18 +631,13 @@ cg_matcher *cgram_llama_sampler_matcher(struct llama_sampler *smpl)
     return ((struct cgram_llama_ctx *)smpl->ctx)->matcher;
 }
 
-/* A sampler for a grammar compiled from v. */
-static struct llama_sampler *sampler_new(const cg_vocab *v, const char *source, size_t source_len,
-                                         const cg_compile_options *options)
+/* A sampler for a matcher of v's (takes the matcher). */
+static struct llama_sampler *sampler_new(const cg_vocab *v, cg_matcher *matcher, size_t n_words,
+                                         int lazy)
 {
-    cg_grammar *grammar = cg_compile(v, source, source_len, options);
-    if (!grammar) {
-        set_error("cgram_llama_sampler_init: %s", cg_last_error());
-        return NULL;
-    }
     int n_eog = cg_vocab_eos_tokens(v, NULL, 0);
     struct cgram_llama_ctx *c =
-        n_eog >= 0 ? ctx_alloc(cg_vocab_size(v), cg_mask_words(grammar), (uint32_t)n_eog) : NULL;
+        n_eog >= 0 ? ctx_alloc(cg_vocab_size(v), n_words, (uint32_t)n_eog) : NULL;
     if (n_eog < 0) {
         set_error("cg_vocab_eos_tokens: %s", cg_last_error());
     } else if (!c) {
@@ -507,19 +646,79 @@ static struct llama_sampler *sampler_new(const cg_vocab *v, const char *source, 
         set_error("cg_vocab_eos_tokens: %s", cg_last_error());
         ctx_free(c);
         c = NULL;
-    } else if (!(c->matcher = cg_matcher_new(grammar))) {
-        set_error("cg_matcher_new: %s", cg_last_error());
-        ctx_free(c);
-        c = NULL;
     }
-    cg_free(grammar); /* the matcher holds it */
-    if (!c)
+    if (!c) {
+        cg_matcher_free(matcher);
         return NULL;
-    struct llama_sampler *s = llama_sampler_init(&cgram_llama_iface, c);
+    }
+    c->matcher = matcher;
+    c->lazy = lazy;
+    struct llama_sampler *s = llama_sampler_init(&cgram_llama_iface.iface, c);
     if (!s) {
         set_error("llama_sampler_init failed");
         ctx_free(c);
     }
+    return s;
+}
+
+/* A sampler for a grammar compiled (through the cache) from v, lazy when
+ * lazy is set. Called with cache_lock held when v is a cached vocabulary. */
+static struct llama_sampler *sampler_compile(const cg_vocab *v, const char *source, size_t source_len,
+                                             const cg_compile_options *options,
+                                             const cg_trigger *triggers, size_t n_triggers,
+                                             int lazy)
+{
+    cg_grammar_cache *cache = grammars();
+    cg_grammar *grammar = cache ? cg_grammar_cache_compile(cache, v, source, source_len, options)
+                                : cg_compile(v, source, source_len, options);
+    if (!grammar) {
+        set_cgram_error(0);
+        return NULL;
+    }
+    cg_matcher *m = NULL;
+    if (lazy) {
+        cg_triggers *t = cache ? cg_grammar_cache_triggers(cache, v, triggers, n_triggers)
+                               : cg_triggers_new(v, triggers, n_triggers);
+        if (!t) {
+            set_cgram_error(1);
+            cg_free(grammar);
+            return NULL;
+        }
+        m = cg_matcher_new_lazy(grammar, t);
+        cg_triggers_free(t); /* the matcher holds them */
+    } else {
+        m = cg_matcher_new(grammar);
+    }
+    size_t n_words = cg_mask_words(grammar);
+    cg_free(grammar); /* the matcher holds it */
+    if (!m) {
+        set_cgram_error(0);
+        return NULL;
+    }
+    return sampler_new(v, m, n_words, lazy);
+}
+
+struct llama_sampler *cgram_llama_sampler_init_ext(const struct llama_vocab *vocab,
+                                                   const char *source, size_t source_len,
+                                                   const cg_compile_options *options,
+                                                   const cg_trigger *triggers, size_t n_triggers,
+                                                   uint32_t flags)
+{
+    if (!vocab) {
+        set_error("cgram_llama_sampler_init: vocab is NULL");
+        return NULL;
+    }
+    if (flags & ~(uint32_t)(CGRAM_LLAMA_LAZY | CGRAM_LLAMA_SPECIAL_AS_TEXT)) {
+        set_error("cgram_llama_sampler_init_ext: unknown flags %#x", (unsigned)flags);
+        return NULL;
+    }
+    int lazy = (flags & CGRAM_LLAMA_LAZY) || n_triggers > 0;
+    struct llama_sampler *s = NULL;
+    lock_take(&cache_lock);
+    cg_vocab *v = vocab_lookup(vocab, flags & CGRAM_LLAMA_SPECIAL_AS_TEXT);
+    if (v)
+        s = sampler_compile(v, source, source_len, options, triggers, n_triggers, lazy);
+    lock_give(&cache_lock);
     return s;
 }
 
@@ -531,32 +730,26 @@ struct llama_sampler *cgram_llama_sampler_init_vocab(const cg_vocab *vocab, cons
         set_error("cgram_llama_sampler_init_vocab: vocab is NULL");
         return NULL;
     }
-    return sampler_new(vocab, source, source_len, options);
+    cg_grammar *grammar = cg_compile(vocab, source, source_len, options);
+    if (!grammar) {
+        set_error("cgram_llama_sampler_init: %s", cg_last_error());
+        return NULL;
+    }
+    cg_matcher *m = cg_matcher_new(grammar);
+    size_t n_words = cg_mask_words(grammar);
+    cg_free(grammar);
+    if (!m) {
+        set_error("cg_matcher_new: %s", cg_last_error());
+        return NULL;
+    }
+    return sampler_new(vocab, m, n_words, 0);
 }
 
 struct llama_sampler *cgram_llama_sampler_init_opts(const struct llama_vocab *vocab,
                                                     const char *source, size_t source_len,
                                                     const cg_compile_options *options)
 {
-    if (!vocab) {
-        set_error("cgram_llama_sampler_init: vocab is NULL");
-        return NULL;
-    }
-    struct llama_sampler *s = NULL;
-    cg_vocab *v = NULL;
-    lock_take(&cache_lock);
-    for (struct cache_entry *e = cache_head; e && !v; e = e->next)
-        if (vocab_matches(vocab, &e->arrays))
-            v = e->vocab;
-    if (!v) {
-        cgram_llama_vocab_arrays a;
-        if (cgram_llama_vocab_arrays_build(vocab, &a) == 0)
-            v = cache_get(&a); /* takes a */
-    }
-    if (v)
-        s = sampler_new(v, source, source_len, options);
-    lock_give(&cache_lock);
-    return s;
+    return cgram_llama_sampler_init_ext(vocab, source, source_len, options, NULL, 0, 0);
 }
 
 struct llama_sampler *cgram_llama_sampler_init(const struct llama_vocab *vocab, const char *kind,
@@ -588,4 +781,109 @@ struct llama_sampler *cgram_llama_sampler_init(const struct llama_vocab *vocab, 
         opts.json_max_whitespace = CGRAM_LLAMA_JSON_MAX_WHITESPACE;
     const char *src = grammar_or_schema ? grammar_or_schema : "";
     return cgram_llama_sampler_init_opts(vocab, src, strlen(src), &opts);
+}
+
+/* ------------------------------------------------------------------------ */
+/* lazy samplers with llama.cpp's argument lists */
+
+/* The triggers of llama.cpp's lazy samplers: the patterns (or, with words,
+ * llama.cpp's one pattern made of them), then the tokens. */
+static struct llama_sampler *lazy_gbnf(const struct llama_vocab *vocab, const char *grammar_str,
+                                       const char *grammar_root, const char **texts,
+                                       size_t n_texts, int words, const llama_token *tokens,
+                                       size_t n_tokens, uint32_t flags)
+{
+    if (!grammar_str) {
+        set_error("cgram_llama_sampler_init_lazy: the grammar text is NULL");
+        return NULL;
+    }
+    if ((n_texts && !texts) || (n_tokens && !tokens)) {
+        set_error("cgram_llama_sampler_init_lazy: a trigger list is NULL");
+        return NULL;
+    }
+    char *joined = NULL;
+    size_t n_patterns = n_texts;
+    if (words && n_texts > 0) {
+        /* llama.cpp's llama_sampler_init_grammar_lazy: one pattern,
+         * "[\s\S]*?(" the escaped words joined by "|" ")[\s\S]*". */
+        size_t len = 32;
+        for (size_t i = 0; i < n_texts; i++) {
+            if (!texts[i]) {
+                set_error("cgram_llama_sampler_init_lazy: trigger word %zu is NULL", i);
+                return NULL;
+            }
+            len += 2 * strlen(texts[i]) + 1;
+        }
+        joined = malloc(len);
+        if (!joined) {
+            set_error("cgram_llama: out of memory");
+            return NULL;
+        }
+        char *p = joined;
+        p += sprintf(p, "[\\s\\S]*?(");
+        for (size_t i = 0; i < n_texts; i++) {
+            if (i > 0)
+                *p++ = '|';
+            for (const char *w = texts[i]; *w; w++) {
+                if (strchr(".^$|()*+?[]{}\\", *w))
+                    *p++ = '\\';
+                *p++ = *w;
+            }
+        }
+        strcpy(p, ")[\\s\\S]*");
+        n_patterns = 1;
+    }
+    size_t n = n_patterns + n_tokens;
+    cg_trigger *list = calloc(n ? n : 1, sizeof *list);
+    if (!list) {
+        free(joined);
+        set_error("cgram_llama: out of memory");
+        return NULL;
+    }
+    for (size_t i = 0; i < n_patterns; i++) {
+        list[i].kind = CG_TRIGGER_PATTERN;
+        list[i].text = joined ? joined : texts[i];
+    }
+    for (size_t i = 0; i < n_tokens; i++) {
+        list[n_patterns + i].kind = CG_TRIGGER_TOKEN;
+        list[n_patterns + i].token = tokens[i];
+    }
+    cg_compile_options opts;
+    cg_compile_options_init(&opts);
+    opts.root = grammar_root;
+    struct llama_sampler *s = cgram_llama_sampler_init_ext(
+        vocab, grammar_str, strlen(grammar_str), &opts, list, n, flags | CGRAM_LLAMA_LAZY);
+    free(list);
+    free(joined);
+    return s;
+}
+
+struct llama_sampler *cgram_llama_sampler_init_lazy_patterns(
+    const struct llama_vocab *vocab, const char *grammar_str, const char *grammar_root,
+    const char **trigger_patterns, size_t num_trigger_patterns, const llama_token *trigger_tokens,
+    size_t num_trigger_tokens)
+{
+    return lazy_gbnf(vocab, grammar_str, grammar_root, trigger_patterns, num_trigger_patterns, 0,
+                     trigger_tokens, num_trigger_tokens, 0);
+}
+
+struct llama_sampler *cgram_llama_sampler_init_lazy(const struct llama_vocab *vocab,
+                                                    const char *grammar_str,
+                                                    const char *grammar_root,
+                                                    const char **trigger_words,
+                                                    size_t num_trigger_words,
+                                                    const llama_token *trigger_tokens,
+                                                    size_t num_trigger_tokens)
+{
+    return lazy_gbnf(vocab, grammar_str, grammar_root, trigger_words, num_trigger_words, 1,
+                     trigger_tokens, num_trigger_tokens, 0);
+}
+
+struct llama_sampler *cgram_llama_sampler_init_lazy_ext(
+    const struct llama_vocab *vocab, const char *grammar_str, const char *grammar_root,
+    const char **trigger_texts, size_t num_trigger_texts, int texts_are_words,
+    const llama_token *trigger_tokens, size_t num_trigger_tokens, uint32_t flags)
+{
+    return lazy_gbnf(vocab, grammar_str, grammar_root, trigger_texts, num_trigger_texts,
+                     texts_are_words, trigger_tokens, num_trigger_tokens, flags);
 }

@@ -32,22 +32,36 @@
  *     is a NULL sampler with a message (cgram_llama_last_error). A token
  *     the grammar does not allow, given to accept (the host sampled without
  *     applying this sampler, or fed the prompt through it), is reported:
- *     cgram_llama_sampler_error() returns a message, one line goes to
- *     stderr, and from then on the sampler allows only end-of-generation
- *     tokens, so that generation stops instead of going on unconstrained.
- *     reset clears the error.
+ *     cgram_llama_sampler_error() returns a message, a warning goes to
+ *     llama.cpp's log, and from then on the sampler allows only
+ *     end-of-generation tokens, so that generation stops instead of going
+ *     on unconstrained. reset clears the error.
  *   - clone copies the state (cheap); reset goes back to the start.
  *   - The cgram vocabulary is built from the llama vocabulary (token
  *     pieces with llama_token_to_piece, special = CONTROL or UNKNOWN
  *     attribute, end-of-sequence = llama_vocab_is_eog) once per distinct
  *     vocabulary and cached for the life of the process (or until
- *     cgram_llama_vocab_cache_clear), so that every sampler on one model
- *     shares it and its per-vocabulary caches. The cache is keyed by the
- *     vocabulary's content, not its address: creating a sampler reads the
- *     llama vocabulary once (about 5 ms for 262,144 tokens; the first
- *     sampler of a vocabulary also builds it, 50-80 ms). Hosts that create
- *     many samplers can build the cgram vocabulary once per model
- *     (cgram_llama_vocab_new) and use cgram_llama_sampler_init_vocab.
+ *     cgram_llama_vocab_forget / cgram_llama_vocab_cache_clear), so that
+ *     every sampler on one model shares it and its per-vocabulary caches.
+ *     The cache is keyed by the llama vocabulary's address and checked
+ *     against a fingerprint of its content (its size, end-of-generation
+ *     tokens, and the text and attributes of a thousand tokens: a few
+ *     microseconds); a vocabulary seen for the first time is read whole
+ *     (5 ms for 262,144 tokens) and built (50-80 ms), or shares the cgram
+ *     vocabulary of another model with exactly the same tokens. A host
+ *     that frees a model and may load another at the same address calls
+ *     cgram_llama_vocab_forget(llama_model_get_vocab(model)) first.
+ *   - Grammars and triggers are compiled through one cache (cgram's
+ *     cg_grammar_cache, 256 MiB by default, CGRAM_LLAMA_CACHE_MB or
+ *     cgram_llama_cache_set_budget to change it): a sampler for a grammar
+ *     seen before costs no compilation.
+ *   - Lazy samplers (cgram_llama_sampler_init_lazy_patterns, with
+ *     llama.cpp's argument list) allow every token until a trigger fires,
+ *     then constrain; see cg_matcher_new_lazy in cgram.h for the details
+ *     and the differences from llama.cpp. With CGRAM_LLAMA_VERBOSE set in
+ *     the environment, a line is logged when a trigger fires.
+ *   - Messages go to llama.cpp's log (llama_log_get), as llama.cpp's own
+ *     do.
  *
  * Threads: functions may be called from any thread; one sampler is used by
  * one thread at a time (as every llama.cpp sampler).
@@ -117,6 +131,15 @@ struct llama_sampler *cgram_llama_sampler_init_vocab(const cg_vocab *vocab, cons
 const char *cgram_llama_last_error(void);
 
 /*
+ * The CG_ERR_* code of that failure (CG_ERR_PARSE for a grammar llama.cpp
+ * would refuse too, CG_ERR_LIMIT or CG_ERR_UNSUPPORTED for one cgram
+ * cannot take, ...), and whether it was in the triggers of a lazy sampler
+ * (1) rather than in the grammar (0).
+ */
+int cgram_llama_last_error_code(void);
+int cgram_llama_last_error_in_triggers(void);
+
+/*
  * NULL while the sampler is fine; otherwise what went wrong first (a token
  * the grammar does not allow was accepted, a mask could not be computed).
  * Valid until the sampler is reset or freed. NULL for a sampler that is
@@ -137,6 +160,60 @@ int cgram_llama_sampler_is_cgram(const struct llama_sampler *smpl);
 cg_matcher *cgram_llama_sampler_matcher(struct llama_sampler *smpl);
 
 /*
+ * Lazy samplers, as llama.cpp's llama_sampler_init_grammar_lazy_patterns
+ * and (deprecated there) llama_sampler_init_grammar_lazy take them: a GBNF
+ * grammar, its start rule (NULL: "root"), trigger patterns (std::regex
+ * ECMAScript; the grammar starts at the first non-empty capturing group)
+ * or trigger words (llama.cpp turns them into one pattern,
+ * [\s\S]*?(word1|word2...)[\s\S]*, and so does this), and trigger tokens.
+ * Every token is allowed until a trigger fires; from then on the output is
+ * constrained (cg_matcher_new_lazy in cgram.h has the details). NULL on
+ * error with cgram_llama_last_error() saying why: a bad grammar or a bad
+ * pattern is an error, never an unconstrained sampler.
+ */
+struct llama_sampler *cgram_llama_sampler_init_lazy_patterns(
+    const struct llama_vocab *vocab, const char *grammar_str, const char *grammar_root,
+    const char **trigger_patterns, size_t num_trigger_patterns, const llama_token *trigger_tokens,
+    size_t num_trigger_tokens);
+
+struct llama_sampler *cgram_llama_sampler_init_lazy(const struct llama_vocab *vocab,
+                                                    const char *grammar_str,
+                                                    const char *grammar_root,
+                                                    const char **trigger_words,
+                                                    size_t num_trigger_words,
+                                                    const llama_token *trigger_tokens,
+                                                    size_t num_trigger_tokens);
+
+/* cgram_llama_sampler_init_ext flags: lazy even without triggers (a lazy
+ * grammar with no trigger never constrains, as in llama.cpp). */
+#define CGRAM_LLAMA_LAZY 1u
+/* cgram_llama_sampler_init_ext / cgram_llama_vocab_new_ext flags: control
+ * tokens match grammar text by their text, as llama.cpp's own grammar
+ * sampler matches them (by default they never match text, only a token
+ * reference such as <[id]> or <|name|> in the grammar). The drop-in uses
+ * it, so that it accepts what llama.cpp accepts. */
+#define CGRAM_LLAMA_SPECIAL_AS_TEXT 2u
+
+/*
+ * The general constructor: source and options as cg_compile takes them
+ * (NULL options: GBNF, root "root"), n_triggers triggers as
+ * cg_triggers_new takes them (a lazy sampler when there are any, or with
+ * CGRAM_LLAMA_LAZY), flags CGRAM_LLAMA_*.
+ */
+struct llama_sampler *cgram_llama_sampler_init_ext(const struct llama_vocab *vocab,
+                                                   const char *source, size_t source_len,
+                                                   const cg_compile_options *options,
+                                                   const cg_trigger *triggers, size_t n_triggers,
+                                                   uint32_t flags);
+
+/* The lazy constructors with flags: trigger_texts are words when
+ * texts_are_words is set, patterns otherwise. */
+struct llama_sampler *cgram_llama_sampler_init_lazy_ext(
+    const struct llama_vocab *vocab, const char *grammar_str, const char *grammar_root,
+    const char **trigger_texts, size_t num_trigger_texts, int texts_are_words,
+    const llama_token *trigger_tokens, size_t num_trigger_tokens, uint32_t flags);
+
+/*
  * The cgram vocabulary of a llama vocabulary, built afresh (not cached):
  * for every token id, the bytes llama_token_to_piece gives with special
  * rendering on, CG_TOKEN_SPECIAL for CONTROL and UNKNOWN tokens, and the
@@ -144,6 +221,9 @@ cg_matcher *cgram_llama_sampler_matcher(struct llama_sampler *smpl);
  * cg_vocab_free. NULL on error (cgram_llama_last_error).
  */
 cg_vocab *cgram_llama_vocab_new(const struct llama_vocab *vocab);
+
+/* The same with flags (CGRAM_LLAMA_SPECIAL_AS_TEXT). */
+cg_vocab *cgram_llama_vocab_new_ext(const struct llama_vocab *vocab, uint32_t flags);
 
 /*
  * The raw arrays cgram_llama_vocab_new builds the vocabulary from, for
@@ -165,11 +245,42 @@ int cgram_llama_vocab_arrays_build(const struct llama_vocab *vocab, cgram_llama_
 void cgram_llama_vocab_arrays_free(cgram_llama_vocab_arrays *arrays);
 
 /*
- * Drops the cached vocabularies (samplers and grammars alive keep theirs).
- * Call it after freeing models whose samplers are all gone, to get the
- * memory back. Thread-safe.
+ * Drops the cached cgram vocabulary of a llama vocabulary, and the cached
+ * grammars compiled for it (samplers alive keep theirs). Call it before
+ * freeing the model: another model loaded later at the same address then
+ * gets a vocabulary of its own. Thread-safe.
+ */
+void cgram_llama_vocab_forget(const struct llama_vocab *vocab);
+
+/*
+ * Drops every cached vocabulary and grammar (samplers and grammars alive
+ * keep theirs). Thread-safe.
  */
 void cgram_llama_vocab_cache_clear(void);
+
+/*
+ * The budget of the grammar cache in bytes (0: CGRAM_LLAMA_CACHE_MB from
+ * the environment, else cgram's default of 256 MiB). Thread-safe.
+ */
+void cgram_llama_cache_set_budget(size_t bytes);
+
+/*
+ * The grammar cache's counters (hits, misses, evictions, entries, bytes,
+ * budget): set stats->struct_size = sizeof *stats first. CG_OK or a
+ * CG_ERR_* code. Thread-safe.
+ */
+int cgram_llama_cache_stats(cg_grammar_cache_stats *stats);
+
+/*
+ * A line in llama.cpp's log (llama_log_get's callback; stderr when there
+ * is none), for the adapter's own messages. printf-style; a newline is
+ * added when missing.
+ */
+void cgram_llama_log(enum ggml_log_level level, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 
 #ifdef __cplusplus
 }

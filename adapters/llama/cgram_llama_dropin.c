@@ -1,0 +1,398 @@
+/*
+ * The cgram drop-in for unmodified llama.cpp programs (libcgram-llama.so).
+ *
+ * llama.cpp built with shared libraries (its default) has its programs and
+ * libllama-common.so call the grammar entry points of libllama.so through
+ * the dynamic symbol table. This library defines the same entry points:
+ *
+ *   llama_sampler_init_grammar
+ *   llama_sampler_init_grammar_lazy           (trigger words; deprecated)
+ *   llama_sampler_init_grammar_lazy_patterns  (tool calls)
+ *
+ * so that, loaded before libllama (LD_PRELOAD, or the cgram-llama launcher
+ * that sets it), every grammar sampler a program creates is a cgram sampler:
+ * llama-server's "grammar", "json_schema" and response_format requests
+ * (converted to GBNF by llama.cpp as usual), its tool-call grammars with
+ * their triggers, llama-cli's --grammar and --json-schema.
+ *
+ * Behaviour:
+ *   - The first grammar of the process logs (through llama.cpp's log, at
+ *     warning level so that llama-server shows it by default) a line
+ *     "cgram <version>: llama.cpp grammar samplers run on cgram".
+ *   - A grammar llama.cpp would refuse (a GBNF syntax error) is refused the
+ *     way llama.cpp refuses it: NULL and an error line naming the reason.
+ *   - A grammar or a trigger pattern cgram cannot take but llama.cpp may (a
+ *     limit, a backreference, a pattern our std::regex reading refuses) is
+ *     handed to llama.cpp's own sampler, with a warning line: installing
+ *     cgram never makes a working request fail.
+ *   - An empty grammar is llama.cpp's business (a sampler that does
+ *     nothing).
+ *   - Control tokens match grammar text by their text, as llama.cpp's own
+ *     sampler matches them (tool-call grammars spell tokens such as
+ *     <|tool_call> as text); CGRAM_LLAMA_SPECIAL=strict keeps them out of
+ *     text, as cgram does by default.
+ *   - llama_model_free is wrapped too: it drops the model's cached cgram
+ *     vocabulary and grammars before llama.cpp frees the model.
+ *
+ * Environment:
+ *   CGRAM_LLAMA=off         llama.cpp's own samplers (nothing else changes)
+ *   CGRAM_LLAMA_CACHE_MB=N  the grammar cache's budget (default 256)
+ *   CGRAM_LLAMA_STATS=1     log, when a sampler is freed, the time spent in
+ *                           it: creation, every apply and accept (for
+ *                           llama.cpp's own samplers too: the benchmark)
+ *   CGRAM_LLAMA_VERBOSE=1   log each sampler created and each trigger that
+ *                           fires
+ *   (Those lines are at info level: llama-server shows them with
+ *   --log-verbosity 4.)
+ *   CGRAM_LLAMA_DUMP=DIR    write each grammar a program creates to
+ *                           DIR/grammar-N.gbnf, with its triggers (one per
+ *                           line, "pattern:", "word:" or "token:") in
+ *                           DIR/grammar-N.triggers: for benchmarks and bug
+ *                           reports
+ *   CGRAM_LLAMA_SPECIAL=strict  see above
+ *
+ * Requirements: a llama.cpp built with shared libraries, and this library
+ * built against the llama.h of the libllama it runs with (the sampler
+ * interface grows between versions; the interface structs here are padded
+ * so that members a newer libllama adds read as absent). If libllama lacks
+ * one of the entry points, the drop-in logs a warning and stays off.
+ */
+#if !defined(_GNU_SOURCE)
+#define _GNU_SOURCE
+#endif
+#include "cgram_llama.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct llama_sampler *(*init_grammar_fn)(const struct llama_vocab *, const char *,
+                                                 const char *);
+typedef struct llama_sampler *(*init_lazy_fn)(const struct llama_vocab *, const char *,
+                                              const char *, const char **, size_t,
+                                              const llama_token *, size_t);
+typedef void (*model_free_fn)(struct llama_model *);
+
+static struct {
+    init_grammar_fn grammar;
+    init_lazy_fn lazy_words;
+    init_lazy_fn lazy_patterns;
+    model_free_fn model_free;
+    int enabled;
+    int stats;
+    int verbose;
+    uint32_t flags; /* CGRAM_LLAMA_SPECIAL_AS_TEXT unless strict */
+    const char *dump; /* CGRAM_LLAMA_DUMP: a directory */
+} dropin;
+
+static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
+static pthread_once_t announce_once = PTHREAD_ONCE_INIT;
+
+static int env_on(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0 && strcmp(v, "off") != 0;
+}
+
+static void setup(void)
+{
+    dropin.grammar = (init_grammar_fn)dlsym(RTLD_NEXT, "llama_sampler_init_grammar");
+    dropin.lazy_words = (init_lazy_fn)dlsym(RTLD_NEXT, "llama_sampler_init_grammar_lazy");
+    dropin.lazy_patterns =
+        (init_lazy_fn)dlsym(RTLD_NEXT, "llama_sampler_init_grammar_lazy_patterns");
+    dropin.model_free = (model_free_fn)dlsym(RTLD_NEXT, "llama_model_free");
+    const char *mode = getenv("CGRAM_LLAMA");
+    dropin.enabled = !(mode && (strcmp(mode, "off") == 0 || strcmp(mode, "0") == 0));
+    dropin.stats = env_on("CGRAM_LLAMA_STATS");
+    dropin.verbose = env_on("CGRAM_LLAMA_VERBOSE");
+    dropin.dump = getenv("CGRAM_LLAMA_DUMP");
+    if (dropin.dump && !*dropin.dump)
+        dropin.dump = NULL;
+    const char *special = getenv("CGRAM_LLAMA_SPECIAL");
+    dropin.flags = special && strcmp(special, "strict") == 0 ? 0 : CGRAM_LLAMA_SPECIAL_AS_TEXT;
+    if (!dropin.grammar || !dropin.lazy_words || !dropin.lazy_patterns || !dropin.model_free) {
+        dropin.enabled = 0;
+        cgram_llama_log(GGML_LOG_LEVEL_WARN,
+                        "cgram: this libllama lacks the grammar sampler entry points cgram "
+                        "replaces (llama_sampler_init_grammar*, llama_model_free): cgram is off");
+    }
+}
+
+/* At warning level: programs such as llama-server hide library info lines
+ * unless asked (--log-verbosity 4), and this one should show. */
+static void announce(void)
+{
+    if (dropin.enabled)
+        cgram_llama_log(GGML_LOG_LEVEL_WARN,
+                        "cgram %s: llama.cpp grammar samplers run on cgram (CGRAM_LLAMA=off "
+                        "turns it off)",
+                        cg_version());
+    else
+        cgram_llama_log(GGML_LOG_LEVEL_WARN,
+                        "cgram %s: loaded but off (CGRAM_LLAMA=off): llama.cpp's own grammar "
+                        "samplers",
+                        cg_version());
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ------------------------------------------------------------------------ */
+/* the timing wrapper (CGRAM_LLAMA_STATS) */
+
+struct timed {
+    struct llama_sampler *inner;
+    const char *engine; /* "cgram" or "llama.cpp" */
+    int64_t init_ns, apply_ns, accept_ns;
+    long apply_n, accept_n;
+    int clone;
+};
+
+/* Padded as the cgram sampler's interface (see cgram_llama.c). */
+struct timed_iface_padded {
+    struct llama_sampler_i iface;
+    void *reserved[16];
+};
+static struct timed_iface_padded timed_iface;
+
+static const char *timed_name(const struct llama_sampler *smpl)
+{
+    const struct timed *t = smpl->ctx;
+    return llama_sampler_name(t->inner);
+}
+
+static void timed_accept(struct llama_sampler *smpl, llama_token token)
+{
+    struct timed *t = smpl->ctx;
+    int64_t t0 = now_ns();
+    llama_sampler_accept(t->inner, token);
+    t->accept_ns += now_ns() - t0;
+    t->accept_n++;
+}
+
+static void timed_apply(struct llama_sampler *smpl, llama_token_data_array *cur_p)
+{
+    struct timed *t = smpl->ctx;
+    int64_t t0 = now_ns();
+    llama_sampler_apply(t->inner, cur_p);
+    t->apply_ns += now_ns() - t0;
+    t->apply_n++;
+}
+
+static void timed_reset(struct llama_sampler *smpl)
+{
+    struct timed *t = smpl->ctx;
+    llama_sampler_reset(t->inner);
+}
+
+static struct llama_sampler *timed_wrap(struct llama_sampler *inner, const char *engine,
+                                        int64_t init_ns, int clone);
+
+static struct llama_sampler *timed_clone(const struct llama_sampler *smpl)
+{
+    const struct timed *t = smpl->ctx;
+    struct llama_sampler *inner = llama_sampler_clone(t->inner);
+    return inner ? timed_wrap(inner, t->engine, 0, 1) : NULL;
+}
+
+static void timed_free(struct llama_sampler *smpl)
+{
+    struct timed *t = smpl->ctx;
+    if (!t)
+        return;
+    int triggered = -1;
+    cg_matcher *m = cgram_llama_sampler_matcher(t->inner);
+    if (m)
+        triggered = cg_is_triggered(m, NULL, NULL);
+    cgram_llama_log(GGML_LOG_LEVEL_INFO,
+                    "cgram-stats: engine=%s clone=%d init_us=%.1f apply_n=%ld apply_us=%.1f "
+                    "accept_n=%ld accept_us=%.1f triggered=%d",
+                    t->engine, t->clone, t->init_ns / 1e3, t->apply_n, t->apply_ns / 1e3,
+                    t->accept_n, t->accept_ns / 1e3, triggered);
+    llama_sampler_free(t->inner);
+    free(t);
+    smpl->ctx = NULL;
+}
+
+static struct timed_iface_padded timed_iface = {
+    .iface =
+        {
+            .name = timed_name,
+            .accept = timed_accept,
+            .apply = timed_apply,
+            .reset = timed_reset,
+            .clone = timed_clone,
+            .free = timed_free,
+        },
+};
+
+static struct llama_sampler *timed_wrap(struct llama_sampler *inner, const char *engine,
+                                        int64_t init_ns, int clone)
+{
+    struct timed *t = calloc(1, sizeof *t);
+    if (!t) {
+        llama_sampler_free(inner);
+        return NULL;
+    }
+    t->inner = inner;
+    t->engine = engine;
+    t->init_ns = init_ns;
+    t->clone = clone;
+    return llama_sampler_init(&timed_iface.iface, t);
+}
+
+/* ------------------------------------------------------------------------ */
+/* the entry points */
+
+enum kind { PLAIN, LAZY_WORDS, LAZY_PATTERNS };
+
+/* llama.cpp's own sampler. It may throw (a trigger pattern std::regex
+ * rejects): nothing of ours is held here, so the exception goes through
+ * to llama.cpp's caller as it would without cgram. */
+static struct llama_sampler *original(enum kind kind, const struct llama_vocab *vocab,
+                                      const char *str, const char *root, const char **texts,
+                                      size_t n_texts, const llama_token *tokens,
+                                      size_t n_tokens)
+{
+    switch (kind) {
+    case PLAIN:
+        return dropin.grammar(vocab, str, root);
+    case LAZY_WORDS:
+        return dropin.lazy_words(vocab, str, root, texts, n_texts, tokens, n_tokens);
+    case LAZY_PATTERNS:
+        return dropin.lazy_patterns(vocab, str, root, texts, n_texts, tokens, n_tokens);
+    }
+    return NULL;
+}
+
+/* CGRAM_LLAMA_DUMP: the grammar and its triggers, as files. */
+static void dump(enum kind kind, const char *str, const char **texts, size_t n_texts,
+                 const llama_token *tokens, size_t n_tokens)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static unsigned counter;
+    pthread_mutex_lock(&lock);
+    unsigned n = counter++;
+    pthread_mutex_unlock(&lock);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/grammar-%04u.gbnf", dropin.dump, n);
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return;
+    fputs(str, f);
+    fclose(f);
+    if (kind == PLAIN)
+        return;
+    snprintf(path, sizeof path, "%s/grammar-%04u.triggers", dropin.dump, n);
+    f = fopen(path, "wb");
+    if (!f)
+        return;
+    for (size_t i = 0; i < n_texts; i++)
+        fprintf(f, "%s:%s\n", kind == LAZY_WORDS ? "word" : "pattern", texts[i] ? texts[i] : "");
+    for (size_t i = 0; i < n_tokens; i++)
+        fprintf(f, "token:%d\n", (int)tokens[i]);
+    fclose(f);
+}
+
+static struct llama_sampler *create(enum kind kind, const struct llama_vocab *vocab,
+                                    const char *str, const char *root, const char **texts,
+                                    size_t n_texts, const llama_token *tokens, size_t n_tokens)
+{
+    pthread_once(&setup_once, setup);
+    int64_t t0 = now_ns();
+    const char *engine = "llama.cpp";
+    struct llama_sampler *s = NULL;
+    int use_cgram = dropin.enabled && vocab && str && str[0] != '\0';
+    if (str && str[0] != '\0') {
+        pthread_once(&announce_once, announce);
+        if (dropin.dump)
+            dump(kind, str, texts, n_texts, tokens, n_tokens);
+    }
+    if (use_cgram) {
+        if (kind == PLAIN) {
+            cg_compile_options opts;
+            cg_compile_options_init(&opts);
+            opts.root = root;
+            s = cgram_llama_sampler_init_ext(vocab, str, strlen(str), &opts, NULL, 0,
+                                             dropin.flags);
+        } else {
+            s = cgram_llama_sampler_init_lazy_ext(vocab, str, root, texts, n_texts,
+                                                  kind == LAZY_WORDS, tokens, n_tokens,
+                                                  dropin.flags);
+        }
+        if (s) {
+            engine = "cgram";
+            if (dropin.verbose)
+                cgram_llama_log(GGML_LOG_LEVEL_INFO,
+                                "cgram: %s grammar sampler (%zu bytes of GBNF, %zu trigger "
+                                "patterns/words, %zu trigger tokens) in %.2f ms",
+                                kind == PLAIN ? "a" : "a lazy", strlen(str), n_texts, n_tokens,
+                                (now_ns() - t0) / 1e6);
+        } else {
+            int code = cgram_llama_last_error_code();
+            int in_triggers = cgram_llama_last_error_in_triggers();
+            if (!in_triggers && (code == CG_ERR_PARSE || code == CG_ERR_INVALID_ARGUMENT)) {
+                /* llama.cpp refuses this grammar too: its failure path. */
+                cgram_llama_log(GGML_LOG_LEVEL_ERROR, "cgram: failed to parse grammar: %s",
+                                cgram_llama_last_error());
+                return NULL;
+            }
+            cgram_llama_log(GGML_LOG_LEVEL_WARN,
+                            "cgram: %s; this grammar goes to llama.cpp's own sampler instead",
+                            cgram_llama_last_error());
+        }
+    }
+    if (!s) {
+        s = original(kind, vocab, str, root, texts, n_texts, tokens, n_tokens);
+        if (!s)
+            return NULL;
+    }
+    if (dropin.stats)
+        s = timed_wrap(s, engine, now_ns() - t0, 0);
+    return s;
+}
+
+struct llama_sampler *llama_sampler_init_grammar(const struct llama_vocab *vocab,
+                                                 const char *grammar_str,
+                                                 const char *grammar_root)
+{
+    return create(PLAIN, vocab, grammar_str, grammar_root, NULL, 0, NULL, 0);
+}
+
+struct llama_sampler *llama_sampler_init_grammar_lazy(const struct llama_vocab *vocab,
+                                                      const char *grammar_str,
+                                                      const char *grammar_root,
+                                                      const char **trigger_words,
+                                                      size_t num_trigger_words,
+                                                      const llama_token *trigger_tokens,
+                                                      size_t num_trigger_tokens)
+{
+    return create(LAZY_WORDS, vocab, grammar_str, grammar_root, trigger_words, num_trigger_words,
+                  trigger_tokens, num_trigger_tokens);
+}
+
+struct llama_sampler *llama_sampler_init_grammar_lazy_patterns(
+    const struct llama_vocab *vocab, const char *grammar_str, const char *grammar_root,
+    const char **trigger_patterns, size_t num_trigger_patterns, const llama_token *trigger_tokens,
+    size_t num_trigger_tokens)
+{
+    return create(LAZY_PATTERNS, vocab, grammar_str, grammar_root, trigger_patterns,
+                  num_trigger_patterns, trigger_tokens, num_trigger_tokens);
+}
+
+void llama_model_free(struct llama_model *model)
+{
+    pthread_once(&setup_once, setup);
+    if (model)
+        cgram_llama_vocab_forget(llama_model_get_vocab(model));
+    if (dropin.model_free)
+        dropin.model_free(model);
+}
