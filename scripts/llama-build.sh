@@ -7,7 +7,7 @@
 #
 #   scripts/llama-build.sh            # idempotent; prints the prefix
 #   scripts/llama-build.sh --force    # rebuild from scratch
-#   scripts/llama-build.sh --print prefix|src   # print a directory, build nothing
+#   scripts/llama-build.sh --print prefix|src|bin   # print a directory, build nothing
 #   CGRAM_LLAMA_CACHE=/dir            # cache here (default: $CGRAM_CACHE if set,
 #                                     # else ~/.cache/cgram: outside the checkout)
 #   CGRAM_LLAMA_JOBS=N                # parallel build jobs (default: nproc)
@@ -18,23 +18,30 @@
 #   src/                            its vendor/llama.cpp/: sources, grammars/,
 #                                   models/ggml-vocab-*.gguf (vocab-only GGUFs:
 #                                   llama-bpe = Llama 3, qwen2, gpt-2, ...)
-#   build/                          the CMake build tree (target `llama` only)
-#   prefix/                         `cmake --install`: include/llama.h,
-#                                   lib/libllama.so + libggml*.so (which
-#                                   find each other: RUNPATH $ORIGIN),
-#                                   lib/cmake/llama/ (find_package(llama))
+#   build/                          the CMake build tree: targets llama,
+#                                   llama-server, llama-cli and llama-completion
+#                                   (the plain text one), all with shared
+#                                   libraries (llama.cpp's default), so that
+#                                   build/bin/ holds the programs next to
+#                                   libllama.so and libllama-common.so (the
+#                                   cgram drop-in's test bed)
+#   prefix/                         `cmake --install` of the libraries:
+#                                   include/llama.h, lib/libllama.so +
+#                                   libggml*.so (which find each other:
+#                                   RUNPATH $ORIGIN), lib/cmake/llama/
+#                                   (find_package(llama))
 #   .complete                       stamp: what was built, from which sdist
 #
-# llama.cpp is configured without its common library, tests, tools, examples,
-# server, app and OpenSSL: cgram needs `libllama` and `llama.h` only. About 3
-# minutes on 2 idle cores; longer on a busy machine.
+# llama.cpp is configured without tests, examples, the app, the web UI and
+# OpenSSL. About 7 minutes on 2 idle cores (libllama 2, the server and the
+# CLI 4-5); longer on a busy machine.
 set -euo pipefail
 
 LLAMA_CPP_PYTHON_VERSION=0.3.36
 # sha256 of llama_cpp_python-0.3.36.tar.gz as PyPI serves it.
 SDIST_SHA256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
 # Bump when the configuration changes, so that old caches are rebuilt.
-STAMP_VERSION=2
+STAMP_VERSION=4
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # Outside the checkout by default, so that fresh clones (CI) reuse it.
@@ -53,11 +60,12 @@ case "${1:-}" in
     case "${2:-}" in
       prefix) echo "$prefix" ;;
       src) echo "$src" ;;
-      *) echo "usage: llama-build.sh --print prefix|src" >&2; exit 2 ;;
+      bin) echo "$build/bin" ;;
+      *) echo "usage: llama-build.sh --print prefix|src|bin" >&2; exit 2 ;;
     esac
     exit 0 ;;
   "") ;;
-  *) echo "usage: llama-build.sh [--force | --print prefix|src]" >&2; exit 2 ;;
+  *) echo "usage: llama-build.sh [--force | --print prefix|src|bin]" >&2; exit 2 ;;
 esac
 
 stamp_text="v$STAMP_VERSION llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION"
@@ -66,7 +74,10 @@ complete() {
   [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$stamp_text" ] &&
     [ -f "$prefix/include/llama.h" ] && [ -f "$prefix/lib/cmake/llama/llama-config.cmake" ] &&
     [ -f "$src/models/ggml-vocab-llama-bpe.gguf" ] &&
-    ls "$prefix"/lib/libllama.* >/dev/null 2>&1
+    ls "$prefix"/lib/libllama.* >/dev/null 2>&1 &&
+    [ -x "$build/bin/llama-server" ] && [ -x "$build/bin/llama-cli" ] &&
+    [ -x "$build/bin/llama-completion" ] &&
+    ls "$build"/bin/libllama-common.* >/dev/null 2>&1
 }
 
 if [ "$force" = 0 ] && complete; then
@@ -118,23 +129,31 @@ cmake -S "$src" -B "$build" \
   -DCMAKE_INSTALL_LIBDIR=lib \
   -DCMAKE_INSTALL_RPATH="\$ORIGIN" \
   -DBUILD_SHARED_LIBS=ON \
-  -DLLAMA_BUILD_COMMON=OFF \
+  -DLLAMA_BUILD_COMMON=ON \
   -DLLAMA_BUILD_TESTS=OFF \
-  -DLLAMA_BUILD_TOOLS=OFF \
+  -DLLAMA_BUILD_TOOLS=ON \
   -DLLAMA_BUILD_EXAMPLES=OFF \
-  -DLLAMA_BUILD_SERVER=OFF \
+  -DLLAMA_BUILD_SERVER=ON \
   -DLLAMA_BUILD_APP=OFF \
+  -DLLAMA_BUILD_UI=OFF \
+  -DLLAMA_USE_PREBUILT_UI=OFF \
+  -DLLAMA_TOOLS_INSTALL=OFF \
   -DLLAMA_OPENSSL=OFF \
   >"$dir/configure.log" 2>&1 || { cat "$dir/configure.log" >&2; exit 1; }
 
-echo "==> building target llama with $jobs jobs (a few minutes; log: $dir/build.log)"
+echo "==> building llama, llama-server, llama-cli and llama-completion with $jobs jobs (minutes; log: $dir/build.log)"
 start=$SECONDS
-cmake --build "$build" --target llama --parallel "$jobs" >"$dir/build.log" 2>&1 ||
+cmake --build "$build" --target llama llama-server llama-cli llama-completion --parallel "$jobs" >"$dir/build.log" 2>&1 ||
   { tail -n 60 "$dir/build.log" >&2; exit 1; }
 echo "    built in $((SECONDS - start)) s"
 
-echo "==> installing into $prefix"
+echo "==> installing the libraries into $prefix"
+rm -rf "$prefix"
 cmake --install "$build" >"$dir/install.log" 2>&1 || { cat "$dir/install.log" >&2; exit 1; }
+# The programs run from $build/bin, next to every library they need (with
+# LLAMA_TOOLS_INSTALL off, an installed llama-server would miss its
+# libllama-server-impl.so).
+rm -rf "$prefix/bin"
 
 echo "$stamp_text" >"$stamp"
 complete || { echo "llama-build.sh: the install is incomplete in $prefix" >&2; exit 1; }

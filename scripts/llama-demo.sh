@@ -11,7 +11,10 @@
 #     the adapter (adapters/llama), the demo and the vocabulary test
 #     (demo/llama) with CMake against both installed packages, -Werror
 #  4. tests the adapter's behaviour (demo/llama/adapter_test.c: apply on
-#     any subset, accept, errors reported, clone, reset) and its vocabulary:
+#     any subset, accept, errors reported, clone, reset), its lazy samplers
+#     against llama.cpp's own (demo/llama/lazy_compare.c: trigger words,
+#     patterns and tokens, the same firing token and masks) and its
+#     vocabulary:
 #     from llama.cpp's vocab-only
 #     ggml-vocab-llama-bpe.gguf against cgram's from the Llama 3
 #     tokenizer.json, token by token (tests/llama_vocab.c), and sanity on
@@ -92,6 +95,9 @@ demo="$work/cgram_llama_demo"
 
 step "the adapter's behaviour as llama.cpp drives it (demo/llama/adapter_test.c, Llama 3 vocabulary)"
 "$work/adapter_test" "$llama_src/models/ggml-vocab-llama-bpe.gguf"
+
+step "lazy samplers against llama.cpp's own, mask by mask (demo/llama/lazy_compare.c, Llama 3 vocabulary)"
+"$work/lazy_compare" "$llama_src/models/ggml-vocab-llama-bpe.gguf"
 
 step "the adapter's vocabulary vs cgram's from tokenizer.json (Llama 3)"
 "$work/llama_vocab_test" "$llama_src/models/ggml-vocab-llama-bpe.gguf" "$tokenizer"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # All the tests: formatting, lints, the Rust test suite (release), then the
-# C examples built with CMake from the installed package (scripts/demo.sh)
-# and a pkg-config build. Installs cmake / pkg-config when missing and
+# C examples built with CMake from the installed package (scripts/demo.sh),
+# a pkg-config build, cgram in real llama.cpp (scripts/llama-demo.sh) and an
+# unmodified llama-server with cgram's drop-in, driven by the openai client
+# (scripts/llama-server-e2e.sh). Installs cmake / pkg-config when missing and
 # fetches the real tokenizers first. Every stage runs even if an earlier one
 # failed; the exit status is non-zero if any failed.
 set -uo pipefail
@@ -43,6 +45,7 @@ stage cargo-test cargo test --release
 stage c-examples scripts/demo.sh
 stage pkg-config pkg_config_build
 stage llama scripts/llama-demo.sh --quick
+stage llama-server scripts/llama-server-e2e.sh --quick
 
 echo
 echo "test.sh: ${#passed[@]} stages passed (${passed[*]:-}), ${#failed[@]} failed (${failed[*]:-})"

@@ -47,10 +47,11 @@ static void set_error(const char *fmt, ...)
     last_error_in_triggers = 0;
 }
 
-/* The message of a failed cgram call, with its code. */
+/* The message of a failed cgram call while making a sampler, with its
+ * code. */
 static void set_cgram_error(int in_triggers)
 {
-    set_error("%s", cg_last_error());
+    set_error("cgram_llama_sampler_init: %s", cg_last_error());
     last_error_code = cg_last_error_code();
     last_error_in_triggers = in_triggers;
 }

@@ -345,9 +345,15 @@ static struct llama_sampler *create(enum kind kind, const struct llama_vocab *vo
                                 cgram_llama_last_error());
                 return NULL;
             }
-            cgram_llama_log(GGML_LOG_LEVEL_WARN,
-                            "cgram: %s; this grammar goes to llama.cpp's own sampler instead",
-                            cgram_llama_last_error());
+            if (in_triggers)
+                cgram_llama_log(GGML_LOG_LEVEL_WARN,
+                                "cgram: %s; llama.cpp's own sampler gets this lazy grammar (it "
+                                "refuses such a trigger too, or reads it its own way)",
+                                cgram_llama_last_error());
+            else
+                cgram_llama_log(GGML_LOG_LEVEL_WARN,
+                                "cgram: %s; this grammar goes to llama.cpp's own sampler instead",
+                                cgram_llama_last_error());
         }
     }
     if (!s) {

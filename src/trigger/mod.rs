@@ -91,6 +91,8 @@ struct TextTrigger {
     program: Program,
     /// The most characters a match examines ([`Program::max_span`]).
     span: Option<usize>,
+    /// Per DFA state, the fewest characters to a match ([`char_distances`]).
+    char_dist: Vec<u32>,
     /// `^...$`: `std::regex_match` on the whole text is tried first.
     whole_first: bool,
 }
@@ -102,6 +104,9 @@ pub struct Triggers {
     texts: Vec<TextTrigger>,
     /// `(token, index in the host's list)`, sorted.
     tokens: Vec<(u32, usize)>,
+    /// The special tokens that do not end the sequence: their text is
+    /// output that patterns read, but the token trie leaves them out.
+    specials: Vec<u32>,
     len: usize,
     /// Tokens whose text makes a pattern fire from a detector state, keyed
     /// by `(pattern, DFA state, decoder state)`.
@@ -167,20 +172,26 @@ impl Triggers {
             let dfa = vocab.lexemes.table(&language, &limits).map_err(at)?;
             let program = Program::new(&node).map_err(at)?;
             let whole_first = pattern.starts_with('^') && pattern.ends_with('$');
+            let char_dist = char_distances(&dfa);
             texts.push(TextTrigger {
                 index,
                 source: pattern,
                 dfa,
                 span: program.max_span(),
+                char_dist,
                 program,
                 whole_first,
             });
         }
         tokens.sort_unstable();
+        let specials = (0..vocab.len() as u32)
+            .filter(|&id| vocab.is_special(id) && !vocab.is_eos(id))
+            .collect();
         Ok(Triggers {
             vocab: vocab.clone(),
             texts,
             tokens,
+            specials,
             len: specs.len(),
             fire_sets: Mutex::new(FastMap::default()),
         })
@@ -206,6 +217,7 @@ impl Triggers {
                 })
                 .sum::<usize>()
             + self.tokens.len() * 16
+            + self.specials.len() * 4
     }
 
     /// Number of triggers the host gave.
@@ -260,16 +272,8 @@ impl Triggers {
     }
 
     fn step_char(&self, states: &mut [u32], c: u32) {
-        let mut buf = [0u8; 4];
-        let ch = char::from_u32(c).unwrap_or('\u{FFFD}');
-        let bytes = ch.encode_utf8(&mut buf).as_bytes();
         for (t, s) in self.texts.iter().zip(states.iter_mut()) {
-            for &b in bytes {
-                if *s == DEAD {
-                    break;
-                }
-                *s = t.dfa.next(*s, b);
-            }
+            *s = t.step(*s, c);
         }
     }
 
@@ -347,34 +351,14 @@ impl Triggers {
         if let Some(s) = self.fire_sets.lock().unwrap().get(&key) {
             return s.clone();
         }
-        let t = &self.texts[k];
         let mut out = Vec::new();
         if d.states[k] != DEAD {
-            let vocab = &self.vocab;
-            for id in 0..vocab.len() as u32 {
-                if vocab.is_eos(id) {
-                    continue;
-                }
-                let mut s = d.states[k];
-                let mut dec = d.decoder;
-                let mut buf = [0u8; 4];
-                for &b in vocab.token_bytes(id) {
-                    let (chars, n) = dec.push(b, 0);
-                    for &(c, _) in &chars[..n] {
-                        let ch = char::from_u32(c).unwrap_or('\u{FFFD}');
-                        for &x in ch.encode_utf8(&mut buf).as_bytes() {
-                            if s != DEAD {
-                                s = t.dfa.next(s, x);
-                            }
-                        }
-                    }
-                    if s == DEAD {
-                        break;
-                    }
-                }
-                if s != DEAD && t.dfa.is_final[s as usize] {
-                    out.push(id);
-                }
+            if d.decoder.at_boundary() {
+                self.fire_walk(k, d.states[k], &mut out);
+            } else {
+                let vocab = &self.vocab;
+                let all = (0..vocab.len() as u32).filter(|&id| !vocab.is_eos(id));
+                self.fire_scan(k, d, all, &mut out);
             }
         }
         let set: Arc<[u32]> = out.into();
@@ -385,6 +369,141 @@ impl Triggers {
         cache.insert(key, set.clone());
         set
     }
+}
+
+impl Triggers {
+    /// [`Self::fire_set`] token by token: each token read from the
+    /// detector's state.
+    fn fire_scan(
+        &self,
+        k: usize,
+        d: &Detector,
+        ids: impl Iterator<Item = u32>,
+        out: &mut Vec<u32>,
+    ) {
+        let t = &self.texts[k];
+        for id in ids {
+            let mut s = d.states[k];
+            let mut dec = d.decoder;
+            for &b in self.vocab.token_bytes(id) {
+                let (chars, n) = dec.push(b, 0);
+                for &(c, _) in &chars[..n] {
+                    s = t.step(s, c);
+                }
+                if s == DEAD {
+                    break;
+                }
+            }
+            if s != DEAD && t.dfa.is_final[s as usize] {
+                out.push(id);
+            }
+        }
+    }
+
+    /// [`Self::fire_set`] from a character boundary, over the token trie:
+    /// shared prefixes are read once, and a subtree is skipped when its
+    /// pattern can no longer match within its longest token (most of the
+    /// vocabulary, for a trigger word). Special tokens, which the trie
+    /// leaves out but whose text llama.cpp reads, are scanned one by one.
+    fn fire_walk(&self, k: usize, start: u32, out: &mut Vec<u32>) {
+        let t = &self.texts[k];
+        let trie = self.vocab.trie();
+        let nodes = trie.nodes();
+        let ids = trie.token_ids();
+        let mut stack: Vec<(u32, u32, Utf8Decoder)> = Vec::new();
+        let mut child = 0;
+        while child < trie.root_end() {
+            stack.push((child, start, Utf8Decoder::default()));
+            child = nodes[child as usize].subtree_end;
+        }
+        while let Some((i, parent, mut dec)) = stack.pop() {
+            let mut s = parent;
+            let (chars, n) = dec.push(nodes[i as usize].byte, 0);
+            for &(c, _) in &chars[..n] {
+                s = t.step(s, c);
+            }
+            if s == DEAD {
+                continue;
+            }
+            if t.dfa.is_final[s as usize] {
+                let r = trie.tokens_at(i);
+                out.extend_from_slice(&ids[r.start as usize..r.end as usize]);
+            }
+            // Characters still to come below: at most one per byte, plus
+            // the one pending.
+            let below = trie.height_below(i) as u32 + u32::from(!dec.at_boundary());
+            if t.char_dist[s as usize] > below {
+                continue;
+            }
+            let end = nodes[i as usize].subtree_end;
+            let mut c = i + 1;
+            while c < end {
+                stack.push((c, s, dec));
+                c = nodes[c as usize].subtree_end;
+            }
+        }
+        let mut d = Detector {
+            states: vec![DEAD; self.texts.len()],
+            decoder: Utf8Decoder::default(),
+        };
+        d.states[k] = start;
+        self.fire_scan(k, &d, self.specials.iter().copied(), out);
+    }
+}
+
+impl TextTrigger {
+    /// The DFA state after character `c` (U+FFFD for a broken sequence).
+    fn step(&self, mut s: u32, c: u32) -> u32 {
+        let mut buf = [0u8; 4];
+        let ch = char::from_u32(c).unwrap_or('\u{FFFD}');
+        for &b in ch.encode_utf8(&mut buf).as_bytes() {
+            if s == DEAD {
+                break;
+            }
+            s = self.dfa.next(s, b);
+        }
+        s
+    }
+}
+
+/// Per DFA state, the fewest characters that lead to a final state
+/// (`u32::MAX`: none): a breadth-first search backwards from the final
+/// states in which only a character's first byte counts.
+fn char_distances(t: &Table) -> Vec<u32> {
+    let n = t.num_states();
+    let mut back: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n];
+    for s in 0..n as u32 {
+        for b in t.class_reps() {
+            let to = t.next(s, b);
+            if to != DEAD {
+                let cost = u32::from(!(0x80..0xC0).contains(&b));
+                back[to as usize].push((s, cost));
+            }
+        }
+    }
+    let mut dist = vec![u32::MAX; n];
+    let mut queue = std::collections::VecDeque::new();
+    for (s, d) in dist.iter_mut().enumerate() {
+        if t.is_final[s] {
+            *d = 0;
+            queue.push_back(s as u32);
+        }
+    }
+    // 0-1 breadth-first search: free steps go to the front.
+    while let Some(s) = queue.pop_front() {
+        for &(p, cost) in &back[s as usize] {
+            let d = dist[s as usize] + cost;
+            if d < dist[p as usize] {
+                dist[p as usize] = d;
+                if cost == 0 {
+                    queue.push_front(p);
+                } else {
+                    queue.push_back(p);
+                }
+            }
+        }
+    }
+    dist
 }
 
 /// Where a detector is in the output: each pattern's DFA state and the

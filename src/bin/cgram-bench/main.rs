@@ -1,7 +1,8 @@
 //! `cgram-bench`: measures mask times (TBM) and time to first mask (TTFM).
 //!
 //! ```text
-//! cgram-bench gbnf --tokenizer tokenizer.json --grammar json.gbnf [--batch-threads N] TEXT_FILE...
+//! cgram-bench gbnf --tokenizer tokenizer.json --grammar json.gbnf [--batch-threads N]
+//!             [--trigger-word W]... [--trigger-pattern P]... TEXT_FILE...
 //! cgram-bench maskbench --tokenizer tokenizer.json [--limit N] [--every K] [--filter PREFIX]
 //!             [--compact] [--strict] [--verbose] [--per-file OUT.tsv] [--cpu-clock] [--top N] DIR
 //! cgram-bench replay --tokenizer tokenizer.json [--test I] [--token N] [--repeat R] [--cpu-clock] FILE
@@ -11,7 +12,10 @@
 //! `replay` times one file's compile and masks again and again with empty
 //! vocabulary caches (see [`replay`]);
 //! `--batch-threads N` also times `cg_fill_masks` over a batch of matchers
-//! with 1 and with N threads (see [`batch`]). `--cpu-clock` times
+//! with 1 and with N threads (see [`batch`]). With `--trigger-word` or
+//! `--trigger-pattern`, the matchers are lazy (llama.cpp's tool-call
+//! grammars): free text until a trigger, then the grammar; the triggers
+//! are compiled once, as a server's cache keeps them. `--cpu-clock` times
 //! MaskBench with the thread's CPU time (as the harness in `../shared/tools`
 //! does) instead of wall time.
 //!
@@ -25,6 +29,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
+use cgram::matcher::{AnyMatcher, LazyMatcher};
+use cgram::trigger::{TriggerSpec, Triggers};
 use cgram::{CompileOptions, Kind, Matcher, Vocab};
 
 mod batch;
@@ -34,7 +40,7 @@ mod replay;
 
 fn usage() -> ! {
     eprintln!(
-        "usage: cgram-bench gbnf --tokenizer T.json --grammar G.gbnf [--root NAME] [--repeat N] [--batch-threads N] TEXT_FILE...\n       cgram-bench maskbench --tokenizer T.json [--limit N] [--every K] [--filter PREFIX] [--compact] [--strict] [--verbose] [--per-file OUT.tsv] [--cpu-clock] [--top N] DIR\n       cgram-bench replay --tokenizer T.json [--test I] [--token N] [--repeat R] [--cpu-clock] FILE"
+        "usage: cgram-bench gbnf --tokenizer T.json --grammar G.gbnf [--root NAME] [--repeat N] [--batch-threads N] [--trigger-word W]... [--trigger-pattern P]... TEXT_FILE...\n       cgram-bench maskbench --tokenizer T.json [--limit N] [--every K] [--filter PREFIX] [--compact] [--strict] [--verbose] [--per-file OUT.tsv] [--cpu-clock] [--top N] DIR\n       cgram-bench replay --tokenizer T.json [--test I] [--token N] [--repeat R] [--cpu-clock] FILE"
     );
     std::process::exit(2)
 }
@@ -203,6 +209,7 @@ fn main() {
     let mut root = None;
     let mut repeat = 1usize;
     let mut batch_threads = 0u32;
+    let mut triggers: Vec<TriggerSpec> = Vec::new();
     let mut texts: Vec<PathBuf> = Vec::new();
     let mut i = 1;
     while i < args.len() {
@@ -225,6 +232,14 @@ fn main() {
             }
             "--batch-threads" => {
                 batch_threads = number_after(&args, i);
+                i += 1;
+            }
+            "--trigger-word" => {
+                triggers.push(TriggerSpec::Word(text_after(&args, i)));
+                i += 1;
+            }
+            "--trigger-pattern" => {
+                triggers.push(TriggerSpec::Pattern(text_after(&args, i)));
                 i += 1;
             }
             a if a.starts_with("--") => usage(),
@@ -271,6 +286,16 @@ fn main() {
             (p.clone(), ids)
         })
         .collect();
+    let triggers = (!triggers.is_empty()).then(|| {
+        Arc::new(Triggers::new(&vocab, &triggers).unwrap_or_else(|e| {
+            eprintln!("triggers: {e}");
+            std::process::exit(1)
+        }))
+    });
+    let matcher = |g: &Arc<cgram::CompiledGrammar>| match &triggers {
+        None => AnyMatcher::Eager(Matcher::new(g.clone())),
+        Some(t) => AnyMatcher::Lazy(Box::new(LazyMatcher::new(g.clone(), t.clone()).unwrap())),
+    };
     let mut ttfm = Vec::new();
     let mut tbm = Vec::new();
     // (microseconds, text index, token index) of every mask of the first round.
@@ -282,14 +307,14 @@ fn main() {
             eprintln!("compiling {grammar}: {e}");
             std::process::exit(1)
         });
-        let mut m = Matcher::new(g.clone());
+        let mut m = matcher(&g);
         m.fill_mask(&mut mask).unwrap();
         ttfm.push(t.elapsed().as_secs_f64() * 1e6);
         if round == 0 {
             println!("grammar: {} states, {} bytes", g.num_states(), g.memory());
         }
         for (ti, (path, ids)) in encoded.iter().enumerate() {
-            let mut m = Matcher::new(g.clone());
+            let mut m = matcher(&g);
             for (k, &id) in ids.iter().enumerate() {
                 let t = Instant::now();
                 m.fill_mask(&mut mask).unwrap();
