@@ -15,8 +15,9 @@
 //! `R_i = X_i | C_i1 R_1 | ... | C_ik R_k` by elimination: Arden's lemma
 //! turns `R_i = C_ii R_i | rest` into `R_i = C_ii* rest`, and each solved
 //! rule is substituted into the others. Every rule of the group gets a body
-//! without recursion; the ordinary analysis then makes it a lexeme. A group
-//! whose solution grows past [`MAX_SOLVED_SIZE`] nodes is left as it was.
+//! without recursion and the hint to be a lexeme (one DFA whatever its
+//! size, as the loop it is). A group whose solution grows past
+//! [`MAX_SOLVED_SIZE`] nodes is left as it was.
 
 use std::borrow::Cow;
 
@@ -44,7 +45,10 @@ pub fn solve(g: &Grammar) -> Cow<'_, Grammar> {
         if let Some(bodies) = solve_group(g, &comp) {
             let out = out.get_or_insert_with(|| g.clone());
             for (&r, body) in comp.iter().zip(bodies) {
-                out.rules[r as usize].body = body;
+                let rule = &mut out.rules[r as usize];
+                rule.body = body;
+                // A loop written as rules: one DFA, whatever its size.
+                rule.lexeme = LexemeHint::Always;
             }
         }
     }
