@@ -38,7 +38,8 @@
  *   CGRAM_LLAMA=off         llama.cpp's own samplers (nothing else changes)
  *   CGRAM_LLAMA_CACHE_MB=N  the grammar cache's budget (default 256)
  *   CGRAM_LLAMA_STATS=1     log, when a sampler is freed, the time spent in
- *                           it: creation, every apply and accept (for
+ *                           it: creation, every apply and accept, in wall
+ *                           time and in the thread's CPU time (for
  *                           llama.cpp's own samplers too: the benchmark)
  *   CGRAM_LLAMA_VERBOSE=1   log each sampler created and each trigger that
  *                           fires
@@ -145,13 +146,25 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* The calling thread's CPU time: what the engine itself costs, without the
+ * time the thread waits for a core (llama.cpp's compute threads may still
+ * spin on it between decodes). */
+static int64_t cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 /* ------------------------------------------------------------------------ */
 /* the timing wrapper (CGRAM_LLAMA_STATS) */
 
 struct timed {
     struct llama_sampler *inner;
     const char *engine; /* "cgram" or "llama.cpp" */
-    int64_t init_ns, apply_ns, accept_ns;
+    int64_t init_ns, apply_ns, accept_ns;          /* wall time */
+    int64_t init_cpu, apply_cpu, accept_cpu;       /* the thread's CPU time */
+    int64_t first_apply_cpu;                       /* of the first apply */
     long apply_n, accept_n;
     int clone;
 };
@@ -172,8 +185,9 @@ static const char *timed_name(const struct llama_sampler *smpl)
 static void timed_accept(struct llama_sampler *smpl, llama_token token)
 {
     struct timed *t = smpl->ctx;
-    int64_t t0 = now_ns();
+    int64_t t0 = now_ns(), c0 = cpu_ns();
     llama_sampler_accept(t->inner, token);
+    t->accept_cpu += cpu_ns() - c0;
     t->accept_ns += now_ns() - t0;
     t->accept_n++;
 }
@@ -181,8 +195,12 @@ static void timed_accept(struct llama_sampler *smpl, llama_token token)
 static void timed_apply(struct llama_sampler *smpl, llama_token_data_array *cur_p)
 {
     struct timed *t = smpl->ctx;
-    int64_t t0 = now_ns();
+    int64_t t0 = now_ns(), c0 = cpu_ns();
     llama_sampler_apply(t->inner, cur_p);
+    int64_t spent = cpu_ns() - c0;
+    if (t->apply_n == 0)
+        t->first_apply_cpu = spent;
+    t->apply_cpu += spent;
     t->apply_ns += now_ns() - t0;
     t->apply_n++;
 }
@@ -194,13 +212,13 @@ static void timed_reset(struct llama_sampler *smpl)
 }
 
 static struct llama_sampler *timed_wrap(struct llama_sampler *inner, const char *engine,
-                                        int64_t init_ns, int clone);
+                                        int64_t init_ns, int64_t init_cpu, int clone);
 
 static struct llama_sampler *timed_clone(const struct llama_sampler *smpl)
 {
     const struct timed *t = smpl->ctx;
     struct llama_sampler *inner = llama_sampler_clone(t->inner);
-    return inner ? timed_wrap(inner, t->engine, 0, 1) : NULL;
+    return inner ? timed_wrap(inner, t->engine, 0, 0, 1) : NULL;
 }
 
 static void timed_free(struct llama_sampler *smpl)
@@ -214,9 +232,11 @@ static void timed_free(struct llama_sampler *smpl)
         triggered = cg_is_triggered(m, NULL, NULL);
     cgram_llama_log(GGML_LOG_LEVEL_INFO,
                     "cgram-stats: engine=%s clone=%d init_us=%.1f apply_n=%ld apply_us=%.1f "
-                    "accept_n=%ld accept_us=%.1f triggered=%d",
+                    "accept_n=%ld accept_us=%.1f triggered=%d cpu: init_us=%.1f apply_us=%.1f "
+                    "accept_us=%.1f first_apply_us=%.1f",
                     t->engine, t->clone, t->init_ns / 1e3, t->apply_n, t->apply_ns / 1e3,
-                    t->accept_n, t->accept_ns / 1e3, triggered);
+                    t->accept_n, t->accept_ns / 1e3, triggered, t->init_cpu / 1e3,
+                    t->apply_cpu / 1e3, t->accept_cpu / 1e3, t->first_apply_cpu / 1e3);
     llama_sampler_free(t->inner);
     free(t);
     smpl->ctx = NULL;
@@ -235,7 +255,7 @@ static struct timed_iface_padded timed_iface = {
 };
 
 static struct llama_sampler *timed_wrap(struct llama_sampler *inner, const char *engine,
-                                        int64_t init_ns, int clone)
+                                        int64_t init_ns, int64_t init_cpu, int clone)
 {
     struct timed *t = calloc(1, sizeof *t);
     if (!t) {
@@ -245,6 +265,7 @@ static struct llama_sampler *timed_wrap(struct llama_sampler *inner, const char 
     t->inner = inner;
     t->engine = engine;
     t->init_ns = init_ns;
+    t->init_cpu = init_cpu;
     t->clone = clone;
     return llama_sampler_init(&timed_iface.iface, t);
 }
@@ -307,7 +328,7 @@ static struct llama_sampler *create(enum kind kind, const struct llama_vocab *vo
                                     size_t n_texts, const llama_token *tokens, size_t n_tokens)
 {
     pthread_once(&setup_once, setup);
-    int64_t t0 = now_ns();
+    int64_t t0 = now_ns(), c0 = cpu_ns();
     const char *engine = "llama.cpp";
     struct llama_sampler *s = NULL;
     int use_cgram = dropin.enabled && vocab && str && str[0] != '\0';
@@ -362,7 +383,7 @@ static struct llama_sampler *create(enum kind kind, const struct llama_vocab *vo
             return NULL;
     }
     if (dropin.stats)
-        s = timed_wrap(s, engine, now_ns() - t0, 0);
+        s = timed_wrap(s, engine, now_ns() - t0, cpu_ns() - c0, 0);
     return s;
 }
 
