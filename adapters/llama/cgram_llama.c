@@ -311,8 +311,8 @@ static cg_grammar_cache *grammars(void)
 }
 
 /* The cached cgram vocabulary of a llama vocabulary, made if new.
- * Borrowed result: valid while the cache holds it, so callers compile
- * (grammars keep their own reference) before releasing cache_lock.
+ * Borrowed result: valid while the cache holds it (callers take a
+ * reference of their own with cg_vocab_clone before releasing cache_lock).
  * Called with cache_lock held. */
 static cg_vocab *vocab_lookup(const struct llama_vocab *vocab, uint32_t flags)
 {
@@ -662,14 +662,14 @@ static struct llama_sampler *sampler_new(const cg_vocab *v, cg_matcher *matcher,
     return s;
 }
 
-/* A sampler for a grammar compiled (through the cache) from v, lazy when
- * lazy is set. Called with cache_lock held when v is a cached vocabulary. */
-static struct llama_sampler *sampler_compile(const cg_vocab *v, const char *source, size_t source_len,
+/* A sampler for a grammar compiled from v through cache (or directly when
+ * it is NULL), lazy when lazy is set. */
+static struct llama_sampler *sampler_compile(const cg_vocab *v, cg_grammar_cache *cache,
+                                             const char *source, size_t source_len,
                                              const cg_compile_options *options,
                                              const cg_trigger *triggers, size_t n_triggers,
                                              int lazy)
 {
-    cg_grammar_cache *cache = grammars();
     cg_grammar *grammar = cache ? cg_grammar_cache_compile(cache, v, source, source_len, options)
                                 : cg_compile(v, source, source_len, options);
     if (!grammar) {
@@ -714,12 +714,22 @@ struct llama_sampler *cgram_llama_sampler_init_ext(const struct llama_vocab *voc
         return NULL;
     }
     int lazy = (flags & CGRAM_LLAMA_LAZY) || n_triggers > 0;
-    struct llama_sampler *s = NULL;
+    /* The lock covers the lookup only: compiling (which may take long for
+     * a new grammar) runs on a reference of our own, so that other
+     * threads make their samplers meanwhile. */
     lock_take(&cache_lock);
     cg_vocab *v = vocab_lookup(vocab, flags & CGRAM_LLAMA_SPECIAL_AS_TEXT);
-    if (v)
-        s = sampler_compile(v, source, source_len, options, triggers, n_triggers, lazy);
+    cg_vocab *own = v ? cg_vocab_clone(v) : NULL;
+    cg_grammar_cache *cache = grammars();
     lock_give(&cache_lock);
+    if (!own) {
+        if (v)
+            set_error("cgram_llama_sampler_init: %s", cg_last_error());
+        return NULL;
+    }
+    struct llama_sampler *s =
+        sampler_compile(own, cache, source, source_len, options, triggers, n_triggers, lazy);
+    cg_vocab_free(own); /* the sampler's grammar holds the vocabulary */
     return s;
 }
 

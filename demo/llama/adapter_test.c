@@ -231,6 +231,44 @@ int main(int argc, char **argv)
     llama_sampler_free(anyj);
     llama_sampler_free(re);
 
+    /* Lazy samplers with llama.cpp's argument lists. */
+    const char *lg = "root ::= \"[\" [a-z]+ \"]\"";
+    const char *bad_pattern[] = {"(unclosed"};
+    struct llama_sampler *lb =
+        cgram_llama_sampler_init_lazy_patterns(vocab, lg, NULL, bad_pattern, 1, NULL, 0);
+    check(!lb && cgram_llama_last_error_in_triggers() &&
+              cgram_llama_last_error_code() == CG_ERR_PARSE,
+          "a trigger pattern that does not parse: NULL, a parse error in the triggers");
+    printf("      (%s)\n", cgram_llama_last_error());
+    lb = cgram_llama_sampler_init_lazy_patterns(vocab, "root ::= (", NULL, NULL, 0, NULL, 0);
+    check(!lb && !cgram_llama_last_error_in_triggers() &&
+              cgram_llama_last_error_code() == CG_ERR_PARSE,
+          "a lazy grammar that does not parse: NULL, a parse error in the grammar");
+    const char *words[] = {"[", "never"};
+    struct llama_sampler *lw =
+        cgram_llama_sampler_init_lazy(vocab, lg, NULL, words, 2, NULL, 0);
+    check(lw != NULL && n_allowed(lw) > n_vocab / 2 && allows(lw, x),
+          "a lazy sampler with trigger words: free before the trigger");
+    if (lw) {
+        llama_sampler_accept(lw, x);
+        llama_sampler_accept(lw, one_token("["));
+        check(cg_is_triggered(cgram_llama_sampler_matcher(lw), NULL, NULL) == 1 &&
+                  allows(lw, y) && !allows(lw, one_token("[")) && !allows(lw, eog),
+              "then the word fires and the grammar constrains");
+        llama_sampler_reset(lw);
+        check(cg_is_triggered(cgram_llama_sampler_matcher(lw), NULL, NULL) == 0 && allows(lw, x),
+              "reset: awaiting again");
+    }
+    llama_sampler_free(lw);
+    cg_grammar_cache_stats st;
+    memset(&st, 0, sizeof st);
+    st.struct_size = sizeof st;
+    check(cgram_llama_cache_stats(&st) == CG_OK && st.hits > 0 && st.entries > 0,
+          "the grammar cache answered repeated grammars");
+    printf("      (%llu hits, %llu misses, %llu entries, %llu bytes)\n",
+           (unsigned long long)st.hits, (unsigned long long)st.misses,
+           (unsigned long long)st.entries, (unsigned long long)st.bytes);
+
     /* A host-made vocabulary, and the cache cleared under live samplers. */
     cg_vocab *cv = cgram_llama_vocab_new(vocab);
     struct llama_sampler *hv = cv ? cgram_llama_sampler_init_vocab(cv, g, strlen(g), NULL) : NULL;
