@@ -99,6 +99,11 @@ step "the adapter's behaviour as llama.cpp drives it (demo/llama/adapter_test.c,
 step "lazy samplers against llama.cpp's own, mask by mask (demo/llama/lazy_compare.c, Llama 3 vocabulary)"
 "$work/lazy_compare" "$llama_src/models/ggml-vocab-llama-bpe.gguf"
 
+if [ "$quick" = 0 ]; then
+  step "the cost of a token while a lazy grammar awaits, as the output grows (demo/llama/lazy_bench.c)"
+  "$work/lazy_bench" "$llama_src/models/ggml-vocab-llama-bpe.gguf" 16000 | tee "$work/lazy_bench.md"
+fi
+
 step "the adapter's vocabulary vs cgram's from tokenizer.json (Llama 3)"
 "$work/llama_vocab_test" "$llama_src/models/ggml-vocab-llama-bpe.gguf" "$tokenizer"
 for v in qwen2 gpt-2 phi-3 llama-spm gemma-4 command-r; do

@@ -8,26 +8,13 @@
 //! and the accepting state across the trigger point. The tokenizers come
 //! from `scripts/fetch-tokenizers.sh`.
 
+mod common;
+
 use std::collections::HashMap;
 use std::ffi::{c_char, CStr, CString};
-use std::path::{Path, PathBuf};
 use std::ptr::{null, null_mut};
 
 use cgram::ffi::*;
-
-fn tokenizer_file(name: &str, file: &str) -> PathBuf {
-    let dir = match std::env::var_os("CGRAM_CACHE") {
-        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache"),
-    };
-    let path = dir.join("tokenizers").join(name).join(file);
-    assert!(
-        path.is_file(),
-        "{} is missing: run scripts/fetch-tokenizers.sh first",
-        path.display()
-    );
-    path
-}
 
 fn last_error() -> String {
     unsafe { CStr::from_ptr(cg_last_error()) }
@@ -44,7 +31,7 @@ struct Vocab {
 
 impl Vocab {
     fn load(name: &str) -> Vocab {
-        let path = tokenizer_file(name, "tokenizer.json");
+        let path = common::tokenizer_path(name);
         let c = CString::new(path.to_str().unwrap()).unwrap();
         let v = unsafe { cg_vocab_from_tokenizer_json(c.as_ptr()) };
         assert!(!v.is_null(), "{}", last_error());

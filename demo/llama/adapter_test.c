@@ -8,6 +8,7 @@
  * Prints "N passed, N failed"; exit status 0 when nothing failed.
  */
 #include "cgram_llama.h"
+#include "demo_util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -23,13 +24,6 @@ static void check(int ok, const char *what)
         n_passed++;
     else
         n_failed++;
-}
-
-static void quiet_log(enum ggml_log_level level, const char *text, void *user)
-{
-    (void)user;
-    if (level == GGML_LOG_LEVEL_ERROR)
-        fputs(text, stderr);
 }
 
 static const struct llama_vocab *vocab;
@@ -93,15 +87,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: adapter_test VOCAB.gguf\n");
         return 2;
     }
-    llama_log_set(quiet_log, NULL);
-    llama_backend_init();
-    struct llama_model_params mp = llama_model_default_params();
-    mp.vocab_only = true;
-    struct llama_model *model = llama_model_load_from_file(argv[1], mp);
-    if (!model) {
-        fprintf(stderr, "adapter_test: cannot load %s\n", argv[1]);
+    struct llama_model *model = demo_load_vocab_only(argv[1]);
+    if (!model)
         return 2;
-    }
     vocab = llama_model_get_vocab(model);
     n_vocab = llama_vocab_n_tokens(vocab);
     cand = malloc((size_t)n_vocab * sizeof *cand);

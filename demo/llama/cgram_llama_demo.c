@@ -51,6 +51,7 @@
 #endif
 
 #include "cgram_llama.h"
+#include "demo_util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -133,49 +134,7 @@ static void print_escaped(FILE *out, const char *s, size_t n)
 }
 
 
-/* Whether b[0..n) is valid UTF-8 except that it may end inside a character. */
-static int utf8_prefix(const unsigned char *b, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = b[i], lo = 0x80, hi = 0xBF;
-        size_t len;
-        if (c < 0x80)
-            len = 1;
-        else if (c >= 0xC2 && c <= 0xDF)
-            len = 2;
-        else if (c >= 0xE0 && c <= 0xEF) {
-            len = 3;
-            lo = c == 0xE0 ? 0xA0 : lo;
-            hi = c == 0xED ? 0x9F : hi;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            len = 4;
-            lo = c == 0xF0 ? 0x90 : lo;
-            hi = c == 0xF4 ? 0x8F : hi;
-        } else
-            return 0;
-        for (size_t k = 1; k < len; k++) {
-            if (i + k >= n)
-                return 1;
-            unsigned d = b[i + k];
-            if (k == 1 ? (d < lo || d > hi) : (d < 0x80 || d > 0xBF))
-                return 0;
-        }
-        i += len;
-    }
-    return 1;
-}
-
 /* ------------------------------------------------------------------------ */
-/* the model */
-
-static void quiet_log(enum ggml_log_level level, const char *text, void *user)
-{
-    (void)user;
-    if (level == GGML_LOG_LEVEL_ERROR)
-        fputs(text, stderr);
-}
-
 struct host {
     struct llama_model *model;
     struct llama_context *ctx;
@@ -185,7 +144,7 @@ struct host {
 
 static void host_open(struct host *h, const char *path, int threads)
 {
-    llama_log_set(quiet_log, NULL);
+    llama_log_set(demo_quiet_log, NULL);
     llama_backend_init();
     struct llama_model_params mp = llama_model_default_params();
     mp.n_gpu_layers = 0;
@@ -596,7 +555,7 @@ static void do_run(struct host *h, const struct opts *o, const char *gbnf, const
                     }
                     char piece[256];
                     int32_t pl = llama_token_to_piece(h->vocab, i, piece, sizeof piece, 0, true);
-                    if (l && !c && pl > 0 && !utf8_prefix((const unsigned char *)piece, (size_t)pl)) {
+                    if (l && !c && pl > 0 && !demo_utf8_prefix((const unsigned char *)piece, (size_t)pl)) {
                         invalid_utf8++;
                         continue;
                     }

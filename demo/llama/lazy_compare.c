@@ -21,6 +21,7 @@
  * Prints one line per case; exit status 0 when every case agreed.
  */
 #include "cgram_llama.h"
+#include "demo_util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -83,39 +84,6 @@ static llama_token_data_array full(llama_token_data *cand)
     for (int32_t t = 0; t < n_vocab; t++)
         cand[t] = (llama_token_data){t, 0.0f, 0.0f};
     return (llama_token_data_array){cand, (size_t)n_vocab, -1, false};
-}
-
-/* Whether b[0..n) is valid UTF-8 except that it may end inside a character. */
-static int utf8_prefix(const unsigned char *b, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = b[i], lo = 0x80, hi = 0xBF;
-        size_t len;
-        if (c < 0x80)
-            len = 1;
-        else if (c >= 0xC2 && c <= 0xDF)
-            len = 2;
-        else if (c >= 0xE0 && c <= 0xEF) {
-            len = 3;
-            lo = c == 0xE0 ? 0xA0 : lo;
-            hi = c == 0xED ? 0x9F : hi;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            len = 4;
-            lo = c == 0xF0 ? 0x90 : lo;
-            hi = c == 0xF4 ? 0x8F : hi;
-        } else
-            return 0;
-        for (size_t k = 1; k < len; k++) {
-            if (i + k >= n)
-                return 1;
-            unsigned d = b[i + k];
-            if (k == 1 ? (d < lo || d > hi) : (d < 0x80 || d > 0xBF))
-                return 0;
-        }
-        i += len;
-    }
-    return 1;
 }
 
 static llama_token token_of(const char *text)
@@ -191,7 +159,7 @@ static int run(const struct lazy_case *c)
                     continue;
                 }
             }
-            if (a && !b && pl > 0 && !utf8_prefix((const unsigned char *)piece, (size_t)pl)) {
+            if (a && !b && pl > 0 && !demo_utf8_prefix((const unsigned char *)piece, (size_t)pl)) {
                 known++;
                 continue;
             }
@@ -234,28 +202,15 @@ static int run(const struct lazy_case *c)
     return ok;
 }
 
-static void quiet_log(enum ggml_log_level level, const char *text, void *user)
-{
-    (void)user;
-    if (level == GGML_LOG_LEVEL_ERROR)
-        fputs(text, stderr);
-}
-
 int main(int argc, char **argv)
 {
     if (argc != 2) {
         fprintf(stderr, "usage: lazy_compare VOCAB.gguf\n");
         return 2;
     }
-    llama_log_set(quiet_log, NULL);
-    llama_backend_init();
-    struct llama_model_params mp = llama_model_default_params();
-    mp.vocab_only = true;
-    struct llama_model *model = llama_model_load_from_file(argv[1], mp);
-    if (!model) {
-        fprintf(stderr, "lazy_compare: cannot load %s\n", argv[1]);
+    struct llama_model *model = demo_load_vocab_only(argv[1]);
+    if (!model)
         return 2;
-    }
     vocab = llama_model_get_vocab(model);
     n_vocab = llama_vocab_n_tokens(vocab);
     cand_l = malloc((size_t)n_vocab * sizeof *cand_l);
