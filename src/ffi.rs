@@ -1131,9 +1131,11 @@ pub unsafe extern "C" fn cg_triggers_free(triggers: *mut cg_triggers) {
 /// Before the trigger: `cg_fill_mask` allows every token (EOS included),
 /// except a token that would fire a trigger into text the grammar refuses
 /// (which llama.cpp would let through and then fail on) and a trigger
-/// token the grammar cannot start with; when more than 256 tokens could
-/// fire from one state they are all allowed without that check, and
-/// `cg_accept` rejects a refused one (the matcher is then unchanged).
+/// token the grammar cannot start with. Checking a token that could fire
+/// searches the end of the output for where the grammar would start (all
+/// of it for a pattern of unbounded length); past 4 million characters of
+/// such searches in one mask, the remaining tokens are allowed unchecked.
+/// `cg_accept` rejects a refused token and leaves the matcher unchanged.
 /// `cg_accept` keeps the token's text (special tokens' text included,
 /// as llama.cpp does). EOS ends the sequence (`cg_is_terminated`).
 /// `cg_is_accepting` is 1; `cg_forced_tokens` gives none.

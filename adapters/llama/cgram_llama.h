@@ -5,7 +5,9 @@
  * llama.h (struct llama_sampler_i grows between llama.cpp versions, so it
  * cannot live inside libcgram). Add cgram_llama.c to the program or use
  * adapters/llama/CMakeLists.txt (target cgram_llama), and link libcgram
- * and libllama.
+ * and libllama. Programs that are not to be changed at all (llama-server,
+ * llama-cli) get cgram from the drop-in built from the same source,
+ * cgram_llama_dropin.c (scripts/install-llama-dropin.sh).
  *
  *   struct llama_sampler *g = cgram_llama_sampler_init(
  *       llama_model_get_vocab(model), "json_schema", schema_text, NULL);
