@@ -55,8 +55,11 @@
  * Requirements: a llama.cpp built with shared libraries, and this library
  * built against the llama.h of the libllama it runs with (the sampler
  * interface grows between versions; the interface structs here are padded
- * so that members a newer libllama adds read as absent). If libllama lacks
- * one of the entry points, the drop-in logs a warning and stays off.
+ * so that members a newer libllama adds read as absent). The drop-in does
+ * not link libllama: it calls the one the program loaded. At the first
+ * grammar it checks that this libllama has every function it calls and
+ * every entry point it replaces; if one is missing (another version), it
+ * says so on stderr or in the log and stays off.
  */
 #if !defined(_GNU_SOURCE)
 #define _GNU_SOURCE
@@ -88,6 +91,7 @@ static struct {
     int verbose;
     uint32_t flags; /* CGRAM_LLAMA_SPECIAL_AS_TEXT unless strict */
     const char *dump; /* CGRAM_LLAMA_DUMP: a directory */
+    int broken;       /* libllama lacks functions the drop-in calls */
 } dropin;
 
 static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
@@ -99,8 +103,38 @@ static int env_on(const char *name)
     return v && *v && strcmp(v, "0") != 0 && strcmp(v, "off") != 0;
 }
 
+/* The libllama functions the drop-in calls (it does not link libllama:
+ * they are found in the program's, at run time). */
+static const char *const needed[] = {
+    "llama_log_get",        "llama_model_get_vocab", "llama_sampler_accept",
+    "llama_sampler_apply",  "llama_sampler_clone",   "llama_sampler_free",
+    "llama_sampler_init",   "llama_sampler_name",    "llama_sampler_reset",
+    "llama_token_to_piece", "llama_vocab_eos",       "llama_vocab_eot",
+    "llama_vocab_get_attr", "llama_vocab_get_text",  "llama_vocab_is_eog",
+    "llama_vocab_n_tokens",
+};
+
 static void setup(void)
 {
+    /* A libllama without one of them (another version) would make the
+     * first call to it abort the program: stay off instead, and say so on
+     * stderr (llama.cpp's log may be what is missing). */
+    for (size_t i = 0; i < sizeof needed / sizeof needed[0]; i++) {
+        if (!dlsym(RTLD_DEFAULT, needed[i])) {
+            fprintf(stderr,
+                    "cgram: the libllama of this program has no %s (another llama.cpp version "
+                    "than the drop-in was built for?): cgram is off\n",
+                    needed[i]);
+            dropin.enabled = 0;
+            dropin.grammar = (init_grammar_fn)dlsym(RTLD_NEXT, "llama_sampler_init_grammar");
+            dropin.lazy_words = (init_lazy_fn)dlsym(RTLD_NEXT, "llama_sampler_init_grammar_lazy");
+            dropin.lazy_patterns =
+                (init_lazy_fn)dlsym(RTLD_NEXT, "llama_sampler_init_grammar_lazy_patterns");
+            dropin.model_free = (model_free_fn)dlsym(RTLD_NEXT, "llama_model_free");
+            dropin.broken = 1;
+            return;
+        }
+    }
     dropin.grammar = (init_grammar_fn)dlsym(RTLD_NEXT, "llama_sampler_init_grammar");
     dropin.lazy_words = (init_lazy_fn)dlsym(RTLD_NEXT, "llama_sampler_init_grammar_lazy");
     dropin.lazy_patterns =
@@ -283,13 +317,19 @@ static struct llama_sampler *original(enum kind kind, const struct llama_vocab *
                                       size_t n_texts, const llama_token *tokens,
                                       size_t n_tokens)
 {
+    /* A pointer is NULL only when libllama lacks the function, and then
+     * its program does not call it either. */
     switch (kind) {
     case PLAIN:
-        return dropin.grammar(vocab, str, root);
+        return dropin.grammar ? dropin.grammar(vocab, str, root) : NULL;
     case LAZY_WORDS:
-        return dropin.lazy_words(vocab, str, root, texts, n_texts, tokens, n_tokens);
+        return dropin.lazy_words
+                   ? dropin.lazy_words(vocab, str, root, texts, n_texts, tokens, n_tokens)
+                   : NULL;
     case LAZY_PATTERNS:
-        return dropin.lazy_patterns(vocab, str, root, texts, n_texts, tokens, n_tokens);
+        return dropin.lazy_patterns
+                   ? dropin.lazy_patterns(vocab, str, root, texts, n_texts, tokens, n_tokens)
+                   : NULL;
     }
     return NULL;
 }
@@ -332,7 +372,7 @@ static struct llama_sampler *create(enum kind kind, const struct llama_vocab *vo
     const char *engine = "llama.cpp";
     struct llama_sampler *s = NULL;
     int use_cgram = dropin.enabled && vocab && str && str[0] != '\0';
-    if (str && str[0] != '\0') {
+    if (str && str[0] != '\0' && !dropin.broken) {
         pthread_once(&announce_once, announce);
         if (dropin.dump)
             dump(kind, str, texts, n_texts, tokens, n_tokens);
@@ -382,7 +422,7 @@ static struct llama_sampler *create(enum kind kind, const struct llama_vocab *vo
         if (!s)
             return NULL;
     }
-    if (dropin.stats)
+    if (dropin.stats && !dropin.broken)
         s = timed_wrap(s, engine, now_ns() - t0, cpu_ns() - c0, 0);
     return s;
 }
@@ -418,7 +458,7 @@ struct llama_sampler *llama_sampler_init_grammar_lazy_patterns(
 void llama_model_free(struct llama_model *model)
 {
     pthread_once(&setup_once, setup);
-    if (model)
+    if (model && !dropin.broken)
         cgram_llama_vocab_forget(llama_model_get_vocab(model));
     if (dropin.model_free)
         dropin.model_free(model);
