@@ -90,6 +90,16 @@ impl Node {
         }
     }
 
+    /// Contains a capturing group ([`Syntax::StdRegex`] only).
+    pub fn has_groups(&self) -> bool {
+        match self {
+            Node::Group { .. } => true,
+            Node::Seq(v) | Node::Alt(v) => v.iter().any(Node::has_groups),
+            Node::Repeat { node, .. } | Node::Look { node, .. } => node.has_groups(),
+            _ => false,
+        }
+    }
+
     /// The same pattern with its capturing groups as plain sub-expressions
     /// (what the language translation expects).
     pub fn without_groups(&self) -> Node {

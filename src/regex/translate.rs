@@ -73,8 +73,14 @@ fn check_size(e: &Expr) -> Result<()> {
 /// languages around the match (`Σ*` for a search, `ε` for a full match).
 /// Capturing groups ([`Node::Group`]) are read as their contents.
 pub(crate) fn translate(node: &Node, prefix: Expr, suffix: Expr) -> Result<Expr> {
-    let stripped = node.without_groups();
-    let p = lower(&stripped)?;
+    let stripped;
+    let node = if node.has_groups() {
+        stripped = node.without_groups();
+        &stripped
+    } else {
+        node
+    };
+    let p = lower(node)?;
     let e = t(&p, prefix, suffix)?;
     check_size(&e)?;
     Ok(e)
