@@ -541,3 +541,39 @@ fn bad_triggers_are_errors() {
         cg_free(g);
     }
 }
+
+#[test]
+fn hostile_patterns_are_bounded() {
+    let v = Vocab::load("llama3");
+    let t0 = std::time::Instant::now();
+    // Too large an automaton: a limit error at once.
+    let (code, msg) = v.triggers(&[Trigger::Pattern("x{10000}")]).unwrap_err();
+    assert_eq!(code, CG_ERR_LIMIT, "{msg}");
+    // Nested stars compile to a DFA; nothing backtracks while waiting.
+    let mut m = v.lazy("root ::= [a-z ]*", &[Trigger::Pattern("(a*)*b")]);
+    let a = v.id("a");
+    for _ in 0..20_000 {
+        m.take(a);
+    }
+    m.take(v.id("b"));
+    assert!(m.triggered().is_some());
+    // A lookahead tested at each of 30,000 positions, each scanning to the
+    // end of the line: the search for where the match starts gives up
+    // with a limit error instead of running for seconds; nothing changes.
+    let mut m = v.lazy("root ::= [a-z\\n ]*", &[Trigger::Pattern("a(?=[^\\n]*z)")]);
+    for _ in 0..30_000 {
+        m.take(a);
+    }
+    m.take(v.id("\n"));
+    m.take(a);
+    let rc = unsafe { cg_accept(m.m, v.id(" z")) };
+    if rc != CG_OK {
+        assert_eq!(rc, CG_ERR_LIMIT, "{}", last_error());
+        assert_eq!(m.triggered(), None);
+    }
+    assert!(
+        t0.elapsed() < std::time::Duration::from_secs(20),
+        "hostile patterns took {:?}",
+        t0.elapsed()
+    );
+}

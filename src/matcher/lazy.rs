@@ -17,7 +17,7 @@
 //!   [`LazyMatcher::accept`] anyway, it is rejected and nothing changes.
 //!   Checking costs a search over the end of the output per token that
 //!   could fire (over all of it for patterns of unbounded length); past
-//!   [`MAX_FIRE_CHECK_WORK`] characters for one mask, the remaining such
+//!   [`MAX_FIRE_CHECK_WORK`] search steps for one mask, the remaining such
 //!   tokens are allowed unchecked (llama.cpp's behaviour; `accept` still
 //!   rejects a refused one).
 //! - End-of-sequence while awaiting ends the sequence (llama.cpp reads its
@@ -34,9 +34,12 @@ use crate::compile::CompiledGrammar;
 use crate::error::{Error, ErrorKind, Result};
 use crate::trigger::{Detector, Fired, Triggers};
 
-/// Most work (characters searched for where a trigger's match starts)
-/// spent checking the tokens that could fire, for one awaiting mask.
-pub const MAX_FIRE_CHECK_WORK: usize = 1 << 22;
+/// Most work (steps of the search for where a trigger's match starts,
+/// see [`Triggers::search_cost`]) spent checking the tokens that could
+/// fire, for one awaiting mask: about a millisecond. A detector state
+/// whose checks went past it is remembered, and later masks in the same
+/// state skip them (its checks only grow as the output does).
+pub const MAX_FIRE_CHECK_WORK: usize = 1 << 18;
 
 /// A token id that stands for raw text given to `accept_bytes`.
 const TEXT: u32 = u32::MAX;
@@ -79,6 +82,8 @@ pub struct LazyMatcher {
     /// `(token or TEXT, end offset in bytes)` of each piece of output.
     pieces: Vec<(u32, u32)>,
     steps: Vec<Step>,
+    /// A detector state whose checks went past [`MAX_FIRE_CHECK_WORK`].
+    unchecked: Option<Detector>,
 }
 
 impl LazyMatcher {
@@ -102,6 +107,7 @@ impl LazyMatcher {
             char_starts: Vec::new(),
             pieces: Vec::new(),
             steps: Vec::new(),
+            unchecked: None,
         })
     }
 
@@ -141,6 +147,7 @@ impl LazyMatcher {
         self.char_starts.clear();
         self.pieces.clear();
         self.steps.clear();
+        self.unchecked = None;
     }
 
     /// End-of-sequence is allowed now: always while awaiting, else when the
@@ -359,9 +366,15 @@ impl LazyMatcher {
                 refused.push(t);
             }
         }
+        let skip = self
+            .unchecked
+            .as_ref()
+            .is_some_and(|d| d.same_state(&self.detector));
         let mut candidates: Vec<u32> = Vec::new();
-        for k in 0..self.triggers.num_patterns() {
-            candidates.extend_from_slice(&self.triggers.fire_set(k, &self.detector));
+        if !skip {
+            for k in 0..self.triggers.num_patterns() {
+                candidates.extend_from_slice(&self.triggers.fire_set(k, &self.detector));
+            }
         }
         candidates.sort_unstable();
         candidates.dedup();
@@ -373,7 +386,10 @@ impl LazyMatcher {
             match self.would_fire_refused(t, &mut work) {
                 Some(true) => refused.push(t),
                 Some(false) => {}
-                None => break,
+                None => {
+                    self.unchecked = Some(self.detector.clone());
+                    break;
+                }
             }
         }
         for t in refused {
@@ -392,7 +408,7 @@ impl LazyMatcher {
             None => Some(false),
             Some(k) => {
                 let known = mark.chars as usize;
-                *work += self.triggers.search_window(k, self.chars.len(), known);
+                *work += self.triggers.search_cost(k, self.chars.len(), known);
                 if *work > MAX_FIRE_CHECK_WORK {
                     None
                 } else {

@@ -11,7 +11,9 @@
 //! (instruction, position) twice: without backreferences (which the DFA
 //! already refuses) whether a path succeeds from there does not depend on
 //! how it got there, so the first success is the one a plain backtracker
-//! finds, in `O(instructions x text)` steps at most.
+//! finds, in `O(instructions x text)` steps at most (lookaheads are
+//! searched again at each position they are tested at; [`MAX_STEPS`] bounds
+//! the whole).
 //!
 //! The text is a sequence of code points (the output decoded as UTF-8, an
 //! invalid sequence as U+FFFD), the same characters the DFA read.
@@ -23,9 +25,15 @@ use crate::regex::Node;
 /// Most instructions a program may have (counted repetitions are copied).
 pub const MAX_INSTRUCTIONS: usize = 100_000;
 
-/// Most (instruction, position) pairs one search may track: with a long
-/// output and a large program the visited set would take this many bits.
-pub const MAX_VISITED: usize = 1 << 31;
+/// Most (instruction, position) pairs one search may track, a bit each:
+/// 32 MiB.
+pub const MAX_VISITED: usize = 1 << 28;
+
+/// Most steps one search may take, lookaheads included (a lookahead is
+/// searched again from every position it is tested at): a fraction of a
+/// second. A pattern whose search needs more over the output it has to
+/// read is refused where it fires (a limit error).
+pub const MAX_STEPS: usize = 1 << 26;
 
 #[derive(Clone, Debug)]
 enum Inst {
@@ -362,6 +370,8 @@ struct Search<'a> {
     looks: LookMemo,
     /// One visited set per lookahead program, cleared between positions.
     look_visited: Vec<Option<Visited>>,
+    /// Steps taken so far (see [`MAX_STEPS`]).
+    steps: usize,
 }
 
 impl Program {
@@ -405,6 +415,7 @@ impl Program {
             base,
             looks: LookMemo::default(),
             look_visited: (0..self.codes.len()).map(|_| None).collect(),
+            steps: 0,
         };
         let mut slots = vec![None; self.slots];
         let positions = text.len() + 1 - base;
@@ -426,6 +437,11 @@ impl Program {
             }
         }
         Ok(None)
+    }
+
+    /// Instructions of all its code (the main program and lookaheads).
+    pub fn size(&self) -> usize {
+        self.codes.iter().map(|c| c.insts.len()).sum()
     }
 
     /// Approximate heap bytes.
@@ -517,6 +533,14 @@ impl Search<'_> {
             loop {
                 if !visited.insert(pc, pos - self.base) {
                     break;
+                }
+                self.steps += 1;
+                if self.steps > MAX_STEPS {
+                    return Err(Error::limit(format!(
+                        "finding where a trigger matched in {} characters takes more than \
+                         {MAX_STEPS} search steps",
+                        text.len()
+                    )));
                 }
                 match &insts[pc as usize] {
                     Inst::Char(k) => match text.get(pos) {

@@ -327,14 +327,16 @@ impl Triggers {
         })
     }
 
-    /// How many characters back from the end the search for pattern `k`'s
-    /// start reads, for a text of `len` characters of which the first
+    /// What the search for pattern `k`'s start may cost, in (instruction,
+    /// position) pairs, for a text of `len` characters of which the first
     /// `known` held no match.
-    pub fn search_window(&self, k: usize, len: usize, known: usize) -> usize {
-        match self.texts[k].span {
+    pub fn search_cost(&self, k: usize, len: usize, known: usize) -> usize {
+        let t = &self.texts[k];
+        let window = match t.span {
             Some(span) => len - known.saturating_sub(span),
             None => len,
-        }
+        };
+        window.saturating_mul(t.program.size())
     }
 
     /// Number of patterns.
@@ -512,6 +514,13 @@ fn char_distances(t: &Table) -> Vec<u32> {
 pub struct Detector {
     states: Vec<u32>,
     decoder: Utf8Decoder,
+}
+
+impl Detector {
+    /// The same states (where the text so far starts does not matter).
+    pub fn same_state(&self, other: &Detector) -> bool {
+        self.states == other.states && self.decoder.key() == other.decoder.key()
+    }
 }
 
 /// An incremental UTF-8 decoder that reads an invalid sequence as U+FFFD
