@@ -107,7 +107,6 @@ pub struct Triggers {
     /// The special tokens that do not end the sequence: their text is
     /// output that patterns read, but the token trie leaves them out.
     specials: Vec<u32>,
-    len: usize,
     /// Tokens whose text makes a pattern fire from a detector state, keyed
     /// by `(pattern, DFA state, decoder state)`.
     fire_sets: Mutex<FastMap<FireKey, Arc<[u32]>>>,
@@ -192,7 +191,6 @@ impl Triggers {
             texts,
             tokens,
             specials,
-            len: specs.len(),
             fire_sets: Mutex::new(FastMap::default()),
         })
     }
@@ -218,15 +216,6 @@ impl Triggers {
                 .sum::<usize>()
             + self.tokens.len() * 16
             + self.specials.len() * 4
-    }
-
-    /// Number of triggers the host gave.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     /// The host's index of the trigger token `token`, if it is one.
