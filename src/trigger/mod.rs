@@ -51,9 +51,11 @@ use backtrack::Program;
 /// The largest DFA one trigger pattern may have, in bytes of table.
 const MAX_TRIGGER_DFA_BYTES: usize = 8 << 20;
 
-/// Most fire sets (see [`Triggers::fire_set`]) kept per trigger list; the
-/// cache is emptied when full.
+/// Most fire sets (see [`Triggers::fire_set`]) kept per trigger list, and
+/// most token ids in all of them (16 MiB); the cache is emptied when
+/// either is reached.
 const MAX_FIRE_SETS: usize = 256;
+const MAX_FIRE_SET_IDS: usize = 4 << 20;
 
 /// One trigger as the host gives it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -80,6 +82,9 @@ pub fn escape_word(word: &str) -> String {
 
 /// `(pattern, DFA state, decoder state)`: what a fire set depends on.
 type FireKey = (u32, u32, u64);
+
+/// Fire sets by what they depend on.
+type FireSets = FastMap<FireKey, Arc<[u32]>>;
 
 /// A compiled text trigger.
 struct TextTrigger {
@@ -108,8 +113,9 @@ pub struct Triggers {
     /// output that patterns read, but the token trie leaves them out.
     specials: Vec<u32>,
     /// Tokens whose text makes a pattern fire from a detector state, keyed
-    /// by `(pattern, DFA state, decoder state)`.
-    fire_sets: Mutex<FastMap<FireKey, Arc<[u32]>>>,
+    /// by `(pattern, DFA state, decoder state)`, and how many ids they
+    /// hold in all.
+    fire_sets: Mutex<(FireSets, usize)>,
 }
 
 impl std::fmt::Debug for Triggers {
@@ -191,7 +197,7 @@ impl Triggers {
             texts,
             tokens,
             specials,
-            fire_sets: Mutex::new(FastMap::default()),
+            fire_sets: Mutex::new((FastMap::default(), 0)),
         })
     }
 
@@ -200,7 +206,7 @@ impl Triggers {
     }
 
     /// Approximate heap bytes of the automata (fire sets come on top, at
-    /// most [`MAX_FIRE_SETS`] of them).
+    /// most [`MAX_FIRE_SET_IDS`] token ids).
     pub fn memory(&self) -> usize {
         std::mem::size_of::<Self>()
             + self
@@ -339,7 +345,7 @@ impl Triggers {
     /// once per state and kept.
     pub fn fire_set(&self, k: usize, d: &Detector) -> Arc<[u32]> {
         let key = (k as u32, d.states[k], d.decoder.key());
-        if let Some(s) = self.fire_sets.lock().unwrap().get(&key) {
+        if let Some(s) = self.fire_sets.lock().unwrap().0.get(&key) {
             return s.clone();
         }
         let mut out = Vec::new();
@@ -354,10 +360,13 @@ impl Triggers {
         }
         let set: Arc<[u32]> = out.into();
         let mut cache = self.fire_sets.lock().unwrap();
-        if cache.len() >= MAX_FIRE_SETS {
-            cache.clear();
+        let (map, ids) = &mut *cache;
+        if map.len() >= MAX_FIRE_SETS || *ids + set.len() > MAX_FIRE_SET_IDS {
+            map.clear();
+            *ids = 0;
         }
-        cache.insert(key, set.clone());
+        *ids += set.len();
+        map.insert(key, set.clone());
         set
     }
 }
