@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian machine with Rust, gcc and Python lacks for
-# cgram's scripts: cmake (C examples) and pkg-config. Does nothing when they
+# cgram's scripts: cmake (C examples), pkg-config, and g++ (llama.cpp). Does nothing when they
 # are there. Uses sudo only when not root.
 set -euo pipefail
 
@@ -8,6 +8,8 @@ missing=()
 command -v cmake >/dev/null || missing+=(cmake)
 command -v pkg-config >/dev/null || missing+=(pkg-config)
 command -v cc >/dev/null || missing+=(gcc)
+# llama.cpp (the demo, the drop-in's test bed) is C++.
+command -v c++ >/dev/null || command -v g++ >/dev/null || missing+=(g++)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 command -v apt-get >/dev/null || {
