@@ -262,6 +262,29 @@ impl Expr {
         Expr::Not(Box::new(e))
     }
 
+    /// Does the language contain the empty string? A reference counts as
+    /// not nullable; [`Expr::nullable_given`] looks rules up.
+    pub fn nullable(&self) -> bool {
+        self.nullable_given(&[])
+    }
+
+    /// Does the language contain the empty string, given which rules do
+    /// (`rules[r]`; a rule past the end counts as not nullable)?
+    pub fn nullable_given(&self, rules: &[bool]) -> bool {
+        match self {
+            Expr::Empty => true,
+            Expr::Nothing | Expr::Class(_) | Expr::Token(_) | Expr::JsonStrings(_) => false,
+            Expr::Ref(r) => rules.get(*r as usize).copied().unwrap_or(false),
+            Expr::Literal(s) => s.is_empty(),
+            Expr::Seq(v) | Expr::And(v) => v.iter().all(|c| c.nullable_given(rules)),
+            Expr::Alt(v) => v.iter().any(|c| c.nullable_given(rules)),
+            Expr::Repeat { expr, min, max } => {
+                *min == 0 || *max == Some(0) || expr.nullable_given(rules)
+            }
+            Expr::Not(x) => !x.nullable_given(rules),
+        }
+    }
+
     /// Number of nodes in the expression tree (a size measure for limits).
     pub fn size(&self) -> usize {
         let mut n = 1;

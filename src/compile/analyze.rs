@@ -15,7 +15,7 @@ pub const LEXEME_MAX_SIZE: usize = 50_000;
 /// Without a hint, regular rules larger than this stay parser rules (their
 /// loops still become lexemes): one giant DFA would give every position
 /// its own token sets instead of sharing them.
-pub const AUTO_LEXEME_MAX_SIZE: usize = 2_000;
+pub const AUTO_LEXEME_MAX_SIZE: usize = 300;
 
 /// How a rule is compiled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,6 +34,73 @@ pub struct Analysis {
     /// not hinted `Never`, and the same for every rule it refers to).
     pub regular: Vec<bool>,
     pub class: Vec<RuleClass>,
+    /// Expanded size of each regular rule (`usize::MAX` for the others).
+    pub expanded_size: Vec<usize>,
+    /// The regular rule loops (or needs a DFA: intersection, complement).
+    pub looping: Vec<bool>,
+    /// The regular rule matches the empty string.
+    pub nullable: Vec<bool>,
+}
+
+impl Analysis {
+    /// What a regular part of a parser rule (unexpanded) weighs in a run
+    /// that [`RunSize::fits`] decides on, without expanding it.
+    pub fn run_part(&self, part: &Expr, g: &Grammar) -> RunSize {
+        RunSize {
+            total: expanded_size(part, &self.expanded_size),
+            lexemes: self.lexeme_refs_size(part, g),
+        }
+    }
+
+    /// Whether an expression over regular rules (unexpanded) loops.
+    pub fn loops(&self, e: &Expr) -> bool {
+        has_loop(e, &self.looping)
+    }
+
+    /// Expanded size of the references to lexeme rules in `e`.
+    fn lexeme_refs_size(&self, e: &Expr, g: &Grammar) -> usize {
+        match e {
+            Expr::Ref(r) => match self.class[*r as usize] {
+                RuleClass::Lexeme => self.expanded_size[*r as usize],
+                // Inline bodies are small (at most `INLINE_MAX_SIZE`).
+                RuleClass::Inline => self.lexeme_refs_size(&g.rules[*r as usize].body, g),
+                RuleClass::Structural => 0,
+            },
+            _ => {
+                let mut n = 0usize;
+                e.for_each_child(|c| n = n.saturating_add(self.lexeme_refs_size(c, g)));
+                n
+            }
+        }
+    }
+}
+
+/// The size of a run of regular parts that may become one lexeme.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunSize {
+    /// Expanded size of the whole run.
+    total: usize,
+    /// The part of `total` that references to lexeme rules bring in.
+    lexemes: usize,
+}
+
+impl RunSize {
+    pub fn plus(self, other: RunSize) -> RunSize {
+        RunSize {
+            total: self.total.saturating_add(other.total),
+            lexemes: self.lexemes.saturating_add(other.lexemes),
+        }
+    }
+
+    /// The run may be one lexeme: what it adds to the lexemes it contains
+    /// anyway is within the automatic lexeme size, so that `space until-N?`
+    /// merges (the `until` rule is a lexeme whatever its size) but a whole
+    /// tool's arguments, which an automatic lexeme would not take either,
+    /// do not.
+    pub fn fits(self) -> bool {
+        self.total <= LEXEME_MAX_SIZE
+            && self.total.saturating_sub(self.lexemes) <= AUTO_LEXEME_MAX_SIZE
+    }
 }
 
 /// A repetition that makes a loop worth a lexeme of its own.
@@ -90,6 +157,7 @@ pub fn analyze(g: &Grammar) -> Result<Analysis> {
     let mut exp_size = vec![usize::MAX; n];
     let mut looping = vec![false; n];
     let mut boolean = vec![false; n];
+    let mut nullable = vec![false; n];
     for comp in &sccs {
         for &r in comp {
             let r = r as usize;
@@ -97,6 +165,7 @@ pub fn analyze(g: &Grammar) -> Result<Analysis> {
                 exp_size[r] = expanded_size(&g.rules[r].body, &exp_size);
                 looping[r] = has_loop(&g.rules[r].body, &looping);
                 boolean[r] = has_boolean(&g.rules[r].body, &boolean);
+                nullable[r] = g.rules[r].body.nullable_given(&nullable);
             }
         }
     }
@@ -123,6 +192,9 @@ pub fn analyze(g: &Grammar) -> Result<Analysis> {
         productive,
         regular,
         class,
+        expanded_size: exp_size,
+        looping,
+        nullable,
     })
 }
 

@@ -22,7 +22,9 @@ use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use adjacency::Adjacency;
-use analyze::{analyze, expand, is_loopish, is_regular_expr, simplified, Analysis, RuleClass};
+use analyze::{
+    analyze, expand, is_loopish, is_regular_expr, simplified, Analysis, RuleClass, RunSize,
+};
 use lexeme::{ByteSet, DfaLimits, LexemeDfa};
 use rtn::{Edges, RtnBuilder, SState};
 
@@ -232,6 +234,9 @@ struct Lowering<'g> {
     pending: Vec<(String, Source)>,
     /// Anonymous lexemes by their expanded expression.
     anon: FastMap<Expr, u32>,
+    /// The rule being lowered lets runs of regular parts become one lexeme
+    /// (see [`Lowering::lower_seq`]).
+    merge_runs: bool,
 }
 
 enum Source {
@@ -251,6 +256,66 @@ impl<'g> Lowering<'g> {
         self.pending
             .push((self.g.rules[r as usize].name.clone(), Source::Rule(r)));
         c
+    }
+
+    /// The compiled rule of an anonymous lexeme (made once per expression).
+    fn anon_lexeme(&mut self, lexeme: Expr) -> u32 {
+        let next = self.pending.len() as u32;
+        let c = *self.anon.entry(lexeme.clone()).or_insert(next);
+        if c == next {
+            self.pending
+                .push((format!("lexeme#{c}"), Source::AnonLexeme(lexeme)));
+        }
+        c
+    }
+
+    /// A sequence in which runs of two or more nullable regular parts that
+    /// loop (`space until-N?` between the parts of llama.cpp's tool-call
+    /// grammars) become one lexeme each, as long as [`RunSize::fits`]: a run
+    /// that grows too large is cut there and the next starts with the part
+    /// that did not fit. Part by part, each of those lexemes could be empty
+    /// or end anywhere inside the next token, so the mask had to walk those
+    /// tokens through the parser (10 ms for `space until?`); as one DFA,
+    /// only the run's own end is such a boundary. Parts that cannot be
+    /// empty (`"{" space`) stay apart: they end at a fixed place, and
+    /// merging them would only multiply the lexemes to build.
+    fn lower_seq(&mut self, v: &[Expr], depth: usize) -> Result<Expr> {
+        let mut out = Vec::with_capacity(v.len());
+        let mut run: Vec<Expr> = Vec::new();
+        let mut run_size = RunSize::default();
+        for x in v {
+            if !is_regular_expr(x, &self.analysis.regular)
+                || !x.nullable_given(&self.analysis.nullable)
+            {
+                self.flush_run(&mut run, &mut out, depth)?;
+                run_size = RunSize::default();
+                out.push(self.lower(x, depth + 1)?);
+                continue;
+            }
+            let part = self.analysis.run_part(x, self.g);
+            if !run.is_empty() && !run_size.plus(part).fits() {
+                self.flush_run(&mut run, &mut out, depth)?;
+                run_size = RunSize::default();
+            }
+            run.push(x.clone());
+            run_size = run_size.plus(part);
+        }
+        self.flush_run(&mut run, &mut out, depth)?;
+        Ok(Expr::seq(out))
+    }
+
+    /// Emits a run of regular parts: one lexeme when it has two or more
+    /// parts and loops, else part by part.
+    fn flush_run(&mut self, run: &mut Vec<Expr>, out: &mut Vec<Expr>, depth: usize) -> Result<()> {
+        if run.len() >= 2 && self.analysis.loops(&Expr::Seq(run.clone())) {
+            let lexeme = expand(&Expr::seq(std::mem::take(run)), self.g);
+            out.push(Expr::Ref(self.anon_lexeme(lexeme)));
+            return Ok(());
+        }
+        for x in run.drain(..) {
+            out.push(self.lower(&x, depth + 1)?);
+        }
+        Ok(())
     }
 
     /// A parser-rule body with references turned into compiled-rule calls,
@@ -273,14 +338,9 @@ impl<'g> Lowering<'g> {
                 if is_loopish(*min, *max) && is_regular_expr(expr, &self.analysis.regular) =>
             {
                 let lexeme = expand(e, self.g);
-                let next = self.pending.len() as u32;
-                let c = *self.anon.entry(lexeme.clone()).or_insert(next);
-                if c == next {
-                    self.pending
-                        .push((format!("lexeme#{c}"), Source::AnonLexeme(lexeme)));
-                }
-                Expr::Ref(c)
+                Expr::Ref(self.anon_lexeme(lexeme))
             }
+            Expr::Seq(v) if self.merge_runs => self.lower_seq(v, depth)?,
             Expr::Seq(v) => Expr::seq(
                 v.iter()
                     .map(|x| self.lower(x, depth + 1))
@@ -348,6 +408,7 @@ pub fn compile_ir(
             Source::Start(Expr::Ref(grammar.start)),
         )],
         anon: FastMap::default(),
+        merge_runs: false,
     };
     let mut token_sets = Vec::new();
     let mut structural: Vec<SState> = Vec::new();
@@ -381,10 +442,12 @@ pub fn compile_ir(
             let lowered = match &low.pending[i].1 {
                 Source::Start(e) => {
                     let e = e.clone();
+                    low.merge_runs = false;
                     low.lower(&e, 0)?
                 }
                 Source::Rule(r) => {
                     let body = simplified(&grammar.rules[*r as usize].body, &productive);
+                    low.merge_runs = grammar.rules[*r as usize].lexeme == ir::LexemeHint::Auto;
                     low.lower(&body, 0)?
                 }
                 Source::AnonLexeme(_) => unreachable!(),

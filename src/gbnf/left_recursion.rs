@@ -69,7 +69,7 @@ pub(crate) fn nullable_rules(g: &Grammar) -> Vec<bool> {
     let mut nullable = vec![false; n];
     let mut queue: Vec<RuleId> = (0..n as RuleId).collect();
     while let Some(i) = queue.pop() {
-        if nullable[i as usize] || !is_nullable(&g.rules[i as usize].body, &nullable) {
+        if nullable[i as usize] || !g.rules[i as usize].body.nullable_given(&nullable) {
             continue;
         }
         nullable[i as usize] = true;
@@ -81,23 +81,6 @@ pub(crate) fn nullable_rules(g: &Grammar) -> Vec<bool> {
         );
     }
     nullable
-}
-
-/// Whether `e` matches the empty string, given which rules do.
-fn is_nullable(e: &Expr, nullable: &[bool]) -> bool {
-    match e {
-        Expr::Empty => true,
-        Expr::Nothing | Expr::Class(_) | Expr::Token(_) | Expr::JsonStrings(_) => false,
-        Expr::Literal(s) => s.is_empty(),
-        Expr::Seq(v) => v.iter().all(|c| is_nullable(c, nullable)),
-        Expr::Alt(v) => v.iter().any(|c| is_nullable(c, nullable)),
-        Expr::Repeat { expr, min, max } => {
-            *min == 0 || *max == Some(0) || is_nullable(expr, nullable)
-        }
-        Expr::Ref(r) => nullable.get(*r as usize).copied().unwrap_or(false),
-        Expr::And(v) => v.iter().all(|c| is_nullable(c, nullable)),
-        Expr::Not(inner) => !is_nullable(inner, nullable),
-    }
 }
 
 fn all_refs(e: &Expr, out: &mut Vec<RuleId>) {
@@ -115,7 +98,7 @@ fn leftmost_refs(e: &Expr, nullable: &[bool], out: &mut Vec<RuleId>) {
         Expr::Seq(v) => {
             for c in v {
                 leftmost_refs(c, nullable, out);
-                if !is_nullable(c, nullable) {
+                if !c.nullable_given(nullable) {
                     break;
                 }
             }

@@ -29,21 +29,6 @@ pub fn is_any_star(e: &Expr) -> bool {
     matches!(e, Expr::Repeat { expr, min: 0, max: None } if matches!(&**expr, Expr::Class(c) if *c == CharClass::any()))
 }
 
-/// Does the language contain the empty string?
-pub fn nullable(e: &Expr) -> bool {
-    match e {
-        Expr::Empty => true,
-        Expr::Nothing | Expr::Class(_) | Expr::Token(_) | Expr::Ref(_) | Expr::JsonStrings(_) => {
-            false
-        }
-        Expr::Literal(s) => s.is_empty(),
-        Expr::Seq(v) | Expr::And(v) => v.iter().all(nullable),
-        Expr::Alt(v) => v.iter().any(nullable),
-        Expr::Repeat { expr, min, .. } => *min == 0 || nullable(expr),
-        Expr::Not(x) => !nullable(x),
-    }
-}
-
 fn class_of_single(e: &Expr) -> Option<CharClass> {
     match e {
         Expr::Class(c) => Some(c.clone()),
@@ -84,12 +69,12 @@ pub fn seq(parts: Vec<Expr>) -> Expr {
             let mut i = 0;
             while i < flat.len() {
                 if is_any_star(&flat[i]) {
-                    if i + 1 < flat.len() && nullable(&flat[i + 1]) {
+                    if i + 1 < flat.len() && flat[i + 1].nullable() {
                         flat.remove(i + 1);
                         changed = true;
                         continue;
                     }
-                    if i > 0 && nullable(&flat[i - 1]) {
+                    if i > 0 && flat[i - 1].nullable() {
                         flat.remove(i - 1);
                         changed = true;
                         continue;
@@ -172,7 +157,7 @@ pub fn and(parts: Vec<Expr>) -> Expr {
         }
     }
     if flat.contains(&Expr::Empty) {
-        return if flat.iter().all(nullable) {
+        return if flat.iter().all(Expr::nullable) {
             Expr::Empty
         } else {
             Expr::Nothing
@@ -236,13 +221,13 @@ pub fn repeat(e: Expr, min: u32, max: Option<u32>) -> Expr {
 
 /// The language without the empty string (`X ∩ Σ+`).
 pub fn nonempty(e: &Expr) -> Expr {
-    if !nullable(e) {
+    if !e.nullable() {
         return e.clone();
     }
     match e {
         Expr::Empty => Expr::Nothing,
         Expr::Alt(v) => alt(v.iter().map(nonempty).collect()),
-        Expr::Repeat { expr, min, max } if !nullable(expr) => {
+        Expr::Repeat { expr, min, max } if !expr.nullable() => {
             debug_assert_eq!(*min, 0);
             repeat((**expr).clone(), 1, *max)
         }
@@ -289,7 +274,7 @@ pub fn edge_chars(e: &Expr, last: bool) -> CharClass {
             }
             for p in parts {
                 out = out.union(&edge_chars(p, last));
-                if !nullable(p) {
+                if !p.nullable() {
                     break;
                 }
             }
@@ -328,7 +313,7 @@ pub fn restrict_first(e: &Expr, c: &CharClass) -> Expr {
         },
         Expr::Class(k) => Expr::Class(k.intersect(c)),
         Expr::Alt(v) => alt(v.iter().map(|x| restrict_first(x, c)).collect()),
-        Expr::Seq(v) if !v.is_empty() && !nullable(&v[0]) => {
+        Expr::Seq(v) if !v.is_empty() && !v[0].nullable() => {
             let mut parts = vec![restrict_first(&v[0], c)];
             parts.extend(v[1..].iter().cloned());
             seq(parts)
@@ -342,7 +327,7 @@ pub fn restrict_first(e: &Expr, c: &CharClass) -> Expr {
             ])
         }
         Expr::Repeat { max: Some(0), .. } => Expr::Nothing,
-        Expr::Repeat { expr, min, max } if !nullable(expr) => {
+        Expr::Repeat { expr, min, max } if !expr.nullable() => {
             let rest_max = max.map(|m| m - 1);
             seq(vec![
                 restrict_first(expr, c),
@@ -377,7 +362,7 @@ pub fn restrict_last(e: &Expr, c: &CharClass) -> Expr {
         },
         Expr::Class(k) => Expr::Class(k.intersect(c)),
         Expr::Alt(v) => alt(v.iter().map(|x| restrict_last(x, c)).collect()),
-        Expr::Seq(v) if !v.is_empty() && !nullable(&v[v.len() - 1]) => {
+        Expr::Seq(v) if !v.is_empty() && !v[v.len() - 1].nullable() => {
             let n = v.len();
             let mut parts: Vec<Expr> = v[..n - 1].to_vec();
             parts.push(restrict_last(&v[n - 1], c));
@@ -392,7 +377,7 @@ pub fn restrict_last(e: &Expr, c: &CharClass) -> Expr {
             ])
         }
         Expr::Repeat { max: Some(0), .. } => Expr::Nothing,
-        Expr::Repeat { expr, min, max } if !nullable(expr) => {
+        Expr::Repeat { expr, min, max } if !expr.nullable() => {
             let rest_max = max.map(|m| m - 1);
             seq(vec![
                 repeat((**expr).clone(), min.saturating_sub(1), rest_max),
@@ -417,7 +402,7 @@ pub fn matches(e: &Expr, s: &str) -> bool {
             return false;
         }
     }
-    nullable(&e)
+    e.nullable()
 }
 
 #[cfg(test)]
@@ -446,7 +431,7 @@ fn derive(e: &Expr, c: u32) -> Expr {
             }
             let rest = seq(v[1..].to_vec());
             let first = seq(vec![derive(&v[0], c), rest.clone()]);
-            if nullable(&v[0]) {
+            if v[0].nullable() {
                 alt(vec![first, derive(&rest, c)])
             } else {
                 first
@@ -457,7 +442,7 @@ fn derive(e: &Expr, c: u32) -> Expr {
             if *max == Some(0) {
                 return Expr::Nothing;
             }
-            let min = if nullable(expr) {
+            let min = if expr.nullable() {
                 0
             } else {
                 min.saturating_sub(1)

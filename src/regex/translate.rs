@@ -37,8 +37,8 @@
 //! ECMA-262 refuses their empty iterations past the minimum.
 
 use super::expr::{
-    alt, and, any_plus, any_star, edge_chars, is_any_star, nonempty, not, nullable, repeat,
-    restrict_first, restrict_last, seq,
+    alt, and, any_plus, any_star, edge_chars, is_any_star, nonempty, not, repeat, restrict_first,
+    restrict_last, seq,
 };
 use super::parser::Node;
 use super::unicode;
@@ -382,7 +382,7 @@ fn seq_parts(items: &[Node]) -> Option<Vec<Part<'_>>> {
         }
     }
     let solid = |p: Option<&Part>| match p {
-        Some(Part::Plain(e)) if !nullable(e) => Some(e.clone()),
+        Some(Part::Plain(e)) if !e.nullable() => Some(e.clone()),
         _ => None,
     };
     let word = unicode::word();
@@ -471,8 +471,8 @@ fn compose(x: &Lang, y: &Lang, l: &Local) -> Result<Lang> {
             // "v1 empty" (or "v2 empty") and "both empty" merge into the
             // whole of Y (or X), sparing a split into empty and non-empty
             // parts. Prefer the merge that leaves nothing else behind.
-            let m12 = tq && nullable(xab) && nullable(x.get(l, a, l.nct[0]));
-            let m13 = tp && nullable(yab) && nullable(y.get(l, l.pct[0], b));
+            let m12 = tq && xab.nullable() && x.get(l, a, l.nct[0]).nullable();
+            let m13 = tp && yab.nullable() && y.get(l, l.pct[0], b).nullable();
             if m12 && !(m13 && *yab == Expr::Empty) {
                 // v1 = ε with either context after it: all of Y.
                 terms.push(yab.clone());
@@ -481,19 +481,19 @@ fn compose(x: &Lang, y: &Lang, l: &Local) -> Result<Lang> {
                 terms.push(xab.clone());
                 done13 = true;
             }
-            if !done12 && !done13 && nullable(xab) && nullable(yab) {
+            if !done12 && !done13 && xab.nullable() && yab.nullable() {
                 terms.push(Expr::Empty);
             }
             if !done12 {
                 for &q in &l.nct {
-                    if nullable(x.get(l, a, q)) {
+                    if x.get(l, a, q).nullable() {
                         terms.push(restrict_first(yab, &l.class(l.nv[q])));
                     }
                 }
             }
             if !done13 {
                 for &p in &l.pct {
-                    if nullable(y.get(l, p, b)) {
+                    if y.get(l, p, b).nullable() {
                         terms.push(restrict_last(xab, &l.class(l.pv[p])));
                     }
                 }
@@ -1228,11 +1228,11 @@ fn resolve_local(items: Vec<P>) -> Vec<P> {
         let mut i = 0;
         while i + 1 < items.len() {
             let merged = match (&items[i], &items[i + 1]) {
-                (P::La(c), P::Plain(e)) if !nullable(e) && c.local.is_some() => {
+                (P::La(c), P::Plain(e)) if !e.nullable() && c.local.is_some() => {
                     let (cls, _) = c.local.as_ref().unwrap();
                     Some(P::Plain(restrict_first(e, cls)))
                 }
-                (P::Plain(e), P::Lb(c)) if !nullable(e) && c.local.is_some() => {
+                (P::Plain(e), P::Lb(c)) if !e.nullable() && c.local.is_some() => {
                     let (cls, _) = c.local.as_ref().unwrap();
                     Some(P::Plain(restrict_last(e, cls)))
                 }
