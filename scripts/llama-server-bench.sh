@@ -42,14 +42,6 @@ model="$(scripts/llama-model.sh | tail -n 1)"
 scripts/install-llama-dropin.sh "$llama_prefix" "$build/llama-dropin" >/dev/null
 launcher="$build/llama-dropin/bin/cgram-llama"
 template="$llama_src/models/templates/Qwen-Qwen2.5-7B-Instruct.jinja"
-# Whether the server on 127.0.0.1:$1 answers /health (Python: no curl needed).
-healthy() {
-  python3 -c 'import sys, urllib.request
-try:
-    sys.exit(urllib.request.urlopen("http://127.0.0.1:%s/health" % sys.argv[1], timeout=5).status != 200)
-except Exception:
-    sys.exit(1)' "$1"
-}
 results="$work/results.jsonl"
 rm -f "$results"
 
@@ -66,7 +58,7 @@ for round in $(seq 1 "$rounds"); do
         --jinja --chat-template-file "$template" --log-verbosity 4 >"$log" 2>&1 &
       server=$!
       for _ in $(seq 1 120); do
-        healthy "$port" && break
+        scripts/llama-server-healthy.py "$port" && break
         sleep 1
       done
       python3 demo/server/bench.py --base-url "http://127.0.0.1:$port" --log "$log" \

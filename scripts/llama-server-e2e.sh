@@ -37,14 +37,6 @@ esac
 build="${CGRAM_BUILD:-$root/build}"
 work="$build/llama-server"
 mkdir -p "$work"
-# Whether the server on 127.0.0.1:$1 answers /health (Python: no curl needed).
-healthy() {
-  python3 -c 'import sys, urllib.request
-try:
-    sys.exit(urllib.request.urlopen("http://127.0.0.1:%s/health" % sys.argv[1], timeout=5).status != 200)
-except Exception:
-    sys.exit(1)' "$1"
-}
 step() { printf '\n==> %s\n' "$*"; }
 start=$SECONDS
 
@@ -83,7 +75,7 @@ server=$!
 stop_server() { kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; }
 trap stop_server EXIT
 for _ in $(seq 1 120); do
-  if healthy "$port"; then break; fi
+  if scripts/llama-server-healthy.py "$port"; then break; fi
   if ! kill -0 "$server" 2>/dev/null; then
     tail -n 40 "$log" >&2
     echo "llama-server-e2e.sh: the server exited" >&2
@@ -91,7 +83,7 @@ for _ in $(seq 1 120); do
   fi
   sleep 1
 done
-healthy "$port" || { tail -n 40 "$log" >&2; exit 1; }
+scripts/llama-server-healthy.py "$port" || { tail -n 40 "$log" >&2; exit 1; }
 
 step "the openai client against the server (demo/server/e2e.py)"
 status=0
