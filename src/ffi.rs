@@ -893,7 +893,10 @@ pub unsafe extern "C" fn cg_grammar_cache_compile(
     guard_ptr("cg_grammar_cache_compile", || {
         let cache = cache_ref(cache)?;
         let vocab = vocab_ref(vocab)?;
-        let (source, options) = compile_args(source, source_len, options)?;
+        // A hit has the bytes of a source that compiled; a miss checks
+        // UTF-8 in `compile`, so the text is not read twice here.
+        let options = read_options(options)?;
+        let source = bytes_arg(source.cast(), source_len, "source")?;
         let grammar = cache.grammar(vocab, source, &options)?;
         Ok(into_handle(cg_grammar { inner: grammar }))
     })

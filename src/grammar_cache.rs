@@ -10,6 +10,13 @@
 //! compiled within one limit is the same grammar under another. Failures
 //! are not cached.
 //!
+//! A hit must cost microseconds even for a 400 KB tool-call grammar, so
+//! the key holds a 128-bit XXH3 digest of the source rather than a copy
+//! (hashing and copying the text took 100 us), and the entry keeps the
+//! source to compare on a hit: XXH3 is not collision-resistant, and a
+//! crafted collision must not hand out another request's grammar. A
+//! colliding source compiles without being cached.
+//!
 //! The cache holds at most a byte budget of entries, measured by
 //! [`CompiledGrammar::memory`] and [`Triggers::memory`] when they are added
 //! (token sets computed later for a grammar are not counted), and evicts
@@ -35,7 +42,8 @@ enum Key {
         flags: u32,
         ws: Option<u32>,
         root: Option<String>,
-        source: Box<[u8]>,
+        source_digest: u128,
+        source_len: usize,
     },
     Triggers {
         vocab: usize,
@@ -53,6 +61,9 @@ struct Entry {
     value: Value,
     bytes: usize,
     last_used: u64,
+    /// A grammar's source (compared on a hit, the key holding only its
+    /// digest); empty for triggers, whose key is their whole list.
+    source: Box<[u8]>,
 }
 
 /// What the cache did so far.
@@ -111,9 +122,10 @@ impl GrammarCache {
             flags: options.flags,
             ws: options.json_max_whitespace,
             root: options.root.clone(),
-            source: source.into(),
+            source_digest: xxhash_rust::xxh3::xxh3_128(source),
+            source_len: source.len(),
         };
-        let value = self.get_or(key, || {
+        let value = self.get_or(key, source, || {
             let g = compile::compile(vocab, source, options)?;
             let bytes = g.memory();
             Ok((Value::Grammar(g), bytes))
@@ -131,7 +143,7 @@ impl GrammarCache {
             vocab: Arc::as_ptr(vocab) as usize,
             specs: specs.to_vec(),
         };
-        let value = self.get_or(key, || {
+        let value = self.get_or(key, &[], || {
             let t = Triggers::new(vocab, specs)?;
             let bytes = t.memory();
             Ok((Value::Triggers(Arc::new(t)), bytes))
@@ -142,30 +154,47 @@ impl GrammarCache {
         }
     }
 
-    /// The entry of `key`, built by `make` on a miss (without the lock
-    /// held: two threads missing the same key both build it).
-    fn get_or(&self, key: Key, make: impl FnOnce() -> Result<(Value, usize)>) -> Result<Value> {
-        {
+    /// The entry of `key` (whose grammar was compiled from `source`),
+    /// built by `make` on a miss (without the lock held: two threads
+    /// missing the same key both build it).
+    fn get_or(
+        &self,
+        key: Key,
+        source: &[u8],
+        make: impl FnOnce() -> Result<(Value, usize)>,
+    ) -> Result<Value> {
+        let collision = {
             let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
             s.clock += 1;
             let now = s.clock;
-            if let Some(e) = s.map.get_mut(&key) {
-                e.last_used = now;
-                let v = e.value.clone();
-                s.stats.hits += 1;
-                return Ok(v);
+            let found = s.map.get_mut(&key).map(|e| {
+                let same = *e.source == *source;
+                if same {
+                    e.last_used = now;
+                }
+                (same, e.value.clone())
+            });
+            match found {
+                Some((true, v)) => {
+                    s.stats.hits += 1;
+                    return Ok(v);
+                }
+                found => {
+                    s.stats.misses += 1;
+                    found.is_some()
+                }
             }
-            s.stats.misses += 1;
-        }
+        };
         let (value, bytes) = make()?;
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if bytes <= s.stats.budget {
+        if bytes <= s.stats.budget && !collision {
             s.clock += 1;
             let last_used = s.clock;
             let entry = Entry {
                 value: value.clone(),
                 bytes,
                 last_used,
+                source: source.into(),
             };
             if let Some(old) = s.map.insert(key, entry) {
                 s.stats.bytes -= old.bytes;
@@ -283,6 +312,51 @@ mod tests {
         assert_eq!(cache.stats().entries, 0);
         assert!(cache.grammar(&v, b"root ::= \"a\"", &o).is_ok());
         assert_eq!(cache.stats().entries, 0);
+    }
+
+    /// Two sources under one digest (forced here: XXH3 collisions can be
+    /// crafted) get their own grammars, and the cached one stays.
+    #[test]
+    fn a_digest_collision_is_not_a_hit() {
+        let v = vocab();
+        let o = CompileOptions::default();
+        let cache = GrammarCache::new(DEFAULT_BUDGET);
+        let ga = cache.grammar(&v, b"root ::= \"a\"", &o).unwrap();
+        {
+            // Give the entry of "a" the key "b" will look up.
+            let mut s = cache.state.lock().unwrap();
+            let (key, entry) = s.map.drain().next().unwrap();
+            let Key::Grammar {
+                vocab,
+                kind,
+                flags,
+                ws,
+                root,
+                ..
+            } = key
+            else {
+                unreachable!()
+            };
+            let b = b"root ::= \"b\"";
+            let forged = Key::Grammar {
+                vocab,
+                kind,
+                flags,
+                ws,
+                root,
+                source_digest: xxhash_rust::xxh3::xxh3_128(b),
+                source_len: b.len(),
+            };
+            s.map.insert(forged, entry);
+        }
+        let gb = cache.grammar(&v, b"root ::= \"b\"", &o).unwrap();
+        assert!(!Arc::ptr_eq(&ga, &gb));
+        let mut m = crate::Matcher::new(gb.clone());
+        assert!(m.accept_bytes(b"b").is_ok(), "the grammar of b");
+        let s = cache.stats();
+        assert_eq!((s.hits, s.misses, s.entries), (0, 2, 1));
+        let gb2 = cache.grammar(&v, b"root ::= \"b\"", &o).unwrap();
+        assert!(!Arc::ptr_eq(&gb, &gb2), "a colliding source is not cached");
     }
 
     #[test]

@@ -251,19 +251,22 @@ static int same_arrays(const cgram_llama_vocab_arrays *x, const cgram_llama_voca
            memcmp(x->storage, y->storage, arrays_storage_len(x)) == 0;
 }
 
-/* A fingerprint of a llama vocabulary that costs microseconds: its size,
- * its end-of-generation tokens, and the text and attributes of a sample
- * of tokens (the first and last ones, where special and added tokens
- * live, and an even spread between). Together with the vocabulary's
- * address it tells a cached vocabulary from another model's. */
+/* A fingerprint of a llama vocabulary that costs a few microseconds (it is
+ * taken for every sampler, so that it dominated a cache hit at 1,024
+ * tokens): its size, its end-of-generation tokens, and the text and
+ * attributes of 256 tokens (the first and last 64, where special and added
+ * tokens live, and an even spread between). Together with the
+ * vocabulary's address it tells a cached vocabulary from another model's
+ * loaded where a freed one was (a host that frees models calls
+ * cgram_llama_vocab_forget; the drop-in does it in llama_model_free). */
 static uint64_t fingerprint(const struct llama_vocab *vocab)
 {
     uint64_t h = 1469598103934665603ull; /* FNV-1a */
 #define MIX(x) (h = (h ^ (uint64_t)(x)) * 1099511628211ull)
     int32_t n = llama_vocab_n_tokens(vocab);
     MIX(n);
-    for (int32_t k = 0; k < 1024 && n > 0; k++) {
-        int32_t t = k < 256 ? k : k < 512 ? n - 1 - (k - 256) : (int32_t)((int64_t)(k - 512) * n / 512);
+    for (int32_t k = 0; k < 256 && n > 0; k++) {
+        int32_t t = k < 64 ? k : k < 128 ? n - 1 - (k - 64) : (int32_t)((int64_t)(k - 128) * n / 128);
         if (t < 0 || t >= n)
             continue;
         const char *text = llama_vocab_get_text(vocab, t);

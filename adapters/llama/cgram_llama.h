@@ -47,7 +47,7 @@
  *     every sampler on one model shares it and its per-vocabulary caches.
  *     The cache is keyed by the llama vocabulary's address and checked
  *     against a fingerprint of its content (its size, end-of-generation
- *     tokens, and the text and attributes of a thousand tokens: a few
+ *     tokens, and the text and attributes of 256 tokens: a few
  *     microseconds); a vocabulary seen for the first time is read whole
  *     (5 ms for 262,144 tokens) and built (50-80 ms), or shares the cgram
  *     vocabulary of another model with exactly the same tokens. A host
