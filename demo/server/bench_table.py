@@ -9,7 +9,8 @@ timed in the drop-in: the thread's CPU time, and wall time), the CPU time
 as a share of the request's generation time, what of it comes before the
 first token (creation and the first apply: the grammar's part of the time
 to the first token), and tokens/s with the grammar and of the same request
-without one (its twin).
+without one (its twin, run right after it); the ratio is the median of the
+rounds' ratios (each pair ran side by side; rounds vary by up to 10%).
 Then, per catalog size and tool_choice, llama.cpp's grammar time over
 cgram's.
 """
@@ -42,11 +43,14 @@ def main():
         share = gms / gen_ms if gen_ms else float("nan")
         tps_g = med([r["timings"].get("predicted_per_second") for r in g])
         tps_n = med([r["timings"].get("predicted_per_second") for r in n])
+        twin = {r["round"]: r["timings"].get("predicted_per_second") for r in n}
+        ratio = med([r["timings"]["predicted_per_second"] / twin[r["round"]] for r in g
+                     if r["timings"].get("predicted_per_second") and twin.get(r["round"])])
         first = med([r.get("first_token_us", 0) / 1e3 for r in g])
         calls = sum(1 for r in g if r.get("called"))
         per[key] = gms
         print(f"| {tools} | {choice} | {engine} | {gms:.2f} | {wall:.2f} | {share * 100:.2f}% | {first:.2f} | "
-              f"{tps_g:.2f} | {tps_n:.2f} | {tps_g / tps_n:.3f} | {calls}/{len(g)} |")
+              f"{tps_g:.2f} | {tps_n:.2f} | {ratio:.3f} | {calls}/{len(g)} |")
     print()
     print("| tools | tool_choice | llama.cpp grammar ms | cgram grammar ms | llama.cpp / cgram |")
     print("|---|---|---|---|---|")
