@@ -230,7 +230,8 @@ typedef struct cg_compile_options {
      */
     const char *root;
     /**
-     * `CG_JSON_*` / `CG_GBNF_*` bits; unknown bits are an error. Default 0.
+     * `CG_JSON_*` / `CG_GBNF_*` bits; unknown bits, and bits for another
+     * kind (`CG_JSON_COMPACT` on GBNF, say), are an error. Default 0.
      */
     uint32_t flags;
     /**
@@ -361,7 +362,7 @@ struct cg_vocab *cg_vocab_from_tokenizer_json(const char *path);
  * arrays are copied: the caller keeps ownership and may free them after
  * the call. Returns a new vocabulary that the caller frees with
  * `cg_vocab_free`, or NULL on error (`CG_ERR_INVALID_ARGUMENT` for NULL
- * arrays, no tokens or an EOS id out of range; `CG_ERR_LIMIT` for more than
+ * arrays, no tokens, unknown flag bits or an EOS id out of range; `CG_ERR_LIMIT` for more than
  * 16777216 tokens or a token longer than 65536 bytes). Thread-safe.
  */
 struct cg_vocab *cg_vocab_new(uint32_t n_tokens,

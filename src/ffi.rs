@@ -4,7 +4,8 @@
 //! UTF-8), converts them, calls the safe API and converts the result back.
 //! Nothing else lives here. No panic crosses the boundary: each call runs
 //! under `catch_unwind`, and a panic becomes `CG_ERR_INTERNAL` with the panic
-//! message in [`cg_last_error`].
+//! message and place in [`cg_last_error`]. Nor does a panic print: the
+//! library never writes to its host's stderr (see [`catch_quietly`]).
 //!
 //! `include/cgram.h` is generated from this file by cbindgen
 //! (`scripts/gen-header.sh`), so the doc comments below are the C
@@ -21,7 +22,7 @@ use std::mem::{offset_of, size_of};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 use std::slice;
-use std::sync::Arc;
+use std::sync::{Arc, Once};
 
 use crate::compile::{
     self, CompileOptions, CompiledGrammar, Kind, DEFAULT_MAX_COMPILE_MS, DEFAULT_MAX_STATES,
@@ -171,7 +172,8 @@ pub struct cg_compile_options {
     /// GBNF: the start rule. NULL (the default) means "root". The string is
     /// only read during `cg_compile`.
     pub root: *const c_char,
-    /// `CG_JSON_*` / `CG_GBNF_*` bits; unknown bits are an error. Default 0.
+    /// `CG_JSON_*` / `CG_GBNF_*` bits; unknown bits, and bits for another
+    /// kind (`CG_JSON_COMPACT` on GBNF, say), are an error. Default 0.
     pub flags: u32,
     /// JSON kinds: the longest run of whitespace allowed between tokens;
     /// 0 (the default) means unbounded. Small models can loop on newlines.
@@ -207,6 +209,41 @@ fn set_last_error(code: c_int, message: String) {
     });
 }
 
+thread_local! {
+    /// How many [`catch_quietly`] calls this thread is inside.
+    static QUIET_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    /// Where the last quiet panic of this thread happened.
+    static PANIC_PLACE: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Runs `body` under `catch_unwind` without the panic printing anything.
+///
+/// Rust's default panic hook writes the message (and, under
+/// `RUST_BACKTRACE`, a backtrace) to stderr before unwinding starts, even
+/// when the panic is then caught. The first call installs a hook that keeps
+/// quiet on threads inside this function (recording where the panic
+/// happened, for the error message) and hands every other panic to the hook
+/// that was there before, so a Rust program linking cgram keeps its own
+/// panic output.
+fn catch_quietly<T>(body: impl FnOnce() -> T) -> std::thread::Result<T> {
+    static QUIET_HOOK: Once = Once::new();
+    QUIET_HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if QUIET_DEPTH.try_with(|d| d.get()).unwrap_or(0) == 0 {
+                previous(info);
+            } else if let Some(place) = info.location() {
+                let place = format!("{}:{}", place.file(), place.line());
+                let _ = PANIC_PLACE.try_with(|p| p.replace(Some(place)));
+            }
+        }));
+    });
+    QUIET_DEPTH.with(|d| d.set(d.get() + 1));
+    let result = catch_unwind(AssertUnwindSafe(body));
+    QUIET_DEPTH.with(|d| d.set(d.get() - 1));
+    result
+}
+
 /// The text of a panic payload.
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
@@ -219,9 +256,15 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 }
 
 fn internal_error(payload: &(dyn std::any::Any + Send)) -> Error {
+    let place = PANIC_PLACE
+        .try_with(|p| p.take())
+        .ok()
+        .flatten()
+        .map(|p| format!(" at {p}"))
+        .unwrap_or_default();
     Error::new(
         ErrorKind::Internal,
-        format!("internal error (panic): {}", panic_message(payload)),
+        format!("internal error (panic{place}): {}", panic_message(payload)),
     )
 }
 
@@ -229,16 +272,14 @@ fn internal_error(payload: &(dyn std::any::Any + Send)) -> Error {
 /// in the error slot (prefixed with `func`) and turned into a return value
 /// by `fail`, which gets the error code.
 fn guard<T>(func: &str, fail: impl FnOnce(c_int) -> T, body: impl FnOnce() -> Result<T>) -> T {
-    let error = match catch_unwind(AssertUnwindSafe(body)) {
+    let error = match catch_quietly(body) {
         Ok(Ok(value)) => return value,
         Ok(Err(error)) => error,
         Err(payload) => internal_error(&*payload),
     };
     // Formatting the message cannot unwind past here either.
     let code = error.kind().code();
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        set_last_error(code, format!("{func}: {}", error.message()))
-    }));
+    let _ = catch_quietly(|| set_last_error(code, format!("{func}: {}", error.message())));
     fail(code)
 }
 
@@ -452,7 +493,7 @@ unsafe fn read_options(p: *const cg_compile_options) -> Result<CompileOptions> {
 /// Fills one mask of exactly the vocabulary's word count; on failure the
 /// mask is cleared, so that a caller ignoring the error allows nothing.
 fn fill(matcher: &mut AnyMatcher, mask: &mut [u32]) -> Result<()> {
-    let result = match catch_unwind(AssertUnwindSafe(|| matcher.fill_mask(mask))) {
+    let result = match catch_quietly(|| matcher.fill_mask(mask)) {
         Ok(result) => result,
         Err(payload) => Err(internal_error(&*payload)),
     };
@@ -546,7 +587,7 @@ pub unsafe extern "C" fn cg_vocab_from_tokenizer_json(path: *const c_char) -> *m
 /// arrays are copied: the caller keeps ownership and may free them after
 /// the call. Returns a new vocabulary that the caller frees with
 /// `cg_vocab_free`, or NULL on error (`CG_ERR_INVALID_ARGUMENT` for NULL
-/// arrays, no tokens or an EOS id out of range; `CG_ERR_LIMIT` for more than
+/// arrays, no tokens, unknown flag bits or an EOS id out of range; `CG_ERR_LIMIT` for more than
 /// 16777216 tokens or a token longer than 65536 bytes). Thread-safe.
 #[no_mangle]
 pub unsafe extern "C" fn cg_vocab_new(
@@ -582,6 +623,12 @@ pub unsafe extern "C" fn cg_vocab_new(
         } else {
             array_arg(token_flags, n, "token_flags")?.to_vec()
         };
+        if let Some(i) = flags.iter().position(|&f| f & !CG_TOKEN_SPECIAL != 0) {
+            return Err(Error::invalid(format!(
+                "token_flags[{i}] has unknown bits {:#x}",
+                flags[i] & !CG_TOKEN_SPECIAL
+            )));
+        }
         let mut tokens = Vec::with_capacity(n);
         for (i, (&p, &len)) in ptrs.iter().zip(lens).enumerate() {
             let bytes = bytes_arg(p, len as usize, "token_bytes[i]")
@@ -1504,12 +1551,53 @@ mod tests {
         assert_eq!(rc, CG_ERR_INTERNAL);
         let msg = last_error();
         assert!(
-            msg.starts_with("cg_test: internal error (panic): boom 42"),
+            msg.starts_with("cg_test: internal error (panic at src/ffi.rs:")
+                && msg.ends_with("): boom 42"),
             "{msg}"
         );
         let p: *mut u8 = guard_ptr("cg_test", || panic!("static message"));
         assert!(p.is_null());
         assert!(last_error().contains("static message"));
+    }
+
+    /// Set in the child process of [`a_caught_panic_prints_nothing`].
+    const PANIC_CHILD: &str = "CGRAM_TEST_PANIC_CHILD";
+
+    /// A panic inside a C call writes nothing to stderr, even with
+    /// backtraces on, while a panic elsewhere in the process still reaches
+    /// the hook that was there before. Run in a child process: the test
+    /// harness captures panic output of its own threads, which would hide
+    /// a print.
+    #[test]
+    fn a_caught_panic_prints_nothing() {
+        if std::env::var_os(PANIC_CHILD).is_some() {
+            let rc = guard_int("cg_test", || panic!("quiet boom"));
+            assert_eq!(rc, CG_ERR_INTERNAL);
+            assert!(last_error().contains("quiet boom"));
+            // A worker thread (as `cg_fill_masks` starts) is quiet too.
+            let worker = std::thread::spawn(|| catch_quietly(|| panic!("quiet worker")).is_err());
+            assert!(worker.join().unwrap());
+            let outside = std::thread::spawn(|| panic!("loud boom")).join();
+            assert!(outside.is_err());
+            return;
+        }
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "ffi::tests::a_caught_panic_prints_nothing"])
+            .args(["--nocapture", "--test-threads", "1"])
+            .env(PANIC_CHILD, "1")
+            .env("RUST_BACKTRACE", "1")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "child failed: {stderr}");
+        assert!(
+            !stderr.contains("quiet"),
+            "a caught panic printed: {stderr}"
+        );
+        assert!(
+            stderr.contains("loud boom"),
+            "the host's panic was lost: {stderr}"
+        );
     }
 
     #[test]

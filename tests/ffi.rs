@@ -239,6 +239,18 @@ fn vocab_new_rejects_bad_arguments() {
         let v = cg_vocab_new(2, bytes.as_ptr(), lens.as_ptr(), null(), null(), 0);
         assert!(!v.is_null(), "{}", last_error());
         cg_vocab_free(v);
+        // Unknown flag bits are refused, as unknown option bits are.
+        let flags_bad = [CG_TOKEN_SPECIAL, 2];
+        assert!(cg_vocab_new(
+            2,
+            bytes.as_ptr(),
+            lens.as_ptr(),
+            flags_bad.as_ptr(),
+            null(),
+            0
+        )
+        .is_null());
+        assert_error("cg_vocab_new", &["token_flags[1]", "unknown bits 0x2"]);
         // Too many tokens is refused before any array is read.
         assert!(cg_vocab_new(u32::MAX, bytes.as_ptr(), lens.as_ptr(), null(), null(), 0).is_null());
         assert_error("cg_vocab_new", &["limit"]);
@@ -375,6 +387,19 @@ fn compile_checks_arguments() {
         o.flags = 1 << 31;
         assert!(cg_compile(v, s, src.len(), &o).is_null());
         assert_error("cg_compile", &["flags", "0x80000000"]);
+        // A flag of another kind is refused, not ignored.
+        for (kind, flags, name) in [
+            (CG_KIND_GBNF, CG_JSON_COMPACT, "GBNF"),
+            (CG_KIND_REGEX, CG_GBNF_ALLOW_LEFT_RECURSION, "regex"),
+            (CG_KIND_ANY_JSON, CG_JSON_NO_EXTRA_PROPERTIES, "any-JSON"),
+        ] {
+            o.kind = kind;
+            o.flags = flags;
+            assert!(cg_compile(v, s, src.len(), &o).is_null());
+            assert_eq!(cg_last_error_code(), CG_ERR_INVALID_ARGUMENT);
+            assert_error("cg_compile", &["do not apply", name]);
+        }
+        o.kind = CG_KIND_GBNF;
         o.flags = 0;
         o.root = c"r\xC3".as_ptr();
         assert!(cg_compile(v, s, src.len(), &o).is_null());
@@ -847,6 +872,68 @@ fn engine_grammar_cache() {
         );
         cg_grammar_cache_clear(cache);
         cg_grammar_cache_free(cache);
+        cg_vocab_free(v);
+    }
+}
+
+/// Token ids name tokens of the vocabulary or none: llama.cpp takes
+/// `<[id]>` for any 32-bit id, and an id past the vocabulary (or an
+/// end-of-sequence id, which ends the output) simply never matches. No bit
+/// past the vocabulary is ever set, and a grammar left with nothing to
+/// match is refused as such.
+#[test]
+fn engine_token_ids_no_token_can_match() {
+    let v = tiny();
+    unsafe {
+        for dead in ["<[7]>", "<[4294967295]>", "<[4]>", "( <[7]> | <[4]> )+"] {
+            for gbnf in [format!("root ::= {dead}"), format!("root ::= \"a\" {dead}")] {
+                let g = cg_compile(v, gbnf.as_ptr().cast(), gbnf.len(), null());
+                assert!(g.is_null(), "{gbnf} compiled");
+                assert_eq!(cg_last_error_code(), CG_ERR_INVALID_ARGUMENT);
+                assert_error("cg_compile", &["matches no string"]);
+            }
+            let gbnf = format!("root ::= \"a\" | {dead} \"b\"");
+            let g = compile(v, &gbnf);
+            let m = cg_matcher_new(g);
+            assert_eq!(allowed(m), vec![A], "{gbnf}");
+            assert_eq!(cg_accept(m, 7), CG_ERR_INVALID_ARGUMENT);
+            cg_matcher_free(m);
+            cg_free(g);
+        }
+        // A negated id past the vocabulary excludes nothing.
+        let g = compile(v, "root ::= !<[7]> !<[1000000]>");
+        let m = cg_matcher_new(g);
+        assert_eq!(allowed(m), vec![A, B, AB, C, BOS, EMPTY]);
+        cg_matcher_free(m);
+        cg_free(g);
+        // Past 32 bits the id is a parse error, as in llama.cpp.
+        let gbnf = "root ::= <[4294967296]>";
+        assert!(cg_compile(v, gbnf.as_ptr().cast(), gbnf.len(), null()).is_null());
+        assert_eq!(cg_last_error_code(), CG_ERR_PARSE);
+        cg_vocab_free(v);
+    }
+}
+
+/// A schema deeper than the JSON reader goes is a limit, named as such,
+/// not "not valid JSON".
+#[test]
+fn engine_deep_schema_is_a_limit() {
+    let v = tiny();
+    let depth = 200;
+    let schema = format!(
+        "{}{{\"type\": \"integer\"}}{}",
+        "{\"type\": \"array\", \"items\": ".repeat(depth),
+        "}".repeat(depth)
+    );
+    let mut o = std::mem::MaybeUninit::<cg_compile_options>::uninit();
+    unsafe {
+        cg_compile_options_init(o.as_mut_ptr());
+        let mut o = o.assume_init();
+        o.kind = CG_KIND_JSON_SCHEMA;
+        let g = cg_compile(v, schema.as_ptr().cast(), schema.len(), &o);
+        assert!(g.is_null());
+        assert_eq!(cg_last_error_code(), CG_ERR_LIMIT);
+        assert_error("cg_compile", &["nests more than 128"]);
         cg_vocab_free(v);
     }
 }

@@ -18,6 +18,7 @@ pub mod lexeme;
 pub mod right_linear;
 pub mod rtn;
 
+use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
@@ -375,6 +376,60 @@ impl From<&CompileOptions> for IrOptions {
     }
 }
 
+/// The grammar with every token id that no token can match dropped: ids
+/// past the vocabulary (llama.cpp accepts `<[id]>` for any 32-bit id) and
+/// end-of-sequence ids, which end the output instead of being matched (as
+/// in llama.cpp, where an end-of-generation token is never fed to the
+/// grammar). A set left empty matches nothing, so the analysis sees a
+/// branch that can never be taken for what it is.
+fn only_matchable_tokens<'g>(g: &'g ir::Grammar, vocab: &Vocab) -> Cow<'g, ir::Grammar> {
+    let matchable = |t: u32| (t as usize) < vocab.len() && !vocab.is_eos(t);
+    fn has_unmatchable(e: &Expr, matchable: &dyn Fn(u32) -> bool) -> bool {
+        if let Expr::Token(ts) = e {
+            return ts.ids.iter().any(|&t| !matchable(t));
+        }
+        let mut found = false;
+        e.for_each_child(|c| found = found || has_unmatchable(c, matchable));
+        found
+    }
+    fn clip(e: &Expr, matchable: &dyn Fn(u32) -> bool) -> Expr {
+        let all = |v: &[Expr]| v.iter().map(|c| clip(c, matchable)).collect();
+        match e {
+            Expr::Token(ts) => {
+                let ids: Vec<u32> = ts.ids.iter().copied().filter(|&t| matchable(t)).collect();
+                if ids.is_empty() && !ts.negated {
+                    Expr::Nothing
+                } else {
+                    Expr::Token(TokenSet {
+                        ids,
+                        negated: ts.negated,
+                    })
+                }
+            }
+            Expr::Seq(v) => Expr::Seq(all(v)),
+            Expr::Alt(v) => Expr::Alt(all(v)),
+            Expr::And(v) => Expr::And(all(v)),
+            Expr::Repeat { expr, min, max } => Expr::Repeat {
+                expr: Box::new(clip(expr, matchable)),
+                min: *min,
+                max: *max,
+            },
+            Expr::Not(x) => Expr::Not(Box::new(clip(x, matchable))),
+            other => other.clone(),
+        }
+    }
+    if !g.rules.iter().any(|r| has_unmatchable(&r.body, &matchable)) {
+        return Cow::Borrowed(g);
+    }
+    let mut out = g.clone();
+    for rule in &mut out.rules {
+        if has_unmatchable(&rule.body, &matchable) {
+            rule.body = clip(&rule.body, &matchable);
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// Compiles IR for a vocabulary.
 pub fn compile_ir(
     vocab: &Arc<Vocab>,
@@ -390,6 +445,7 @@ pub fn compile_ir(
         return Err(Error::invalid("the start rule does not exist"));
     }
     analyze::check_all_refs(grammar)?;
+    let grammar = &*only_matchable_tokens(grammar, vocab);
     let solved = right_linear::solve(grammar);
     let grammar: &ir::Grammar = &solved;
     let analysis = analyze(grammar)?;
@@ -500,11 +556,8 @@ pub fn compile_ir(
                     .filter(|&t| !vocab.is_eos(t) && ts.contains(t))
                     .collect()
             } else {
-                ts.ids
-                    .iter()
-                    .copied()
-                    .filter(|&t| !vocab.is_eos(t))
-                    .collect()
+                // Unmatchable ids are gone (`only_matchable_tokens`).
+                ts.ids.clone()
             };
             TokenList::from_ids(ids, vocab)
         })
@@ -761,6 +814,7 @@ pub fn compile(
             e.valid_up_to()
         ))
     })?;
+    check_flags(options)?;
     let grammar = match options.kind {
         Kind::Gbnf => crate::gbnf::parse_with(
             text,
@@ -775,6 +829,27 @@ pub fn compile(
         Kind::Regex => crate::regex::regex_grammar(text)?,
     };
     compile_ir(vocab, &grammar, &IrOptions::from(options))
+}
+
+/// Every flag applies to the source's kind: a flag for another kind is an
+/// error rather than silently ignored (as an unknown bit is).
+fn check_flags(o: &CompileOptions) -> Result<()> {
+    let (applies, kind) = match o.kind {
+        Kind::Gbnf => (FLAG_GBNF_ALLOW_LEFT_RECURSION, "GBNF"),
+        Kind::JsonSchema => (
+            FLAG_JSON_COMPACT | FLAG_JSON_NO_EXTRA_PROPERTIES,
+            "JSON Schema",
+        ),
+        Kind::AnyJson => (FLAG_JSON_COMPACT, "any-JSON"),
+        Kind::Regex => (0, "regex"),
+    };
+    let other = o.flags & !applies;
+    if other != 0 {
+        return Err(Error::invalid(format!(
+            "flags {other:#x} do not apply to {kind} sources"
+        )));
+    }
+    Ok(())
 }
 
 fn json_options(o: &CompileOptions) -> crate::json_schema::JsonOptions {

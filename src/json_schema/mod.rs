@@ -120,10 +120,26 @@ pub struct JsonOptions {
     pub no_extra_properties: bool,
 }
 
+/// Deepest nesting of arrays and objects a schema text may have (the limit
+/// of serde_json's reader, which keeps parsing off the end of the stack).
+pub const MAX_SCHEMA_NESTING: usize = 128;
+
 /// Compiles a JSON Schema (text) to IR.
 pub fn to_grammar(schema: &str, options: &JsonOptions) -> Result<ir::Grammar> {
-    let value: Value = serde_json::from_str(schema)
-        .map_err(|e| Error::parse(format!("the schema is not valid JSON: {e}")))?;
+    let value: Value = serde_json::from_str(schema).map_err(|e| {
+        // serde_json stops at its fixed nesting limit with a syntax error;
+        // the schema may well be valid JSON, so say which limit it hit.
+        if e.to_string().starts_with("recursion limit exceeded") {
+            Error::limit(format!(
+                "the schema nests more than {MAX_SCHEMA_NESTING} arrays and objects deep \
+                 (line {}, column {})",
+                e.line(),
+                e.column()
+            ))
+        } else {
+            Error::parse(format!("the schema is not valid JSON: {e}"))
+        }
+    })?;
     compile_value(&value, options)
 }
 
