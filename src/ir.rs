@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+pub(crate) mod graph;
 mod json_string;
 
 pub use json_string::{encode, encode_class, valid_content, JsonStrings};

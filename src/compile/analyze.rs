@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 
 use crate::error::{Error, Result};
+pub(crate) use crate::ir::graph::tarjan;
 use crate::ir::{Expr, Grammar, LexemeHint, RuleId};
 
 /// Expressions up to this size (after inlining) with no loop are copied
@@ -126,24 +127,29 @@ pub fn check_all_refs(g: &Grammar) -> Result<()> {
 pub fn analyze(g: &Grammar) -> Result<Analysis> {
     let n = g.rules.len();
     check_all_refs(g)?;
-    // Productive: the rule matches at least one string.
+    let refs: Vec<Vec<RuleId>> = g.rules.iter().map(|r| collect_refs(&r.body)).collect();
+    // Productive: the rule matches at least one string. A rule is looked
+    // at again only when a rule it refers to became productive (passes
+    // over every rule until nothing changed took one pass per link of a
+    // chain of rules: quadratic).
+    let callers = super::adjacency::Adjacency::new(
+        n,
+        refs.iter()
+            .enumerate()
+            .flat_map(|(r, rs)| rs.iter().map(move |&c| (c, r as u32))),
+    );
     let mut productive = vec![false; n];
-    loop {
-        let mut changed = false;
-        for i in 0..n {
-            if !productive[i] && is_productive(&g.rules[i].body, &productive) {
-                productive[i] = true;
-                changed = true;
-            }
-        }
-        if !changed {
-            break;
+    let mut work: Vec<u32> = (0..n as u32).rev().collect();
+    while let Some(r) = work.pop() {
+        let r = r as usize;
+        if !productive[r] && is_productive(&g.rules[r].body, &productive) {
+            productive[r] = true;
+            work.extend(callers.of(r).iter().filter(|&&c| !productive[c as usize]));
         }
     }
     // Regular: no recursion through the rule and no token elements,
     // computed over strongly connected components in reverse topological
     // order (Tarjan emits callees first).
-    let refs: Vec<Vec<RuleId>> = g.rules.iter().map(|r| collect_refs(&r.body)).collect();
     let sccs = tarjan(&refs);
     let mut regular = vec![false; n];
     for comp in &sccs {
@@ -408,64 +414,6 @@ fn has_loop(e: &Expr, looping: &[bool]) -> bool {
             found
         }
     }
-}
-
-/// Strongly connected components of the reference graph, callees first.
-pub(crate) fn tarjan(edges: &[Vec<RuleId>]) -> Vec<Vec<RuleId>> {
-    let n = edges.len();
-    let mut index = vec![u32::MAX; n];
-    let mut low = vec![0u32; n];
-    let mut on_stack = vec![false; n];
-    let mut stack: Vec<u32> = Vec::new();
-    let mut out = Vec::new();
-    let mut next = 0u32;
-    for root in 0..n {
-        if index[root] != u32::MAX {
-            continue;
-        }
-        // (node, next edge index)
-        let mut work: Vec<(u32, usize)> = vec![(root as u32, 0)];
-        index[root] = next;
-        low[root] = next;
-        next += 1;
-        stack.push(root as u32);
-        on_stack[root] = true;
-        while let Some(&mut (v, ref mut ei)) = work.last_mut() {
-            let vu = v as usize;
-            if *ei < edges[vu].len() {
-                let w = edges[vu][*ei] as usize;
-                *ei += 1;
-                if index[w] == u32::MAX {
-                    index[w] = next;
-                    low[w] = next;
-                    next += 1;
-                    stack.push(w as u32);
-                    on_stack[w] = true;
-                    work.push((w as u32, 0));
-                } else if on_stack[w] {
-                    low[vu] = low[vu].min(index[w]);
-                }
-            } else {
-                work.pop();
-                if let Some(&(p, _)) = work.last() {
-                    low[p as usize] = low[p as usize].min(low[vu]);
-                }
-                if low[vu] == index[vu] {
-                    let mut comp = Vec::new();
-                    loop {
-                        let w = stack.pop().unwrap();
-                        on_stack[w as usize] = false;
-                        comp.push(w);
-                        if w == v {
-                            break;
-                        }
-                    }
-                    out.push(comp);
-                }
-            }
-        }
-    }
-    out
 }
 
 /// The rule expanded into one regular expression (every reference replaced

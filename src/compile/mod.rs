@@ -14,6 +14,7 @@
 
 mod adjacency;
 pub mod analyze;
+mod horn;
 pub mod lexeme;
 pub mod right_linear;
 pub mod rtn;
@@ -581,44 +582,34 @@ pub fn compile_ir(
 /// whose intersection is empty, a rule that only calls such lexemes), so
 /// that every reachable item can be completed.
 fn trim(kinds: &[(String, RuleKind)], structural: &mut [SState], edges: &mut Edges) -> Result<()> {
-    let mut rule_ok: Vec<bool> = kinds
-        .iter()
-        .map(|(_, k)| matches!(k, RuleKind::Lexeme { dfa, .. } if dfa.start != lexeme::DEAD))
-        .collect();
-    let mut state_ok = vec![false; structural.len()];
-    loop {
-        let mut changed = false;
-        // Backwards: states are numbered from their rule's start, so a
-        // property flowing back from final states settles in few passes.
-        for i in (0..structural.len()).rev() {
-            if state_ok[i] {
-                continue;
-            }
-            let s = &structural[i];
-            let ok = s.is_final
-                || edges.bytes(s).iter().any(|&(_, _, t)| state_ok[t as usize])
-                || edges.tokens(s).iter().any(|&(_, t)| state_ok[t as usize])
-                || edges
-                    .calls(s)
-                    .iter()
-                    .any(|&(r, t)| rule_ok[r as usize] && state_ok[t as usize]);
-            if ok {
-                state_ok[i] = true;
-                changed = true;
-            }
-        }
-        for (r, (_, k)) in kinds.iter().enumerate() {
-            if let RuleKind::Structural { start } = k {
-                if !rule_ok[r] && state_ok[*start as usize] {
-                    rule_ok[r] = true;
-                    changed = true;
-                }
-            }
-        }
-        if !changed {
-            break;
+    // Atoms: states `0..m` ("can reach the end of its rule"), then rules
+    // ("matches some string").
+    let m = structural.len();
+    let mut h = horn::HornClauses::new(m + kinds.len());
+    for (r, (_, k)) in kinds.iter().enumerate() {
+        match k {
+            RuleKind::Lexeme { dfa, .. } if dfa.start != lexeme::DEAD => h.fact((m + r) as u32),
+            RuleKind::Lexeme { .. } => {}
+            RuleKind::Structural { start } => h.clause((m + r) as u32, &[*start]),
         }
     }
+    for (i, s) in structural.iter().enumerate() {
+        let i = i as u32;
+        if s.is_final {
+            h.fact(i);
+        }
+        for &(_, _, t) in edges.bytes(s) {
+            h.clause(i, &[t]);
+        }
+        for &(_, t) in edges.tokens(s) {
+            h.clause(i, &[t]);
+        }
+        for &(r, t) in edges.calls(s) {
+            h.clause(i, &[m as u32 + r, t]);
+        }
+    }
+    let holds = h.solve();
+    let (state_ok, rule_ok) = holds.split_at(m);
     if !rule_ok[0] {
         return Err(Error::invalid(
             "the grammar matches no string at all (every way through it needs an impossible part)",
@@ -644,7 +635,7 @@ fn compute_nullable(
     structural: &[SState],
     edges: &Edges,
 ) -> Vec<bool> {
-    let mut nullable: Vec<bool> = kinds
+    let lexeme_nullable: Vec<bool> = kinds
         .iter()
         .map(|(_, k)| match k {
             RuleKind::Lexeme { dfa, .. } => {
@@ -653,36 +644,26 @@ fn compute_nullable(
             RuleKind::Structural { .. } => false,
         })
         .collect();
-    // A state "completes empty" if final or a nullable call leads to one
-    // that does.
-    let mut empty_done = vec![false; structural.len()];
-    loop {
-        let mut changed = false;
-        for (i, s) in structural.iter().enumerate().rev() {
-            if !empty_done[i]
-                && (s.is_final
-                    || edges
-                        .calls(s)
-                        .iter()
-                        .any(|&(r, t)| nullable[r as usize] && empty_done[t as usize]))
-            {
-                empty_done[i] = true;
-                changed = true;
-            }
-        }
-        for (r, (_, k)) in kinds.iter().enumerate() {
-            if let RuleKind::Structural { start } = k {
-                if !nullable[r] && empty_done[*start as usize] {
-                    nullable[r] = true;
-                    changed = true;
-                }
-            }
-        }
-        if !changed {
-            break;
+    // Atoms: states `0..m` ("completes its rule empty": final, or a
+    // nullable call leads to one that does), then rules.
+    let m = structural.len();
+    let mut h = horn::HornClauses::new(m + kinds.len());
+    for (r, (_, k)) in kinds.iter().enumerate() {
+        match k {
+            RuleKind::Lexeme { .. } if lexeme_nullable[r] => h.fact((m + r) as u32),
+            RuleKind::Lexeme { .. } => {}
+            RuleKind::Structural { start } => h.clause((m + r) as u32, &[*start]),
         }
     }
-    nullable
+    for (i, s) in structural.iter().enumerate() {
+        if s.is_final {
+            h.fact(i as u32);
+        }
+        for &(r, t) in edges.calls(s) {
+            h.clause(i as u32, &[m as u32 + r, t]);
+        }
+    }
+    h.solve()[m..].to_vec()
 }
 
 /// Per rule: the bytes a lexeme can start with (parser rules: none yet,

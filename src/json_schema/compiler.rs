@@ -1718,35 +1718,69 @@ impl<'a> Compiler<'a> {
         }
         // The members that may follow state (set, creq, c, f), each with
         // the state after it; `lead` goes before each (the separator).
-        let continuations = |this: &mut Compiler,
-                             rules: &mut FastMap<Key, RuleId>,
-                             todo: &mut Vec<Key>,
-                             (set, creq, c, f): Key,
-                             lead: Option<&Expr>|
+        let mut groups: FastMap<Vec<(usize, usize)>, RuleId> = FastMap::default();
+        let mut continuations = |this: &mut Compiler,
+                                 rules: &mut FastMap<Key, RuleId>,
+                                 todo: &mut Vec<Key>,
+                                 (set, creq, c, f): Key,
+                                 lead: Option<&Expr>|
          -> Result<Vec<Expr>> {
             let mut alts = Vec::new();
             if !can_add(c) {
                 return Ok(alts);
             }
-            let mut push = |e: &Expr, next: Expr| {
-                let mut seq = Vec::with_capacity(3);
-                seq.extend(lead.cloned());
-                seq.push(e.clone());
-                seq.push(next);
-                alts.push(Expr::seq(seq));
+            // Members that lead to the same state form one alternation,
+            // a rule shared by every state that offers the same group:
+            // counted members lead every state to the next count, and
+            // spelled out per state they made n states of n alternatives
+            // each (quadratic in required properties).
+            let mut by_next: Vec<(Key, Vec<(usize, usize)>)> = Vec::new();
+            let mut offer = |next: Key, member: (usize, usize)| match by_next
+                .iter_mut()
+                .find(|(k, _)| *k == next)
+            {
+                Some((_, v)) => v.push(member),
+                None => by_next.push((next, vec![member])),
             };
-            for (e, sets) in &extras {
-                let next = get(this, rules, todo, (set, creq, inc(c), f || *sets))?;
-                push(e, next);
+            for (x, (_, sets)) in extras.iter().enumerate() {
+                offer((set, creq, inc(c), f || *sets), (usize::MAX, x));
             }
             for (j, m) in members.iter().enumerate() {
                 let Some((set2, creq2)) = after(j, set, creq) else {
                     continue;
                 };
-                for (e, sets) in &m.0 {
-                    let next = get(this, rules, todo, (set2, creq2, inc(c), f || *sets))?;
-                    push(e, next);
+                for (x, (_, sets)) in m.0.iter().enumerate() {
+                    offer((set2, creq2, inc(c), f || *sets), (j, x));
                 }
+            }
+            let expr_of = |(j, x): (usize, usize)| -> &Expr {
+                if j == usize::MAX {
+                    &extras[x].0
+                } else {
+                    &members[j].0[x].0
+                }
+            };
+            for (next_key, group) in by_next {
+                let e = if group.len() == 1 {
+                    expr_of(group[0]).clone()
+                } else if let Some(&r) = groups.get(&group) {
+                    Expr::Ref(r)
+                } else {
+                    let r = this.new_rule(format!("members-any#{}", this.b.len()))?;
+                    this.b.set_lexeme_hint(r, LexemeHint::Never);
+                    this.b.set_body(
+                        r,
+                        Expr::alt(group.iter().map(|&m| expr_of(m).clone()).collect()),
+                    );
+                    groups.insert(group, r);
+                    Expr::Ref(r)
+                };
+                let next = get(this, rules, todo, next_key)?;
+                let mut seq = Vec::with_capacity(3);
+                seq.extend(lead.cloned());
+                seq.push(e);
+                seq.push(next);
+                alts.push(Expr::seq(seq));
             }
             Ok(alts)
         };

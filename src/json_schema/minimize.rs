@@ -11,6 +11,7 @@
 use std::hash::{Hash, Hasher};
 
 use crate::hash::FastMap;
+use crate::ir::graph::tarjan;
 use crate::ir::{Expr, Grammar, LexemeHint, Rule, RuleId};
 
 /// Calls `f` on every rule reference in `e`, in order, to rewrite it.
@@ -114,9 +115,9 @@ pub fn minimize(g: Grammar) -> Grammar {
             }
         });
     }
-    // Partition refinement on integer keys: each body's shape (its
-    // references blanked) is interned once, its references listed in
-    // order; a round then only looks at the classes of those references.
+    // Each body's shape (its references blanked) is interned once, its
+    // references listed in order; classes then come from shapes and the
+    // classes of references.
     let mut shapes: FastMap<(LexemeHint, Shape), u32> = FastMap::default();
     let mut shape_of = Vec::with_capacity(n);
     let mut refs_of: Vec<Vec<RuleId>> = Vec::with_capacity(n);
@@ -128,32 +129,7 @@ pub fn minimize(g: Grammar) -> Grammar {
         refs_of.push(refs);
     }
     drop(shapes);
-    let mut class: Vec<u32> = shape_of.clone();
-    let mut count = usize::MAX;
-    let mut key: Vec<u32> = Vec::new();
-    loop {
-        let mut ids: FastMap<Vec<u32>, u32> = FastMap::default();
-        let mut next = vec![0u32; n];
-        for i in 0..n {
-            key.clear();
-            key.push(class[i]);
-            key.extend(refs_of[i].iter().map(|&r| class[r as usize]));
-            let k = ids.len() as u32;
-            next[i] = match ids.get(&key) {
-                Some(&c) => c,
-                None => {
-                    ids.insert(key.clone(), k);
-                    k
-                }
-            };
-        }
-        let new_count = ids.len();
-        class = next;
-        if new_count == count {
-            break;
-        }
-        count = new_count;
-    }
+    let (class, count) = refine(&shape_of, &refs_of);
     // Reachable classes from the start, in order of discovery.
     let mut rep: Vec<Option<usize>> = vec![None; count];
     for i in 0..n {
@@ -191,4 +167,79 @@ pub fn minimize(g: Grammar) -> Grammar {
         })
         .collect();
     Grammar { rules, start: 0 }
+}
+
+/// The classes of equal rules (and their number), given each rule's shape
+/// id and references: rules are equal when their shapes are and their
+/// references are to equal rules, position by position.
+///
+/// Strongly connected components are settled callees first. A rule
+/// outside any cycle gets its class in one lookup, its references'
+/// classes being final; a cycle is refined in rounds (Moore's algorithm)
+/// over its own rules only. Rounds over the whole grammar took one round
+/// per link of the longest chain of rules (a schema with a thousand
+/// required properties is such a chain): quadratic. Equal cycles in
+/// different components stay apart, which costs size, never meaning.
+fn refine(shape_of: &[u32], refs_of: &[Vec<RuleId>]) -> (Vec<u32>, usize) {
+    let n = shape_of.len();
+    const UNSET: u32 = u32::MAX;
+    let mut class = vec![UNSET; n];
+    let mut ids: FastMap<Vec<u32>, u32> = FastMap::default();
+    let mut count = 0u32;
+    let mut key: Vec<u32> = Vec::new();
+    let mut local: Vec<u32> = vec![UNSET; n];
+    for comp in tarjan(refs_of) {
+        let cyclic = comp.len() > 1 || refs_of[comp[0] as usize].contains(&comp[0]);
+        if !cyclic {
+            let r = comp[0] as usize;
+            key.clear();
+            key.push(shape_of[r]);
+            key.extend(refs_of[r].iter().map(|&x| class[x as usize]));
+            class[r] = *ids.entry(key.clone()).or_insert_with(|| {
+                count += 1;
+                count - 1
+            });
+            continue;
+        }
+        // Moore rounds inside the component: a reference out of it reads
+        // its final class, one into it the rule's class of the last round
+        // (tagged apart by the high bit).
+        for &r in &comp {
+            local[r as usize] = shape_of[r as usize];
+        }
+        let mut local_count = usize::MAX;
+        loop {
+            let mut round: FastMap<Vec<u32>, u32> = FastMap::default();
+            let next: Vec<u32> = comp
+                .iter()
+                .map(|&r| {
+                    key.clear();
+                    key.push(local[r as usize]);
+                    key.extend(refs_of[r as usize].iter().map(|&x| {
+                        let c = class[x as usize];
+                        if c == UNSET {
+                            local[x as usize] | 1 << 31
+                        } else {
+                            c
+                        }
+                    }));
+                    let k = round.len() as u32;
+                    *round.entry(key.clone()).or_insert(k)
+                })
+                .collect();
+            for (&r, &c) in comp.iter().zip(&next) {
+                local[r as usize] = c;
+            }
+            if round.len() == local_count {
+                break;
+            }
+            local_count = round.len();
+        }
+        let first = count;
+        for &r in &comp {
+            class[r as usize] = first + local[r as usize];
+        }
+        count += local_count as u32;
+    }
+    (class, count as usize)
 }

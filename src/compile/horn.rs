@@ -1,0 +1,162 @@
+//! The least model of propositional Horn clauses, in time linear in their
+//! size.
+//!
+//! Several analyses of a compiled grammar are "x holds if all of these
+//! hold" over states and rules: a state can finish its rule, a rule
+//! matches some string, a rule matches the empty string. Solved by passes
+//! over everything until nothing changes, they cost a pass per link of the
+//! longest chain: quadratic on a schema with a thousand required
+//! properties (one rule calling the next). Here each clause counts its
+//! premises not yet known to hold, and a fact that becomes true decrements
+//! the clauses that wait for it (Dowling and Gallier's algorithm), so
+//! every premise is looked at once.
+
+use super::adjacency::Adjacency;
+
+/// Clauses over the atoms `0..n`.
+pub(crate) struct HornClauses {
+    n: usize,
+    /// Atoms that hold unconditionally.
+    facts: Vec<u32>,
+    /// The head of each clause.
+    heads: Vec<u32>,
+    /// Each clause's premises: `premises[start[c]..start[c + 1]]`.
+    start: Vec<u32>,
+    premises: Vec<u32>,
+}
+
+impl HornClauses {
+    pub(crate) fn new(n: usize) -> HornClauses {
+        HornClauses {
+            n,
+            facts: Vec::new(),
+            heads: Vec::new(),
+            start: vec![0],
+            premises: Vec::new(),
+        }
+    }
+
+    /// `atom` holds.
+    pub(crate) fn fact(&mut self, atom: u32) {
+        self.facts.push(atom);
+    }
+
+    /// `head` holds if every one of `premises` holds (a premise listed
+    /// twice counts once).
+    pub(crate) fn clause(&mut self, head: u32, premises: &[u32]) {
+        let from = self.premises.len();
+        for &p in premises {
+            if !self.premises[from..].contains(&p) {
+                self.premises.push(p);
+            }
+        }
+        if self.premises.len() == from {
+            self.facts.push(head);
+        } else {
+            self.heads.push(head);
+            self.start.push(self.premises.len() as u32);
+        }
+    }
+
+    /// Which atoms hold in the least model.
+    pub(crate) fn solve(&self) -> Vec<bool> {
+        let n_clauses = self.heads.len();
+        let waiting = Adjacency::new(
+            self.n,
+            (0..n_clauses).flat_map(|c| {
+                let range = self.start[c] as usize..self.start[c + 1] as usize;
+                self.premises[range].iter().map(move |&p| (p, c as u32))
+            }),
+        );
+        let mut missing: Vec<u32> = (0..n_clauses)
+            .map(|c| self.start[c + 1] - self.start[c])
+            .collect();
+        let mut holds = vec![false; self.n];
+        let mut work = Vec::new();
+        for &f in &self.facts {
+            if !holds[f as usize] {
+                holds[f as usize] = true;
+                work.push(f);
+            }
+        }
+        while let Some(atom) = work.pop() {
+            for &c in waiting.of(atom as usize) {
+                missing[c as usize] -= 1;
+                if missing[c as usize] == 0 {
+                    let h = self.heads[c as usize];
+                    if !holds[h as usize] {
+                        holds[h as usize] = true;
+                        work.push(h);
+                    }
+                }
+            }
+        }
+        holds
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The textbook fixpoint: apply every clause until nothing changes.
+    fn by_passes(n: usize, facts: &[u32], clauses: &[(u32, Vec<u32>)]) -> Vec<bool> {
+        let mut holds = vec![false; n];
+        for &f in facts {
+            holds[f as usize] = true;
+        }
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for (h, ps) in clauses {
+                if !holds[*h as usize] && ps.iter().all(|&p| holds[p as usize]) {
+                    holds[*h as usize] = true;
+                    changed = true;
+                }
+            }
+        }
+        holds
+    }
+
+    #[test]
+    fn agrees_with_passes_on_random_clauses() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |m: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % m) as u32
+        };
+        for round in 0..300 {
+            let n = 1 + (round % 40) as usize;
+            let facts: Vec<u32> = (0..next(3)).map(|_| next(n as u64)).collect();
+            let clauses: Vec<(u32, Vec<u32>)> = (0..next(3 * n as u64 + 1))
+                .map(|_| {
+                    let ps = (0..next(4)).map(|_| next(n as u64)).collect();
+                    (next(n as u64), ps)
+                })
+                .collect();
+            let mut h = HornClauses::new(n);
+            for &f in &facts {
+                h.fact(f);
+            }
+            for (head, ps) in &clauses {
+                h.clause(*head, ps);
+            }
+            assert_eq!(h.solve(), by_passes(n, &facts, &clauses), "round {round}");
+        }
+    }
+
+    #[test]
+    fn a_long_chain_is_linear() {
+        // x0 holds; x(i+1) if x(i) and x(0): one pass per link by passes
+        // when the clauses come in the wrong order.
+        let n = 200_000;
+        let mut h = HornClauses::new(n);
+        for i in (1..n as u32).rev() {
+            h.clause(i, &[i - 1, 0]);
+        }
+        h.fact(0);
+        assert!(h.solve().iter().all(|&b| b));
+    }
+}
