@@ -13,6 +13,12 @@ use crate::ir::{Expr, Grammar, LexemeHint, RuleId};
 pub const INLINE_MAX_SIZE: usize = 48;
 /// Regular rules larger than this (after inlining) stay parser rules.
 pub const LEXEME_MAX_SIZE: usize = 50_000;
+/// Rules that only choose among literal strings (an enumeration: `"w0" |
+/// "w1" | ...`) are lexemes up to this size whatever the hint: their DFA is
+/// at most their trie, built in time linear in their size, while as a
+/// parser rule every alternative is an item of every mask (100,000 of
+/// them made a first mask of seconds).
+pub const LITERAL_SET_MAX_SIZE: usize = 8 << 20;
 /// Without a hint, regular rules larger than this stay parser rules (their
 /// loops still become lexemes). A large rule as one DFA gives every position
 /// its own token sets instead of sharing them, and makes a DFA per rule
@@ -167,10 +173,12 @@ pub fn analyze(g: &Grammar) -> Result<Analysis> {
     let mut looping = vec![false; n];
     let mut boolean = vec![false; n];
     let mut nullable = vec![false; n];
+    let mut literal_set = vec![false; n];
     for comp in &sccs {
         for &r in comp {
             let r = r as usize;
             if regular[r] {
+                literal_set[r] = is_literal_set(&g.rules[r].body, &literal_set);
                 exp_size[r] = expanded_size(&g.rules[r].body, &exp_size);
                 looping[r] = has_loop(&g.rules[r].body, &looping);
                 boolean[r] = has_boolean(&g.rules[r].body, &boolean);
@@ -183,7 +191,11 @@ pub fn analyze(g: &Grammar) -> Result<Analysis> {
             let hint = g.rules[r].lexeme;
             // Intersection and complement only exist on DFAs: such rules
             // are lexemes whatever their size.
-            if boolean[r] && exp_size[r] <= LEXEME_MAX_SIZE {
+            let big_literal_set = literal_set[r]
+                && exp_size[r] > INLINE_MAX_SIZE
+                && exp_size[r] <= LITERAL_SET_MAX_SIZE
+                && hint != LexemeHint::Never;
+            if (boolean[r] && exp_size[r] <= LEXEME_MAX_SIZE) || big_literal_set {
                 RuleClass::Lexeme
             } else if !regular[r]
                 || exp_size[r] > LEXEME_MAX_SIZE
@@ -379,6 +391,18 @@ pub fn has_token(e: &Expr) -> bool {
     let mut found = false;
     e.for_each_child(|c| found |= has_token(c));
     found
+}
+
+/// `e` is a choice among literal strings: alternatives of literals and of
+/// rules that are such choices (`literal_set` holds the answer for rules
+/// already seen).
+fn is_literal_set(e: &Expr, literal_set: &[bool]) -> bool {
+    match e {
+        Expr::Literal(_) | Expr::Empty => true,
+        Expr::Ref(r) => literal_set[*r as usize],
+        Expr::Alt(v) => v.iter().all(|x| is_literal_set(x, literal_set)),
+        _ => false,
+    }
 }
 
 fn expanded_size(e: &Expr, sizes: &[usize]) -> usize {

@@ -342,6 +342,18 @@ impl<'g> Lowering<'g> {
                 let lexeme = expand(e, self.g);
                 Expr::Ref(self.anon_lexeme(lexeme))
             }
+            // Intersection, complement and sets of JSON strings exist only
+            // as DFAs: inside a parser rule (one too large to be a lexeme
+            // as a whole) each is a lexeme of its own.
+            Expr::And(_) | Expr::Not(_) | Expr::JsonStrings(_) => {
+                if !is_regular_expr(e, &self.analysis.regular) {
+                    return Err(Error::unsupported(
+                        "intersection and complement are only supported on regular parts \
+                         (this one recurses or reads tokens)",
+                    ));
+                }
+                Expr::Ref(self.anon_lexeme(expand(e, self.g)))
+            }
             Expr::Seq(v) if self.merge_runs => self.lower_seq(v, depth)?,
             Expr::Seq(v) => Expr::seq(
                 v.iter()

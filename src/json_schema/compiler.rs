@@ -261,10 +261,37 @@ impl<'a> Compiler<'a> {
     }
 
     fn values_node(&mut self, vals: &[Value]) -> Result<Node> {
+        // Strings and numbers are gathered in one pass: merged into the
+        // node one value at a time, each merge copied the set so far (an
+        // enum of 100,000 strings ran for minutes).
+        let mut strings = BTreeSet::new();
+        let mut numbers = BTreeSet::new();
         let mut n = Node::none();
-        for v in vals {
-            let x = self.value_node(v)?;
-            n = n.or(&x).map_err(Error::limit)?;
+        for (i, v) in vals.iter().enumerate() {
+            if i % 1024 == 1023 {
+                self.check_time()?;
+            }
+            match v {
+                Value::String(s) => {
+                    strings.insert(s.clone());
+                }
+                Value::Number(x) => {
+                    let d = Dec::from_json(x)
+                        .ok_or_else(|| Error::parse(format!("bad number {x} in an enum")))?;
+                    numbers.insert(NumAtom::value(d));
+                }
+                _ => {
+                    let x = self.value_node(v)?;
+                    n = n.or(&x).map_err(Error::limit)?;
+                }
+            }
+        }
+        if !strings.is_empty() {
+            n.str = n.str.or(&StrLang::Lits(strings));
+        }
+        if !numbers.is_empty() {
+            // Other values set no number: nothing to merge with.
+            n.num = numbers.into_iter().collect();
         }
         Ok(n)
     }
@@ -1297,6 +1324,32 @@ impl<'a> Compiler<'a> {
             }
         };
         let mut e = more;
+        // Required items past the prefix all have the `rest` schema: one
+        // repetition, not an expression nested once per item (5,000 deep
+        // for `minItems: 5000`). Every item before the last of the `t` is
+        // required here; the array may end after it when `t` reaches
+        // `minItems` (it may not when `maxItems` is smaller).
+        let p = s.prefix.len();
+        if t > p + 1 && s.min as usize >= t {
+            let v = Expr::Ref(self.rule_for(&s.rest)?);
+            let mut cont = Vec::new();
+            if t >= s.min as usize {
+                cont.push(Expr::Empty);
+            }
+            if e != Expr::Nothing {
+                cont.push(Expr::seq(vec![sep.clone(), e]));
+            }
+            let k = (t - 1 - p) as u32;
+            let mut parts = Vec::with_capacity(2 * p + 3);
+            for i in 0..p {
+                parts.push(Expr::Ref(self.rule_for(&s.at(i).clone())?));
+                parts.push(sep.clone());
+            }
+            parts.push(v.clone());
+            parts.push(Expr::repeat(Expr::seq(vec![sep.clone(), v]), k, Some(k)));
+            parts.push(Expr::alt(cont));
+            return Ok(Expr::seq(parts));
+        }
         for i in (0..t).rev() {
             let v = Expr::Ref(self.rule_for(&s.at(i).clone())?);
             let mut cont = Vec::new();
