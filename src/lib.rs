@@ -13,6 +13,7 @@ pub mod grammar_cache;
 pub(crate) mod hash;
 pub mod ir;
 pub mod json_schema;
+pub mod limits;
 pub mod matcher;
 pub mod regex;
 pub mod trigger;

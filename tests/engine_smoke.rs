@@ -54,10 +54,7 @@ fn toy_vocab() -> Arc<Vocab> {
 }
 
 fn opts() -> IrOptions {
-    IrOptions {
-        max_compile_ms: 10_000,
-        max_states: 100_000,
-    }
+    IrOptions::new(10_000, 100_000)
 }
 
 /// Random walk: at each step the mask must equal the set of tokens that

@@ -592,10 +592,7 @@ fn run_case(case: &Case, vocab: &Arc<Vocab>, sv: &SortedVocab, cfg: &Config) -> 
 // Cases.
 
 fn ir_options() -> IrOptions {
-    IrOptions {
-        max_compile_ms: 60_000,
-        max_states: 1_000_000,
-    }
+    IrOptions::new(60_000, 1_000_000)
 }
 
 /// A case from GBNF text: the IR from `cgram::gbnf::parse` for the

@@ -51,10 +51,7 @@ impl Lang {
         // need it, and it is what a JSON Schema string lexeme would be).
         b.set_lexeme_hint(root, LexemeHint::Always);
         let g = b.finish(root);
-        let opts = IrOptions {
-            max_compile_ms: 10_000,
-            max_states: 1_000_000,
-        };
+        let opts = IrOptions::new(10_000, 1_000_000);
         match compile_ir(vocab, &g, &opts) {
             Ok(c) => Ok(Lang {
                 matcher: Some(Matcher::new(c)),

@@ -21,7 +21,6 @@ pub mod rtn;
 
 use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
 
 use adjacency::Adjacency;
 use analyze::{
@@ -33,6 +32,7 @@ use rtn::{Edges, RtnBuilder, SState};
 use crate::error::{Error, Result};
 use crate::hash::FastMap;
 use crate::ir::{self, Expr, TokenSet};
+use crate::limits::{self, Deadline};
 use crate::matcher::tokens::{TokenInfo, TokenList};
 use crate::vocab::Vocab;
 
@@ -71,10 +71,7 @@ pub struct CompileOptions {
     pub max_states: usize,
 }
 
-/// Default for [`CompileOptions::max_compile_ms`].
-pub const DEFAULT_MAX_COMPILE_MS: u64 = 10_000;
-/// Default for [`CompileOptions::max_states`].
-pub const DEFAULT_MAX_STATES: usize = 1_000_000;
+pub use crate::limits::{DEFAULT_MAX_COMPILE_MS, DEFAULT_MAX_STATES};
 
 impl Default for CompileOptions {
     fn default() -> Self {
@@ -202,8 +199,7 @@ impl CompiledGrammar {
 
 /// Checks the clock and the state budget during compilation.
 struct Budget {
-    start: Instant,
-    max_ms: u64,
+    deadline: Deadline,
     max_states: usize,
 }
 
@@ -215,14 +211,7 @@ impl Budget {
                 self.max_states
             )));
         }
-        let ms = self.start.elapsed().as_millis() as u64;
-        if ms > self.max_ms {
-            return Err(Error::limit(format!(
-                "compilation took longer than {} ms (max_compile_ms)",
-                self.max_ms
-            )));
-        }
-        Ok(())
+        self.deadline.check()
     }
 }
 
@@ -376,15 +365,17 @@ impl<'g> Lowering<'g> {
 /// Options that shape compilation of IR (limits).
 #[derive(Clone, Debug)]
 pub struct IrOptions {
-    pub max_compile_ms: u64,
+    /// When compilation gives up (the front end's time counts too).
+    pub deadline: Deadline,
     pub max_states: usize,
 }
 
-impl From<&CompileOptions> for IrOptions {
-    fn from(o: &CompileOptions) -> Self {
+impl IrOptions {
+    /// `max_compile_ms` from now (0: no limit) and `max_states`.
+    pub fn new(max_compile_ms: u64, max_states: usize) -> IrOptions {
         IrOptions {
-            max_compile_ms: o.max_compile_ms,
-            max_states: o.max_states,
+            deadline: Deadline::after_ms(max_compile_ms),
+            max_states,
         }
     }
 }
@@ -450,8 +441,7 @@ pub fn compile_ir(
     options: &IrOptions,
 ) -> Result<Arc<CompiledGrammar>> {
     let budget = Budget {
-        start: Instant::now(),
-        max_ms: options.max_compile_ms,
+        deadline: options.deadline,
         max_states: options.max_states,
     };
     if grammar.start as usize >= grammar.rules.len() {
@@ -484,7 +474,10 @@ pub fn compile_ir(
     let mut edges = Edges::default();
     let mut kinds: Vec<(String, RuleKind)> = Vec::new();
     let mut lexeme_rules: Vec<(u32, Arc<LexemeDfa>)> = Vec::new();
-    let limits = DfaLimits::default();
+    let limits = DfaLimits {
+        deadline: options.deadline,
+        ..DfaLimits::default()
+    };
     let productive = low.analysis.productive.clone();
     let mut i = 0;
     while i < low.pending.len() {
@@ -801,6 +794,16 @@ pub fn compile(
     source: &[u8],
     options: &CompileOptions,
 ) -> Result<Arc<CompiledGrammar>> {
+    // The clock starts before the front end: `max_compile_ms` bounds the
+    // whole compilation.
+    let deadline = Deadline::after_ms(options.max_compile_ms);
+    if source.len() > limits::MAX_SOURCE_BYTES {
+        return Err(Error::limit(format!(
+            "the source is {} bytes, more than the limit of {} bytes",
+            source.len(),
+            limits::MAX_SOURCE_BYTES
+        )));
+    }
     let text = std::str::from_utf8(source).map_err(|e| {
         Error::invalid(format!(
             "the source is not valid UTF-8 (byte offset {})",
@@ -808,20 +811,29 @@ pub fn compile(
         ))
     })?;
     check_flags(options)?;
-    let grammar = match options.kind {
-        Kind::Gbnf => crate::gbnf::parse_with(
-            text,
-            options.root.as_deref().unwrap_or("root"),
-            Some(vocab),
-            &crate::gbnf::ParseOptions {
-                reject_left_recursion: options.flags & FLAG_GBNF_ALLOW_LEFT_RECURSION == 0,
-            },
-        )?,
-        Kind::JsonSchema => crate::json_schema::to_grammar(text, &json_options(options))?,
-        Kind::AnyJson => crate::json_schema::any_json_grammar(&json_options(options))?,
-        Kind::Regex => crate::regex::regex_grammar(text)?,
-    };
-    compile_ir(vocab, &grammar, &IrOptions::from(options))
+    limits::on_compile_stack(|| {
+        let grammar = match options.kind {
+            Kind::Gbnf => crate::gbnf::parse_with(
+                text,
+                options.root.as_deref().unwrap_or("root"),
+                Some(vocab),
+                &crate::gbnf::ParseOptions {
+                    reject_left_recursion: options.flags & FLAG_GBNF_ALLOW_LEFT_RECURSION == 0,
+                },
+            )?,
+            Kind::JsonSchema => {
+                crate::json_schema::to_grammar(text, &json_options(options), &deadline)?
+            }
+            Kind::AnyJson => crate::json_schema::any_json_grammar(&json_options(options))?,
+            Kind::Regex => crate::regex::regex_grammar(text)?,
+        };
+        deadline.check()?;
+        let ir_options = IrOptions {
+            deadline,
+            max_states: options.max_states,
+        };
+        compile_ir(vocab, &grammar, &ir_options)
+    })
 }
 
 /// Every flag applies to the source's kind: a flag for another kind is an

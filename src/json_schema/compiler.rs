@@ -15,11 +15,10 @@ use super::JsonOptions;
 use crate::error::{Error, ErrorKind, Result};
 use crate::hash::{FastMap, FastSet};
 use crate::ir::{CharClass, Expr, GrammarBuilder, LexemeHint, RuleId};
+use crate::limits::Deadline;
 
 /// Most IR rules one schema may produce.
 const MAX_RULES: usize = 100_000;
-/// Longest time the translation may take.
-const MAX_MS: u64 = 10_000;
 /// Most node evaluations (guards against combinatorial schemas).
 const MAX_EVALS: usize = 200_000;
 /// Most classes of property names that `patternProperties` split names
@@ -94,7 +93,7 @@ pub struct Compiler<'a> {
     arr_rules: FastMap<ArrShape, RuleId>,
     obj_rules: FastMap<ObjShape, RuleId>,
     ws: Option<RuleId>,
-    start: std::time::Instant,
+    deadline: Deadline,
 }
 
 fn as_count(v: &Value) -> Option<u32> {
@@ -112,7 +111,7 @@ fn as_count(v: &Value) -> Option<u32> {
 }
 
 impl<'a> Compiler<'a> {
-    pub fn new(doc: Doc<'a>, opts: &JsonOptions) -> Compiler<'a> {
+    pub fn new(doc: Doc<'a>, opts: &JsonOptions, deadline: Deadline) -> Compiler<'a> {
         Compiler {
             doc,
             opts: opts.clone(),
@@ -128,7 +127,7 @@ impl<'a> Compiler<'a> {
             arr_rules: FastMap::default(),
             obj_rules: FastMap::default(),
             ws: None,
-            start: std::time::Instant::now(),
+            deadline,
         }
     }
 
@@ -1046,12 +1045,7 @@ impl<'a> Compiler<'a> {
     // Emission: nodes to IR rules.
 
     fn check_time(&self) -> Result<()> {
-        if self.start.elapsed().as_millis() as u64 > MAX_MS {
-            return Err(Error::limit(format!(
-                "translating the schema took longer than {MAX_MS} ms"
-            )));
-        }
-        Ok(())
+        self.deadline.check()
     }
 
     fn new_rule(&mut self, name: String) -> Result<RuleId> {

@@ -104,6 +104,7 @@ mod node;
 pub mod number;
 pub mod strings;
 
+use crate::limits::Deadline;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
@@ -125,7 +126,8 @@ pub struct JsonOptions {
 pub const MAX_SCHEMA_NESTING: usize = 128;
 
 /// Compiles a JSON Schema (text) to IR.
-pub fn to_grammar(schema: &str, options: &JsonOptions) -> Result<ir::Grammar> {
+/// `deadline` bounds the translation (`max_compile_ms`).
+pub fn to_grammar(schema: &str, options: &JsonOptions, deadline: &Deadline) -> Result<ir::Grammar> {
     let value: Value = serde_json::from_str(schema).map_err(|e| {
         // serde_json stops at its fixed nesting limit with a syntax error;
         // the schema may well be valid JSON, so say which limit it hit.
@@ -140,17 +142,17 @@ pub fn to_grammar(schema: &str, options: &JsonOptions) -> Result<ir::Grammar> {
             Error::parse(format!("the schema is not valid JSON: {e}"))
         }
     })?;
-    compile_value(&value, options)
+    compile_value(&value, options, deadline)
 }
 
 /// The grammar of any JSON value.
 pub fn any_json_grammar(options: &JsonOptions) -> Result<ir::Grammar> {
-    compile_value(&Value::Bool(true), options)
+    compile_value(&Value::Bool(true), options, &Deadline::none())
 }
 
-fn compile_value(value: &Value, options: &JsonOptions) -> Result<ir::Grammar> {
+fn compile_value(value: &Value, options: &JsonOptions, deadline: &Deadline) -> Result<ir::Grammar> {
     let doc = doc::Doc::new(value);
-    let mut c = compiler::Compiler::new(doc, options);
+    let mut c = compiler::Compiler::new(doc, options, *deadline);
     let root_term = node::Term::Loc(0);
     let n = c.eval(&root_term)?;
     if n.is_empty() {
@@ -164,5 +166,6 @@ fn compile_value(value: &Value, options: &JsonOptions) -> Result<ir::Grammar> {
     c.b.set_body(root, Expr::seq(vec![ws.clone(), Expr::Ref(v), ws]));
     c.b.set_lexeme_hint(root, LexemeHint::Never);
     let g = c.b.finish(root);
+    deadline.check()?;
     Ok(minimize::minimize(g))
 }

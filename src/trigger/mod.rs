@@ -144,10 +144,17 @@ impl Triggers {
     /// cgram cannot decide with an automaton (backreferences: unsupported),
     /// limits.
     pub fn new(vocab: &Arc<Vocab>, specs: &[TriggerSpec]) -> Result<Triggers> {
+        crate::limits::on_compile_stack(|| Triggers::compile(vocab, specs))
+    }
+
+    fn compile(vocab: &Arc<Vocab>, specs: &[TriggerSpec]) -> Result<Triggers> {
         let mut texts = Vec::new();
         let mut tokens = Vec::new();
+        // Triggers take no options: grammars' default compile time bounds
+        // them.
         let limits = DfaLimits {
             max_bytes: MAX_TRIGGER_DFA_BYTES,
+            deadline: crate::limits::Deadline::after_ms(crate::limits::DEFAULT_MAX_COMPILE_MS),
         };
         for (index, spec) in specs.iter().enumerate() {
             let pattern = match spec {

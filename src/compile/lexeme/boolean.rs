@@ -58,9 +58,9 @@ pub fn table_of(e: &Expr, limits: &DfaLimits, cache: &LexemeCache) -> Result<Arc
             for (i, &(x, negate)) in rest.iter().enumerate() {
                 let t = table_of(x, limits, cache)?;
                 let p = if negate {
-                    product(&acc, &complement(&t))?
+                    product(&acc, &complement(&t), limits)?
                 } else {
-                    product(&acc, &t)?
+                    product(&acc, &t, limits)?
                 };
                 acc = Arc::new(if i + 1 < rest.len() { minimize(&p) } else { p });
             }
@@ -69,7 +69,7 @@ pub fn table_of(e: &Expr, limits: &DfaLimits, cache: &LexemeCache) -> Result<Arc
         Expr::Not(x) => {
             let t = table_of(x, limits, cache)?;
             let any = cache.part(&Expr::star(Expr::Class(CharClass::any())), limits)?;
-            minimize(&product(&complement(&t), &any)?)
+            minimize(&product(&complement(&t), &any, limits)?)
         }
         _ => {
             let mut nfa = Nfa::default();
@@ -103,7 +103,7 @@ fn complement(t: &Table) -> Table {
 }
 
 /// Intersection: the product automaton, explored from the start pair.
-fn product(a: &Table, b: &Table) -> Result<Table> {
+fn product(a: &Table, b: &Table, limits: &DfaLimits) -> Result<Table> {
     // Joint byte classes.
     // (`u16`: there can be 256 classes, so no `u8` is free for "none yet".)
     let mut pair_class = vec![u16::MAX; a.num_classes * b.num_classes];
@@ -144,6 +144,9 @@ fn product(a: &Table, b: &Table) -> Result<Table> {
     let mut is_final = Vec::new();
     let mut i = 0;
     while i < order.len() {
+        if i % 256 == 255 {
+            limits.deadline.check()?;
+        }
         let (sa, sb) = order[i];
         is_final.push(a.is_final[sa as usize] && b.is_final[sb as usize]);
         for &byte in &reps {
@@ -446,7 +449,12 @@ mod tests {
                 is_final: vec![false, true],
             }
         };
-        let p = product(&nibbles(|b| b % 16), &nibbles(|b| b / 16)).unwrap();
+        let p = product(
+            &nibbles(|b| b % 16),
+            &nibbles(|b| b / 16),
+            &DfaLimits::default(),
+        )
+        .unwrap();
         assert_eq!(p.num_classes, 256);
         let distinct: std::collections::HashSet<u8> = p.classes.iter().copied().collect();
         assert_eq!(distinct.len(), 256);

@@ -10,7 +10,7 @@
 use regex_automata::nfa::thompson::{State, Transition, NFA};
 use regex_automata::util::primitives::StateID;
 
-use super::{Table, DEAD};
+use super::{DfaLimits, Table, DEAD};
 use crate::hash::FastMap;
 
 /// Why a determinization stopped.
@@ -19,11 +19,14 @@ pub enum Stop {
     TooLarge(usize),
     /// The NFA has look-around assertions (never made by our lexemes).
     LookAround,
+    /// The compilation's deadline passed (the error says so).
+    Deadline(crate::error::Error),
 }
 
 /// The DFA of `nfa` (anchored at its start), not minimized; state 0 is the
 /// start, final states are those whose NFA set contains a match.
-pub fn determinize(nfa: &NFA, max_bytes: usize) -> Result<Table, Stop> {
+pub fn determinize(nfa: &NFA, limits: &DfaLimits) -> Result<Table, Stop> {
+    let max_bytes = limits.max_bytes;
     let (classes, reps) = super::class_table(nfa.byte_classes());
     let k = reps.len();
     let mut d = Determinizer {
@@ -49,6 +52,9 @@ pub fn determinize(nfa: &NFA, max_bytes: usize) -> Result<Table, Stop> {
     while i < sets.len() {
         if (sets.len() * k + words) * 4 > max_bytes {
             return Err(Stop::TooLarge(max_bytes));
+        }
+        if i % 256 == 255 {
+            limits.deadline.check().map_err(Stop::Deadline)?;
         }
         // The byte ranges the set's states leave on.
         edges.clear();

@@ -9,6 +9,7 @@
 //! matcher never deals with delayed matches, and minimized there
 //! ([`minimize`]).
 
+use crate::limits::Deadline;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use regex_automata::nfa::thompson;
@@ -747,16 +748,19 @@ impl LexemeCache {
     }
 }
 
-/// Size limits for building one lexeme DFA.
+/// Size and time limits for building one lexeme DFA.
 #[derive(Clone, Copy, Debug)]
 pub struct DfaLimits {
     pub max_bytes: usize,
+    /// The compilation's deadline, checked while states are built.
+    pub deadline: Deadline,
 }
 
 impl Default for DfaLimits {
     fn default() -> Self {
         DfaLimits {
             max_bytes: 32 << 20,
+            deadline: Deadline::none(),
         }
     }
 }
@@ -857,8 +861,9 @@ fn too_large(hir: &Hir, what: &str, e: &dyn std::fmt::Display) -> Error {
 /// minimization.
 pub fn table_from_hir(hir: &Hir, limits: &DfaLimits) -> Result<Table> {
     let nfa = thompson_nfa(hir, limits)?;
-    match determinize::determinize(&nfa, limits.max_bytes) {
+    match determinize::determinize(&nfa, limits) {
         Ok(t) => Ok(minimize(&t)),
+        Err(determinize::Stop::Deadline(e)) => Err(e),
         Err(determinize::Stop::TooLarge(n)) => {
             Err(too_large(hir, "DFA", &format!("over {n} bytes")))
         }

@@ -1,0 +1,216 @@
+//! Limits on what one input may cost, and the tools that enforce them.
+//!
+//! cgram runs inside servers where every grammar, schema and trigger comes
+//! from a request, so no input may take unbounded time, memory or stack.
+//! Every limit has a default, is reported as [`ErrorKind::Limit`] with a
+//! message naming the limit and its value, and, where a host may want
+//! another value, is a field of `cg_compile_options`:
+//!
+//! | limit | default | option | where |
+//! |---|---|---|---|
+//! | source text | [`MAX_SOURCE_BYTES`] (64 MiB) | - | every kind |
+//! | compile time | 10,000 ms | `max_compile_ms` | front ends and compiler, checked in every loop that can run long ([`Deadline`]) |
+//! | automaton states | 1,000,000 | `max_states` | the compiled grammar |
+//! | one mask's work | [`DEFAULT_MAX_MASK_STEPS`] parser steps | `max_mask_steps` | `cg_fill_mask`: past it the call fails with `CG_ERR_LIMIT` and allows nothing |
+//! | GBNF group nesting | [`crate::gbnf::MAX_NESTING`] | - | parser |
+//! | GBNF repetition | 2,000 copies (llama.cpp's) | - | parser |
+//! | JSON Schema nesting | [`crate::json_schema::MAX_SCHEMA_NESTING`] | - | JSON reader |
+//! | JSON Schema rules | 200,000 | - | schema translation |
+//! | regex nesting and repetition | see [`crate::regex`] | - | regex parser |
+//! | one lexeme DFA | 32 MiB | - | lexeme builder |
+//! | vocabulary | 16,777,216 tokens of at most 65,536 bytes | - | `cg_vocab_new` |
+//!
+//! Recursion over grammar expressions is as deep as the input nests, and a
+//! host thread may have a small stack: compilation runs on a stack of its
+//! own ([`on_compile_stack`]).
+
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+
+/// Default for `cg_compile_options.max_compile_ms`.
+pub const DEFAULT_MAX_COMPILE_MS: u64 = 10_000;
+/// Default for `cg_compile_options.max_states`.
+pub const DEFAULT_MAX_STATES: usize = 1_000_000;
+
+/// Longest source text `cg_compile` takes.
+pub const MAX_SOURCE_BYTES: usize = 64 << 20;
+
+/// Default for `cg_compile_options.max_mask_steps`: the parser steps (an
+/// item read past one byte) one mask may take. The slowest masks of
+/// MaskBench take about 1% of it; it stops a mask near 2-5 s.
+pub const DEFAULT_MAX_MASK_STEPS: u64 = 100_000_000;
+
+/// The stack compilation runs on (reserved, touched only as deep as the
+/// input nests).
+pub const COMPILE_STACK_BYTES: usize = 256 << 20;
+
+/// A point in time after which a compilation gives up.
+#[derive(Clone, Copy, Debug)]
+pub struct Deadline {
+    start: Instant,
+    /// `None`: no limit.
+    max: Option<Duration>,
+}
+
+impl Deadline {
+    /// `max_ms` from now; 0 means no limit.
+    pub fn after_ms(max_ms: u64) -> Deadline {
+        Deadline {
+            start: Instant::now(),
+            max: (max_ms > 0).then(|| Duration::from_millis(max_ms)),
+        }
+    }
+
+    /// No limit.
+    pub fn none() -> Deadline {
+        Deadline::after_ms(0)
+    }
+
+    /// An error once the time is up.
+    pub fn check(&self) -> Result<()> {
+        match self.max {
+            Some(max) if self.start.elapsed() > max => Err(Error::limit(format!(
+                "compilation took longer than {} ms (max_compile_ms)",
+                max.as_millis()
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// Milliseconds since the start.
+    pub fn elapsed_ms(&self) -> u64 {
+        self.start.elapsed().as_millis() as u64
+    }
+}
+
+/// Runs `f` on a stack of [`COMPILE_STACK_BYTES`]: the front ends and the
+/// compiler recurse as deep as the input nests, and the host's thread may
+/// have little stack (a Rust thread has 2 MiB, some C runtimes less).
+///
+/// On Unix the stack is mapped once per thread and reused: a fresh
+/// mapping per compilation (`stacker::grow`) cost 25 us in page faults and
+/// `munmap`, five times the compilation of a small grammar. Pages that a
+/// long (possibly deep) compilation touched below the first MiB are given
+/// back afterwards.
+/// Elsewhere, `stacker` maps one per call.
+pub fn on_compile_stack<T>(f: impl FnOnce() -> T) -> T {
+    #[cfg(unix)]
+    {
+        compile_stack::run(f)
+    }
+    #[cfg(not(unix))]
+    {
+        stacker::maybe_grow(COMPILE_STACK_BYTES / 2, COMPILE_STACK_BYTES, f)
+    }
+}
+
+#[cfg(unix)]
+mod compile_stack {
+    use std::cell::{Cell, RefCell};
+    use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+
+    use super::COMPILE_STACK_BYTES;
+
+    /// Bytes at the top of the stack that stay mapped between uses.
+    const KEEP: usize = 1 << 20;
+    /// Calls shorter than this leave the stack as it is (they touch a few
+    /// pages beyond [`KEEP`] at most).
+    const TRIM_AFTER: std::time::Duration = std::time::Duration::from_micros(100);
+
+    /// A mapped stack: a guard page, then `COMPILE_STACK_BYTES`.
+    struct Stack {
+        map: *mut libc::c_void,
+        page: usize,
+    }
+
+    impl Stack {
+        fn new() -> Option<Stack> {
+            // SAFETY: sysconf has no preconditions; mmap asks for a fresh
+            // anonymous mapping (checked below) and mprotect covers its
+            // first page.
+            unsafe {
+                let page = libc::sysconf(libc::_SC_PAGESIZE).max(4096) as usize;
+                let map = libc::mmap(
+                    std::ptr::null_mut(),
+                    page + COMPILE_STACK_BYTES,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                    -1,
+                    0,
+                );
+                if map == libc::MAP_FAILED {
+                    return None;
+                }
+                if libc::mprotect(map, page, libc::PROT_NONE) != 0 {
+                    libc::munmap(map, page + COMPILE_STACK_BYTES);
+                    return None;
+                }
+                Some(Stack { map, page })
+            }
+        }
+
+        fn base(&self) -> *mut u8 {
+            // SAFETY: within the mapping (after the guard page).
+            unsafe { (self.map as *mut u8).add(self.page) }
+        }
+
+        /// Gives back the pages below the top [`KEEP`] bytes.
+        fn trim(&self) {
+            // SAFETY: the range lies inside the mapping, and nothing runs
+            // on this stack now; its contents are dead.
+            unsafe {
+                libc::madvise(
+                    self.base().cast(),
+                    COMPILE_STACK_BYTES - KEEP,
+                    libc::MADV_DONTNEED,
+                );
+            }
+        }
+    }
+
+    impl Drop for Stack {
+        fn drop(&mut self) {
+            // SAFETY: the mapping made in `new`, no longer in use.
+            unsafe {
+                libc::munmap(self.map, self.page + COMPILE_STACK_BYTES);
+            }
+        }
+    }
+
+    thread_local! {
+        static STACK: RefCell<Option<Stack>> = const { RefCell::new(None) };
+        static ON_IT: Cell<bool> = const { Cell::new(false) };
+    }
+
+    pub fn run<T>(f: impl FnOnce() -> T) -> T {
+        if ON_IT.with(|o| o.get()) {
+            return f();
+        }
+        let stack = STACK.with(|s| s.borrow_mut().take()).or_else(Stack::new);
+        let Some(stack) = stack else {
+            // No memory for a stack: the thread's own, as a last resort.
+            return f();
+        };
+        ON_IT.with(|o| o.set(true));
+        let start = std::time::Instant::now();
+        // SAFETY: the stack is mapped, page-aligned and as large as said;
+        // the callback does not unwind out of it (panics are caught and
+        // resumed after switching back).
+        let result = unsafe {
+            psm::on_stack(stack.base(), COMPILE_STACK_BYTES, || {
+                catch_unwind(AssertUnwindSafe(f))
+            })
+        };
+        ON_IT.with(|o| o.set(false));
+        // Trimming costs 3 us; a call this short cannot have gone deep.
+        if start.elapsed() >= TRIM_AFTER {
+            stack.trim();
+        }
+        STACK.with(|s| *s.borrow_mut() = Some(stack));
+        match result {
+            Ok(v) => v,
+            Err(panic) => resume_unwind(panic),
+        }
+    }
+}
