@@ -526,13 +526,17 @@ fn error_nothing_to_repeat() {
 
 #[test]
 fn error_repetition_product() {
-    assert_eq!(
-        err("root ::= \"a\"{50}{50}"),
-        "1:17: nested repetition expands to 2500 copies, more than the limit of 2000"
+    let e = err("root ::= \"a\"{50}{50}");
+    assert!(
+        e.starts_with(
+            "1:17: this repetition expands to 2500 rules, more than llama.cpp's limit of 2000"
+        ),
+        "{e}"
     );
-    assert_eq!(
-        err("root ::= (((((([^x]*){0,99}){0,99}){0,99}){0,99}){0,99}){0,99}"),
-        "1:29: nested repetition expands to 10098 copies, more than the limit of 2000"
+    let e = err("root ::= (((((([^x]*){0,99}){0,99}){0,99}){0,99}){0,99}){0,99}");
+    assert!(
+        e.starts_with("1:29: this repetition expands to 10098 rules"),
+        "{e}"
     );
 }
 
@@ -976,7 +980,7 @@ fn repetition_product_counts_symbols_like_llamacpp() {
     // the group and the two new names b, c (defined later).
     let later = "root ::= (b c){667}\nb ::= \"b\"\nc ::= \"c\"";
     assert!(
-        err(later).contains("expands to 2001 copies"),
+        err(later).contains("expands to 2001 rules"),
         "{}",
         err(later)
     );

@@ -710,8 +710,10 @@ impl<'a> Parser<'a> {
             return Err(self.err(
                 op_offset,
                 format_args!(
-                    "nested repetition expands to {product} copies, more than the limit of \
-                     {MAX_REPETITION_THRESHOLD}"
+                    "this repetition expands to {product} rules, more than llama.cpp's limit \
+                     of {MAX_REPETITION_THRESHOLD} (llama.cpp multiplies the counts of nested \
+                     repetitions, and counts a group as the rule names it mentions for the \
+                     first time: define the rules a large group refers to before it)"
                 ),
             ));
         }
