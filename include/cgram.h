@@ -249,6 +249,20 @@ typedef struct cg_compile_options {
      * states; 0 means no limit. Default 1000000.
      */
     uint64_t max_states;
+    /**
+     * The work one `cg_fill_mask` may do, in parser steps (an item of the
+     * grammar's parser read past one byte, or added by a closure), for the
+     * part of a mask that is not cached yet: a parser state met for the
+     * first time, a rule that ends inside a token in a new context. Past
+     * it the call stops, fails with `CG_ERR_LIMIT` and allows no token;
+     * nothing it computed is kept, so the next call fails the same way.
+     * Counted in steps, not time, so that a mask stops at the same point
+     * on every machine. 0 means no limit. Default 100000000 (one to a few
+     * seconds of one core; every mask of the MaskBench schemas needs less
+     * than 100000).
+     * Grammars compiled through a `cg_grammar_cache` keep theirs.
+     */
+    uint64_t max_mask_steps;
 } cg_compile_options;
 
 /**
@@ -661,8 +675,10 @@ void cg_matcher_free(struct cg_matcher *matcher);
  *
  * `mask` must hold `n_words` >= `cg_mask_words(grammar)` words; only the
  * first `cg_mask_words` words are written. Returns `CG_OK`, or a negative
- * `CG_ERR_*` (`CG_ERR_INVALID_ARGUMENT` for a NULL or too short mask); on
- * error the mask is all zeros when it could be written. Not thread-safe for
+ * `CG_ERR_*` (`CG_ERR_INVALID_ARGUMENT` for a NULL or too short mask,
+ * `CG_ERR_LIMIT` when the mask needs more work than the grammar's
+ * `max_mask_steps`); on error the mask is all zeros when it could be
+ * written. Not thread-safe for
  * one matcher (it updates caches inside the matcher).
  */
 int cg_fill_mask(struct cg_matcher *matcher, uint32_t *mask, size_t n_words);

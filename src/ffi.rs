@@ -184,6 +184,18 @@ pub struct cg_compile_options {
     /// Compilation fails with `CG_ERR_LIMIT` past this many automaton
     /// states; 0 means no limit. Default 1000000.
     pub max_states: u64,
+    /// The work one `cg_fill_mask` may do, in parser steps (an item of the
+    /// grammar's parser read past one byte, or added by a closure), for the
+    /// part of a mask that is not cached yet: a parser state met for the
+    /// first time, a rule that ends inside a token in a new context. Past
+    /// it the call stops, fails with `CG_ERR_LIMIT` and allows no token;
+    /// nothing it computed is kept, so the next call fails the same way.
+    /// Counted in steps, not time, so that a mask stops at the same point
+    /// on every machine. 0 means no limit. Default 100000000 (one to a few
+    /// seconds of one core; every mask of the MaskBench schemas needs less
+    /// than 100000).
+    /// Grammars compiled through a `cg_grammar_cache` keep theirs.
+    pub max_mask_steps: u64,
 }
 
 /// Bytes of `cg_compile_options` that every caller must provide: the fields
@@ -486,6 +498,9 @@ unsafe fn read_options(p: *const cg_compile_options) -> Result<CompileOptions> {
         } else {
             usize::try_from(states).unwrap_or(usize::MAX)
         };
+    }
+    if let Some(steps) = field!(max_mask_steps: u64) {
+        o.max_mask_steps = if steps == 0 { u64::MAX } else { steps };
     }
     Ok(o)
 }
@@ -796,6 +811,7 @@ pub unsafe extern "C" fn cg_compile_options_init(options: *mut cg_compile_option
                 json_max_whitespace: 0,
                 max_compile_ms: DEFAULT_MAX_COMPILE_MS,
                 max_states: DEFAULT_MAX_STATES as u64,
+                max_mask_steps: crate::limits::DEFAULT_MAX_MASK_STEPS,
             });
             Ok(())
         },
@@ -1282,8 +1298,10 @@ pub unsafe extern "C" fn cg_matcher_free(matcher: *mut cg_matcher) {
 ///
 /// `mask` must hold `n_words` >= `cg_mask_words(grammar)` words; only the
 /// first `cg_mask_words` words are written. Returns `CG_OK`, or a negative
-/// `CG_ERR_*` (`CG_ERR_INVALID_ARGUMENT` for a NULL or too short mask); on
-/// error the mask is all zeros when it could be written. Not thread-safe for
+/// `CG_ERR_*` (`CG_ERR_INVALID_ARGUMENT` for a NULL or too short mask,
+/// `CG_ERR_LIMIT` when the mask needs more work than the grammar's
+/// `max_mask_steps`); on error the mask is all zeros when it could be
+/// written. Not thread-safe for
 /// one matcher (it updates caches inside the matcher).
 #[no_mangle]
 pub unsafe extern "C" fn cg_fill_mask(

@@ -6,9 +6,9 @@
 //! Entries are keyed by everything that decides the result: the vocabulary
 //! (its identity: an entry keeps it alive), the source text, the kind,
 //! flags, whitespace bound and start rule for grammars, the list for
-//! triggers. Compile limits are not part of the key: a grammar that
-//! compiled within one limit is the same grammar under another. Failures
-//! are not cached.
+//! triggers, and the mask budget the grammar keeps. Compile limits are
+//! not part of the key: a grammar that compiled within one limit is the
+//! same grammar under another. Failures are not cached.
 //!
 //! A hit must cost microseconds even for a 400 KB tool-call grammar, so
 //! the key holds a 128-bit XXH3 digest of the source rather than a copy
@@ -42,6 +42,8 @@ enum Key {
         flags: u32,
         ws: Option<u32>,
         root: Option<String>,
+        /// Kept by the grammar, so part of what it is.
+        max_mask_steps: u64,
         source_digest: u128,
         source_len: usize,
     },
@@ -122,6 +124,7 @@ impl GrammarCache {
             flags: options.flags,
             ws: options.json_max_whitespace,
             root: options.root.clone(),
+            max_mask_steps: options.max_mask_steps,
             source_digest: xxhash_rust::xxh3::xxh3_128(source),
             source_len: source.len(),
         };
@@ -332,6 +335,7 @@ mod tests {
                 flags,
                 ws,
                 root,
+                max_mask_steps,
                 ..
             } = key
             else {
@@ -344,6 +348,7 @@ mod tests {
                 flags,
                 ws,
                 root,
+                max_mask_steps,
                 source_digest: xxhash_rust::xxh3::xxh3_128(b),
                 source_len: b.len(),
             };

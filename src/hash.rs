@@ -20,7 +20,12 @@ impl FastHasher {
 impl Hasher for FastHasher {
     #[inline]
     fn finish(&self) -> u64 {
-        self.0
+        // A product's low bits depend only on the key's low bits, and hash
+        // tables index by the low bits: keys that differ only high up (an
+        // Earley item is `state << 32 | origin`, and a closure's thousands
+        // of predictions share one origin) would all land in one bucket
+        // group. The rotation brings the well-mixed high bits down.
+        self.0.rotate_left(26)
     }
     #[inline]
     fn write(&mut self, bytes: &[u8]) {

@@ -69,6 +69,9 @@ pub struct CompileOptions {
     pub max_compile_ms: u64,
     /// Compilation fails with a limit error past this many automaton states.
     pub max_states: usize,
+    /// A mask fails with a limit error past this many parser steps
+    /// (`u64::MAX`: no limit; see [`crate::matcher::work`]).
+    pub max_mask_steps: u64,
 }
 
 pub use crate::limits::{DEFAULT_MAX_COMPILE_MS, DEFAULT_MAX_STATES};
@@ -82,6 +85,7 @@ impl Default for CompileOptions {
             json_max_whitespace: None,
             max_compile_ms: DEFAULT_MAX_COMPILE_MS,
             max_states: DEFAULT_MAX_STATES,
+            max_mask_steps: limits::DEFAULT_MAX_MASK_STEPS,
         }
     }
 }
@@ -125,6 +129,8 @@ pub struct CompiledGrammar {
     pub(crate) has_token_edges: bool,
     /// Interned parser contexts and the exit tokens cached by them.
     pub(crate) contexts: crate::matcher::context::Contexts,
+    /// The parser steps one mask may take.
+    pub(crate) max_mask_steps: u64,
 }
 
 impl CompiledGrammar {
@@ -155,6 +161,19 @@ impl CompiledGrammar {
     #[inline]
     pub(crate) fn call_edges(&self, state: u32) -> &[(u32, u32)] {
         self.edges.calls(&self.structural[state as usize])
+    }
+
+    /// A parser-rule state's call edges to rule `rule`. Call edges are
+    /// sorted by rule (`rtn` builds them so), so that completing a rule
+    /// called from a state with thousands of alternatives costs a search,
+    /// not a scan.
+    #[inline]
+    pub(crate) fn call_edges_to(&self, state: u32, rule: u32) -> &[(u32, u32)] {
+        let calls = self.call_edges(state);
+        debug_assert!(calls.windows(2).all(|w| w[0] <= w[1]));
+        let from = calls.partition_point(|&(r, _)| r < rule);
+        let to = from + calls[from..].partition_point(|&(r, _)| r == rule);
+        &calls[from..to]
     }
 
     /// A parser-rule state's token edges `(token set, target)`.
@@ -368,6 +387,8 @@ pub struct IrOptions {
     /// When compilation gives up (the front end's time counts too).
     pub deadline: Deadline,
     pub max_states: usize,
+    /// The parser steps one mask may take (see [`crate::matcher::work`]).
+    pub max_mask_steps: u64,
 }
 
 impl IrOptions {
@@ -376,6 +397,7 @@ impl IrOptions {
         IrOptions {
             deadline: Deadline::after_ms(max_compile_ms),
             max_states,
+            max_mask_steps: limits::DEFAULT_MAX_MASK_STEPS,
         }
     }
 }
@@ -580,6 +602,7 @@ pub fn compile_ir(
         start_state: 0,
         has_token_edges,
         contexts: Default::default(),
+        max_mask_steps: options.max_mask_steps,
     }))
 }
 
@@ -831,6 +854,7 @@ pub fn compile(
         let ir_options = IrOptions {
             deadline,
             max_states: options.max_states,
+            max_mask_steps: options.max_mask_steps,
         };
         compile_ir(vocab, &grammar, &ir_options)
     })

@@ -20,6 +20,7 @@
 //! [`MAX_SOLVED_SIZE`] nodes is left as it was.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 use super::analyze::{collect_refs, has_token, tarjan};
 use crate::hash::FastMap;
@@ -68,7 +69,7 @@ fn solve_group(g: &Grammar, comp: &[RuleId]) -> Option<Vec<Expr>> {
         if rule.lexeme == LexemeHint::Never || has_token(&rule.body) {
             return None;
         }
-        eqs.push(Equation::new(terms(&rule.body, &index)?, comp.len()));
+        eqs.push(Equation::new(terms(&rule.body, &index)?));
     }
     let k = eqs.len();
     let mut size = eqs.iter().map(Equation::size).sum::<usize>();
@@ -103,21 +104,24 @@ fn solve_group(g: &Grammar, comp: &[RuleId]) -> Option<Vec<Expr>> {
 }
 
 /// `R = x | c[0] R_0 | ... | c[k-1] R_{k-1}` (each part an alternation).
+/// `c` holds only the rules mentioned (in rule order, as alternatives are
+/// built): a group of thousands of rules, each naming a few, would
+/// otherwise be a matrix of millions of empty parts.
 struct Equation {
     x: Vec<Expr>,
-    c: Vec<Vec<Expr>>,
+    c: BTreeMap<usize, Vec<Expr>>,
 }
 
 impl Equation {
-    fn new(terms: Terms, k: usize) -> Equation {
+    fn new(terms: Terms) -> Equation {
         let mut eq = Equation {
             x: Vec::new(),
-            c: vec![Vec::new(); k],
+            c: BTreeMap::new(),
         };
         for (prefix, r) in terms {
             let p = Expr::seq(prefix);
             match r {
-                Some(j) => eq.c[j].push(p),
+                Some(j) => eq.c.entry(j).or_default().push(p),
                 None => eq.x.push(p),
             }
         }
@@ -127,50 +131,44 @@ impl Equation {
     fn size(&self) -> usize {
         self.x
             .iter()
-            .chain(self.c.iter().flatten())
+            .chain(self.c.values().flatten())
             .map(Expr::size)
             .sum()
     }
 
     /// Arden's lemma on rule `i`: `R = C R | rest` is `R = C* rest`.
     fn arden(&mut self, i: usize) {
-        let own = std::mem::take(&mut self.c[i]);
-        if own.is_empty() {
+        let Some(own) = self.c.remove(&i) else {
             return;
-        }
+        };
         let star = Expr::star(Expr::alt(own));
         let prefix = |e: Expr| Expr::seq(vec![star.clone(), e]);
         if !self.x.is_empty() {
             self.x = vec![prefix(Expr::alt(std::mem::take(&mut self.x)))];
         }
-        for c in &mut self.c {
-            if !c.is_empty() {
-                *c = vec![prefix(Expr::alt(std::mem::take(c)))];
-            }
+        for c in self.c.values_mut() {
+            *c = vec![prefix(Expr::alt(std::mem::take(c)))];
         }
     }
 
     /// Replaces rule `j` by its equation `by` (which does not mention it).
     fn substitute(&mut self, j: usize, by: &Equation) {
-        let via = std::mem::take(&mut self.c[j]);
-        if via.is_empty() {
+        let Some(via) = self.c.remove(&j) else {
             return;
-        }
+        };
         let via = Expr::alt(via);
         let then = |e: &[Expr]| Expr::seq(vec![via.clone(), Expr::alt(e.to_vec())]);
         if !by.x.is_empty() {
             self.x.push(then(&by.x));
         }
-        for (m, c) in by.c.iter().enumerate() {
-            if !c.is_empty() {
-                self.c[m].push(then(c));
-            }
+        for (&m, c) in &by.c {
+            self.c.entry(m).or_default().push(then(c));
         }
     }
 
     /// The body once closed (no rule of the group left).
     fn into_expr(self) -> Expr {
-        debug_assert!(self.c.iter().all(Vec::is_empty));
+        debug_assert!(self.c.is_empty());
         Expr::alt(self.x)
     }
 }

@@ -178,13 +178,11 @@ impl CompiledGrammar {
             if !self.is_structural(parent.state) {
                 continue;
             }
-            for &(r, t) in self.call_edges(parent.state) {
-                if r == rule {
-                    out.push(Item {
-                        state: t,
-                        origin: parent.origin,
-                    });
-                }
+            for &(_, t) in self.call_edges_to(parent.state, rule) {
+                out.push(Item {
+                    state: t,
+                    origin: parent.origin,
+                });
             }
         }
     }
@@ -235,20 +233,20 @@ impl CompiledGrammar {
                     o if o == pos => {}
                     o => {
                         let rule = self.rule_of(it.state);
-                        for parent in older(o) {
+                        let parents = older(o);
+                        super::work::charge(parents.len());
+                        for parent in parents {
                             if !self.is_structural(parent.state) {
                                 continue;
                             }
-                            for &(r, t) in self.call_edges(parent.state) {
-                                if r == rule {
-                                    dedup.add(
-                                        items,
-                                        Item {
-                                            state: t,
-                                            origin: parent.origin,
-                                        },
-                                    );
-                                }
+                            for &(_, t) in self.call_edges_to(parent.state, rule) {
+                                dedup.add(
+                                    items,
+                                    Item {
+                                        state: t,
+                                        origin: parent.origin,
+                                    },
+                                );
                             }
                         }
                     }
@@ -275,6 +273,7 @@ impl CompiledGrammar {
                 }
             }
         }
+        super::work::charge(dedup.offered);
         exited
     }
 }
@@ -284,6 +283,8 @@ impl CompiledGrammar {
 struct Dedup<'a> {
     seen: &'a mut IntSet,
     hashed: bool,
+    /// Items offered, repeats included: the closure's work.
+    offered: usize,
 }
 
 impl<'a> Dedup<'a> {
@@ -293,11 +294,13 @@ impl<'a> Dedup<'a> {
         Dedup {
             seen,
             hashed: false,
+            offered: 0,
         }
     }
 
     #[inline]
     fn add(&mut self, items: &mut Vec<Item>, it: Item) {
+        self.offered += 1;
         if !self.hashed {
             if items.contains(&it) {
                 return;
@@ -446,7 +449,7 @@ impl<'a> Walker<'a> {
     /// nodes (a closing quote after many different strings) close the set
     /// after it once.
     fn push_items(&mut self, mut items: Vec<Item>) -> bool {
-        if items.is_empty() {
+        if items.is_empty() || super::work::exhausted() {
             self.buf = items;
             return false;
         }
@@ -462,6 +465,7 @@ impl<'a> Walker<'a> {
                 state: it.state,
                 origin: if it.origin == HERE { pos } else { it.origin },
             }));
+            super::work::charge(items.len());
             self.own.push_set(&items);
             self.exited.push(*exited);
             self.epochs.push(self.next_epoch);
@@ -532,7 +536,9 @@ impl<'a> Walker<'a> {
     pub fn push_byte(&mut self, byte: u8) -> bool {
         let mut kernel = std::mem::take(&mut self.buf);
         kernel.clear();
-        self.g.scan_byte(self.own.last(), byte, &mut kernel);
+        let set = self.own.last();
+        super::work::charge(set.len());
+        self.g.scan_byte(set, byte, &mut kernel);
         self.push_items(kernel)
     }
 

@@ -11,6 +11,7 @@ pub mod context;
 pub mod earley;
 pub mod lazy;
 pub mod tokens;
+pub mod work;
 
 use std::sync::Arc;
 
@@ -293,8 +294,21 @@ impl Matcher {
 
     /// Fills `mask` (at least `ceil(vocab/32)` words): bit `t % 32` of word
     /// `t / 32` is set iff token `t` is allowed next. Words past the
-    /// vocabulary are cleared too.
+    /// vocabulary are cleared too. Fails with a limit error (the mask's
+    /// contents then undefined: the C layer clears it) when the grammar's
+    /// `max_mask_steps` run out.
     pub fn fill_mask(&mut self, mask: &mut [u32]) -> Result<()> {
+        let steps = self.grammar.max_mask_steps;
+        let (result, exhausted) = work::with_budget(steps, || self.fill_mask_within(mask));
+        if exhausted {
+            return Err(Error::limit(format!(
+                "the mask needs more than {steps} parser steps (max_mask_steps)"
+            )));
+        }
+        result
+    }
+
+    fn fill_mask_within(&mut self, mask: &mut [u32]) -> Result<()> {
         let accepting = self.accepting_now();
         let Matcher {
             grammar,
@@ -342,7 +356,7 @@ impl Matcher {
             }
             let ctx = context_of(g, chart, contexts, it.origin, g.rule_of(it.state));
             if ctx == NO_CTX {
-                exit_tokens(g, chart, *it, info).or_into(&mut mask);
+                exit_tokens(g, chart, *it, &info).or_into(&mut mask);
                 continue;
             }
             if let Some(tokens) = exits.get(&(it.state, ctx)) {
@@ -352,7 +366,11 @@ impl Matcher {
             let tokens = match g.contexts.exits(it.state, ctx) {
                 Some(t) => t,
                 None => {
-                    let t = Arc::new(exit_tokens(g, chart, *it, info));
+                    let t = Arc::new(exit_tokens(g, chart, *it, &info));
+                    if work::exhausted() {
+                        // Partial: the mask fails below, nothing is kept.
+                        break;
+                    }
                     g.contexts.store_exits(it.state, ctx, t.clone());
                     t
                 }

@@ -1220,10 +1220,19 @@ fn subtree_walk(walk: &mut DfaWalk, i: usize, t: u32) -> Arc<SubtreeWalk> {
 pub fn structural_info(g: &CompiledGrammar, state: u32) -> TokenInfo {
     let empty = Chart::new();
     let mut walker = Walker::new(g, &empty);
-    walker.push_kernel(&[Item {
+    let started = walker.push_kernel(&[Item {
         state,
         origin: CTX_ORIGIN,
     }]);
+    if !started {
+        // Only an exhausted work budget stops a one-item kernel: the mask
+        // fails, and this (empty, partial) info is not cached.
+        return TokenInfo::new(
+            TokenList::from_ids(Vec::new(), g.vocab()),
+            Vec::new(),
+            g.vocab(),
+        );
+    }
     let set0: Vec<Item> = walker.top().to_vec();
     let (lexemes, rest): (Vec<Item>, Vec<Item>) = set0
         .iter()
@@ -1329,13 +1338,23 @@ fn remainder(
     dfs.below(walker, c);
 }
 
-/// The cached token sets of any state (computed on first use).
-pub fn info_for(g: &CompiledGrammar, state: u32) -> &Arc<TokenInfo> {
+/// The cached token sets of any state (computed on first use). A parser
+/// state's sets computed when the mask's work budget ran out are partial:
+/// returned, never cached (see [`super::work`]).
+pub fn info_for(g: &CompiledGrammar, state: u32) -> Arc<TokenInfo> {
     if g.is_structural(state) {
-        g.structural_infos[state as usize].get_or_init(|| Arc::new(structural_info(g, state)))
+        let cell = &g.structural_infos[state as usize];
+        if let Some(info) = cell.get() {
+            return info.clone();
+        }
+        let info = Arc::new(structural_info(g, state));
+        if super::work::exhausted() {
+            return info;
+        }
+        cell.get_or_init(|| info).clone()
     } else {
         let (dfa, s) = g.lexeme_state(state);
-        lexeme_state_info(g.vocab(), dfa, s)
+        lexeme_state_info(g.vocab(), dfa, s).clone()
     }
 }
 

@@ -40,7 +40,7 @@ mod replay;
 
 fn usage() -> ! {
     eprintln!(
-        "usage: cgram-bench gbnf --tokenizer T.json --grammar G.gbnf [--root NAME] [--repeat N] [--batch-threads N] [--trigger-word W]... [--trigger-pattern P]... TEXT_FILE...\n       cgram-bench maskbench --tokenizer T.json [--limit N] [--every K] [--filter PREFIX] [--compact] [--strict] [--verbose] [--per-file OUT.tsv] [--cpu-clock] [--top N] DIR\n       cgram-bench replay --tokenizer T.json [--test I] [--token N] [--repeat R] [--cpu-clock] FILE"
+        "usage: cgram-bench gbnf --tokenizer T.json --grammar G.gbnf [--root NAME] [--repeat N] [--batch-threads N] [--trigger-word W]... [--trigger-pattern P]... TEXT_FILE...\n       cgram-bench maskbench --tokenizer T.json [--limit N] [--every K] [--filter PREFIX] [--compact] [--strict] [--verbose] [--per-file OUT.tsv] [--cpu-clock] [--top N] [--max-mask-steps N] DIR\n       cgram-bench replay --tokenizer T.json [--test I] [--token N] [--repeat R] [--cpu-clock] FILE"
     );
     std::process::exit(2)
 }
@@ -69,6 +69,7 @@ fn maskbench_main(args: &[String]) {
         per_file: None,
         cpu_clock: false,
         top: 20,
+        max_mask_steps: None,
     };
     let mut i = 0;
     while i < args.len() {
@@ -99,6 +100,10 @@ fn maskbench_main(args: &[String]) {
             }
             "--top" => {
                 opts.top = number_after(args, i);
+                i += 1;
+            }
+            "--max-mask-steps" => {
+                opts.max_mask_steps = Some(number_after::<u64>(args, i));
                 i += 1;
             }
             a if a.starts_with("--") => usage(),

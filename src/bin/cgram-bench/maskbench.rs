@@ -31,6 +31,9 @@ pub struct Options {
     pub cpu_clock: bool,
     /// How many of the slowest masks and compilations to list.
     pub top: usize,
+    /// The grammars' `max_mask_steps` (how much of the budget real
+    /// schemas use: masks over it count as errors).
+    pub max_mask_steps: Option<u64>,
 }
 
 #[derive(Default)]
@@ -272,11 +275,14 @@ fn run_file(
     };
     let (schema, instances) = (file.schema, file.instances);
     t.schemas += 1;
-    let options = CompileOptions {
+    let mut options = CompileOptions {
         kind: Kind::JsonSchema,
         flags: opts.flags,
         ..Default::default()
     };
+    if let Some(steps) = opts.max_mask_steps {
+        options.max_mask_steps = steps;
+    }
     let cpu = opts.cpu_clock;
     let start = crate::clock_us(cpu);
     let grammar = match cgram::compile(vocab, schema.as_bytes(), &options) {
