@@ -343,9 +343,15 @@ int cg_last_error_code(void);
  * taken from the file; override them with `cg_vocab_set_eos`.
  *
  * `path` is a NUL-terminated file name. Returns a new vocabulary that the
- * caller frees with `cg_vocab_free`, or NULL on error (`CG_ERR_IO`: the
- * file cannot be read or is not a tokenizer; see `cg_last_error`).
- * Thread-safe.
+ * caller frees with `cg_vocab_free`, or NULL on error, with
+ * `cg_last_error` saying why: `CG_ERR_IO` (the file, or the
+ * `tokenizer_config.json` / `generation_config.json` next to it, cannot be
+ * read, is not a tokenizer, or contradicts itself: no tokens, an id twice,
+ * an end-of-sequence token that is not in the vocabulary),
+ * `CG_ERR_UNSUPPORTED` (a tokenizer model cgram cannot read, such as
+ * WordPiece, or no decoder that tells the bytes of its tokens),
+ * `CG_ERR_LIMIT` (more than 16777216 tokens or a token longer than 65536
+ * bytes), `CG_ERR_INVALID_ARGUMENT` (`path` is NULL). Thread-safe.
  */
 struct cg_vocab *cg_vocab_from_tokenizer_json(const char *path);
 
