@@ -1294,9 +1294,10 @@ pub unsafe extern "C" fn cg_matcher_free(matcher: *mut cg_matcher) {
 ///
 /// `mask` must hold `n_words` >= `cg_mask_words(grammar)` words; only the
 /// first `cg_mask_words` words are written. Returns `CG_OK`, or a negative
-/// `CG_ERR_*` (`CG_ERR_INVALID_ARGUMENT` for a NULL or too short mask); on
-/// error the mask is all zeros when it could be written. Not thread-safe for
-/// one matcher (it updates caches inside the matcher).
+/// `CG_ERR_*`: `CG_ERR_INVALID_ARGUMENT` for a NULL matcher or a NULL or
+/// too short mask, which leaves the buffer untouched; after any other error
+/// the mask is all zeros (a caller that ignores it allows nothing). Not
+/// thread-safe for one matcher (it updates caches inside the matcher).
 #[no_mangle]
 pub unsafe extern "C" fn cg_fill_mask(
     matcher: *mut cg_matcher,
@@ -1329,10 +1330,12 @@ pub unsafe extern "C" fn cg_fill_mask(
 /// `masks + i * n_words`, and `n_words` must be at least `cg_mask_words` of
 /// every matcher's grammar.
 ///
-/// Returns `CG_OK` when every mask was filled. Otherwise returns the error
-/// code of the first matcher that failed (its index is in `cg_last_error`);
-/// the other masks are still filled, and each failed one is all zeros. No
-/// matcher of the batch may be in use by another thread during the call.
+/// Returns `CG_OK` when every mask was filled. Arguments that break these
+/// rules are `CG_ERR_INVALID_ARGUMENT` before any mask is written.
+/// Otherwise returns the error code of the first matcher that failed (its
+/// index is in `cg_last_error`); the other masks are still filled, and
+/// each failed one is all zeros. No matcher of the batch may be in use by
+/// another thread during the call.
 #[no_mangle]
 pub unsafe extern "C" fn cg_fill_masks(
     matchers: *const *mut cg_matcher,

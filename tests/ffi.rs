@@ -632,6 +632,12 @@ fn engine_fill_mask_checks_the_buffer() {
         assert_eq!(mask, [0xFFFF_FFFF; 3], "a refused call writes nothing");
         assert_eq!(cg_fill_mask(m, null_mut(), 1), CG_ERR_INVALID_ARGUMENT);
         assert_error("cg_fill_mask", &["mask is NULL"]);
+        // Nor does a NULL matcher (the header: the buffer is untouched).
+        assert_eq!(
+            cg_fill_mask(null_mut(), mask.as_mut_ptr(), 3),
+            CG_ERR_INVALID_ARGUMENT
+        );
+        assert_eq!(mask, [0xFFFF_FFFF; 3], "a NULL matcher wrote the mask");
         // A longer buffer is fine; only cg_mask_words words are written.
         assert_eq!(cg_fill_mask(m, mask.as_mut_ptr(), 3), CG_OK);
         assert_eq!(mask, [1 << A | 1 << AB, 0xFFFF_FFFF, 0xFFFF_FFFF]);
@@ -816,13 +822,15 @@ fn engine_fill_masks_batches() {
                 assert_eq!(masks[i * words + 1], 0xDEAD_BEEF);
             }
         }
-        let mut masks = vec![0u32; n];
+        let mut masks = vec![0xDEAD_BEEFu32; n];
         let mut dup = ms.clone();
         dup[7] = dup[2];
         assert_eq!(
             cg_fill_masks(dup.as_ptr(), n, masks.as_mut_ptr(), 1, 2),
             CG_ERR_INVALID_ARGUMENT
         );
+        // Refused before any mask is written (the header says so).
+        assert!(masks.iter().all(|&w| w == 0xDEAD_BEEF));
         assert_error(
             "cg_fill_masks",
             &["matchers[2] and matchers[7]", "same matcher"],
