@@ -357,9 +357,15 @@ int cg_last_error_code(void);
  * taken from the file; override them with `cg_vocab_set_eos`.
  *
  * `path` is a NUL-terminated file name. Returns a new vocabulary that the
- * caller frees with `cg_vocab_free`, or NULL on error (`CG_ERR_IO`: the
- * file cannot be read or is not a tokenizer; see `cg_last_error`).
- * Thread-safe.
+ * caller frees with `cg_vocab_free`, or NULL on error, with
+ * `cg_last_error` saying why: `CG_ERR_IO` (the file, or the
+ * `tokenizer_config.json` / `generation_config.json` next to it, cannot be
+ * read, is not a tokenizer, or contradicts itself: no tokens, an id twice,
+ * an end-of-sequence token that is not in the vocabulary),
+ * `CG_ERR_UNSUPPORTED` (a tokenizer model cgram cannot read, such as
+ * WordPiece, or no decoder that tells the bytes of its tokens),
+ * `CG_ERR_LIMIT` (more than 16777216 tokens or a token longer than 65536
+ * bytes), `CG_ERR_INVALID_ARGUMENT` (`path` is NULL). Thread-safe.
  */
 struct cg_vocab *cg_vocab_from_tokenizer_json(const char *path);
 
@@ -675,11 +681,12 @@ void cg_matcher_free(struct cg_matcher *matcher);
  *
  * `mask` must hold `n_words` >= `cg_mask_words(grammar)` words; only the
  * first `cg_mask_words` words are written. Returns `CG_OK`, or a negative
- * `CG_ERR_*` (`CG_ERR_INVALID_ARGUMENT` for a NULL or too short mask,
- * `CG_ERR_LIMIT` when the mask needs more work than the grammar's
- * `max_mask_steps`); on error the mask is all zeros when it could be
- * written. Not thread-safe for
- * one matcher (it updates caches inside the matcher).
+ * `CG_ERR_*`: `CG_ERR_INVALID_ARGUMENT` for a NULL matcher or a NULL or
+ * too short mask, which leaves the buffer untouched; `CG_ERR_LIMIT` when
+ * the mask needs more work than the grammar's `max_mask_steps`. After any
+ * error but the first the mask is all zeros (a caller that ignores it
+ * allows nothing). Not thread-safe for one matcher (it updates caches
+ * inside the matcher).
  */
 int cg_fill_mask(struct cg_matcher *matcher, uint32_t *mask, size_t n_words);
 
@@ -691,10 +698,12 @@ int cg_fill_mask(struct cg_matcher *matcher, uint32_t *mask, size_t n_words);
  * `masks + i * n_words`, and `n_words` must be at least `cg_mask_words` of
  * every matcher's grammar.
  *
- * Returns `CG_OK` when every mask was filled. Otherwise returns the error
- * code of the first matcher that failed (its index is in `cg_last_error`);
- * the other masks are still filled, and each failed one is all zeros. No
- * matcher of the batch may be in use by another thread during the call.
+ * Returns `CG_OK` when every mask was filled. Arguments that break these
+ * rules are `CG_ERR_INVALID_ARGUMENT` before any mask is written.
+ * Otherwise returns the error code of the first matcher that failed (its
+ * index is in `cg_last_error`); the other masks are still filled, and
+ * each failed one is all zeros. No matcher of the batch may be in use by
+ * another thread during the call.
  */
 int cg_fill_masks(struct cg_matcher *const *matchers,
                   size_t n,

@@ -9,16 +9,21 @@
 # -DCMAKE_PREFIX_PATH=PREFIX unless PREFIX is a standard one) and
 # target_link_libraries(app PRIVATE cgram::cgram); others use
 # pkg-config --cflags --libs cgram.
+#
+# Arguments after PREFIX go to `cargo build`: scripts/sanitize.sh installs
+# a build with the system allocator (`--no-default-features`, so that
+# valgrind sees the library's heap) with CARGO_TARGET_DIR set apart.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 prefix="${1:-/usr/local}"
+shift || true
 mkdir -p "$prefix"
 prefix="$(cd "$prefix" && pwd)"
 cd "$root"
 
-echo "==> cargo build --release --lib"
-cargo build --release --lib
+echo "==> cargo build --release --lib $*"
+cargo build --release --lib "$@"
 
 # Where cargo put the libraries, and the version, from cargo itself.
 read -r target_dir version < <(cargo metadata --format-version 1 --no-deps | python3 -c '

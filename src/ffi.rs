@@ -566,9 +566,15 @@ pub extern "C" fn cg_last_error_code() -> c_int {
 /// taken from the file; override them with `cg_vocab_set_eos`.
 ///
 /// `path` is a NUL-terminated file name. Returns a new vocabulary that the
-/// caller frees with `cg_vocab_free`, or NULL on error (`CG_ERR_IO`: the
-/// file cannot be read or is not a tokenizer; see `cg_last_error`).
-/// Thread-safe.
+/// caller frees with `cg_vocab_free`, or NULL on error, with
+/// `cg_last_error` saying why: `CG_ERR_IO` (the file, or the
+/// `tokenizer_config.json` / `generation_config.json` next to it, cannot be
+/// read, is not a tokenizer, or contradicts itself: no tokens, an id twice,
+/// an end-of-sequence token that is not in the vocabulary),
+/// `CG_ERR_UNSUPPORTED` (a tokenizer model cgram cannot read, such as
+/// WordPiece, or no decoder that tells the bytes of its tokens),
+/// `CG_ERR_LIMIT` (more than 16777216 tokens or a token longer than 65536
+/// bytes), `CG_ERR_INVALID_ARGUMENT` (`path` is NULL). Thread-safe.
 #[no_mangle]
 pub unsafe extern "C" fn cg_vocab_from_tokenizer_json(path: *const c_char) -> *mut cg_vocab {
     guard_ptr("cg_vocab_from_tokenizer_json", || {
@@ -583,7 +589,13 @@ pub unsafe extern "C" fn cg_vocab_from_tokenizer_json(path: *const c_char) -> *m
         };
         #[cfg(not(unix))]
         let path = std::path::Path::new(path.to_str().map_err(|e| utf8_error("path", e))?);
-        let vocab = Vocab::from_tokenizer_json(path)?;
+        // The path is the only argument: whatever is wrong with what it
+        // names (an end-of-sequence token missing from the vocabulary, say)
+        // is the file's fault, not the caller's.
+        let vocab = Vocab::from_tokenizer_json(path).map_err(|e| match e.kind() {
+            ErrorKind::InvalidArgument => Error::io(e.message()),
+            _ => e,
+        })?;
         Ok(into_handle(cg_vocab {
             inner: Arc::new(vocab),
         }))
@@ -1298,11 +1310,12 @@ pub unsafe extern "C" fn cg_matcher_free(matcher: *mut cg_matcher) {
 ///
 /// `mask` must hold `n_words` >= `cg_mask_words(grammar)` words; only the
 /// first `cg_mask_words` words are written. Returns `CG_OK`, or a negative
-/// `CG_ERR_*` (`CG_ERR_INVALID_ARGUMENT` for a NULL or too short mask,
-/// `CG_ERR_LIMIT` when the mask needs more work than the grammar's
-/// `max_mask_steps`); on error the mask is all zeros when it could be
-/// written. Not thread-safe for
-/// one matcher (it updates caches inside the matcher).
+/// `CG_ERR_*`: `CG_ERR_INVALID_ARGUMENT` for a NULL matcher or a NULL or
+/// too short mask, which leaves the buffer untouched; `CG_ERR_LIMIT` when
+/// the mask needs more work than the grammar's `max_mask_steps`. After any
+/// error but the first the mask is all zeros (a caller that ignores it
+/// allows nothing). Not thread-safe for one matcher (it updates caches
+/// inside the matcher).
 #[no_mangle]
 pub unsafe extern "C" fn cg_fill_mask(
     matcher: *mut cg_matcher,
@@ -1335,10 +1348,12 @@ pub unsafe extern "C" fn cg_fill_mask(
 /// `masks + i * n_words`, and `n_words` must be at least `cg_mask_words` of
 /// every matcher's grammar.
 ///
-/// Returns `CG_OK` when every mask was filled. Otherwise returns the error
-/// code of the first matcher that failed (its index is in `cg_last_error`);
-/// the other masks are still filled, and each failed one is all zeros. No
-/// matcher of the batch may be in use by another thread during the call.
+/// Returns `CG_OK` when every mask was filled. Arguments that break these
+/// rules are `CG_ERR_INVALID_ARGUMENT` before any mask is written.
+/// Otherwise returns the error code of the first matcher that failed (its
+/// index is in `cg_last_error`); the other masks are still filled, and
+/// each failed one is all zeros. No matcher of the batch may be in use by
+/// another thread during the call.
 #[no_mangle]
 pub unsafe extern "C" fn cg_fill_masks(
     matchers: *const *mut cg_matcher,

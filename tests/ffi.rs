@@ -337,6 +337,77 @@ fn vocab_from_tokenizer_json_checks_arguments() {
     }
 }
 
+/// Every failure names its cause with the header's code: the file's
+/// content is `CG_ERR_IO` (even where the loader calls it an invalid
+/// argument: the path is the only argument), a model cgram cannot read is
+/// `CG_ERR_UNSUPPORTED`, too many tokens `CG_ERR_LIMIT`.
+#[test]
+fn vocab_from_tokenizer_json_error_codes() {
+    let dir = std::env::temp_dir().join(format!("cgram-ffi-codes-{}", std::process::id()));
+    let bpe = |vocab: &str| {
+        format!(
+            r#"{{"model": {{"type": "BPE", "vocab": {vocab}, "merges": []}}, "decoder": {{"type": "ByteLevel"}}}}"#
+        )
+    };
+    let cases: Vec<(&str, String, Option<&str>, i32, &str)> = vec![
+        (
+            "not_json",
+            "{".into(),
+            None,
+            CG_ERR_IO,
+            "not a tokenizer.json",
+        ),
+        ("no_tokens", bpe("{}"), None, CG_ERR_IO, "no tokens"),
+        (
+            "eos_name",
+            bpe(r#"{"a": 0}"#),
+            Some(r#"{"eos_token": "<nope>"}"#),
+            CG_ERR_IO,
+            "<nope>",
+        ),
+        (
+            "wordpiece",
+            r#"{"model": {"type": "WordPiece", "vocab": {"a": 0}}}"#.into(),
+            None,
+            CG_ERR_UNSUPPORTED,
+            "WordPiece",
+        ),
+        (
+            "huge_id",
+            bpe(r#"{"a": 0, "b": 4294967295}"#),
+            None,
+            CG_ERR_LIMIT,
+            "4294967295",
+        ),
+        ("good", bpe(r#"{"a": 0, "b": 1}"#), None, CG_OK, ""),
+    ];
+    for (name, text, side, code, words) in cases {
+        let sub = dir.join(name);
+        std::fs::create_dir_all(&sub).unwrap();
+        if let Some(side) = side {
+            std::fs::write(sub.join("tokenizer_config.json"), side).unwrap();
+        }
+        let path = sub.join("tokenizer.json");
+        std::fs::write(&path, text).unwrap();
+        let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+        let v = unsafe { cg_vocab_from_tokenizer_json(c.as_ptr()) };
+        if code == CG_OK {
+            assert!(!v.is_null(), "{name}: {}", last_error());
+            assert_eq!(unsafe { cg_vocab_size(v) }, 2);
+            unsafe { cg_vocab_free(v) };
+            continue;
+        }
+        assert!(v.is_null(), "{name} loaded");
+        assert_eq!(cg_last_error_code(), code, "{name}: {}", last_error());
+        assert_error("cg_vocab_from_tokenizer_json", &[name, words]);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    unsafe {
+        assert!(cg_vocab_from_tokenizer_json(null()).is_null());
+        assert_eq!(cg_last_error_code(), CG_ERR_INVALID_ARGUMENT);
+    }
+}
+
 #[test]
 fn free_null_is_a_no_op() {
     unsafe {
@@ -561,6 +632,12 @@ fn engine_fill_mask_checks_the_buffer() {
         assert_eq!(mask, [0xFFFF_FFFF; 3], "a refused call writes nothing");
         assert_eq!(cg_fill_mask(m, null_mut(), 1), CG_ERR_INVALID_ARGUMENT);
         assert_error("cg_fill_mask", &["mask is NULL"]);
+        // Nor does a NULL matcher (the header: the buffer is untouched).
+        assert_eq!(
+            cg_fill_mask(null_mut(), mask.as_mut_ptr(), 3),
+            CG_ERR_INVALID_ARGUMENT
+        );
+        assert_eq!(mask, [0xFFFF_FFFF; 3], "a NULL matcher wrote the mask");
         // A longer buffer is fine; only cg_mask_words words are written.
         assert_eq!(cg_fill_mask(m, mask.as_mut_ptr(), 3), CG_OK);
         assert_eq!(mask, [1 << A | 1 << AB, 0xFFFF_FFFF, 0xFFFF_FFFF]);
@@ -745,13 +822,15 @@ fn engine_fill_masks_batches() {
                 assert_eq!(masks[i * words + 1], 0xDEAD_BEEF);
             }
         }
-        let mut masks = vec![0u32; n];
+        let mut masks = vec![0xDEAD_BEEFu32; n];
         let mut dup = ms.clone();
         dup[7] = dup[2];
         assert_eq!(
             cg_fill_masks(dup.as_ptr(), n, masks.as_mut_ptr(), 1, 2),
             CG_ERR_INVALID_ARGUMENT
         );
+        // Refused before any mask is written (the header says so).
+        assert!(masks.iter().all(|&w| w == 0xDEAD_BEEF));
         assert_error(
             "cg_fill_masks",
             &["matchers[2] and matchers[7]", "same matcher"],
