@@ -64,7 +64,7 @@ use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Vis
 use serde_json::Value;
 
 use super::{tekken, Vocab, MAX_VOCAB_SIZE, TOKEN_SPECIAL};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 
 /// Added-token texts taken as end-of-sequence when no config file names one.
 pub const WELL_KNOWN_EOS: [&str; 9] = [
@@ -90,7 +90,16 @@ pub fn load(path: &Path) -> Result<Vocab> {
         ))
     })?;
     drop(bytes);
-    build(raw, path.parent()).map_err(|e| e.context(path.display()))
+    build(raw, path.parent()).map_err(|e| {
+        // What the file holds is never the caller's argument: a file that
+        // makes no vocabulary (no tokens at all, say) is not a tokenizer,
+        // `CG_ERR_IO` as the header says.
+        let e = match e.kind() {
+            ErrorKind::InvalidArgument => Error::io(e.message()),
+            _ => e,
+        };
+        e.context(path.display())
+    })
 }
 
 /// The vocabulary of a read file; `dir` is where to look for

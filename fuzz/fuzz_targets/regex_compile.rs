@@ -1,0 +1,10 @@
+//! cargo fuzz target `regex_compile`: see `fuzz/harness.rs`.
+#![no_main]
+
+#[path = "../harness.rs"]
+mod harness;
+
+libfuzzer_sys::fuzz_target!(
+    init: harness::warm_up(),
+    |data: &[u8]| harness::regex_compile(data)
+);
