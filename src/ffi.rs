@@ -838,11 +838,19 @@ pub unsafe extern "C" fn cg_compile_options_init(options: *mut cg_compile_option
 /// at least the size of the fields that never move (use
 /// `cg_compile_options_init`).
 ///
+/// A GBNF token reference (`<[id]>`, `<name>`) that no token can match
+/// never matches: an id past the vocabulary, or an EOS token (EOS ends the
+/// output instead of being read, as in llama.cpp, where an end-of-generation
+/// token never reaches the grammar). The branch through it is dropped; a
+/// grammar left with nothing to match is an error.
+///
 /// Returns a new grammar that the caller frees with `cg_free`, or NULL on
 /// error with `cg_last_error` saying why: `CG_ERR_INVALID_ARGUMENT` (NULL
 /// pointers, bad options, source not UTF-8: the message gives the byte
 /// offset), `CG_ERR_PARSE` (with the position), `CG_ERR_UNSUPPORTED`,
-/// `CG_ERR_LIMIT`. The source, the options and `root` are only read during
+/// `CG_ERR_LIMIT` (a limit of `cg_compile_options` or one of the fixed
+/// ones the README lists; the message names it and its value). The source,
+/// the options and `root` are only read during
 /// the call. The grammar keeps the vocabulary alive. Thread-safe: several
 /// threads may compile for the same vocabulary at once.
 #[no_mangle]
@@ -1468,9 +1476,9 @@ pub unsafe extern "C" fn cg_accept(matcher: *mut cg_matcher, token: i32) -> c_in
 /// force a prefix of the output, or to check a finished output with a fresh
 /// matcher). Returns `CG_OK`, or a negative `CG_ERR_*` and leaves the
 /// matcher unchanged (`CG_ERR_TOKEN_REJECTED` when the text is not a prefix
-/// of the language). `cg_rollback` undoes accepted tokens; do not roll back
-/// over text accepted this way in this version. Not thread-safe for one
-/// matcher.
+/// of the language). The whole call is one step of the history: one
+/// `cg_rollback` step undoes it, whatever the number of tokens its text
+/// spans. Not thread-safe for one matcher.
 #[no_mangle]
 pub unsafe extern "C" fn cg_accept_bytes(
     matcher: *mut cg_matcher,
@@ -1489,7 +1497,8 @@ pub unsafe extern "C" fn cg_accept_bytes(
 /// the draft tokens the model refused). Returns `CG_OK`, or
 /// `CG_ERR_INVALID_ARGUMENT` and leaves the matcher unchanged when
 /// `n_tokens` is more than the tokens accepted since the start or the last
-/// `cg_reset`. Rolling back EOS un-terminates the matcher. Not thread-safe
+/// `cg_reset` (a `cg_accept_bytes` call counts as one token here). Rolling
+/// back EOS un-terminates the matcher. Not thread-safe
 /// for one matcher.
 #[no_mangle]
 pub unsafe extern "C" fn cg_rollback(matcher: *mut cg_matcher, n_tokens: u32) -> c_int {

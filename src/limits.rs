@@ -37,8 +37,10 @@ pub const DEFAULT_MAX_STATES: usize = 1_000_000;
 pub const MAX_SOURCE_BYTES: usize = 64 << 20;
 
 /// Default for `cg_compile_options.max_mask_steps`: the parser steps (an
-/// item read past one byte) one mask may take. The slowest masks of
-/// MaskBench take about 1% of it; it stops a mask near 2-5 s.
+/// item read past one byte, offered by a closure, or scanned to complete
+/// a rule) one mask may take. Every mask of MaskBench's schemas needs
+/// less than 100,000; the default stops a mask after one to a few seconds
+/// of one core.
 pub const DEFAULT_MAX_MASK_STEPS: u64 = 100_000_000;
 
 /// The stack compilation runs on (reserved, touched only as deep as the
