@@ -15,7 +15,7 @@
 //! | GBNF group nesting | [`crate::gbnf::MAX_NESTING`] | - | parser |
 //! | GBNF repetition | 2,000 copies (llama.cpp's) | - | parser |
 //! | JSON Schema nesting | [`crate::json_schema::MAX_SCHEMA_NESTING`] | - | JSON reader |
-//! | JSON Schema rules | 200,000 | - | schema translation |
+//! | JSON Schema size | 100,000 rules, 200,000 subschema combinations, 256 alternatives of one type | - | schema translation |
 //! | regex nesting and repetition | see [`crate::regex`] | - | regex parser |
 //! | one lexeme DFA | 32 MiB | - | lexeme builder |
 //! | vocabulary | 16,777,216 tokens of at most 65,536 bytes | - | `cg_vocab_new` |

@@ -375,6 +375,14 @@ fn compile_deadline_is_checked_everywhere() {
                     .join(" | ")
             ),
         ),
+        // Hundreds of thousands of rules: the GBNF parser checks the clock.
+        (
+            CG_KIND_GBNF,
+            (0..300_000)
+                .map(|i| format!("r{i} ::= \"x\" r{}\n", i + 1))
+                .collect::<String>()
+                + "r300000 ::= \"y\"\nroot ::= r0\n",
+        ),
         // A DFA that grows exponentially with the count.
         (CG_KIND_REGEX, "[ab]*a[ab]{16}".to_string()),
     ];

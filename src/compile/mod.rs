@@ -536,9 +536,8 @@ pub fn compile_ir(
                 }
                 Source::AnonLexeme(_) => unreachable!(),
             };
-            let remaining = options.max_states.saturating_sub(structural.len());
             let base = structural.len() as u32;
-            let states = RtnBuilder::new(&mut token_sets, remaining)
+            let states = RtnBuilder::new(&mut token_sets, structural.len(), options.max_states)
                 .build(&lowered, rule, base, &mut edges)
                 .map_err(|err| err.context(format!("rule '{name}'")))?;
             structural.extend(states);
@@ -836,13 +835,14 @@ pub fn compile(
     check_flags(options)?;
     limits::on_compile_stack(|| {
         let grammar = match options.kind {
-            Kind::Gbnf => crate::gbnf::parse_with(
+            Kind::Gbnf => crate::gbnf::parse_within(
                 text,
                 options.root.as_deref().unwrap_or("root"),
                 Some(vocab),
                 &crate::gbnf::ParseOptions {
                     reject_left_recursion: options.flags & FLAG_GBNF_ALLOW_LEFT_RECURSION == 0,
                 },
+                &deadline,
             )?,
             Kind::JsonSchema => {
                 crate::json_schema::to_grammar(text, &json_options(options), &deadline)?

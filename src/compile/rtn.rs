@@ -126,23 +126,28 @@ pub struct RtnBuilder<'a> {
     num_states: u32,
     edges: Vec<(u32, Edge)>,
     token_sets: &'a mut Vec<TokenSet>,
+    /// States of the grammar built before this rule.
+    used: usize,
     max_states: usize,
 }
 
 impl<'a> RtnBuilder<'a> {
-    pub fn new(token_sets: &'a mut Vec<TokenSet>, max_states: usize) -> Self {
+    /// A builder for one rule, `used` states of `max_states` (the whole
+    /// grammar's) being taken by the rules built before it.
+    pub fn new(token_sets: &'a mut Vec<TokenSet>, used: usize, max_states: usize) -> Self {
         RtnBuilder {
             num_states: 0,
             edges: Vec::new(),
             token_sets,
+            used,
             max_states,
         }
     }
 
     fn fresh(&mut self) -> Result<u32> {
-        if self.num_states as usize >= self.max_states {
+        if self.used + self.num_states as usize >= self.max_states {
             return Err(Error::limit(format!(
-                "a parser rule needs more than {} automaton states",
+                "the grammar needs more than {} automaton states (max_states)",
                 self.max_states
             )));
         }

@@ -52,6 +52,7 @@ mod parser;
 
 use crate::error::{Error, Result};
 use crate::ir;
+use crate::limits::Deadline;
 use crate::vocab::Vocab;
 
 pub use left_recursion::check_left_recursion;
@@ -83,8 +84,26 @@ pub fn parse_with(
     vocab: Option<&Vocab>,
     options: &ParseOptions,
 ) -> Result<ir::Grammar> {
-    let rules = parse_rules(text, vocab)?;
+    parse_within(text, root, vocab, options, &Deadline::none())
+}
+
+/// [`parse_with`] that gives up with a limit error at `deadline`
+/// (checked as rules are read: a 64 MiB text holds millions of rules).
+pub fn parse_within(
+    text: &str,
+    root: &str,
+    vocab: Option<&Vocab>,
+    options: &ParseOptions,
+    deadline: &Deadline,
+) -> Result<ir::Grammar> {
+    let parsed = parser::parse_rules(text, vocab, deadline)?;
+    let rules = GbnfRules {
+        rules: parsed.rules,
+        left_recursion: parsed.left_recursion,
+    };
+    deadline.check()?;
     let left_recursion = rules.check_left_recursion();
+    deadline.check()?;
     let grammar = rules.into_grammar(root)?;
     if options.reject_left_recursion {
         left_recursion?;
@@ -124,7 +143,7 @@ impl GbnfRules {
 /// llama.cpp's parser checks (syntax, limits, undefined rules), and that
 /// there is at least one rule.
 pub fn parse_rules(text: &str, vocab: Option<&Vocab>) -> Result<GbnfRules> {
-    let parsed = parser::parse_rules(text, vocab)?;
+    let parsed = parser::parse_rules(text, vocab, &Deadline::none())?;
     Ok(GbnfRules {
         rules: parsed.rules,
         left_recursion: parsed.left_recursion,

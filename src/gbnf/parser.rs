@@ -27,6 +27,7 @@ use std::fmt;
 
 use crate::error::{Error, Result};
 use crate::ir::{CharClass, Expr, Rule, TokenSet};
+use crate::limits::Deadline;
 use crate::vocab::Vocab;
 
 /// llama.cpp's `MAX_REPETITION_THRESHOLD`: a repetition minimum above it is
@@ -41,7 +42,11 @@ pub const MAX_REPETITION_THRESHOLD: u64 = 2000;
 pub const MAX_NESTING: usize = 256;
 
 /// Parses the rules of a GBNF text (see [`super::parse_rules`]).
-pub(super) fn parse_rules(text: &str, vocab: Option<&Vocab>) -> Result<Parsed> {
+pub(super) fn parse_rules(
+    text: &str,
+    vocab: Option<&Vocab>,
+    deadline: &Deadline,
+) -> Result<Parsed> {
     if let Some(nul) = text.find('\0') {
         return Err(error_at(
             text,
@@ -64,8 +69,13 @@ pub(super) fn parse_rules(text: &str, vocab: Option<&Vocab>) -> Result<Parsed> {
         shadow: Shadow::default(),
     };
     p.skip_space(true);
+    let mut rules = 0u32;
     while p.pos < p.bytes.len() {
         p.parse_rule()?;
+        rules = rules.wrapping_add(1);
+        if rules % 1024 == 0 {
+            deadline.check()?;
+        }
     }
     p.finish()
 }
