@@ -3,7 +3,10 @@
 # C examples built with CMake from the installed package (scripts/demo.sh),
 # a pkg-config build, cgram in real llama.cpp (scripts/llama-demo.sh) and an
 # unmodified llama-server with cgram's drop-in, driven by the openai client
-# (scripts/llama-server-e2e.sh). Installs cmake / pkg-config when missing and
+# (scripts/llama-server-e2e.sh), then the reliability checks of RELIABILITY.md:
+# sanitizers, leak checking, threads and the bad-input matrix in C
+# (scripts/sanitize.sh) and a short run of every fuzz target
+# (scripts/fuzz.sh, 30 s each). Installs cmake / pkg-config when missing and
 # fetches the real tokenizers first. Every stage runs even if an earlier one
 # failed; the exit status is non-zero if any failed.
 set -uo pipefail
@@ -46,6 +49,8 @@ stage c-examples scripts/demo.sh
 stage pkg-config pkg_config_build
 stage llama scripts/llama-demo.sh --quick
 stage llama-server scripts/llama-server-e2e.sh --quick
+stage sanitize scripts/sanitize.sh
+stage fuzz scripts/fuzz.sh --time 30
 
 echo
 echo "test.sh: ${#passed[@]} stages passed (${passed[*]:-}), ${#failed[@]} failed (${failed[*]:-})"

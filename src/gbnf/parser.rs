@@ -73,7 +73,7 @@ pub(super) fn parse_rules(
     while p.pos < p.bytes.len() {
         p.parse_rule()?;
         rules = rules.wrapping_add(1);
-        if rules % 1024 == 0 {
+        if rules.is_multiple_of(1024) {
             deadline.check()?;
         }
     }
