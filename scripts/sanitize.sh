@@ -15,7 +15,7 @@
 #             library as shipped (mimalloc), installed into build/prefix.
 #   asan      AddressSanitizer + LeakSanitizer (nightly -Zsanitizer=address,
 #             release profile): the Rust tests that drive the C API (the
-#             library's unit tests, ffi, ffi_lazy, ffi_kinds, threads), then
+#             library's unit tests, ffi, ffi_lazy, ffi_kinds, threads, hostile), then
 #             the C matrix and the C examples compiled with gcc's
 #             -fsanitize=address and linked to the instrumented libcgram.so.
 #   tsan      ThreadSanitizer over tests/threads.rs (nightly
@@ -148,7 +148,7 @@ asan() {
   local opts="detect_leaks=1:detect_stack_use_after_return=1"
   local env=(env CARGO_TARGET_DIR="$dir" RUSTFLAGS="-Zsanitizer=address" ASAN_OPTIONS="$opts")
   local flags=(--release --target "$triple" --no-default-features)
-  local tests=(--lib --test ffi --test ffi_lazy --test ffi_kinds --test threads)
+  local tests=(--lib --test ffi --test ffi_lazy --test ffi_kinds --test threads --test hostile)
   # One build for both: the tests, and libcgram.so (put in $dir/$triple/release
   # by `cargo build`; a `--lib` build alone would compile the dependencies
   # again, without the features the dev-dependencies add).
