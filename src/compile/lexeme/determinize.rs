@@ -55,6 +55,11 @@ pub fn determinize(nfa: &NFA, limits: &DfaLimits) -> Result<Table, Stop> {
     let mut first: Vec<u32> = Vec::new();
     let mut targets: Vec<StateID> = Vec::new();
     let mut next_set: Vec<u32> = Vec::new();
+    // The DFA state of each list of NFA targets met so far (sorted, no
+    // duplicates): intervals of many states lead to the same targets, and
+    // looking them up costs the targets, not their closure.
+    let mut by_targets: FastMap<Box<[u32]>, u32> = FastMap::default();
+    let mut key: Vec<u32> = Vec::new();
     // The table and the NFA state sets kept to name DFA states, in u32s.
     let mut words = sets[0].len();
     let mut i = 0;
@@ -147,24 +152,41 @@ pub fn determinize(nfa: &NFA, limits: &DfaLimits) -> Result<Table, Stop> {
             if ts.is_empty() {
                 continue;
             }
-            let work = d.closure(ts, &mut next_set)?;
-            meter
-                .step(work + 2 * next_set.len())
-                .map_err(Stop::Deadline)?;
-            if next_set.is_empty() {
-                continue;
-            }
-            let id = match ids.get(next_set.as_slice()) {
+            key.clear();
+            key.extend(ts.iter().map(|t| t.as_u32()));
+            key.sort_unstable();
+            key.dedup();
+            meter.step(2 * ts.len()).map_err(Stop::Deadline)?;
+            let id = match by_targets.get(key.as_slice()) {
                 Some(&id) => id,
                 None => {
-                    let id = sets.len() as u32;
-                    let set: Box<[u32]> = next_set.clone().into_boxed_slice();
-                    words += 2 * set.len();
-                    ids.insert(set.clone(), id);
-                    sets.push(set);
+                    let work = d.closure(ts, &mut next_set)?;
+                    meter
+                        .step(work + 2 * next_set.len())
+                        .map_err(Stop::Deadline)?;
+                    let id = if next_set.is_empty() {
+                        DEAD
+                    } else {
+                        match ids.get(next_set.as_slice()) {
+                            Some(&id) => id,
+                            None => {
+                                let id = sets.len() as u32;
+                                let set: Box<[u32]> = next_set.clone().into_boxed_slice();
+                                words += 2 * set.len();
+                                ids.insert(set.clone(), id);
+                                sets.push(set);
+                                id
+                            }
+                        }
+                    };
+                    words += key.len();
+                    by_targets.insert(key.as_slice().into(), id);
                     id
                 }
             };
+            if id == DEAD {
+                continue;
+            }
             // The classes of the interval's bytes (a class's bytes all
             // lie in the same intervals).
             let mut b = lo;
