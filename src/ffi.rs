@@ -570,7 +570,9 @@ pub extern "C" fn cg_last_error_code() -> c_int {
 /// `cg_last_error` saying why: `CG_ERR_IO` (the file, or the
 /// `tokenizer_config.json` / `generation_config.json` next to it, cannot be
 /// read, is not a tokenizer, or contradicts itself: no tokens, an id twice,
-/// an end-of-sequence token that is not in the vocabulary),
+/// an end-of-sequence token that is not in the vocabulary, ids that leave
+/// most of the id range without a token: a vocabulary of more than 65536
+/// ids must give tokens to at least half of them),
 /// `CG_ERR_UNSUPPORTED` (a tokenizer model cgram cannot read, such as
 /// WordPiece, or no decoder that tells the bytes of its tokens),
 /// `CG_ERR_LIMIT` (more than 16777216 tokens or a token longer than 65536

@@ -84,6 +84,51 @@ impl Deadline {
     pub fn elapsed_ms(&self) -> u64 {
         self.start.elapsed().as_millis() as u64
     }
+
+    /// A [`Meter`] of this deadline.
+    pub fn meter(&self) -> Meter {
+        Meter {
+            deadline: *self,
+            left: WORK_PER_CHECK,
+        }
+    }
+}
+
+/// Elementary steps (a transition followed, a state set element copied or
+/// hashed, an element sorted) between two readings of the clock by a
+/// [`Meter`]: 10-100 us of work in a release build, so that reading the
+/// clock (about 20 ns) costs nothing measurable and a compilation stops
+/// within a fraction of a millisecond of its deadline.
+pub const WORK_PER_CHECK: usize = 1 << 14;
+
+/// A [`Deadline`] checked as work is done. Every loop of a compilation
+/// whose length depends on the input counts its steps with
+/// [`Meter::step`] (an iteration whose cost varies counts that cost), and
+/// the clock is read once per [`WORK_PER_CHECK`] steps: no stretch of
+/// work, however the input shapes it, goes unchecked for long.
+pub struct Meter {
+    deadline: Deadline,
+    left: usize,
+}
+
+impl Meter {
+    /// Counts `work` steps just done or about to be done: an error once
+    /// the time is up.
+    #[inline]
+    pub fn step(&mut self, work: usize) -> Result<()> {
+        if work < self.left {
+            self.left -= work;
+            Ok(())
+        } else {
+            self.left = WORK_PER_CHECK;
+            self.deadline.check()
+        }
+    }
+
+    /// The deadline it checks.
+    pub fn deadline(&self) -> &Deadline {
+        &self.deadline
+    }
 }
 
 /// Runs `f` on a stack of [`COMPILE_STACK_BYTES`]: the front ends and the

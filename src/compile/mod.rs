@@ -519,7 +519,8 @@ pub fn compile_ir(
                 .lexemes
                 .get_or_build(&e, &limits)
                 .map_err(|err| err.context(format!("rule '{name}'")))?;
-            dfa.prepare_walks(vocab.trie());
+            dfa.prepare_walks(vocab.trie(), &options.deadline)
+                .map_err(|err| err.context(format!("rule '{name}'")))?;
             lexeme_rules.push((rule, dfa.clone()));
             kinds.push((name, RuleKind::Lexeme { dfa, base: 0 }));
         } else {

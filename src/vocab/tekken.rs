@@ -212,6 +212,15 @@ pub(super) fn build(config: &Value, special_tokens: &Value, vocab: Vec<Entry>) -
         )));
     }
 
+    // The ids the file names: its special tokens (or the implied ones of
+    // old files) and the regular tokens in use; the other special ranks
+    // become fillers.
+    let named_specials = match special_tokens {
+        Value::Array(list) => list.len().min(num_special),
+        _ => DEPRECATED_SPECIAL_TOKENS.len().min(num_special),
+    };
+    super::check_dense_ids(named_specials + inner, vocab_size).map_err(|e| bad(e.message()))?;
+
     let mut tokens: Vec<Vec<u8>> = Vec::with_capacity(vocab_size);
     let mut flags = vec![0u32; vocab_size];
 
@@ -404,5 +413,21 @@ mod tests {
         assert!(from_json(&tiny(None, "v13")).is_err());
         let out_of_range = json!([{"rank": 30, "token_str": "<x>"}]);
         assert!(from_json(&tiny(Some(out_of_range), "v13")).is_err());
+    }
+
+    #[test]
+    fn mostly_filler_special_ranks_are_refused() {
+        // 16 million special ranks, 20 of them named: a small file that
+        // would build 16 million filler tokens.
+        let mut j = tiny(None, "v3");
+        j["config"]["default_num_special_tokens"] = json!(16_000_000);
+        j["config"]["default_vocab_size"] = json!(16_000_000 + 257);
+        let e = from_json(&j).expect_err("refused");
+        assert_eq!(e.kind(), crate::error::ErrorKind::Io);
+        assert!(e.message().contains("sparse"), "{}", e.message());
+        // Fillers up to the free size are fine.
+        j["config"]["default_num_special_tokens"] = json!(60_000);
+        j["config"]["default_vocab_size"] = json!(60_000 + 257);
+        assert_eq!(from_json(&j).unwrap().len(), 60_257);
     }
 }

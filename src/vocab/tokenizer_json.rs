@@ -31,7 +31,8 @@
 //! Added tokens (`added_tokens`) are their `content` as UTF-8, not decoded;
 //! those with `"special": true` are flagged [`TOKEN_SPECIAL`]. Ids that no
 //! token has (holes below the largest id) have empty bytes, so they never
-//! match text.
+//! match text; a file of more than 65,536 ids with holes in most of them
+//! is refused (see [`super::check_dense_ids`]).
 //!
 //! A file with no `model` and a top-level `vocab` list is a Mistral tekken
 //! file and is read by [`super::tekken`], whatever its name.
@@ -63,7 +64,7 @@ use std::path::Path;
 use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use super::{tekken, Vocab, MAX_VOCAB_SIZE, TOKEN_SPECIAL};
+use super::{check_dense_ids, tekken, Vocab, MAX_VOCAB_SIZE, TOKEN_SPECIAL};
 use crate::error::{Error, ErrorKind, Result};
 
 /// Added-token texts taken as end-of-sequence when no config file names one.
@@ -347,6 +348,15 @@ fn parse(raw: RawFile) -> Result<Parsed> {
             "token id {max_id} exceeds the vocabulary size limit of {MAX_VOCAB_SIZE}"
         )));
     }
+    let mut named: Vec<u32> = entries
+        .iter()
+        .map(|e| e.1)
+        .chain(added.iter().map(|a| a.1))
+        .collect();
+    named.sort_unstable();
+    named.dedup();
+    check_dense_ids(named.len(), size)?;
+    drop(named);
 
     let mut steps = decoder_steps(&raw.decoder, &raw.pre_tokenizer)?;
     if model.byte_fallback && !steps.contains(&Step::ByteFallback) {
@@ -758,6 +768,35 @@ mod tests {
         assert_eq!(v.token_bytes(8), b""); // a hole
         assert_eq!(v.token_bytes(9), b"x y"); // not byte-level: kept as text
         assert_eq!(v.eos_tokens(), &[6]);
+    }
+
+    #[test]
+    fn ids_leaving_most_of_a_large_range_empty_are_refused() {
+        let file = |ids: &[u32]| {
+            let vocab: serde_json::Map<String, Value> = ids
+                .iter()
+                .map(|&id| (format!("t{id}"), json!(id)))
+                .collect();
+            json!({"decoder": {"type": "ByteLevel"},
+                   "model": {"type": "BPE", "vocab": vocab, "merges": []}})
+        };
+        // One token at the largest id the limit allows: 16,777,216 ids.
+        let e = from_json(&file(&[16_777_215]), None).expect_err("refused");
+        assert_eq!(e.kind(), ErrorKind::Io);
+        assert!(
+            e.message().contains("token ids are sparse"),
+            "{}",
+            e.message()
+        );
+        // Just under half of 70,000 ids, and half of them.
+        let ids: Vec<u32> = (0..34_998).chain([69_999]).collect();
+        assert!(from_json(&file(&ids), None).is_err());
+        let ids: Vec<u32> = (0..35_000).map(|i| 2 * i).collect();
+        assert_eq!(from_json(&file(&ids), None).unwrap().len(), 69_999);
+        // Small vocabularies may have any holes.
+        let v = from_json(&file(&[0, 65_535]), None).unwrap();
+        assert_eq!(v.len(), 65_536);
+        assert_eq!(v.token_bytes(65_535), b"t65535");
     }
 
     #[test]

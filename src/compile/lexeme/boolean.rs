@@ -14,6 +14,7 @@ use super::{has_boolean, minimize, DfaLimits, LexemeCache, Table, DEAD};
 use crate::error::{Error, Result};
 use crate::hash::FastMap;
 use crate::ir::{CharClass, Expr};
+use crate::limits::Meter;
 
 /// Most DFA states a boolean construction may create.
 const MAX_STATES: usize = 200_000;
@@ -28,7 +29,7 @@ fn too_large() -> Error {
 /// regular parts come from (and go to) `cache`.
 pub fn table_of(e: &Expr, limits: &DfaLimits, cache: &LexemeCache) -> Result<Arc<Table>> {
     if let Expr::JsonStrings(js) = e {
-        return Ok(Arc::new(super::json_string::table(js)));
+        return Ok(Arc::new(super::json_string::table(js, &limits.deadline)?));
     }
     if !has_boolean(e) {
         return cache.part(e, limits);
@@ -62,20 +63,24 @@ pub fn table_of(e: &Expr, limits: &DfaLimits, cache: &LexemeCache) -> Result<Arc
                 } else {
                     product(&acc, &t, limits)?
                 };
-                acc = Arc::new(if i + 1 < rest.len() { minimize(&p) } else { p });
+                acc = Arc::new(if i + 1 < rest.len() {
+                    minimize(&p, &limits.deadline)?
+                } else {
+                    p
+                });
             }
             return Ok(acc);
         }
         Expr::Not(x) => {
             let t = table_of(x, limits, cache)?;
             let any = cache.part(&Expr::star(Expr::Class(CharClass::any())), limits)?;
-            minimize(&product(&complement(&t), &any, limits)?)
+            minimize(&product(&complement(&t), &any, limits)?, &limits.deadline)?
         }
         _ => {
-            let mut nfa = Nfa::default();
+            let mut nfa = Nfa::new(limits.deadline.meter());
             let start = nfa.add();
             let end = nfa.build(e, start, limits, cache)?;
-            minimize(&nfa.determinize(start, end)?)
+            minimize(&nfa.determinize(start, end)?, &limits.deadline)?
         }
     };
     Ok(Arc::new(built))
@@ -142,11 +147,10 @@ fn product(a: &Table, b: &Table, limits: &DfaLimits) -> Result<Table> {
     let mut order = vec![(0u32, 0u32)];
     let mut trans = Vec::new();
     let mut is_final = Vec::new();
+    let mut meter = limits.deadline.meter();
     let mut i = 0;
     while i < order.len() {
-        if i % 256 == 255 {
-            limits.deadline.check()?;
-        }
+        meter.step(num_classes)?;
         let (sa, sb) = order[i];
         is_final.push(a.is_final[sa as usize] && b.is_final[sb as usize]);
         for &byte in &reps {
@@ -182,12 +186,25 @@ struct NState {
     edges: Vec<(u8, u8, u32)>,
 }
 
-#[derive(Default)]
 struct Nfa {
     states: Vec<NState>,
+    /// The compilation's deadline, by the work done.
+    meter: Meter,
+    /// `seen[s] == stamp`: state `s` is in the closure being built.
+    seen: Vec<u32>,
+    stamp: u32,
 }
 
 impl Nfa {
+    fn new(meter: Meter) -> Nfa {
+        Nfa {
+            states: Vec::new(),
+            meter,
+            seen: Vec::new(),
+            stamp: 0,
+        }
+    }
+
     fn add(&mut self) -> u32 {
         self.states.push(NState::default());
         (self.states.len() - 1) as u32
@@ -210,6 +227,7 @@ impl Nfa {
         cache: &LexemeCache,
     ) -> Result<u32> {
         self.check()?;
+        self.meter.step(1)?;
         match e {
             Expr::Seq(v) if has_boolean(e) => {
                 let mut cur = from;
@@ -263,20 +281,22 @@ impl Nfa {
             }
             _ => {
                 let t = table_of(e, limits, cache)?;
-                Ok(self.embed(&t, from))
+                self.embed(&t, from)
             }
         }
     }
 
     /// Copies a DFA in; returns the end state its final states lead to.
-    fn embed(&mut self, t: &Table, from: u32) -> u32 {
+    fn embed(&mut self, t: &Table, from: u32) -> Result<u32> {
         let base = self.states.len() as u32;
         for _ in 0..t.num_states() {
             self.add();
         }
         let end = self.add();
+        self.check()?;
         self.states[from as usize].eps.push(base);
         for s in 0..t.num_states() as u32 {
+            self.meter.step(256)?;
             let mut b = 0usize;
             while b < 256 {
                 let target = t.next(s, b as u8);
@@ -295,26 +315,41 @@ impl Nfa {
                 self.states[(base + s) as usize].eps.push(end);
             }
         }
-        end
+        Ok(end)
     }
 
-    fn closure(&self, set: &mut Vec<u32>) {
+    /// Adds to `set` the states its states reach by epsilon moves, and
+    /// sorts it (without duplicates).
+    fn closure(&mut self, set: &mut Vec<u32>) -> Result<()> {
+        if self.seen.len() < self.states.len() {
+            self.seen.resize(self.states.len(), 0);
+        }
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp == 0 {
+            self.seen.iter_mut().for_each(|x| *x = 0);
+            self.stamp = 1;
+        }
+        let stamp = self.stamp;
+        set.retain(|&s| std::mem::replace(&mut self.seen[s as usize], stamp) != stamp);
         let mut i = 0;
+        let mut work = 0;
         while i < set.len() {
             let s = set[i] as usize;
+            work += 1 + self.states[s].eps.len();
             for &t in &self.states[s].eps {
-                if !set.contains(&t) {
+                if self.seen[t as usize] != stamp {
+                    self.seen[t as usize] = stamp;
                     set.push(t);
                 }
             }
             i += 1;
         }
         set.sort_unstable();
-        set.dedup();
+        self.meter.step(work + set.len())
     }
 
     /// Subset construction.
-    fn determinize(&self, start: u32, end: u32) -> Result<Table> {
+    fn determinize(&mut self, start: u32, end: u32) -> Result<Table> {
         // Byte classes from the edge boundaries.
         let mut cut = [false; 257];
         cut[0] = true;
@@ -337,7 +372,7 @@ impl Nfa {
         }
         let num_classes = reps.len();
         let mut first = vec![start];
-        self.closure(&mut first);
+        self.closure(&mut first)?;
         let mut ids: FastMap<Vec<u32>, u32> = FastMap::default();
         ids.insert(first.clone(), 0);
         let mut order = vec![first];
@@ -348,18 +383,21 @@ impl Nfa {
             is_final.push(order[i].contains(&end));
             for &b in &reps {
                 let mut next: Vec<u32> = Vec::new();
+                let mut work = 1;
                 for &s in &order[i] {
+                    work += 1 + self.states[s as usize].edges.len();
                     for &(lo, hi, t) in &self.states[s as usize].edges {
                         if lo <= b && b <= hi {
                             next.push(t);
                         }
                     }
                 }
+                self.meter.step(work)?;
                 if next.is_empty() {
                     trans.push(DEAD);
                     continue;
                 }
-                self.closure(&mut next);
+                self.closure(&mut next)?;
                 let id = match ids.get(&next) {
                     Some(&id) => id,
                     None => {

@@ -546,8 +546,10 @@ impl Builder<'_> {
     }
 }
 
-/// The DFA of `js` (quotes included): minimal, state 0 the start.
-pub fn table(js: &JsonStrings) -> Table {
+/// The DFA of `js` (quotes included): minimal, state 0 the start. An
+/// error once `deadline` passes.
+pub fn table(js: &JsonStrings, deadline: &crate::limits::Deadline) -> crate::error::Result<Table> {
+    let mut meter = deadline.meter();
     let cp = CpDfa::new(js);
     let (classes, reps) = byte_classes(&cp);
     let mut b = Builder {
@@ -564,17 +566,24 @@ pub fn table(js: &JsonStrings) -> Table {
     let mut done = 0;
     while done < b.keys.len() {
         let key = b.keys[done].clone();
+        // A row, and the code points the key lists (cloned, split).
+        let listed = match &key {
+            Key::Escape(t) | Key::HexAt(t) | Key::Partial { targets: t, .. } => t.listed.len(),
+            Key::HexD { below, pairs } => below.listed.len() + pairs.listed.len(),
+            Key::Start | Key::End | Key::Main(_) => 0,
+        };
+        meter.step(256 + reps.len() + 4 * listed)?;
         b.row(&key, &mut row);
         trans.extend(reps.iter().map(|&r| row[r as usize]));
         done += 1;
     }
     let is_final = b.keys.iter().map(|k| *k == Key::End).collect();
-    Table {
+    Ok(Table {
         classes,
         num_classes: reps.len(),
         trans,
         is_final,
-    }
+    })
 }
 
 /// Byte classes of the DFA of `cp`, from what each byte does rather than
@@ -681,7 +690,7 @@ mod tests {
         if js.negated() {
             let t =
                 super::super::boolean::table_of(&spelled, &DfaLimits::default(), &cache).unwrap();
-            minimize(&t)
+            minimize(&t, &crate::limits::Deadline::none()).unwrap()
         } else {
             table_from_hir(&to_hir(&spelled), &DfaLimits::default()).unwrap()
         }
@@ -722,7 +731,7 @@ mod tests {
                     continue;
                 }
                 let js = JsonStrings::new(values.iter().map(|s| s.to_string()), negated);
-                let ours = table(&js);
+                let ours = table(&js, &crate::limits::Deadline::none()).unwrap();
                 let theirs = general(&js);
                 assert!(
                     super::super::tests::same_language(&ours, &theirs),
@@ -783,7 +792,10 @@ mod tests {
                 .collect();
             for negated in [false, true] {
                 let js = JsonStrings::new(values.clone(), negated);
-                let (ours, theirs) = (table(&js), general(&js));
+                let (ours, theirs) = (
+                    table(&js, &crate::limits::Deadline::none()).unwrap(),
+                    general(&js),
+                );
                 assert!(
                     super::super::tests::same_language(&ours, &theirs),
                     "{values:?} negated {negated}"
@@ -801,7 +813,11 @@ mod tests {
     fn spellings() {
         let names = JsonStrings::new(["ab".to_string(), "é😀".to_string()], false);
         let others = JsonStrings::new(["ab".to_string(), "é😀".to_string()], true);
-        let (t, n) = (table(&names), table(&others));
+        let none = crate::limits::Deadline::none();
+        let (t, n) = (
+            table(&names, &none).unwrap(),
+            table(&others, &none).unwrap(),
+        );
         for (text, listed) in [
             (&br#""ab""#[..], true),
             (br#""\u0061b""#, true),

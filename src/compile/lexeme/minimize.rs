@@ -11,15 +11,20 @@
 
 use super::{Table, DEAD};
 use crate::compile::adjacency::Adjacency;
+use crate::error::Result;
+use crate::limits::{Deadline, Meter};
 
 /// The minimal DFA of `t`'s language: states reached from the start,
 /// equivalent states merged, states that cannot reach a final state
 /// removed (their transitions become [`DEAD`]). The start stays state 0.
-pub fn minimize(t: &Table) -> Table {
+/// An error once `deadline` passes.
+pub fn minimize(t: &Table, deadline: &Deadline) -> Result<Table> {
+    let mut meter = deadline.meter();
     let k = t.num_classes;
-    let (row, edges) = live_edges(t);
+    let (row, edges) = live_edges(t, &mut meter)?;
     let out = |s: usize| &edges[row[s] as usize..row[s + 1] as usize];
     let useful = useful_states(t, &row, &edges);
+    meter.step(2 * edges.len())?;
     // Dense numbering of the useful states (the start is 0 when useful).
     let mut id = vec![DEAD; t.num_states()];
     let mut states: Vec<u32> = Vec::new();
@@ -32,12 +37,12 @@ pub fn minimize(t: &Table) -> Table {
     let n = states.len();
     if n == 0 || id[0] != 0 {
         // Empty language: one state, no transitions.
-        return Table {
+        return Ok(Table {
             classes: t.classes,
             num_classes: k,
             trans: vec![DEAD; k],
             is_final: vec![false],
-        };
+        });
     }
 
     // Inverse transitions between useful states as compressed rows: the
@@ -56,6 +61,7 @@ pub fn minimize(t: &Table) -> Table {
     }
     let mut fill = inv_start.clone();
     let mut inv = vec![0u64; inv_start[n] as usize];
+    meter.step(2 * edges.len())?;
     for (i, &s) in states.iter().enumerate() {
         for &(c, q) in out(s as usize) {
             let q = id[q as usize];
@@ -107,6 +113,8 @@ pub fn minimize(t: &Table) -> Table {
                 &inv[inv_start[q as usize] as usize..inv_start[q as usize + 1] as usize],
             );
         }
+        // Sorting them is most of the work.
+        meter.step(4 * entering.len() + 1)?;
         entering.sort_unstable();
         let mut i = 0;
         while i < entering.len() {
@@ -171,6 +179,7 @@ pub fn minimize(t: &Table) -> Table {
     let mut finals_out = Vec::new();
     let mut i = 0;
     while i < order.len() {
+        meter.step(k)?;
         let b = order[i] as usize;
         let rep = elems[start[b] as usize] as usize;
         finals_out.push(is_final(rep));
@@ -190,21 +199,26 @@ pub fn minimize(t: &Table) -> Table {
         }
         i += 1;
     }
-    Table {
+    Ok(Table {
         classes: t.classes,
         num_classes: k,
         trans,
         is_final: finals_out,
-    }
+    })
 }
 
-/// The live transitions of a table, in one pass over it: those of state
-/// `s` are `edges[row[s]..row[s + 1]]`, each `(class, target)`.
-fn live_edges(t: &Table) -> (Vec<u32>, Vec<(u32, u32)>) {
+/// Rows of live transitions: those of state `s` are
+/// `edges[row[s]..row[s + 1]]`, each `(class, target)`.
+type LiveEdges = (Vec<u32>, Vec<(u32, u32)>);
+
+/// The live transitions of a table (see [`LiveEdges`]), in one pass over
+/// it.
+fn live_edges(t: &Table, meter: &mut Meter) -> Result<LiveEdges> {
     let k = t.num_classes;
     let mut row = Vec::with_capacity(t.num_states() + 1);
     let mut edges: Vec<(u32, u32)> = Vec::new();
     for s in 0..t.num_states() {
+        meter.step(k)?;
         row.push(edges.len() as u32);
         for (c, &q) in t.trans[s * k..(s + 1) * k].iter().enumerate() {
             if q != DEAD {
@@ -213,7 +227,7 @@ fn live_edges(t: &Table) -> (Vec<u32>, Vec<(u32, u32)>) {
         }
     }
     row.push(edges.len() as u32);
-    (row, edges)
+    Ok((row, edges))
 }
 
 /// The states reached from the start that can reach a final state, given
@@ -289,7 +303,7 @@ mod tests {
             ],
             &[false, false, false, true, false],
         );
-        let m = minimize(&t);
+        let m = minimize(&t, &Deadline::none()).unwrap();
         assert_eq!(m.num_states(), 3);
         assert_eq!(m.trans, vec![1, 1, DEAD, DEAD, DEAD, 2, DEAD, DEAD, DEAD]);
         assert_eq!(m.is_final, vec![false, false, true]);
@@ -299,9 +313,9 @@ mod tests {
     fn counting_chain_stays_and_empty_language_is_one_state() {
         // a{0,3}: four distinct states.
         let t = table(&[&[1], &[2], &[3], &[DEAD]], &[true, true, true, true]);
-        assert_eq!(minimize(&t).num_states(), 4);
+        assert_eq!(minimize(&t, &Deadline::none()).unwrap().num_states(), 4);
         let none = table(&[&[1], &[0]], &[false, false]);
-        let m = minimize(&none);
+        let m = minimize(&none, &Deadline::none()).unwrap();
         assert_eq!(m.num_states(), 1);
         assert_eq!(m.trans, vec![DEAD]);
     }
@@ -309,7 +323,7 @@ mod tests {
     /// Moore's refinement as in the books, over the useful states: the
     /// number of states of the minimal DFA.
     fn naive_size(t: &Table) -> usize {
-        let (row, edges) = live_edges(t);
+        let (row, edges) = live_edges(t, &mut Deadline::none().meter()).unwrap();
         let useful = useful_states(t, &row, &edges);
         let k = t.num_classes;
         let n = t.num_states();
@@ -363,10 +377,10 @@ mod tests {
             let finals: Vec<bool> = (0..n).map(|_| rand(3) == 0).collect();
             let refs: Vec<&[u32]> = rows.iter().map(|r| r.as_slice()).collect();
             let t = table(&refs, &finals);
-            let m = minimize(&t);
+            let m = minimize(&t, &Deadline::none()).unwrap();
             assert_eq!(m.num_states(), naive_size(&t), "{rows:?} {finals:?}");
             // Same language: walk both together from the starts.
-            let (row, edges) = live_edges(&t);
+            let (row, edges) = live_edges(&t, &mut Deadline::none().meter()).unwrap();
             let useful = useful_states(&t, &row, &edges);
             let mut seen = std::collections::HashSet::new();
             let mut todo = vec![(0u32, 0u32)];

@@ -9,7 +9,7 @@
 //! matcher never deals with delayed matches, and minimized there
 //! ([`minimize`]).
 
-use crate::limits::Deadline;
+use crate::limits::{Deadline, Meter};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use regex_automata::nfa::thompson;
@@ -133,27 +133,33 @@ impl LexemeDfa {
         if !self.counting || self.num_states() < TOKEN_CLASS_MIN_STATES {
             return state;
         }
-        match self.token_classes.get_or_init(|| self.refine(horizon)) {
+        let refined = self.token_classes.get_or_init(|| {
+            self.refine(horizon, &mut Deadline::none().meter())
+                .unwrap_or(None)
+        });
+        match refined {
             Some(classes) => classes[state as usize],
             None => state,
         }
     }
 
     /// Moore's partition refinement, stopped after `horizon` rounds; `None`
-    /// past [`TOKEN_CLASS_MAX_WORK`].
+    /// past [`TOKEN_CLASS_MAX_WORK`]; an error once `meter`'s deadline
+    /// passes.
     ///
     /// Each round re-signs only the predecessors of states whose class
     /// changed in the round before, and a class that splits keeps its id
     /// for its largest part: a counting automaton changes one layer of
     /// states per round, so the refinement costs about its size, not its
     /// size times the horizon.
-    fn refine(&self, horizon: usize) -> Option<Vec<u32>> {
+    fn refine(&self, horizon: usize, meter: &mut Meter) -> Result<Option<Vec<u32>>> {
         let n = self.num_states();
         let k = self.num_classes;
         let mut work = n * k;
         if work > TOKEN_CLASS_MAX_WORK {
-            return None;
+            return Ok(None);
         }
+        meter.step(2 * work)?;
         const DEAD_CLASS: u32 = u32::MAX;
         let preds = predecessors(&self.trans, n, k);
         let mut class: Vec<u32> = self.is_final.iter().map(|&f| f as u32).collect();
@@ -185,8 +191,9 @@ impl LexemeDfa {
                 }
             }
             work += candidates.len() * k;
+            meter.step(candidates.len() * k)?;
             if work > TOKEN_CLASS_MAX_WORK {
-                return None;
+                return Ok(None);
             }
             // Members of a class whose row did not change keep it; the
             // others split off by their new rows.
@@ -236,17 +243,18 @@ impl LexemeDfa {
                 }
             }
             work += candidates.len();
+            meter.step(changed.len() + moved.len() + candidates.len())?;
             for &p in &candidates {
                 marked[p as usize] = false;
             }
         }
         // Name each class by its smallest state.
         let mut first: FastMap<u32, u32> = FastMap::default();
-        Some(
+        Ok(Some(
             (0..n as u32)
                 .map(|s| *first.entry(class[s as usize]).or_insert(s))
                 .collect(),
-        )
+        ))
     }
 
     #[inline]
@@ -263,28 +271,69 @@ impl LexemeDfa {
     /// first mask that reaches the lexeme, where a DFA of thousands of
     /// states (a `maxLength` with a `pattern`) cost that mask 10-30 ms.
     /// Small DFAs keep them lazy: they are cheap and many are never walked.
-    pub fn prepare_walks(&self, trie: &TokenTrie) {
-        if self.num_states() >= EAGER_WALK_ANALYSIS_STATES {
-            self.safe_groups(trie);
-            self.char_safe_groups(trie);
-            self.token_class(0, trie.max_len());
+    /// An error once `deadline` passes (what was not computed then is
+    /// computed on first use).
+    pub fn prepare_walks(&self, trie: &TokenTrie, deadline: &Deadline) -> Result<()> {
+        if self.num_states() < EAGER_WALK_ANALYSIS_STATES {
+            return Ok(());
         }
+        let mut meter = deadline.meter();
+        for by_char in [false, true] {
+            let (cell, weights) = self.safe_cell(trie, by_char);
+            if cell.get().is_none() {
+                let steps = GroupSteps::new(self, by_char, &mut meter)?;
+                let _ = cell.set(SafeGroups::new(
+                    &steps,
+                    trie.max_len(),
+                    weights,
+                    &mut meter,
+                )?);
+            }
+        }
+        if self.counting
+            && self.num_states() >= TOKEN_CLASS_MIN_STATES
+            && self.token_classes.get().is_none()
+        {
+            let _ = self
+                .token_classes
+                .set(self.refine(trie.max_len(), &mut meter)?);
+        }
+        Ok(())
+    }
+
+    /// The cell of the safe groups by bytes or by characters, and the
+    /// trie's weights of those groups.
+    fn safe_cell<'t>(
+        &self,
+        trie: &'t TokenTrie,
+        by_char: bool,
+    ) -> (&OnceLock<SafeGroups>, &'t [u32; 64]) {
+        if by_char {
+            (&self.char_safe, trie.char_group_weights())
+        } else {
+            (&self.safe, trie.group_weights())
+        }
+    }
+
+    /// The safe groups by bytes or characters, computed on first use
+    /// (without a deadline: a mask's work is bounded by its own budget).
+    fn safe_groups_of(&self, trie: &TokenTrie, by_char: bool) -> &SafeGroups {
+        let (cell, weights) = self.safe_cell(trie, by_char);
+        cell.get_or_init(|| {
+            let mut meter = Deadline::none().meter();
+            let steps = GroupSteps::new(self, by_char, &mut meter).expect("no deadline");
+            SafeGroups::new(&steps, trie.max_len(), weights, &mut meter).expect("no deadline")
+        })
     }
 
     /// See [`SafeGroups`] (for the trie's groups and heights).
     pub fn safe_groups(&self, trie: &TokenTrie) -> &SafeGroups {
-        self.safe.get_or_init(|| {
-            let steps = GroupSteps::new(self, false);
-            SafeGroups::new(&steps, trie.max_len(), trie.group_weights())
-        })
+        self.safe_groups_of(trie, false)
     }
 
     /// See [`SafeGroups`], by characters.
     pub fn char_safe_groups(&self, trie: &TokenTrie) -> &SafeGroups {
-        self.char_safe.get_or_init(|| {
-            let steps = GroupSteps::new(self, true);
-            SafeGroups::new(&steps, trie.max_len(), trie.char_group_weights())
-        })
+        self.safe_groups_of(trie, true)
     }
 
     /// Every string below trie node `i` can be read from `state` (which
@@ -861,8 +910,9 @@ fn too_large(hir: &Hir, what: &str, e: &dyn std::fmt::Display) -> Error {
 /// minimization.
 pub fn table_from_hir(hir: &Hir, limits: &DfaLimits) -> Result<Table> {
     let nfa = thompson_nfa(hir, limits)?;
+    limits.deadline.check()?;
     match determinize::determinize(&nfa, limits) {
-        Ok(t) => Ok(minimize(&t)),
+        Ok(t) => minimize(&t, &limits.deadline),
         Err(determinize::Stop::Deadline(e)) => Err(e),
         Err(determinize::Stop::TooLarge(n)) => {
             Err(too_large(hir, "DFA", &format!("over {n} bytes")))
@@ -1122,13 +1172,14 @@ struct GroupSteps {
 }
 
 impl GroupSteps {
-    fn new(dfa: &LexemeDfa, by_char: bool) -> GroupSteps {
+    fn new(dfa: &LexemeDfa, by_char: bool, meter: &mut Meter) -> Result<GroupSteps> {
         let n = dfa.num_states();
         let by_class = ClassBytes::new(&dfa.classes, dfa.num_classes);
         let mut live = Vec::with_capacity(n);
         let mut start = Vec::with_capacity(n + 1);
         let mut to = Vec::new();
         for s in 0..n {
+            meter.step(4 * dfa.num_classes)?;
             start.push(to.len() as u32);
             live.push(by_class.group_steps(s as u32, &dfa.trans, by_char, &mut to));
             // Most groups first: they are the ones worth keeping (see
@@ -1136,7 +1187,7 @@ impl GroupSteps {
             to[start[s] as usize..].sort_by_key(|&(t, g)| (std::cmp::Reverse(g.count_ones()), t));
         }
         start.push(to.len() as u32);
-        GroupSteps { live, start, to }
+        Ok(GroupSteps { live, start, to })
     }
 }
 
@@ -1165,8 +1216,14 @@ impl SafeGroups {
     /// Round `h` computes `S_h` from `S_{h-1}`; only the states a changed
     /// state leads to from are computed again (a counting automaton
     /// changes one layer of states per round).
-    fn new(steps: &GroupSteps, horizon: usize, weights: &[u32; 64]) -> SafeGroups {
+    fn new(
+        steps: &GroupSteps,
+        horizon: usize,
+        weights: &[u32; 64],
+        meter: &mut Meter,
+    ) -> Result<SafeGroups> {
         let n = steps.live.len();
+        meter.step(2 * steps.to.len())?;
         let targets = |s: usize| &steps.to[steps.start[s] as usize..steps.start[s + 1] as usize];
         // Who leads to each state.
         let preds = Adjacency::new(
@@ -1182,6 +1239,7 @@ impl SafeGroups {
             updates.clear();
             for &s in &candidates {
                 let s = s as usize;
+                meter.step(1 + 2 * targets(s).len())?;
                 let g = Self::solve(steps.live[s], targets(s), &cur, weights);
                 if g != cur[s] {
                     updates.push((s as u32, g));
@@ -1193,6 +1251,7 @@ impl SafeGroups {
             candidates.clear();
             for &(s, g) in &updates {
                 let s = s as usize;
+                meter.step(1 + preds.of(s).len())?;
                 per_state[s].push(((h - 1) as u16, cur[s]));
                 cur[s] = g;
                 for &p in preds.of(s) {
@@ -1214,7 +1273,7 @@ impl SafeGroups {
             steps.push((u16::MAX, cur[s]));
         }
         start.push(steps.len() as u32);
-        SafeGroups { steps, start }
+        Ok(SafeGroups { steps, start })
     }
 
     /// A set `G` within `live` such that `G ⊆ prev[t]` for every `(t, m)`
@@ -1576,7 +1635,9 @@ mod tests {
                 LexemeDfa::from_table(&table_from_hir(&to_hir(e), &DfaLimits::default()).unwrap());
             for horizon in [1, 2, 5, 17, 200] {
                 assert_eq!(
-                    d.refine(horizon).unwrap(),
+                    d.refine(horizon, &mut Deadline::none().meter())
+                        .unwrap()
+                        .unwrap(),
                     naive_token_classes(&d, horizon),
                     "horizon {horizon}"
                 );
