@@ -9,7 +9,8 @@
 #   scripts/soak.sh --quick    # 100,000 tokens over 12 schemas (CI, ~15 s)
 #   scripts/soak.sh [--quick] EXTRA...   # more options for cgram-bench soak
 #
-# MaskBench: $CGRAM_MASKBENCH, else ../shared/data/maskbench-dev. Fails if
+# MaskBench: $CGRAM_MASKBENCH, else ../shared/data/maskbench-dev. The
+# schema outputs go to $CGRAM_SOAK_DUMP when set (kept). Fails if
 # the soak finds a broken invariant, an output that does not parse, resident
 # memory that grew past its tolerance after the warm-up, or an output that
 # does not validate.
@@ -38,8 +39,11 @@ if ! python3 -c "import jsonschema" 2>/dev/null; then
 fi
 
 cargo build --release --quiet --bin cgram-bench
-dump="$(mktemp --suffix=.jsonl)"
-trap 'rm -f "$dump"' EXIT
+dump="${CGRAM_SOAK_DUMP:-}"   # where to keep the outputs; a temporary file by default
+if [ -z "$dump" ]; then
+  dump="$(mktemp --suffix=.jsonl)"
+  trap 'rm -f "$dump"' EXIT
+fi
 cmd=(target/release/cgram-bench soak --tokenizer "$tokenizer" --schemas "$maskbench"
   --gbnf "$gbnf/arithmetic.gbnf" --gbnf "$gbnf/list.gbnf" --gbnf "$gbnf/c.gbnf"
   --gbnf-json "$gbnf/json.gbnf" --gbnf-json "$gbnf/json_arr.gbnf"
