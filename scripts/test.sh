@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# All the tests: formatting, lints, the Rust test suite (release), then the
-# C examples built with CMake from the installed package (scripts/demo.sh),
-# a pkg-config build, cgram in real llama.cpp (scripts/llama-demo.sh) and an
-# unmodified llama-server with cgram's drop-in, driven by the openai client
+# All the tests: formatting, lints, the Rust test suite (release), the
+# quick soak (scripts/soak.sh --quick: 100,000 tokens through the C API,
+# outputs validated, resident memory flat), then the C examples built with
+# CMake from the installed package (scripts/demo.sh), a pkg-config build,
+# cgram in real llama.cpp (scripts/llama-demo.sh) and an unmodified
+# llama-server with cgram's drop-in, driven by the openai client
 # (scripts/llama-server-e2e.sh), then the reliability checks of RELIABILITY.md:
 # sanitizers, leak checking, threads and the bad-input matrix in C
 # (scripts/sanitize.sh) and a short run of every fuzz target
@@ -45,6 +47,7 @@ stage tokenizers scripts/fetch-tokenizers.sh
 stage fmt cargo fmt --check
 stage clippy cargo clippy --all-targets -- -D warnings
 stage cargo-test cargo test --release
+stage soak scripts/soak.sh --quick
 stage c-examples scripts/demo.sh
 stage pkg-config pkg_config_build
 stage llama scripts/llama-demo.sh --quick

@@ -6,11 +6,16 @@
 //! cgram-bench maskbench --tokenizer tokenizer.json [--limit N] [--every K] [--filter PREFIX]
 //!             [--compact] [--strict] [--verbose] [--per-file OUT.tsv] [--cpu-clock] [--top N] DIR
 //! cgram-bench replay --tokenizer tokenizer.json [--test I] [--token N] [--repeat R] [--cpu-clock] FILE
+//! cgram-bench soak --tokenizer tokenizer.json [--schemas DIR] [--pool N] [--gbnf G]... [--gbnf-json G]...
+//!             [--tokens N] [--seed S] [--max-output N] [--rows N] [--warmup-percent P]
+//!             [--tolerance-mb M] [--tolerance-percent P] [--cache-budget BYTES]
+//!             [--vocab-every N] [--dump OUT.jsonl]
 //! ```
 //!
 //! `maskbench` runs a MaskBench-format directory (see [`maskbench`]);
 //! `replay` times one file's compile and masks again and again with empty
-//! vocabulary caches (see [`replay`]);
+//! vocabulary caches (see [`replay`]); `soak` is a long run through the C
+//! API over many grammars with resident memory sampled (see [`soak`]);
 //! `--batch-threads N` also times `cg_fill_masks` over a batch of matchers
 //! with 1 and with N threads (see [`batch`]). With `--trigger-word` or
 //! `--trigger-pattern`, the matchers are lazy (llama.cpp's tool-call
@@ -34,13 +39,15 @@ use cgram::trigger::{TriggerSpec, Triggers};
 use cgram::{CompileOptions, Kind, Matcher, Vocab};
 
 mod batch;
+mod heap;
 mod maskbench;
 mod pyjson;
 mod replay;
+mod soak;
 
 fn usage() -> ! {
     eprintln!(
-        "usage: cgram-bench gbnf --tokenizer T.json --grammar G.gbnf [--root NAME] [--repeat N] [--batch-threads N] [--trigger-word W]... [--trigger-pattern P]... TEXT_FILE...\n       cgram-bench maskbench --tokenizer T.json [--limit N] [--every K] [--filter PREFIX] [--compact] [--strict] [--verbose] [--per-file OUT.tsv] [--cpu-clock] [--top N] [--max-mask-steps N] DIR\n       cgram-bench replay --tokenizer T.json [--test I] [--token N] [--repeat R] [--cpu-clock] FILE"
+        "usage: cgram-bench gbnf --tokenizer T.json --grammar G.gbnf [--root NAME] [--repeat N] [--batch-threads N] [--trigger-word W]... [--trigger-pattern P]... TEXT_FILE...\n       cgram-bench maskbench --tokenizer T.json [--limit N] [--every K] [--filter PREFIX] [--compact] [--strict] [--verbose] [--per-file OUT.tsv] [--cpu-clock] [--top N] [--max-mask-steps N] DIR\n       cgram-bench replay --tokenizer T.json [--test I] [--token N] [--repeat R] [--cpu-clock] FILE\n       cgram-bench soak --tokenizer T.json [--schemas DIR] [--pool N] [--gbnf G]... [--gbnf-json G]... [--tokens N] [--seed S] [--max-output N] [--rows N] [--warmup-percent P] [--tolerance-mb M] [--tolerance-percent P] [--cache-budget BYTES] [--vocab-every N] [--dump OUT.jsonl]"
     );
     std::process::exit(2)
 }
@@ -157,6 +164,36 @@ fn replay_main(args: &[String]) {
     replay::run(&opts);
 }
 
+fn soak_main(args: &[String]) {
+    let mut opts = soak::Options::default();
+    let mut i = 0;
+    while i < args.len() {
+        match args[i].as_str() {
+            "--tokenizer" => opts.tokenizer = text_after(args, i).into(),
+            "--schemas" => opts.schemas = Some(text_after(args, i).into()),
+            "--pool" => opts.pool = number_after(args, i),
+            "--gbnf" => opts.gbnf.push(text_after(args, i).into()),
+            "--gbnf-json" => opts.gbnf_json.push(text_after(args, i).into()),
+            "--tokens" => opts.tokens = number_after(args, i),
+            "--seed" => opts.seed = number_after(args, i),
+            "--max-output" => opts.max_output = number_after(args, i),
+            "--rows" => opts.rows = number_after(args, i),
+            "--warmup-percent" => opts.warmup_percent = number_after(args, i),
+            "--tolerance-mb" => opts.tolerance_mb = number_after(args, i),
+            "--tolerance-percent" => opts.tolerance_percent = number_after(args, i),
+            "--cache-budget" => opts.cache_budget = number_after(args, i),
+            "--vocab-every" => opts.vocab_every = number_after(args, i),
+            "--dump" => opts.dump = Some(text_after(args, i).into()),
+            _ => usage(),
+        }
+        i += 2;
+    }
+    if opts.tokenizer.as_os_str().is_empty() || opts.max_output == 0 {
+        usage();
+    }
+    std::process::exit(soak::run(&opts));
+}
+
 /// Microseconds on a clock: the thread's CPU time with `cpu` (what a
 /// shared, noisy machine does not inflate by preempting the thread; each
 /// reading is a system call), else monotonic wall time.
@@ -207,6 +244,7 @@ fn main() {
         Some("gbnf") => {}
         Some("maskbench") => return maskbench_main(&args[1..]),
         Some("replay") => return replay_main(&args[1..]),
+        Some("soak") => return soak_main(&args[1..]),
         _ => usage(),
     }
     let mut tokenizer = None;

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The soak (issue 17, "Long runs"): `cgram-bench soak` through the C API
+# with the Llama 3 tokenizer, MaskBench schemas, any JSON, llama.cpp's GBNF
+# examples, regexes and a lazy tool-call grammar; then every completed
+# schema output is validated with Python's jsonschema
+# (scripts/soak_validate.py).
+#
+#   scripts/soak.sh            # 1,000,000 tokens over 200 schemas (about a minute)
+#   scripts/soak.sh --quick    # 100,000 tokens over 12 schemas (CI, ~15 s)
+#   scripts/soak.sh [--quick] EXTRA...   # more options for cgram-bench soak
+#
+# MaskBench: $CGRAM_MASKBENCH, else ../shared/data/maskbench-dev. The
+# schema outputs go to $CGRAM_SOAK_DUMP when set (kept). Fails if
+# the soak finds a broken invariant, an output that does not parse, resident
+# memory that grew past its tolerance after the warm-up, or an output that
+# does not validate.
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+args=(--tokens 1000000 --pool 200)
+if [ "${1:-}" = --quick ]; then
+  shift
+  args=(--tokens 100000 --pool 12 --warmup-percent 20)
+fi
+
+maskbench="${CGRAM_MASKBENCH:-$root/../shared/data/maskbench-dev}"
+[ -d "$maskbench" ] || { echo "soak.sh: no MaskBench directory at $maskbench (set CGRAM_MASKBENCH)" >&2; exit 1; }
+gbnf="$root/tests/data/llamacpp-grammar/gbnf"
+tokenizer="${CGRAM_CACHE:-$root/.cache}/tokenizers/llama3/tokenizer.json"
+[ -f "$tokenizer" ] || scripts/fetch-tokenizers.sh
+
+if ! python3 -c "import jsonschema" 2>/dev/null; then
+  echo "installing the Python package jsonschema"
+  user=--user
+  if python3 -c 'import sys; sys.exit(sys.prefix == sys.base_prefix)'; then user=; fi
+  python3 -m pip install $user --quiet --disable-pip-version-check jsonschema 2>/dev/null ||
+    PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install $user --quiet --disable-pip-version-check jsonschema
+fi
+
+cargo build --release --quiet --bin cgram-bench
+dump="${CGRAM_SOAK_DUMP:-}"   # where to keep the outputs; a temporary file by default
+if [ -z "$dump" ]; then
+  dump="$(mktemp --suffix=.jsonl)"
+  trap 'rm -f "$dump"' EXIT
+fi
+cmd=(target/release/cgram-bench soak --tokenizer "$tokenizer" --schemas "$maskbench"
+  --gbnf "$gbnf/arithmetic.gbnf" --gbnf "$gbnf/list.gbnf" --gbnf "$gbnf/c.gbnf"
+  --gbnf-json "$gbnf/json.gbnf" --gbnf-json "$gbnf/json_arr.gbnf"
+  "${args[@]}" --dump "$dump" "$@")
+echo "${cmd[*]}"
+status=0
+"${cmd[@]}" || status=$?
+python3 scripts/soak_validate.py "$dump" || status=1
+exit $status
