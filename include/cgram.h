@@ -480,7 +480,9 @@ void cg_compile_options_init(struct cg_compile_options *options);
  * Returns a new grammar that the caller frees with `cg_free`, or NULL on
  * error with `cg_last_error` saying why: `CG_ERR_INVALID_ARGUMENT` (NULL
  * pointers, bad options, source not UTF-8: the message gives the byte
- * offset), `CG_ERR_PARSE` (with the position), `CG_ERR_UNSUPPORTED`,
+ * offset; also a source that matches no string at all, such as an
+ * unsatisfiable schema), `CG_ERR_PARSE` (with the position),
+ * `CG_ERR_UNSUPPORTED`,
  * `CG_ERR_LIMIT` (a limit of `cg_compile_options` or one of the fixed
  * ones the README lists; the message names it and its value). The source,
  * the options and `root` are only read during
