@@ -9,7 +9,8 @@
 #   scripts/soak.sh --quick    # 100,000 tokens over 12 schemas (CI, ~15 s)
 #   scripts/soak.sh [--quick] EXTRA...   # more options for cgram-bench soak
 #
-# MaskBench: $CGRAM_MASKBENCH, else ../shared/data/maskbench-dev. The
+# MaskBench: $CGRAM_MASKBENCH, else ../shared/data/maskbench-dev next to
+# the checkout, else /work/shared/data/maskbench-dev. The
 # schema outputs go to $CGRAM_SOAK_DUMP when set (kept). Fails if
 # the soak finds a broken invariant, an output that does not parse, resident
 # memory that grew past its tolerance after the warm-up, or an output that
@@ -24,8 +25,15 @@ if [ "${1:-}" = --quick ]; then
   args=(--tokens 100000 --pool 12 --warmup-percent 20)
 fi
 
-maskbench="${CGRAM_MASKBENCH:-$root/../shared/data/maskbench-dev}"
-[ -d "$maskbench" ] || { echo "soak.sh: no MaskBench directory at $maskbench (set CGRAM_MASKBENCH)" >&2; exit 1; }
+# MaskBench: where the shared data sits next to the checkout, or on this
+# machine's shared folder.
+maskbench="${CGRAM_MASKBENCH:-}"
+if [ -z "$maskbench" ]; then
+  for d in "$root/../shared/data/maskbench-dev" /work/shared/data/maskbench-dev; do
+    [ -d "$d" ] && { maskbench="$d"; break; }
+  done
+fi
+[ -d "$maskbench" ] || { echo "soak.sh: no MaskBench directory (looked in ../shared/data/maskbench-dev and /work/shared/data/maskbench-dev; set CGRAM_MASKBENCH)" >&2; exit 1; }
 gbnf="$root/tests/data/llamacpp-grammar/gbnf"
 tokenizer="${CGRAM_CACHE:-$root/.cache}/tokenizers/llama3/tokenizer.json"
 [ -f "$tokenizer" ] || scripts/fetch-tokenizers.sh

@@ -1,7 +1,8 @@
 //! A short soak: `cgram-bench soak` (src/bin/cgram-bench/soak.rs) for
 //! 20,000 tokens with the real Llama 3 tokenizer over any JSON, llama.cpp's
 //! json.gbnf and list.gbnf, the soak's regexes and lazy tool-call grammar,
-//! and 4 MaskBench schemas when the shared data is next to the checkout.
+//! and 4 MaskBench schemas when the shared data is next to the checkout
+//! (or in /work/shared).
 //! The run must exit 0 (no broken invariant, every completed output
 //! checked, resident memory within the tolerance after the warm-up) and
 //! must have completed and checked outputs of every kind. The long runs
@@ -35,8 +36,13 @@ fn short_soak_passes_and_checks_every_kind() {
         .arg("--gbnf")
         .arg(gbnf.join("list.gbnf"))
         .args(["--tokens", "20000", "--rows", "4", "--warmup-percent", "25"]);
-    let maskbench = common::manifest_dir().join("../shared/data/maskbench-dev");
-    if maskbench.is_dir() {
+    let maskbench = [
+        common::manifest_dir().join("../shared/data/maskbench-dev"),
+        std::path::PathBuf::from("/work/shared/data/maskbench-dev"),
+    ]
+    .into_iter()
+    .find(|d| d.is_dir());
+    if let Some(maskbench) = maskbench {
         cmd.arg("--schemas").arg(&maskbench).args(["--pool", "4"]);
     }
     let out = cmd.output().expect("running cgram-bench");
