@@ -1,6 +1,9 @@
 //! Lists of neighbours of nodes `0..n` in one array (compressed rows): the
 //! predecessors of DFA states, the dependents of a fixpoint's nodes.
 
+use crate::error::Result;
+use crate::limits::{Deadline, Meter};
+
 /// The lists of `0..n`: those of `x` are `to[start[x]..start[x + 1]]`.
 pub(crate) struct Adjacency {
     start: Vec<u32>,
@@ -11,8 +14,19 @@ impl Adjacency {
     /// From `(from, to)` pairs, each list in the pairs' order. The pairs
     /// are read twice (counted, then placed), so no list of them is built.
     pub(crate) fn new(n: usize, links: impl Iterator<Item = (u32, u32)> + Clone) -> Adjacency {
+        Self::new_metered(n, links, &mut Deadline::none().meter()).expect("no deadline")
+    }
+
+    /// [`Adjacency::new`], counting each pair read with `meter` (an error
+    /// once its deadline passes).
+    pub(crate) fn new_metered(
+        n: usize,
+        links: impl Iterator<Item = (u32, u32)> + Clone,
+        meter: &mut Meter,
+    ) -> Result<Adjacency> {
         let mut start = vec![0u32; n + 1];
         for (f, _) in links.clone() {
+            meter.step(1)?;
             start[f as usize + 1] += 1;
         }
         for i in 0..n {
@@ -21,10 +35,11 @@ impl Adjacency {
         let mut fill = start.clone();
         let mut to = vec![0u32; start[n] as usize];
         for (f, t) in links {
+            meter.step(1)?;
             to[fill[f as usize] as usize] = t;
             fill[f as usize] += 1;
         }
-        Adjacency { start, to }
+        Ok(Adjacency { start, to })
     }
 
     /// The list of `x`.

@@ -849,7 +849,7 @@ pub fn compile(
                 crate::json_schema::to_grammar(text, &json_options(options), &deadline)?
             }
             Kind::AnyJson => crate::json_schema::any_json_grammar(&json_options(options))?,
-            Kind::Regex => crate::regex::regex_grammar(text)?,
+            Kind::Regex => crate::regex::regex_grammar(text, &deadline)?,
         };
         deadline.check()?;
         let ir_options = IrOptions {

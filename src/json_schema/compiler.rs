@@ -694,7 +694,8 @@ impl<'a> Compiler<'a> {
             let Value::String(p) = p else {
                 return Err(bad("pattern", ptr, "not a string"));
             };
-            let e = crate::regex::to_expr(p, crate::regex::Anchoring::Search)
+            let e = self
+                .pattern_expr(p)
                 .map_err(|e| kw_err(e.kind(), "pattern", ptr, e.message()))?;
             parts.push(e);
         }
@@ -824,7 +825,7 @@ impl<'a> Compiler<'a> {
                 return Err(bad("patternProperties", ptr, "not an object"));
             };
             for (p, _) in pp {
-                let e = crate::regex::to_expr(p, crate::regex::Anchoring::Search).map_err(|e| {
+                let e = self.pattern_expr(p).map_err(|e| {
                     kw_err(
                         e.kind(),
                         "patternProperties",
@@ -1046,6 +1047,16 @@ impl<'a> Compiler<'a> {
 
     fn check_time(&self) -> Result<()> {
         self.deadline.check()
+    }
+
+    /// The strings a `pattern` matches somewhere in (translated within the
+    /// compilation's deadline).
+    fn pattern_expr(&self, pattern: &str) -> Result<Expr> {
+        let options = crate::regex::RegexOptions {
+            deadline: self.deadline,
+            ..crate::regex::RegexOptions::default()
+        };
+        crate::regex::to_expr_with(pattern, crate::regex::Anchoring::Search, options)
     }
 
     fn new_rule(&mut self, name: String) -> Result<RuleId> {

@@ -64,6 +64,7 @@ mod unicode;
 
 use crate::error::{ErrorKind, Result};
 use crate::ir::Expr;
+use crate::limits::Deadline;
 
 pub use parser::{Node, MAX_NESTING, MAX_PATTERN_LEN, MAX_REPEAT_PRODUCT};
 pub use translate::MAX_EXPR_SIZE;
@@ -84,12 +85,16 @@ pub struct RegexOptions {
     /// Retry a pattern that the `u` grammar rejects with the legacy (Annex
     /// B) grammar, keeping code point semantics. On by default.
     pub legacy_fallback: bool,
+    /// When the translation gives up (the compilation's `max_compile_ms`);
+    /// none by default.
+    pub deadline: Deadline,
 }
 
 impl Default for RegexOptions {
     fn default() -> Self {
         RegexOptions {
             legacy_fallback: true,
+            deadline: Deadline::none(),
         }
     }
 }
@@ -119,7 +124,7 @@ pub fn to_expr_with(pattern: &str, anchoring: Anchoring, options: RegexOptions) 
         Anchoring::Search => (expr::any_star(), expr::any_star()),
         Anchoring::Full => (Expr::Empty, Expr::Empty),
     };
-    translate::translate(&node, prefix, suffix)
+    translate::translate(&node, prefix, suffix, &options.deadline)
 }
 
 /// Parses a pattern in the ECMAScript dialect of C++'s `std::regex`
@@ -132,8 +137,9 @@ pub fn parse_std_regex(pattern: &str) -> Result<Node> {
 
 /// The strings in which `node` matches somewhere (what `std::regex_search`
 /// and `RegExp.prototype.test` decide), as a regular IR expression.
-pub fn search_language(node: &Node) -> Result<Expr> {
-    translate::translate(node, expr::any_star(), expr::any_star())
+/// An error once `deadline` passes.
+pub fn search_language(node: &Node, deadline: &Deadline) -> Result<Expr> {
+    translate::translate(node, expr::any_star(), expr::any_star(), deadline)
 }
 
 /// Whether a regular expression (no references) matches `s`, by
@@ -164,9 +170,14 @@ pub fn has_boolean(e: &Expr) -> bool {
     found
 }
 
-/// The grammar of `CG_KIND_REGEX`: the whole output matches `pattern`.
-pub fn regex_grammar(pattern: &str) -> Result<crate::ir::Grammar> {
-    let expr = to_expr(pattern, Anchoring::Full)?;
+/// The grammar of `CG_KIND_REGEX`: the whole output matches `pattern`. An
+/// error once `deadline` passes.
+pub fn regex_grammar(pattern: &str, deadline: &Deadline) -> Result<crate::ir::Grammar> {
+    let options = RegexOptions {
+        deadline: *deadline,
+        ..RegexOptions::default()
+    };
+    let expr = to_expr_with(pattern, Anchoring::Full, options)?;
     let boolean = has_boolean(&expr);
     let mut b = crate::ir::GrammarBuilder::new();
     let root = b.add_rule("root");

@@ -44,6 +44,7 @@ use super::parser::Node;
 use super::unicode;
 use crate::error::{Error, Result};
 use crate::ir::{CharClass, Expr};
+use crate::limits::Deadline;
 
 /// Largest expression (in IR nodes) a translation may build.
 pub const MAX_EXPR_SIZE: usize = 200_000;
@@ -72,7 +73,7 @@ fn check_size(e: &Expr) -> Result<()> {
 /// The language of a whole parsed pattern: `prefix` and `suffix` are the
 /// languages around the match (`Σ*` for a search, `ε` for a full match).
 /// Capturing groups ([`Node::Group`]) are read as their contents.
-pub(crate) fn translate(node: &Node, prefix: Expr, suffix: Expr) -> Result<Expr> {
+pub(crate) fn translate(node: &Node, prefix: Expr, suffix: Expr, d: &Deadline) -> Result<Expr> {
     let stripped;
     let node = if node.has_groups() {
         stripped = node.without_groups();
@@ -80,8 +81,8 @@ pub(crate) fn translate(node: &Node, prefix: Expr, suffix: Expr) -> Result<Expr>
     } else {
         node
     };
-    let p = lower(node)?;
-    let e = t(&p, prefix, suffix)?;
+    let p = lower(node, d)?;
+    let e = t(&p, prefix, suffix, d)?;
     check_size(&e)?;
     Ok(e)
 }
@@ -288,7 +289,8 @@ fn size_of(l: &Lang) -> usize {
     }
 }
 
-fn matrix(n: &Node, l: &Local) -> Result<Lang> {
+fn matrix(n: &Node, l: &Local, d: &Deadline) -> Result<Lang> {
+    d.check()?;
     if !has_assert(n) {
         return Ok(Lang::U(plain(n)));
     }
@@ -322,17 +324,17 @@ fn matrix(n: &Node, l: &Local) -> Result<Lang> {
             for part in parts {
                 let m = match part {
                     Part::Plain(e) => Lang::U(e),
-                    Part::Node(n) => matrix(n, l)?,
+                    Part::Node(n) => matrix(n, l, d)?,
                 };
                 acc = Some(match acc.take() {
                     None => m,
-                    Some(a) => compose(&a, &m, l)?,
+                    Some(a) => compose(&a, &m, l, d)?,
                 });
             }
             acc.unwrap_or(Lang::U(Expr::Empty))
         }
         Node::Alt(v) => {
-            let ms: Vec<Lang> = v.iter().map(|x| matrix(x, l)).collect::<Result<_>>()?;
+            let ms: Vec<Lang> = v.iter().map(|x| matrix(x, l, d)).collect::<Result<_>>()?;
             let mut out = Vec::with_capacity(np * nn);
             for a in 0..np {
                 for b in 0..nn {
@@ -344,8 +346,8 @@ fn matrix(n: &Node, l: &Local) -> Result<Lang> {
         Node::Repeat {
             node, min, max, at, ..
         } => {
-            let body = matrix(node, l)?;
-            closure(&body, *min, *max, *at, l)?
+            let body = matrix(node, l, d)?;
+            closure(&body, *min, *max, *at, l, d)?
         }
         Node::Look { .. } | Node::Empty | Node::Char(_) | Node::Group { .. } => unreachable!(),
     };
@@ -452,7 +454,7 @@ fn seq_parts(items: &[Node]) -> Option<Vec<Part<'_>>> {
 /// `m`, the context at `m` is read off `v1`'s last character (or the outer
 /// left context when `v1` is empty) and `v2`'s first character (or the
 /// outer right context when `v2` is empty).
-fn compose(x: &Lang, y: &Lang, l: &Local) -> Result<Lang> {
+fn compose(x: &Lang, y: &Lang, l: &Local, d: &Deadline) -> Result<Lang> {
     if let (Lang::U(a), Lang::U(b)) = (x, y) {
         return Ok(Lang::U(seq(vec![a.clone(), b.clone()])));
     }
@@ -460,6 +462,19 @@ fn compose(x: &Lang, y: &Lang, l: &Local) -> Result<Lang> {
     let tp = l.trivial_p();
     let tq = l.trivial_q();
     let mut out = Vec::with_capacity(np * nn);
+    // The nodes of the terms built so far: past twice the limit the
+    // result cannot fit (alternatives only merge equal terms), and one
+    // composition of large operands builds many copies of them, so it
+    // stops here rather than after building them all.
+    let mut built = 0usize;
+    let mut add = |terms: &mut Vec<Expr>, e: Expr| -> Result<()> {
+        built += e.size();
+        if built > 2 * MAX_EXPR_SIZE {
+            return Err(too_large());
+        }
+        terms.push(e);
+        d.check()
+    };
     for a in 0..np {
         for b in 0..nn {
             let xab = x.get(l, a, b);
@@ -475,10 +490,10 @@ fn compose(x: &Lang, y: &Lang, l: &Local) -> Result<Lang> {
             let m13 = tp && yab.nullable() && y.get(l, l.pct[0], b).nullable();
             if m12 && !(m13 && *yab == Expr::Empty) {
                 // v1 = ε with either context after it: all of Y.
-                terms.push(yab.clone());
+                add(&mut terms, yab.clone())?;
                 done12 = true;
             } else if m13 {
-                terms.push(xab.clone());
+                add(&mut terms, xab.clone())?;
                 done13 = true;
             }
             if !done12 && !done13 && xab.nullable() && yab.nullable() {
@@ -487,14 +502,14 @@ fn compose(x: &Lang, y: &Lang, l: &Local) -> Result<Lang> {
             if !done12 {
                 for &q in &l.nct {
                     if x.get(l, a, q).nullable() {
-                        terms.push(restrict_first(yab, &l.class(l.nv[q])));
+                        add(&mut terms, restrict_first(yab, &l.class(l.nv[q])))?;
                     }
                 }
             }
             if !done13 {
                 for &p in &l.pct {
                     if y.get(l, p, b).nullable() {
-                        terms.push(restrict_last(xab, &l.class(l.pv[p])));
+                        add(&mut terms, restrict_last(xab, &l.class(l.pv[p])))?;
                     }
                 }
             }
@@ -505,10 +520,13 @@ fn compose(x: &Lang, y: &Lang, l: &Local) -> Result<Lang> {
                     if matches!(left, Expr::Nothing) || matches!(right, Expr::Nothing) {
                         continue;
                     }
-                    terms.push(seq(vec![
-                        restrict_last(left, &l.class(l.pv[p])),
-                        restrict_first(right, &l.class(l.nv[q])),
-                    ]));
+                    add(
+                        &mut terms,
+                        seq(vec![
+                            restrict_last(left, &l.class(l.pv[p])),
+                            restrict_first(right, &l.class(l.nv[q])),
+                        ]),
+                    )?;
                 }
             }
             out.push(alt(terms));
@@ -530,13 +548,20 @@ fn identity(l: &Local) -> Lang {
 /// which ECMA-262 refuses, never change the set of strings matched, so
 /// the closure is over non-empty iterations only; between two of them the
 /// context is a pair (kind of the last character, kind of the next one).
-fn closure(x: &Lang, min: u32, max: Option<u32>, at: usize, l: &Local) -> Result<Lang> {
+fn closure(
+    x: &Lang,
+    min: u32,
+    max: Option<u32>,
+    at: usize,
+    l: &Local,
+    d: &Deadline,
+) -> Result<Lang> {
     if let Lang::U(e) = x {
         return Ok(Lang::U(repeat(e.clone(), min, max)));
     }
     let mut mandatory = identity(l);
     for _ in 0..min {
-        mandatory = compose(&mandatory, x, l)?;
+        mandatory = compose(&mandatory, x, l, d)?;
     }
     if max == Some(min) {
         return Ok(mandatory);
@@ -623,7 +648,7 @@ fn closure(x: &Lang, min: u32, max: Option<u32>, at: usize, l: &Local) -> Result
         .collect();
     // Paths through any number (or at most k) of middle iterations.
     let sub_mids: Vec<Vec<Expr>> = match max {
-        None => kleene(&sub),
+        None => kleene(&sub, d)?,
         Some(m) => {
             let k = m - min;
             if k < 2 {
@@ -641,6 +666,7 @@ fn closure(x: &Lang, min: u32, max: Option<u32>, at: usize, l: &Local) -> Result
                     .collect();
                 let mut r = id.clone();
                 for _ in 0..k - 2 {
+                    d.check()?;
                     let mut nr = id.clone();
                     for i in 0..nl {
                         for j in 0..nl {
@@ -692,11 +718,11 @@ fn closure(x: &Lang, min: u32, max: Option<u32>, at: usize, l: &Local) -> Result
             tail.push(alt(terms));
         }
     }
-    compose(&mandatory, &Lang::M(tail), l)
+    compose(&mandatory, &Lang::M(tail), l, d)
 }
 
 /// Kleene closure `A*` of a square matrix of expressions.
-fn kleene(a: &[Vec<Expr>]) -> Vec<Vec<Expr>> {
+fn kleene(a: &[Vec<Expr>], d: &Deadline) -> Result<Vec<Vec<Expr>>> {
     let n = a.len();
     let mut r: Vec<Vec<Expr>> = a.to_vec();
     for k in 0..n {
@@ -707,6 +733,7 @@ fn kleene(a: &[Vec<Expr>]) -> Vec<Vec<Expr>> {
                 if matches!(r[i][k], Expr::Nothing) || matches!(r[k][j], Expr::Nothing) {
                     continue;
                 }
+                d.check()?;
                 nr[i][j] = alt(vec![
                     r[i][j].clone(),
                     seq(vec![r[i][k].clone(), s.clone(), r[k][j].clone()]),
@@ -714,11 +741,14 @@ fn kleene(a: &[Vec<Expr>]) -> Vec<Vec<Expr>> {
             }
         }
         r = nr;
+        if r.iter().flatten().map(Expr::size).sum::<usize>() > MAX_EXPR_SIZE {
+            return Err(too_large());
+        }
     }
     for (i, row) in r.iter_mut().enumerate() {
         row[i] = alt(vec![Expr::Empty, row[i].clone()]);
     }
-    r
+    Ok(r)
 }
 
 /// Alternatives of an expression (its operands if a union).
@@ -949,12 +979,13 @@ fn flatten_seq(items: Vec<P>) -> Vec<P> {
     out
 }
 
-fn lower(n: &Node) -> Result<P> {
+fn lower(n: &Node, d: &Deadline) -> Result<P> {
+    d.check()?;
     if !n.has_look() {
-        let mut d = Dims::default();
-        dims_of(n, &mut d);
-        let l = Local::new(d);
-        let m = matrix(n, &l)?;
+        let mut dims = Dims::default();
+        dims_of(n, &mut dims);
+        let l = Local::new(dims);
+        let m = matrix(n, &l, d)?;
         return Ok(to_p(m, &l, first_assert_at(n)));
     }
     Ok(match n {
@@ -964,19 +995,19 @@ fn lower(n: &Node) -> Result<P> {
             for it in items {
                 if it.has_look() {
                     if !run.is_empty() {
-                        out.push(lower(&Node::Seq(std::mem::take(&mut run)))?);
+                        out.push(lower(&Node::Seq(std::mem::take(&mut run)), d)?);
                     }
-                    out.push(lower(it)?);
+                    out.push(lower(it, d)?);
                 } else {
                     run.push(it.clone());
                 }
             }
             if !run.is_empty() {
-                out.push(lower(&Node::Seq(run))?);
+                out.push(lower(&Node::Seq(run), d)?);
             }
             P::Seq(out)
         }
-        Node::Alt(v) => P::Alt(v.iter().map(lower).collect::<Result<_>>()?),
+        Node::Alt(v) => P::Alt(v.iter().map(|x| lower(x, d)).collect::<Result<_>>()?),
         // Iterations of a body that reads nothing all test the same
         // position: ECMA-262 refuses empty iterations past the minimum, so
         // the loop is the body once (or nothing when the minimum is 0).
@@ -984,13 +1015,13 @@ fn lower(n: &Node) -> Result<P> {
             if *min == 0 {
                 P::Plain(Expr::Empty)
             } else {
-                lower(node)?
+                lower(node, d)?
             }
         }
         Node::Repeat {
             node, min, max, at, ..
         } => P::Rep {
-            body: Box::new(lower(node)?),
+            body: Box::new(lower(node, d)?),
             min: *min,
             max: *max,
             at: *at,
@@ -1000,7 +1031,7 @@ fn lower(n: &Node) -> Result<P> {
             negated,
             node,
             at,
-        } => lower_look(*behind, *negated, node, *at)?,
+        } => lower_look(*behind, *negated, node, *at, d)?,
         _ => unreachable!("nodes without lookarounds are handled above"),
     })
 }
@@ -1035,8 +1066,8 @@ fn first_assert_at(n: &Node) -> usize {
 /// A lookaround as conditions. The body's own prefix conditions at its
 /// start (for a lookahead) hold at the lookahead's position, so they are
 /// hoisted out; the rest of the body becomes the suffix language.
-fn lower_look(behind: bool, negated: bool, body: &Node, at: usize) -> Result<P> {
-    let pb = lower(body)?;
+fn lower_look(behind: bool, negated: bool, body: &Node, at: usize, d: &Deadline) -> Result<P> {
+    let pb = lower(body, d)?;
     // Branches: (conditions on the other side, the rest).
     let branches = if behind {
         split_edge(pb, false, at)?
@@ -1047,9 +1078,9 @@ fn lower_look(behind: bool, negated: bool, body: &Node, at: usize) -> Result<P> 
     for (hoisted, rest) in branches {
         let h = (!hoisted.is_empty()).then(|| Cond::and(&hoisted));
         let lang = if behind {
-            fwd(&flatten_seq(vec![rest.clone()]), any_star())?
+            fwd(&flatten_seq(vec![rest.clone()]), any_star(), d)?
         } else {
-            bwd(&flatten_seq(vec![rest.clone()]), any_star())?
+            bwd(&flatten_seq(vec![rest.clone()]), any_star(), d)?
         };
         // A lookaround of one character class only looks next door.
         let local = match to_plain(&rest) {
@@ -1193,17 +1224,18 @@ fn split_edge(p: P, front: bool, at: usize) -> Result<Vec<(Vec<Cond>, P)>> {
 
 /// The strings of a whole pattern `p` with `pfx` before it and `sfx`
 /// after it.
-fn t(p: &P, pfx: Expr, sfx: Expr) -> Result<Expr> {
+fn t(p: &P, pfx: Expr, sfx: Expr, d: &Deadline) -> Result<Expr> {
+    d.check()?;
     match p {
         P::Plain(e) => Ok(seq(vec![pfx, e.clone(), sfx])),
-        P::Seq(v) => t_seq(flatten_seq(v.clone()), pfx, sfx),
+        P::Seq(v) => t_seq(flatten_seq(v.clone()), pfx, sfx, d),
         P::Alt(v) => {
             let mut plains = Vec::new();
             let mut out = Vec::new();
             for x in v {
                 match to_plain(x) {
                     Some(e) => plains.push(e),
-                    None => out.push(t(x, pfx.clone(), sfx.clone())?),
+                    None => out.push(t(x, pfx.clone(), sfx.clone(), d)?),
                 }
             }
             if !plains.is_empty() {
@@ -1213,7 +1245,7 @@ fn t(p: &P, pfx: Expr, sfx: Expr) -> Result<Expr> {
             check_size(&e)?;
             Ok(e)
         }
-        other => t_seq(vec![other.clone()], pfx, sfx),
+        other => t_seq(vec![other.clone()], pfx, sfx, d),
     }
 }
 
@@ -1250,7 +1282,8 @@ fn resolve_local(items: Vec<P>) -> Vec<P> {
     items
 }
 
-fn t_seq(items: Vec<P>, pfx: Expr, sfx: Expr) -> Result<Expr> {
+fn t_seq(items: Vec<P>, pfx: Expr, sfx: Expr, d: &Deadline) -> Result<Expr> {
+    d.check()?;
     let mut items = resolve_local(flatten_seq(items));
     // Zero-width conditions at the same position commute: move prefix
     // conditions before suffix conditions (`(?!x)^` is `^(?!x)`).
@@ -1272,16 +1305,16 @@ fn t_seq(items: Vec<P>, pfx: Expr, sfx: Expr) -> Result<Expr> {
     let ks: Vec<(bool, bool)> = items.iter().map(kinds).collect();
     // Distribute over the first item that has both kinds of conditions.
     if let Some(i) = ks.iter().position(|&(a, b)| a && b) {
-        return distribute(&items, i, pfx, sfx);
+        return distribute(&items, i, pfx, sfx, d);
     }
     let last_lb = ks.iter().rposition(|k| k.0);
     let first_la = ks.iter().position(|k| k.1);
     match (last_lb, first_la) {
-        (None, _) => Ok(seq(vec![pfx, bwd(&items, sfx)?])),
-        (Some(_), None) => Ok(seq(vec![fwd(&items, pfx)?, sfx])),
+        (None, _) => Ok(seq(vec![pfx, bwd(&items, sfx, d)?])),
+        (Some(_), None) => Ok(seq(vec![fwd(&items, pfx, d)?, sfx])),
         (Some(l), Some(f)) if l < f => {
-            let left = fwd(&items[..=l], pfx)?;
-            let right = bwd(&items[l + 1..], sfx)?;
+            let left = fwd(&items[..=l], pfx, d)?;
+            let right = bwd(&items[l + 1..], sfx, d)?;
             let e = seq(vec![left, right]);
             check_size(&e)?;
             Ok(e)
@@ -1290,7 +1323,7 @@ fn t_seq(items: Vec<P>, pfx: Expr, sfx: Expr) -> Result<Expr> {
             // A suffix condition before a prefix condition: try splitting
             // an alternation between them into separate sequences.
             if let Some(i) = (f..=l).find(|&i| matches!(items[i], P::Alt(_))) {
-                return distribute(&items, i, pfx, sfx);
+                return distribute(&items, i, pfx, sfx, d);
             }
             Err(unsupported(
                 first_at(&items[f]),
@@ -1306,7 +1339,7 @@ fn t_seq(items: Vec<P>, pfx: Expr, sfx: Expr) -> Result<Expr> {
 
 /// `items` with item `i` (an alternation, or a bounded repetition written
 /// out as one) replaced by each of its branches in turn.
-fn distribute(items: &[P], i: usize, pfx: Expr, sfx: Expr) -> Result<Expr> {
+fn distribute(items: &[P], i: usize, pfx: Expr, sfx: Expr, d: &Deadline) -> Result<Expr> {
     let branches: Vec<P> = match &items[i] {
         P::Alt(v) => v.clone(),
         P::Rep {
@@ -1327,10 +1360,11 @@ fn distribute(items: &[P], i: usize, pfx: Expr, sfx: Expr) -> Result<Expr> {
     };
     let mut out = Vec::new();
     for b in branches {
+        d.check()?;
         let mut v: Vec<P> = items[..i].to_vec();
         v.push(b);
         v.extend(items[i + 1..].iter().cloned());
-        out.push(t_seq(v, pfx.clone(), sfx.clone())?);
+        out.push(t_seq(v, pfx.clone(), sfx.clone(), d)?);
         check_size(out.last().unwrap())?;
     }
     let e = alt(out);
@@ -1340,15 +1374,16 @@ fn distribute(items: &[P], i: usize, pfx: Expr, sfx: Expr) -> Result<Expr> {
 
 /// `acc` (the language of everything before) followed by `items`, whose
 /// prefix conditions constrain what came before them.
-fn fwd(items: &[P], acc: Expr) -> Result<Expr> {
+fn fwd(items: &[P], acc: Expr, d: &Deadline) -> Result<Expr> {
     let mut acc = acc;
     for it in items {
-        acc = fwd1(it, acc)?;
+        acc = fwd1(it, acc, d)?;
     }
     Ok(acc)
 }
 
-fn fwd1(p: &P, acc: Expr) -> Result<Expr> {
+fn fwd1(p: &P, acc: Expr, d: &Deadline) -> Result<Expr> {
+    d.check()?;
     Ok(match p {
         P::Plain(e) => seq(vec![acc, e.clone()]),
         P::Lb(c) => and(vec![acc, c.lang.clone()]),
@@ -1358,14 +1393,14 @@ fn fwd1(p: &P, acc: Expr) -> Result<Expr> {
                 format!("regex: misplaced suffix condition at offset {}", c.at),
             ))
         }
-        P::Seq(v) => fwd(&flatten_seq(v.clone()), acc)?,
+        P::Seq(v) => fwd(&flatten_seq(v.clone()), acc, d)?,
         P::Alt(v) => {
             let mut plains = Vec::new();
             let mut out = Vec::new();
             for x in v {
                 match to_plain(x) {
                     Some(e) => plains.push(e),
-                    None => out.push(fwd1(x, acc.clone())?),
+                    None => out.push(fwd1(x, acc.clone(), d)?),
                 }
             }
             if !plains.is_empty() {
@@ -1384,13 +1419,13 @@ fn fwd1(p: &P, acc: Expr) -> Result<Expr> {
                 None => acc = fwd_star(body, acc, *at)?,
                 Some(m) => {
                     for _ in 0..m - min {
-                        acc = alt(vec![acc.clone(), fwd1(body, acc)?]);
+                        acc = alt(vec![acc.clone(), fwd1(body, acc, d)?]);
                         check_size(&acc)?;
                     }
                 }
             }
             for _ in 0..*min {
-                acc = fwd1(body, acc)?;
+                acc = fwd1(body, acc, d)?;
                 check_size(&acc)?;
             }
             acc
@@ -1400,15 +1435,16 @@ fn fwd1(p: &P, acc: Expr) -> Result<Expr> {
 
 /// `items` followed by `acc` (the language of everything after), whose
 /// suffix conditions constrain what comes after them.
-fn bwd(items: &[P], acc: Expr) -> Result<Expr> {
+fn bwd(items: &[P], acc: Expr, d: &Deadline) -> Result<Expr> {
     let mut acc = acc;
     for it in items.iter().rev() {
-        acc = bwd1(it, acc)?;
+        acc = bwd1(it, acc, d)?;
     }
     Ok(acc)
 }
 
-fn bwd1(p: &P, acc: Expr) -> Result<Expr> {
+fn bwd1(p: &P, acc: Expr, d: &Deadline) -> Result<Expr> {
+    d.check()?;
     Ok(match p {
         P::Plain(e) => seq(vec![e.clone(), acc]),
         P::La(c) => and(vec![acc, c.lang.clone()]),
@@ -1418,14 +1454,14 @@ fn bwd1(p: &P, acc: Expr) -> Result<Expr> {
                 format!("regex: misplaced prefix condition at offset {}", c.at),
             ))
         }
-        P::Seq(v) => bwd(&flatten_seq(v.clone()), acc)?,
+        P::Seq(v) => bwd(&flatten_seq(v.clone()), acc, d)?,
         P::Alt(v) => {
             let mut plains = Vec::new();
             let mut out = Vec::new();
             for x in v {
                 match to_plain(x) {
                     Some(e) => plains.push(e),
-                    None => out.push(bwd1(x, acc.clone())?),
+                    None => out.push(bwd1(x, acc.clone(), d)?),
                 }
             }
             if !plains.is_empty() {
@@ -1442,13 +1478,13 @@ fn bwd1(p: &P, acc: Expr) -> Result<Expr> {
                 None => acc = bwd_star(body, acc, *at)?,
                 Some(m) => {
                     for _ in 0..m - min {
-                        acc = alt(vec![acc.clone(), bwd1(body, acc)?]);
+                        acc = alt(vec![acc.clone(), bwd1(body, acc, d)?]);
                         check_size(&acc)?;
                     }
                 }
             }
             for _ in 0..*min {
-                acc = bwd1(body, acc)?;
+                acc = bwd1(body, acc, d)?;
                 check_size(&acc)?;
             }
             acc

@@ -180,7 +180,7 @@ impl Triggers {
             };
             let at = |e: Error| e.context(format!("trigger {index} ({pattern:?})"));
             let node = crate::regex::parse_std_regex(&pattern).map_err(at)?;
-            let language = crate::regex::search_language(&node).map_err(at)?;
+            let language = crate::regex::search_language(&node, &limits.deadline).map_err(at)?;
             let dfa = vocab.lexemes.table(&language, &limits).map_err(at)?;
             let program = Program::new(&node).map_err(at)?;
             let whole_first = pattern.starts_with('^') && pattern.ends_with('$');

@@ -23,8 +23,7 @@ pub fn minimize(t: &Table, deadline: &Deadline) -> Result<Table> {
     let k = t.num_classes;
     let (row, edges) = live_edges(t, &mut meter)?;
     let out = |s: usize| &edges[row[s] as usize..row[s + 1] as usize];
-    let useful = useful_states(t, &row, &edges);
-    meter.step(2 * edges.len())?;
+    let useful = useful_states(t, &row, &edges, &mut meter)?;
     // Dense numbering of the useful states (the start is 0 when useful).
     let mut id = vec![DEAD; t.num_states()];
     let mut states: Vec<u32> = Vec::new();
@@ -50,6 +49,7 @@ pub fn minimize(t: &Table, deadline: &Deadline) -> Result<Table> {
     // each `class << 32 | source`.
     let mut inv_start = vec![0u32; n + 1];
     for &s in &states {
+        meter.step(1 + out(s as usize).len())?;
         for &(_, q) in out(s as usize) {
             if id[q as usize] != DEAD {
                 inv_start[id[q as usize] as usize + 1] += 1;
@@ -61,8 +61,8 @@ pub fn minimize(t: &Table, deadline: &Deadline) -> Result<Table> {
     }
     let mut fill = inv_start.clone();
     let mut inv = vec![0u64; inv_start[n] as usize];
-    meter.step(2 * edges.len())?;
     for (i, &s) in states.iter().enumerate() {
+        meter.step(1 + out(s as usize).len())?;
         for &(c, q) in out(s as usize) {
             let q = id[q as usize];
             if q != DEAD {
@@ -103,22 +103,24 @@ pub fn minimize(t: &Table, deadline: &Deadline) -> Result<Table> {
     let mut work: Vec<u32> = (0..start.len() as u32).collect();
     let mut touched: Vec<u32> = Vec::new();
     let mut entering: Vec<u64> = Vec::new();
+    let mut grouped: Vec<u64> = Vec::new();
+    let mut per_class: Vec<u32> = Vec::new();
 
     while let Some(b) = work.pop() {
         in_work[b as usize] = false;
         // Every transition into the splitter, grouped by class.
         entering.clear();
         for &q in &elems[start[b as usize] as usize..end[b as usize] as usize] {
-            entering.extend_from_slice(
-                &inv[inv_start[q as usize] as usize..inv_start[q as usize + 1] as usize],
-            );
+            let row = &inv[inv_start[q as usize] as usize..inv_start[q as usize + 1] as usize];
+            meter.step(1 + row.len())?;
+            entering.extend_from_slice(row);
         }
-        // Sorting them is most of the work.
-        meter.step(4 * entering.len() + 1)?;
-        entering.sort_unstable();
+        group_by_class(&mut entering, &mut grouped, &mut per_class, k);
+        meter.step(2 * entering.len())?;
         let mut i = 0;
         while i < entering.len() {
             let class = entering[i] >> 32;
+            let from = i;
             // Mark the sources entering on this class.
             while i < entering.len() && entering[i] >> 32 == class {
                 let p = (entering[i] & 0xffff_ffff) as usize;
@@ -139,6 +141,7 @@ pub fn minimize(t: &Table, deadline: &Deadline) -> Result<Table> {
                 pos[p] = slot;
                 marked[y] += 1;
             }
+            meter.step(i - from + touched.len())?;
             // Split the blocks that were partly marked.
             for &y in &touched {
                 let y = y as usize;
@@ -207,6 +210,34 @@ pub fn minimize(t: &Table, deadline: &Deadline) -> Result<Table> {
     })
 }
 
+/// Reorders `entries` (`class << 32 | source`) so that those of a class
+/// are together: a sort when they are few, else a counting sort by class
+/// (linear: the first splitters of a large DFA take all of its
+/// transitions, and one sort of millions of them ran for a long stretch
+/// without a look at the deadline). `scratch` and `counts` are buffers.
+fn group_by_class(entries: &mut Vec<u64>, scratch: &mut Vec<u64>, counts: &mut Vec<u32>, k: usize) {
+    if entries.len() <= 4 * k + 16 {
+        entries.sort_unstable();
+        return;
+    }
+    counts.clear();
+    counts.resize(k + 1, 0);
+    for &e in entries.iter() {
+        counts[(e >> 32) as usize + 1] += 1;
+    }
+    for c in 0..k {
+        counts[c + 1] += counts[c];
+    }
+    scratch.clear();
+    scratch.resize(entries.len(), 0);
+    for &e in entries.iter() {
+        let slot = &mut counts[(e >> 32) as usize];
+        scratch[*slot as usize] = e;
+        *slot += 1;
+    }
+    std::mem::swap(entries, scratch);
+}
+
 /// Rows of live transitions: those of state `s` are
 /// `edges[row[s]..row[s + 1]]`, each `(class, target)`.
 type LiveEdges = (Vec<u32>, Vec<(u32, u32)>);
@@ -232,16 +263,23 @@ fn live_edges(t: &Table, meter: &mut Meter) -> Result<LiveEdges> {
 
 /// The states reached from the start that can reach a final state, given
 /// the live transitions as rows (see [`minimize`]).
-fn useful_states(t: &Table, row: &[u32], edges: &[(u32, u32)]) -> Vec<bool> {
+fn useful_states(
+    t: &Table,
+    row: &[u32],
+    edges: &[(u32, u32)],
+    meter: &mut Meter,
+) -> Result<Vec<bool>> {
     let n = t.num_states();
     let mut reached = vec![false; n];
     if n == 0 {
-        return reached;
+        return Ok(reached);
     }
     reached[0] = true;
     let mut todo = vec![0usize];
     while let Some(s) = todo.pop() {
-        for &(_, q) in &edges[row[s] as usize..row[s + 1] as usize] {
+        let out = &edges[row[s] as usize..row[s + 1] as usize];
+        meter.step(1 + out.len())?;
+        for &(_, q) in out {
             if !reached[q as usize] {
                 reached[q as usize] = true;
                 todo.push(q as usize);
@@ -249,17 +287,19 @@ fn useful_states(t: &Table, row: &[u32], edges: &[(u32, u32)]) -> Vec<bool> {
         }
     }
     // Backwards from the reached finals, over reversed edges.
-    let preds = Adjacency::new(
+    let preds = Adjacency::new_metered(
         n,
         (0..n).flat_map(|s| {
             edges[row[s] as usize..row[s + 1] as usize]
                 .iter()
                 .map(move |&(_, q)| (q, s as u32))
         }),
-    );
+        meter,
+    )?;
     let mut live: Vec<bool> = (0..n).map(|s| reached[s] && t.is_final[s]).collect();
     let mut todo: Vec<usize> = (0..n).filter(|&s| live[s]).collect();
     while let Some(q) = todo.pop() {
+        meter.step(1 + preds.of(q).len())?;
         for &p in preds.of(q) {
             if reached[p as usize] && !live[p as usize] {
                 live[p as usize] = true;
@@ -267,7 +307,7 @@ fn useful_states(t: &Table, row: &[u32], edges: &[(u32, u32)]) -> Vec<bool> {
             }
         }
     }
-    live
+    Ok(live)
 }
 
 #[cfg(test)]
@@ -324,7 +364,7 @@ mod tests {
     /// number of states of the minimal DFA.
     fn naive_size(t: &Table) -> usize {
         let (row, edges) = live_edges(t, &mut Deadline::none().meter()).unwrap();
-        let useful = useful_states(t, &row, &edges);
+        let useful = useful_states(t, &row, &edges, &mut Deadline::none().meter()).unwrap();
         let k = t.num_classes;
         let n = t.num_states();
         let mut class: Vec<u32> = (0..n).map(|s| t.is_final[s] as u32).collect();
@@ -381,7 +421,7 @@ mod tests {
             assert_eq!(m.num_states(), naive_size(&t), "{rows:?} {finals:?}");
             // Same language: walk both together from the starts.
             let (row, edges) = live_edges(&t, &mut Deadline::none().meter()).unwrap();
-            let useful = useful_states(&t, &row, &edges);
+            let useful = useful_states(&t, &row, &edges, &mut Deadline::none().meter()).unwrap();
             let mut seen = std::collections::HashSet::new();
             let mut todo = vec![(0u32, 0u32)];
             while let Some((a, b)) = todo.pop() {

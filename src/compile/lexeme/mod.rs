@@ -161,7 +161,7 @@ impl LexemeDfa {
         }
         meter.step(2 * work)?;
         const DEAD_CLASS: u32 = u32::MAX;
-        let preds = predecessors(&self.trans, n, k);
+        let preds = predecessors(&self.trans, n, k, meter)?;
         let mut class: Vec<u32> = self.is_final.iter().map(|&f| f as u32).collect();
         let mut size = vec![0u32; 2];
         for &c in &class {
@@ -759,7 +759,7 @@ impl LexemeCache {
             return Ok(l.clone());
         }
         let table = self.table(expr, limits)?;
-        let mut built = LexemeDfa::from_table(&table);
+        let mut built = LexemeDfa::from_table_by(&table, &limits.deadline)?;
         built.counting = has_counting(expr);
         let built = Arc::new(built);
         let mut map = self.map.lock().unwrap();
@@ -928,6 +928,12 @@ impl LexemeDfa {
     /// The lexeme of a table: states that cannot reach a final state
     /// become [`DEAD`].
     pub fn from_table(t: &Table) -> LexemeDfa {
+        Self::from_table_by(t, &Deadline::none()).expect("no deadline")
+    }
+
+    /// [`LexemeDfa::from_table`], an error once `deadline` passes.
+    pub fn from_table_by(t: &Table, deadline: &Deadline) -> Result<LexemeDfa> {
+        let mut meter = deadline.meter();
         let Table {
             classes,
             num_classes,
@@ -939,10 +945,11 @@ impl LexemeDfa {
         let n = is_final.len();
         let k = num_classes;
         // Live states: those that reach a final one (backwards from them).
-        let preds = predecessors(&trans, n, k);
+        let preds = predecessors(&trans, n, k, &mut meter)?;
         let mut live = is_final.clone();
         let mut todo: Vec<usize> = (0..n).filter(|&s| live[s]).collect();
         while let Some(t) = todo.pop() {
+            meter.step(1 + preds.of(t).len())?;
             for &p in preds.of(t) {
                 if !live[p as usize] {
                     live[p as usize] = true;
@@ -950,14 +957,18 @@ impl LexemeDfa {
                 }
             }
         }
-        for t in trans.iter_mut() {
-            if *t != DEAD && !live[*t as usize] {
-                *t = DEAD;
+        for row in trans.chunks_mut(k.max(1)) {
+            meter.step(row.len())?;
+            for t in row {
+                if *t != DEAD && !live[*t as usize] {
+                    *t = DEAD;
+                }
             }
         }
         let by_class = ClassBytes::new(&classes, k);
         let mut first_bytes = vec![[0u64; 4]; n];
         for (s, fb) in first_bytes.iter_mut().enumerate() {
+            meter.step(k)?;
             for (c, bytes) in by_class.bytes.iter().enumerate() {
                 if trans[s * k + c] != DEAD {
                     for w in 0..4 {
@@ -967,7 +978,7 @@ impl LexemeDfa {
             }
         }
         static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        LexemeDfa {
+        Ok(LexemeDfa {
             id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             classes,
             num_classes,
@@ -982,20 +993,21 @@ impl LexemeDfa {
             token_classes: OnceLock::new(),
             counting: true,
             body_states: OnceLock::new(),
-        }
+        })
     }
 }
 
 /// The predecessors of each state of a transition table (`n` states, `k`
 /// classes) as compressed rows: those of `t` are
-/// `preds.of(t)` (once per transition).
-fn predecessors(trans: &[u32], n: usize, k: usize) -> Adjacency {
+/// `preds.of(t)` (once per transition). An error once `meter`'s deadline
+/// passes.
+fn predecessors(trans: &[u32], n: usize, k: usize, meter: &mut Meter) -> Result<Adjacency> {
     let links = trans
         .iter()
         .enumerate()
         .filter(|&(_, &t)| t != DEAD)
         .map(|(i, &t)| (t, (i / k) as u32));
-    Adjacency::new(n, links)
+    Adjacency::new_metered(n, links, meter)
 }
 
 /// A DFA's byte classes seen from the trie's byte and character groups.
