@@ -259,13 +259,10 @@ fn gbnf_with_100k_alternatives_masks() {
     assert!(m.accepting());
 }
 
-/// Thousands of alternatives that call back into the rule: they stay
-/// parser rules, so every mask walks them. This once took 2.4 GB to
-/// compile (a dense matrix per group of rules) and 8 s for the first mask
-/// (all items of a closure hashed into one bucket group).
-#[test]
-fn recursive_alternatives_compile_and_mask() {
-    let n = 10_000;
+/// `root ::= r0 | ... | r{n-1}`, `rI ::= "wI" root?`: a choice of rules
+/// that call back into it, so that they stay parser rules and every mask
+/// walks them.
+fn recursive_choice(n: usize) -> String {
     let mut gbnf = format!(
         "root ::= {}\n",
         (0..n)
@@ -276,6 +273,16 @@ fn recursive_alternatives_compile_and_mask() {
     for i in 0..n {
         gbnf += &format!("r{i} ::= \"w{i}\" root?\n");
     }
+    gbnf
+}
+
+/// Thousands of alternatives that call back into the rule: they stay
+/// parser rules, so every mask walks them. This once took 2.4 GB to
+/// compile (a dense matrix per group of rules) and 8 s for the first mask
+/// (all items of a closure hashed into one bucket group).
+#[test]
+fn recursive_alternatives_compile_and_mask() {
+    let gbnf = recursive_choice(10_000);
     let g = compile(&gbnf, CG_KIND_GBNF);
     let m = Matcher::new(&g);
     m.feed("w1");
@@ -294,17 +301,7 @@ fn recursive_alternatives_compile_and_mask() {
 /// gives the full mask.
 #[test]
 fn mask_work_budget() {
-    let n = 3000;
-    let mut gbnf = format!(
-        "root ::= {}\n",
-        (0..n)
-            .map(|i| format!("r{i}"))
-            .collect::<Vec<_>>()
-            .join(" | ")
-    );
-    for i in 0..n {
-        gbnf += &format!("r{i} ::= \"w{i}\" root?\n");
-    }
+    let gbnf = recursive_choice(3000);
     let mut o = options(CG_KIND_GBNF);
     o.max_mask_steps = 1000;
     let small = try_compile(&gbnf, &o).unwrap_or_else(|e| panic!("{e:?}"));
