@@ -62,6 +62,23 @@ fn too_large() -> Error {
     ))
 }
 
+/// What building (copying) `e` costs: its nodes and the ranges of its
+/// classes (a `\p{L}` class is one node of hundreds of ranges). Bounds
+/// the work of steps that copy their operands several times
+/// ([`compose`], [`kleene`]): past [`MAX_WORK`] they stop with the size
+/// error rather than copy on.
+fn weight(e: &Expr) -> usize {
+    let mut w = 1;
+    if let Expr::Class(c) = e {
+        w += c.ranges().len();
+    }
+    e.for_each_child(|c| w += weight(c));
+    w
+}
+
+/// Most [`weight`] one composition or closure step may build.
+const MAX_WORK: usize = 2 * MAX_EXPR_SIZE;
+
 fn check_size(e: &Expr) -> Result<()> {
     if e.size() > MAX_EXPR_SIZE {
         Err(too_large())
@@ -462,14 +479,13 @@ fn compose(x: &Lang, y: &Lang, l: &Local, d: &Deadline) -> Result<Lang> {
     let tp = l.trivial_p();
     let tq = l.trivial_q();
     let mut out = Vec::with_capacity(np * nn);
-    // The nodes of the terms built so far: past twice the limit the
-    // result cannot fit (alternatives only merge equal terms), and one
-    // composition of large operands builds many copies of them, so it
-    // stops here rather than after building them all.
+    // The weight of the terms built so far: one composition of large
+    // operands builds many copies of them, so it stops at [`MAX_WORK`]
+    // rather than after building them all (the size check after it).
     let mut built = 0usize;
     let mut add = |terms: &mut Vec<Expr>, e: Expr| -> Result<()> {
-        built += e.size();
-        if built > 2 * MAX_EXPR_SIZE {
+        built += weight(&e);
+        if built > MAX_WORK {
             return Err(too_large());
         }
         terms.push(e);
@@ -727,20 +743,28 @@ fn kleene(a: &[Vec<Expr>], d: &Deadline) -> Result<Vec<Vec<Expr>>> {
     let mut r: Vec<Vec<Expr>> = a.to_vec();
     for k in 0..n {
         let s = repeat(r[k][k].clone(), 0, None);
-        let mut nr = r.clone();
+        // Row and column `k` as they were before this round (the only
+        // entries the round reads besides the one it replaces).
+        let row: Vec<Expr> = r[k].clone();
+        let col: Vec<Expr> = r.iter().map(|ri| ri[k].clone()).collect();
+        let mut built = 0usize;
         for i in 0..n {
             for j in 0..n {
-                if matches!(r[i][k], Expr::Nothing) || matches!(r[k][j], Expr::Nothing) {
+                if matches!(col[i], Expr::Nothing) || matches!(row[j], Expr::Nothing) {
                     continue;
                 }
                 d.check()?;
-                nr[i][j] = alt(vec![
-                    r[i][j].clone(),
-                    seq(vec![r[i][k].clone(), s.clone(), r[k][j].clone()]),
+                let e = alt(vec![
+                    std::mem::replace(&mut r[i][j], Expr::Nothing),
+                    seq(vec![col[i].clone(), s.clone(), row[j].clone()]),
                 ]);
+                built += weight(&e);
+                if built > MAX_WORK {
+                    return Err(too_large());
+                }
+                r[i][j] = e;
             }
         }
-        r = nr;
         if r.iter().flatten().map(Expr::size).sum::<usize>() > MAX_EXPR_SIZE {
             return Err(too_large());
         }
