@@ -600,8 +600,11 @@ struct cg_matcher *cg_matcher_new(const struct cg_grammar *grammar);
  * `cg_last_error`: `CG_ERR_INVALID_ARGUMENT` (NULL or non-UTF-8 text, a
  * token out of range, an unknown kind, an empty word), `CG_ERR_PARSE` (a
  * pattern `std::regex` rejects: lookbehinds, named groups, bad escapes),
- * `CG_ERR_UNSUPPORTED` (backreferences), `CG_ERR_LIMIT`. The arrays and
- * strings are only read during the call. Thread-safe.
+ * `CG_ERR_UNSUPPORTED` (backreferences), `CG_ERR_LIMIT` (a pattern whose
+ * automaton would exceed 8 MiB, or that takes more than 250 ms to
+ * compile: triggers take no options, so each pattern or word has this
+ * fixed time limit). The arrays and strings are only read during the
+ * call. Thread-safe.
  */
 struct cg_triggers *cg_triggers_new(const struct cg_vocab *vocab,
                                     const struct cg_trigger *triggers,

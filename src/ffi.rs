@@ -1142,8 +1142,11 @@ pub unsafe extern "C" fn cg_matcher_new(grammar: *const cg_grammar) -> *mut cg_m
 /// `cg_last_error`: `CG_ERR_INVALID_ARGUMENT` (NULL or non-UTF-8 text, a
 /// token out of range, an unknown kind, an empty word), `CG_ERR_PARSE` (a
 /// pattern `std::regex` rejects: lookbehinds, named groups, bad escapes),
-/// `CG_ERR_UNSUPPORTED` (backreferences), `CG_ERR_LIMIT`. The arrays and
-/// strings are only read during the call. Thread-safe.
+/// `CG_ERR_UNSUPPORTED` (backreferences), `CG_ERR_LIMIT` (a pattern whose
+/// automaton would exceed 8 MiB, or that takes more than 250 ms to
+/// compile: triggers take no options, so each pattern or word has this
+/// fixed time limit). The arrays and strings are only read during the
+/// call. Thread-safe.
 #[no_mangle]
 pub unsafe extern "C" fn cg_triggers_new(
     vocab: *const cg_vocab,
