@@ -628,9 +628,10 @@ void cg_triggers_free(struct cg_triggers *triggers);
  * (which llama.cpp would let through and then fail on) and a trigger
  * token the grammar cannot start with. Checking a token that could fire
  * searches the end of the output for where the grammar would start (all
- * of it for a pattern of unbounded length); past about a millisecond of
- * such searches in one mask, the remaining tokens are allowed unchecked
- * (and in later masks from the same trigger state).
+ * of it for a pattern of unbounded length); when the searches of one
+ * mask would take more than about a millisecond, none is made and every
+ * such token is allowed unchecked, so that the mask depends on the state
+ * alone (it is the same after `cg_rollback` and in a clone).
  * `cg_accept` rejects a refused token and leaves the matcher unchanged.
  * `cg_accept` keeps the token's text (special tokens' text included,
  * as llama.cpp does). EOS ends the sequence (`cg_is_terminated`).
