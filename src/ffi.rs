@@ -1152,8 +1152,11 @@ pub unsafe extern "C" fn cg_matcher_new(grammar: *const cg_grammar) -> *mut cg_m
 /// `cg_last_error`: `CG_ERR_INVALID_ARGUMENT` (NULL or non-UTF-8 text, a
 /// token out of range, an unknown kind, an empty word), `CG_ERR_PARSE` (a
 /// pattern `std::regex` rejects: lookbehinds, named groups, bad escapes),
-/// `CG_ERR_UNSUPPORTED` (backreferences), `CG_ERR_LIMIT`. The arrays and
-/// strings are only read during the call. Thread-safe.
+/// `CG_ERR_UNSUPPORTED` (backreferences), `CG_ERR_LIMIT` (a pattern whose
+/// automaton would exceed 8 MiB, or that takes more than 250 ms to
+/// compile: triggers take no options, so each pattern or word has this
+/// fixed time limit). The arrays and strings are only read during the
+/// call. Thread-safe.
 #[no_mangle]
 pub unsafe extern "C" fn cg_triggers_new(
     vocab: *const cg_vocab,
@@ -1223,9 +1226,10 @@ pub unsafe extern "C" fn cg_triggers_free(triggers: *mut cg_triggers) {
 /// (which llama.cpp would let through and then fail on) and a trigger
 /// token the grammar cannot start with. Checking a token that could fire
 /// searches the end of the output for where the grammar would start (all
-/// of it for a pattern of unbounded length); past about a millisecond of
-/// such searches in one mask, the remaining tokens are allowed unchecked
-/// (and in later masks from the same trigger state).
+/// of it for a pattern of unbounded length); when the searches of one
+/// mask would take more than about a millisecond, none is made and every
+/// such token is allowed unchecked, so that the mask depends on the state
+/// alone (it is the same after `cg_rollback` and in a clone).
 /// `cg_accept` rejects a refused token and leaves the matcher unchanged.
 /// `cg_accept` keeps the token's text (special tokens' text included,
 /// as llama.cpp does). EOS ends the sequence (`cg_is_terminated`).

@@ -9,7 +9,8 @@
 //! | limit | default | option | where |
 //! |---|---|---|---|
 //! | source text | [`MAX_SOURCE_BYTES`] (64 MiB) | - | every kind |
-//! | compile time | 10,000 ms | `max_compile_ms` | front ends and compiler, checked in every loop that can run long ([`Deadline`]) |
+//! | compile time | 10,000 ms | `max_compile_ms` | front ends and compiler, checked in every loop that can run long ([`Deadline`], [`Meter`]) |
+//! | one trigger pattern's compile time | [`TRIGGER_MAX_COMPILE_MS`] | - | `cg_triggers_new` (each pattern or word) |
 //! | automaton states | 1,000,000 | `max_states` | the compiled grammar |
 //! | one mask's work | [`DEFAULT_MAX_MASK_STEPS`] parser steps | `max_mask_steps` | `cg_fill_mask`: past it the call fails with `CG_ERR_LIMIT` and allows nothing |
 //! | GBNF group nesting | [`crate::gbnf::MAX_NESTING`] | - | parser |
@@ -33,6 +34,14 @@ pub const DEFAULT_MAX_COMPILE_MS: u64 = 10_000;
 /// Default for `cg_compile_options.max_states`.
 pub const DEFAULT_MAX_STATES: usize = 1_000_000;
 
+/// How long one trigger pattern (or word) may take to compile, in ms.
+/// Triggers take no options, so their limit is fixed, and tighter than a
+/// grammar's: a pattern naming 300 tools compiles in 5-20 ms (release),
+/// while hostile patterns (counted repetitions searched anywhere, nested
+/// assertions) otherwise ran up to their automaton size limit, 40-80 ms
+/// in release and ten times that in an instrumented build.
+pub const TRIGGER_MAX_COMPILE_MS: u64 = 250;
+
 /// Longest source text `cg_compile` takes.
 pub const MAX_SOURCE_BYTES: usize = 64 << 20;
 
@@ -53,14 +62,23 @@ pub struct Deadline {
     start: Instant,
     /// `None`: no limit.
     max: Option<Duration>,
+    /// The limit's name in the error message.
+    name: &'static str,
 }
 
 impl Deadline {
     /// `max_ms` from now; 0 means no limit.
     pub fn after_ms(max_ms: u64) -> Deadline {
+        Deadline::named(max_ms, "max_compile_ms")
+    }
+
+    /// [`Deadline::after_ms`] for a limit other than `max_compile_ms`,
+    /// which the error message names.
+    pub fn named(max_ms: u64, name: &'static str) -> Deadline {
         Deadline {
             start: Instant::now(),
             max: (max_ms > 0).then(|| Duration::from_millis(max_ms)),
+            name,
         }
     }
 
@@ -73,8 +91,9 @@ impl Deadline {
     pub fn check(&self) -> Result<()> {
         match self.max {
             Some(max) if self.start.elapsed() > max => Err(Error::limit(format!(
-                "compilation took longer than {} ms (max_compile_ms)",
-                max.as_millis()
+                "compilation took longer than {} ms ({})",
+                max.as_millis(),
+                self.name
             ))),
             _ => Ok(()),
         }

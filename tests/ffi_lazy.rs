@@ -549,6 +549,22 @@ fn hostile_patterns_are_bounded() {
     // Too large an automaton: a limit error at once.
     let (code, msg) = v.triggers(&[Trigger::Pattern("x{10000}")]).unwrap_err();
     assert_eq!(code, CG_ERR_LIMIT, "{msg}");
+    // Assertions in a counted loop, searched anywhere: the translation
+    // multiplies out for seconds; each pattern has a fixed time limit.
+    let t1 = std::time::Instant::now();
+    let (code, msg) = v
+        .triggers(&[Trigger::Pattern(r"(?:(?=a)|\b|(?!b)|c$|d){1,16}x\b")])
+        .unwrap_err();
+    assert_eq!(code, CG_ERR_LIMIT, "{msg}");
+    assert!(
+        msg.contains("250 ms (the time limit of a trigger pattern)"),
+        "{msg}"
+    );
+    assert!(
+        t1.elapsed() < std::time::Duration::from_secs(2),
+        "{:?}",
+        t1.elapsed()
+    );
     // Nested stars compile to a DFA; nothing backtracks while waiting.
     let mut m = v.lazy("root ::= [a-z ]*", &[Trigger::Pattern("(a*)*b")]);
     let a = v.id("a");

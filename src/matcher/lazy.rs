@@ -16,10 +16,13 @@
 //!   a trigger token the grammar cannot start with. Given to
 //!   [`LazyMatcher::accept`] anyway, it is rejected and nothing changes.
 //!   Checking costs a search over the end of the output per token that
-//!   could fire (over all of it for patterns of unbounded length); past
-//!   [`MAX_FIRE_CHECK_WORK`] search steps for one mask, the remaining such
-//!   tokens are allowed unchecked (llama.cpp's behaviour; `accept` still
-//!   rejects a refused one).
+//!   could fire (over all of it for patterns of unbounded length); when
+//!   the checks of one mask need more than [`MAX_FIRE_CHECK_WORK`] search
+//!   steps, none is made: every token that could fire a pattern is
+//!   allowed (llama.cpp's behaviour; `accept` still rejects a refused
+//!   one). All or none, so that a mask depends on the state alone, the
+//!   same after a rollback or in a clone (the work is a function of the
+//!   state; which tokens a partial check reached was not).
 //! - End-of-sequence while awaiting ends the sequence (llama.cpp reads its
 //!   text as output that could fire a trigger).
 //!
@@ -36,9 +39,9 @@ use crate::trigger::{Detector, Fired, Triggers};
 
 /// Most work (steps of the search for where a trigger's match starts,
 /// see [`Triggers::search_cost`]) spent checking the tokens that could
-/// fire, for one awaiting mask: about a millisecond. A detector state
-/// whose checks went past it is remembered, and later masks in the same
-/// state skip them (its checks only grow as the output does).
+/// fire, for one awaiting mask: about a millisecond. Past it no token is
+/// checked; a detector state whose checks went past it is remembered, and
+/// later masks in the same state skip them at once.
 pub const MAX_FIRE_CHECK_WORK: usize = 1 << 18;
 
 /// A token id that stands for raw text given to `accept_bytes`.
@@ -379,19 +382,24 @@ impl LazyMatcher {
         candidates.sort_unstable();
         candidates.dedup();
         let mut work = 0usize;
+        let mut fire_refused = Vec::new();
         for t in candidates {
             if self.triggers.token_trigger(t).is_some() {
                 continue;
             }
             match self.would_fire_refused(t, &mut work) {
-                Some(true) => refused.push(t),
+                Some(true) => fire_refused.push(t),
                 Some(false) => {}
                 None => {
+                    // Over the budget: no token is checked (see the
+                    // module docs), not just those after this one.
                     self.unchecked = Some(self.detector.clone());
+                    fire_refused.clear();
                     break;
                 }
             }
         }
+        refused.extend(fire_refused);
         for t in refused {
             mask[(t >> 5) as usize] &= !(1 << (t & 31));
         }

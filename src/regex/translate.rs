@@ -62,6 +62,28 @@ fn too_large() -> Error {
     ))
 }
 
+/// What building (copying) `e` costs: its nodes and the ranges of its
+/// classes (a `\p{L}` class is one node of hundreds of ranges). Bounds
+/// the work of steps that copy their operands several times
+/// ([`compose`], [`kleene`]): past [`MAX_WORK`] they stop with the size
+/// error rather than copy on.
+fn weight(e: &Expr) -> usize {
+    let mut w = 1;
+    if let Expr::Class(c) = e {
+        w += c.ranges().len();
+    }
+    e.for_each_child(|c| w += weight(c));
+    w
+}
+
+/// Most [`weight`] one composition or closure step may build.
+const MAX_WORK: usize = 2 * MAX_EXPR_SIZE;
+
+/// Most [`weight`] the boundary matrices of one closure may have (they
+/// copy the body once per pair of contexts; most of the copies go to
+/// boundary states that are then pruned, so the bound is looser).
+const MAX_BOUNDARY_WORK: usize = 8 * MAX_EXPR_SIZE;
+
 fn check_size(e: &Expr) -> Result<()> {
     if e.size() > MAX_EXPR_SIZE {
         Err(too_large())
@@ -462,14 +484,13 @@ fn compose(x: &Lang, y: &Lang, l: &Local, d: &Deadline) -> Result<Lang> {
     let tp = l.trivial_p();
     let tq = l.trivial_q();
     let mut out = Vec::with_capacity(np * nn);
-    // The nodes of the terms built so far: past twice the limit the
-    // result cannot fit (alternatives only merge equal terms), and one
-    // composition of large operands builds many copies of them, so it
-    // stops here rather than after building them all.
+    // The weight of the terms built so far: one composition of large
+    // operands builds many copies of them, so it stops at [`MAX_WORK`]
+    // rather than after building them all (the size check after it).
     let mut built = 0usize;
     let mut add = |terms: &mut Vec<Expr>, e: Expr| -> Result<()> {
-        built += e.size();
-        if built > 2 * MAX_EXPR_SIZE {
+        built += weight(&e);
+        if built > MAX_WORK {
             return Err(too_large());
         }
         terms.push(e);
@@ -567,9 +588,22 @@ fn closure(
         return Ok(mandatory);
     }
     let (np, nn) = (l.pv.len(), l.nv.len());
+    // The boundary matrices (and the paths through them at the end) copy
+    // the body's entries once per pair of contexts: each copy is a step
+    // (the deadline is checked), and past [`MAX_BOUNDARY_WORK`] of them
+    // the closure cannot fit.
+    let mut built = 0usize;
+    let mut made = |e: Expr| -> Result<Expr> {
+        built += weight(&e);
+        if built > MAX_BOUNDARY_WORK {
+            return Err(too_large());
+        }
+        d.check()?;
+        Ok(e)
+    };
     let xp: Vec<Expr> = (0..np * nn)
-        .map(|i| nonempty(x.get(l, i / nn, i % nn)))
-        .collect();
+        .map(|i| made(nonempty(x.get(l, i / nn, i % nn))))
+        .collect::<Result<_>>()?;
     let xg = |a: usize, b: usize| &xp[a * nn + b];
     // Boundary states between two non-empty iterations.
     let states: Vec<(usize, usize)> = l
@@ -583,10 +617,10 @@ fn closure(
         .map(|a| {
             states
                 .iter()
-                .map(|&(p, q)| restrict_last(xg(a, q), &l.class(l.pv[p])))
-                .collect()
+                .map(|&(p, q)| made(restrict_last(xg(a, q), &l.class(l.pv[p]))))
+                .collect::<Result<_>>()
         })
-        .collect();
+        .collect::<Result<_>>()?;
     // Middle iterations: boundary to boundary.
     let step: Vec<Vec<Expr>> = states
         .iter()
@@ -594,23 +628,23 @@ fn closure(
             states
                 .iter()
                 .map(|&(p2, q2)| {
-                    restrict_first(
+                    made(restrict_first(
                         &restrict_last(xg(p, q2), &l.class(l.pv[p2])),
                         &l.class(l.nv[q]),
-                    )
+                    ))
                 })
-                .collect()
+                .collect::<Result<_>>()
         })
-        .collect();
+        .collect::<Result<_>>()?;
     // Last iteration: boundary to the outer right context.
     let last: Vec<Vec<Expr>> = states
         .iter()
         .map(|&(p, q)| {
             (0..nn)
-                .map(|b| restrict_first(xg(p, b), &l.class(l.nv[q])))
-                .collect()
+                .map(|b| made(restrict_first(xg(p, b), &l.class(l.nv[q]))))
+                .collect::<Result<_>>()
         })
-        .collect();
+        .collect::<Result<_>>()?;
     // Only boundary states that some path from the first iteration to the
     // last one goes through matter; pruning the others often leaves one,
     // which keeps bounded repetitions compact.
@@ -642,9 +676,14 @@ fn closure(
     }
     let live: Vec<usize> = (0..ns).filter(|&s| reach[s] && coreach[s]).collect();
     let nl = live.len();
+    let mut step = step;
     let sub: Vec<Vec<Expr>> = live
         .iter()
-        .map(|&i| live.iter().map(|&j| step[i][j].clone()).collect())
+        .map(|&i| {
+            live.iter()
+                .map(|&j| std::mem::replace(&mut step[i][j], Expr::Nothing))
+                .collect()
+        })
         .collect();
     // Paths through any number (or at most k) of middle iterations.
     let sub_mids: Vec<Vec<Expr>> = match max {
@@ -700,6 +739,7 @@ fn closure(
     let mut tail = Vec::with_capacity(np * nn);
     for (a, first_a) in first.iter().enumerate() {
         for b in 0..nn {
+            d.check()?;
             let mut terms = vec![Expr::Empty, xg(a, b).clone()];
             if two_or_more {
                 for (s, mid_s) in mids.iter().enumerate() {
@@ -707,11 +747,11 @@ fn closure(
                         if matches!(mid, Expr::Nothing) {
                             continue;
                         }
-                        terms.push(seq(vec![
+                        terms.push(made(seq(vec![
                             first_a[s].clone(),
                             mid.clone(),
                             last_at(s2, b).clone(),
-                        ]));
+                        ]))?);
                     }
                 }
             }
@@ -727,20 +767,28 @@ fn kleene(a: &[Vec<Expr>], d: &Deadline) -> Result<Vec<Vec<Expr>>> {
     let mut r: Vec<Vec<Expr>> = a.to_vec();
     for k in 0..n {
         let s = repeat(r[k][k].clone(), 0, None);
-        let mut nr = r.clone();
+        // Row and column `k` as they were before this round (the only
+        // entries the round reads besides the one it replaces).
+        let row: Vec<Expr> = r[k].clone();
+        let col: Vec<Expr> = r.iter().map(|ri| ri[k].clone()).collect();
+        let mut built = 0usize;
         for i in 0..n {
             for j in 0..n {
-                if matches!(r[i][k], Expr::Nothing) || matches!(r[k][j], Expr::Nothing) {
+                if matches!(col[i], Expr::Nothing) || matches!(row[j], Expr::Nothing) {
                     continue;
                 }
                 d.check()?;
-                nr[i][j] = alt(vec![
-                    r[i][j].clone(),
-                    seq(vec![r[i][k].clone(), s.clone(), r[k][j].clone()]),
+                let e = alt(vec![
+                    std::mem::replace(&mut r[i][j], Expr::Nothing),
+                    seq(vec![col[i].clone(), s.clone(), row[j].clone()]),
                 ]);
+                built += weight(&e);
+                if built > MAX_WORK {
+                    return Err(too_large());
+                }
+                r[i][j] = e;
             }
         }
-        r = nr;
         if r.iter().flatten().map(Expr::size).sum::<usize>() > MAX_EXPR_SIZE {
             return Err(too_large());
         }
@@ -763,22 +811,29 @@ fn alternatives(e: &Expr) -> Vec<Expr> {
 /// A context matrix as conditions at the edges: alternatives common to
 /// every context stay plain, the rest is guarded by prefix and suffix
 /// conditions describing the contexts.
-fn to_p(lang: Lang, l: &Local, at: usize) -> P {
+fn to_p(lang: Lang, l: &Local, at: usize, d: &Deadline) -> Result<P> {
     let v = match lang {
-        Lang::U(e) => return P::Plain(e),
+        Lang::U(e) => return Ok(P::Plain(e)),
         Lang::M(v) => v,
     };
     let (np, nn) = (l.pv.len(), l.nv.len());
     let alts: Vec<Vec<Expr>> = v.iter().map(alternatives).collect();
-    let common: Vec<Expr> = alts[0]
-        .iter()
-        .filter(|e| alts.iter().all(|a| a.contains(e)))
-        .cloned()
-        .collect();
-    let residual: Vec<Expr> = alts
-        .iter()
-        .map(|a| alt(a.iter().filter(|e| !common.contains(e)).cloned().collect()))
-        .collect();
+    let mut common: Vec<Expr> = Vec::new();
+    for e in &alts[0] {
+        d.check()?;
+        if alts.iter().all(|a| a.contains(e)) {
+            common.push(e.clone());
+        }
+    }
+    let mut residual: Vec<Expr> = Vec::with_capacity(alts.len());
+    for a in &alts {
+        d.check()?;
+        residual.push(alt(a
+            .iter()
+            .filter(|e| !common.contains(e))
+            .cloned()
+            .collect()));
+    }
     let mut out: Vec<P> = Vec::new();
     if !common.is_empty() {
         out.push(P::Plain(alt(common)));
@@ -787,6 +842,7 @@ fn to_p(lang: Lang, l: &Local, at: usize) -> P {
     let mut groups: Vec<(Expr, Vec<(usize, usize)>)> = Vec::new();
     for a in 0..np {
         for b in 0..nn {
+            d.check()?;
             let r = &residual[a * nn + b];
             if matches!(r, Expr::Nothing) {
                 continue;
@@ -835,11 +891,11 @@ fn to_p(lang: Lang, l: &Local, at: usize) -> P {
             }
         }
     }
-    match out.len() {
+    Ok(match out.len() {
         0 => P::Plain(Expr::Nothing),
         1 => out.pop().unwrap(),
         _ => P::Alt(out),
-    }
+    })
 }
 
 fn cond_union(parts: Vec<(Expr, (CharClass, bool))>, at: usize) -> Cond {
@@ -986,7 +1042,7 @@ fn lower(n: &Node, d: &Deadline) -> Result<P> {
         dims_of(n, &mut dims);
         let l = Local::new(dims);
         let m = matrix(n, &l, d)?;
-        return Ok(to_p(m, &l, first_assert_at(n)));
+        return to_p(m, &l, first_assert_at(n), d);
     }
     Ok(match n {
         Node::Seq(items) => {

@@ -150,13 +150,15 @@ impl Triggers {
     fn compile(vocab: &Arc<Vocab>, specs: &[TriggerSpec]) -> Result<Triggers> {
         let mut texts = Vec::new();
         let mut tokens = Vec::new();
-        // Triggers take no options: grammars' default compile time bounds
-        // them.
-        let limits = DfaLimits {
-            max_bytes: MAX_TRIGGER_DFA_BYTES,
-            deadline: crate::limits::Deadline::after_ms(crate::limits::DEFAULT_MAX_COMPILE_MS),
-        };
         for (index, spec) in specs.iter().enumerate() {
+            // Triggers take no options: each pattern has a fixed time.
+            let limits = DfaLimits {
+                max_bytes: MAX_TRIGGER_DFA_BYTES,
+                deadline: crate::limits::Deadline::named(
+                    crate::limits::TRIGGER_MAX_COMPILE_MS,
+                    "the time limit of a trigger pattern",
+                ),
+            };
             let pattern = match spec {
                 TriggerSpec::Token(t) => {
                     if *t as usize >= vocab.len() {
