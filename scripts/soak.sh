@@ -19,7 +19,15 @@ set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
-args=(--tokens 1000000 --pool 200)
+# The full run gives the vocabulary's lexeme cache 64 MiB, less than the
+# ~120 MB the 200 schemas' lexemes and token sets come to, so that it
+# evicts all along (and every mask is checked while it does). Its warm-up
+# is 40%: the library's live heap is flat from 10% on (a build with the
+# system allocator counts it), but mimalloc keeps the pages it frees and
+# reaches its high-water mark once the largest transient compiles
+# (Github_ultra---o12652, JsonSchemaStore---aerleon-definitions) have met a
+# full cache, about 375k tokens in (BENCHMARKS.md, "Soak").
+args=(--tokens 1000000 --pool 200 --lexeme-budget 67108864 --warmup-percent 40)
 if [ "${1:-}" = --quick ]; then
   shift
   args=(--tokens 100000 --pool 12 --warmup-percent 20)

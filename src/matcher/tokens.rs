@@ -905,6 +905,13 @@ pub struct SubtreeWalk {
     exits: Box<[Exit]>,
 }
 
+impl SubtreeWalk {
+    /// Approximate heap bytes, with its place in [`SubtreeWalks`].
+    fn memory(&self) -> usize {
+        self.ranges.len() * 8 + self.exits.len() * std::mem::size_of::<Exit>() + 64
+    }
+}
+
 /// A lexeme's [`SubtreeWalk`]s, keyed by (token class of the state its node
 /// is read into, trie node of the subtree).
 #[derive(Default)]
@@ -1206,6 +1213,7 @@ fn subtree_walk(walk: &mut DfaWalk, i: usize, t: u32) -> Arc<SubtreeWalk> {
         if pieces.entries < SUBTREE_WALKS_MAX_ENTRIES {
             pieces.entries += p.ranges.len() + p.exits.len();
             pieces.map.insert(key, p.clone());
+            dfa.note_learned(p.memory());
         }
         p
     })
@@ -1366,7 +1374,11 @@ fn lexeme_state_info<'d>(vocab: &Vocab, dfa: &'d LexemeDfa, s: u32) -> &'d Arc<T
     dfa.infos[s as usize].get_or_init(|| {
         string_body_info(vocab, dfa, s)
             .or_else(|| string_tail_info(vocab, dfa, s))
-            .unwrap_or_else(|| Arc::new(lexeme_info(vocab, dfa, s)))
+            .unwrap_or_else(|| {
+                let info = lexeme_info(vocab, dfa, s);
+                dfa.note_learned(info.memory());
+                Arc::new(info)
+            })
     })
 }
 

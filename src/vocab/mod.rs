@@ -12,7 +12,7 @@ mod tokenizer_json;
 
 use std::sync::Arc;
 
-use crate::compile::lexeme::LexemeCache;
+use crate::compile::lexeme::{CacheStats, LexemeCache};
 use crate::error::{Error, Result};
 pub use trie::TokenTrie;
 
@@ -202,6 +202,17 @@ impl Vocab {
     /// The trie of text tokens (not special, not end-of-sequence, not empty).
     pub fn trie(&self) -> &TokenTrie {
         &self.trie
+    }
+
+    /// Sets the byte budget of the vocabulary's lexeme cache (see
+    /// [`LexemeCache`]); 0 keeps nothing. Thread-safe.
+    pub fn set_cache_budget(&self, bytes: usize) {
+        self.lexemes.set_budget(bytes);
+    }
+
+    /// What the vocabulary's lexeme cache holds.
+    pub fn cache_stats(&self) -> CacheStats {
+        self.lexemes.stats()
     }
 
     /// Longest text token, in bytes.

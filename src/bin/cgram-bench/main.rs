@@ -9,6 +9,7 @@
 //! cgram-bench soak --tokenizer tokenizer.json [--schemas DIR] [--pool N] [--gbnf G]... [--gbnf-json G]...
 //!             [--tokens N] [--seed S] [--max-output N] [--rows N] [--warmup-percent P]
 //!             [--tolerance-mb M] [--tolerance-percent P] [--cache-budget BYTES]
+//!             [--lexeme-budget BYTES]
 //!             [--vocab-every N] [--dump OUT.jsonl]
 //! ```
 //!
@@ -47,7 +48,7 @@ mod soak;
 
 fn usage() -> ! {
     eprintln!(
-        "usage: cgram-bench gbnf --tokenizer T.json --grammar G.gbnf [--root NAME] [--repeat N] [--batch-threads N] [--trigger-word W]... [--trigger-pattern P]... TEXT_FILE...\n       cgram-bench maskbench --tokenizer T.json [--limit N] [--every K] [--filter PREFIX] [--compact] [--strict] [--verbose] [--per-file OUT.tsv] [--cpu-clock] [--top N] [--max-mask-steps N] DIR\n       cgram-bench replay --tokenizer T.json [--test I] [--token N] [--repeat R] [--cpu-clock] FILE\n       cgram-bench soak --tokenizer T.json [--schemas DIR] [--pool N] [--gbnf G]... [--gbnf-json G]... [--tokens N] [--seed S] [--max-output N] [--rows N] [--warmup-percent P] [--tolerance-mb M] [--tolerance-percent P] [--cache-budget BYTES] [--vocab-every N] [--dump OUT.jsonl]"
+        "usage: cgram-bench gbnf --tokenizer T.json --grammar G.gbnf [--root NAME] [--repeat N] [--batch-threads N] [--trigger-word W]... [--trigger-pattern P]... TEXT_FILE...\n       cgram-bench maskbench --tokenizer T.json [--limit N] [--every K] [--filter PREFIX] [--compact] [--strict] [--verbose] [--per-file OUT.tsv] [--cpu-clock] [--top N] [--max-mask-steps N] DIR\n       cgram-bench replay --tokenizer T.json [--test I] [--token N] [--repeat R] [--cpu-clock] FILE\n       cgram-bench soak --tokenizer T.json [--schemas DIR] [--pool N] [--gbnf G]... [--gbnf-json G]... [--tokens N] [--seed S] [--max-output N] [--rows N] [--warmup-percent P] [--tolerance-mb M] [--tolerance-percent P] [--cache-budget BYTES] [--lexeme-budget BYTES] [--vocab-every N] [--dump OUT.jsonl]"
     );
     std::process::exit(2)
 }
@@ -182,6 +183,7 @@ fn soak_main(args: &[String]) {
             "--tolerance-mb" => opts.tolerance_mb = number_after(args, i),
             "--tolerance-percent" => opts.tolerance_percent = number_after(args, i),
             "--cache-budget" => opts.cache_budget = number_after(args, i),
+            "--lexeme-budget" => opts.lexeme_budget = Some(number_after(args, i)),
             "--vocab-every" => opts.vocab_every = number_after(args, i),
             "--dump" => opts.dump = Some(text_after(args, i).into()),
             _ => usage(),

@@ -93,6 +93,8 @@ pub struct Options {
     pub dump: Option<PathBuf>,
     /// The grammar cache's budget in bytes.
     pub cache_budget: usize,
+    /// `cg_vocab_set_cache_budget`, when given.
+    pub lexeme_budget: Option<usize>,
     /// Free and reload the vocabulary every this many sessions (0: never).
     pub vocab_every: u64,
 }
@@ -114,6 +116,7 @@ impl Default for Options {
             tolerance_percent: 2.0,
             dump: None,
             cache_budget: 16 << 20,
+            lexeme_budget: None,
             vocab_every: 0,
         }
     }
@@ -192,6 +195,15 @@ impl Drop for Cache {
     fn drop(&mut self) {
         // SAFETY: owned handle, freed once.
         unsafe { cg_grammar_cache_free(self.0) }
+    }
+}
+
+impl Vocab {
+    fn set_lexeme_budget(&self, budget: Option<usize>) {
+        if let Some(b) = budget {
+            // SAFETY: a live vocabulary.
+            unsafe { cg_vocab_set_cache_budget(self.0, b) };
+        }
     }
 }
 
@@ -638,6 +650,9 @@ pub struct Row {
     pub compiled: u64,
     pub completed: u64,
     pub seen: usize,
+    /// The vocabulary's lexeme cache (`cg_vocab_cache_bytes`) at the end
+    /// of the last session.
+    pub lexeme_cache: usize,
 }
 
 #[derive(Debug)]
@@ -738,6 +753,8 @@ struct Soak<'a> {
     /// Sessions after which the resident size rose by at least
     /// [`STEP_REPORTED`]: (tokens at the end, bytes, source index).
     steps: Vec<(u64, u64, usize)>,
+    /// See [`Row::lexeme_cache`].
+    lexeme_cache: usize,
 }
 
 /// The smallest rise of the resident size in one session that is listed.
@@ -794,6 +811,7 @@ impl Soak<'_> {
             compiled: self.st.compiled,
             completed: self.st.completed,
             seen: self.st.seen.len(),
+            lexeme_cache: self.lexeme_cache,
         };
         let mark = if !self.warm_marked && row.tokens >= self.warmup_tokens {
             self.warm_marked = true;
@@ -805,11 +823,12 @@ impl Soak<'_> {
             .heap
             .map_or("-".into(), |h| format!("{:.1}", h as f64 / MB));
         println!(
-            "{:>10} {:>9.1} {:>9.1} {:>9} {:>9} {:>9} {:>7}{mark}",
+            "{:>10} {:>9.1} {:>9.1} {:>9} {:>9.1} {:>9} {:>9} {:>7}{mark}",
             row.tokens,
             row.secs,
             row.rss as f64 / MB,
             heap,
+            row.lexeme_cache as f64 / MB,
             row.compiled,
             row.completed,
             row.seen
@@ -1314,6 +1333,7 @@ pub fn run(opts: &Options) -> i32 {
         .filter(|s| s.kind == CG_KIND_JSON_SCHEMA)
         .count();
     let mut vocab = load_vocab(&opts.tokenizer);
+    vocab.set_lexeme_budget(opts.lexeme_budget);
     let classes = Classes::new(&vocab);
     for s in &mut sources {
         s.words = source_tokens(&s.text, &classes);
@@ -1347,6 +1367,7 @@ pub fn run(opts: &Options) -> i32 {
         warmup_tokens: (opts.tokens as f64 * opts.warmup_percent / 100.0).ceil() as u64,
         warm_marked: false,
         steps: Vec::new(),
+        lexeme_cache: 0,
     };
     println!(
         "soak: {} tokens, seed {}, outputs capped at {} tokens; vocabulary {} tokens (EOS {:?})",
@@ -1363,8 +1384,8 @@ pub fn run(opts: &Options) -> i32 {
         sources.len() - n_schemas
     );
     println!(
-        "{:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7}",
-        "tokens", "seconds", "RSS MB", "heap MB", "grammars", "outputs", "sources"
+        "{:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7}",
+        "tokens", "seconds", "RSS MB", "heap MB", "lexeme MB", "grammars", "outputs", "sources"
     );
     s.sample();
     let mut k = 0usize;
@@ -1374,12 +1395,15 @@ pub fn run(opts: &Options) -> i32 {
             unsafe { cg_grammar_cache_forget_vocab(cache.0, vocab.0) };
             drop(vocab);
             vocab = load_vocab(&opts.tokenizer);
+            vocab.set_lexeme_budget(opts.lexeme_budget);
             s.st.vocab_loads += 1;
         }
         let i = order[k % order.len()];
         s.st.seen.insert(i);
         let before = rss_bytes();
         s.session(&vocab, &cache, &sources[i]);
+        // SAFETY: a live vocabulary.
+        s.lexeme_cache = unsafe { cg_vocab_cache_bytes(vocab.0) };
         let step = rss_bytes().saturating_sub(before);
         if step >= STEP_REPORTED {
             s.steps.push((s.st.tokens, step, i));
@@ -1541,6 +1565,7 @@ mod tests {
             compiled: 0,
             completed: 0,
             seen: 0,
+            lexeme_cache: 0,
         }
     }
 

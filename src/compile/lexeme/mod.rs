@@ -10,6 +10,7 @@
 //! ([`minimize`]).
 
 use crate::limits::{Deadline, Meter};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use regex_automata::nfa::thompson;
@@ -107,6 +108,9 @@ pub struct LexemeDfa {
     counting: bool,
     /// See [`LexemeDfa::string_body_states`].
     body_states: OnceLock<Box<[u32]>>,
+    /// Heap bytes of what the mask path learned and keeps here (token
+    /// sets, subtree walks): counted by the [`LexemeCache`]'s budget.
+    learned_bytes: AtomicUsize,
 }
 
 /// DFAs with at least this many states get their walk analyses at compile
@@ -421,12 +425,20 @@ impl LexemeDfa {
             .map_or(DEAD, |s| s as u32)
     }
 
-    /// Approximate heap bytes.
+    /// Approximate heap bytes, what the mask path learned so far included.
     pub fn memory(&self) -> usize {
         self.trans.len() * 4
             + self.is_final.len()
                 * (1 + 32 + 2 * 16 + std::mem::size_of::<OnceLock<Arc<TokenInfo>>>())
             + 256
+            + self.learned_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Records `bytes` more kept by this DFA's lazily filled caches (its
+    /// state token sets and subtree walks), which [`LexemeCache`] counts
+    /// against its budget.
+    pub(crate) fn note_learned(&self, bytes: usize) {
+        self.learned_bytes.fetch_add(bytes, Ordering::Relaxed);
     }
 }
 
@@ -555,12 +567,18 @@ impl Pairing {
 }
 
 /// Per-vocabulary cache of lexeme automata, keyed by their expression.
-#[derive(Default)]
+///
+/// The lexemes and the regular parts are kept within a byte budget
+/// ([`LexemeCache::set_budget`], default [`DEFAULT_CACHE_BUDGET`]) that
+/// counts each DFA with what the mask path learned in it since (its
+/// states' token sets and subtree walks grow as masks reach them): a
+/// server that compiles new schemas without end would otherwise keep
+/// every lexeme it ever built. Past the budget the least recently used
+/// entries are dropped from the cache; grammars that hold them keep
+/// them, and a later compile builds them again. Eviction changes speed,
+/// never a mask: a rebuilt DFA is the same automaton.
 pub struct LexemeCache {
-    map: Mutex<FastMap<Expr, Arc<LexemeDfa>>>,
-    /// The regular parts of intersections and complements (the JSON string
-    /// body, "any text"), which many lexemes share.
-    parts: Mutex<FastMap<Expr, Arc<Table>>>,
+    store: Mutex<Store>,
     /// See [`StringCounts`]; built with the vocabulary.
     counts: OnceLock<Option<StringCounts>>,
     /// See [`StringBody`]; built on first use.
@@ -568,6 +586,152 @@ pub struct LexemeCache {
     /// The context-free exit tokens of lexeme states, which every grammar
     /// of the vocabulary shares.
     pub free_exits: SharedFreeExits,
+}
+
+/// The default byte budget of a vocabulary's [`LexemeCache`]: 128 MiB.
+/// The lexemes of 200 MaskBench schemas, token sets learned included,
+/// come to about 100 MB on Llama 3.
+pub const DEFAULT_CACHE_BUDGET: usize = 128 << 20;
+
+/// What a [`LexemeCache`] holds and has done.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    pub lexemes: usize,
+    pub parts: usize,
+    /// Bytes of the entries, what was learned in them included, as of the
+    /// last insertion or eviction.
+    pub bytes: usize,
+    pub budget: usize,
+    pub evictions: u64,
+}
+
+/// The cached lexemes and parts, with their recency.
+struct Store {
+    lexemes: FastMap<Expr, Cached<LexemeDfa>>,
+    /// The regular parts of intersections and complements (the JSON string
+    /// body, "any text"), which many lexemes share.
+    parts: FastMap<Expr, Cached<Table>>,
+    /// Stamps uses: an entry's `last_used` is the clock at its last use.
+    clock: u64,
+    budget: usize,
+    /// Bytes counted at the last insertion or eviction.
+    bytes: usize,
+    evictions: u64,
+}
+
+struct Cached<V> {
+    value: Arc<V>,
+    /// The key's heap bytes (an expression can be large: an enum).
+    key_bytes: usize,
+    last_used: u64,
+}
+
+/// Heap bytes of a cached value, as its budget counts them.
+trait CacheBytes {
+    fn cache_bytes(&self) -> usize;
+}
+
+impl CacheBytes for LexemeDfa {
+    fn cache_bytes(&self) -> usize {
+        self.memory()
+    }
+}
+
+impl CacheBytes for Table {
+    fn cache_bytes(&self) -> usize {
+        self.trans.len() * 4 + self.is_final.len() + 256
+    }
+}
+
+impl<V: CacheBytes> Cached<V> {
+    fn bytes(&self) -> usize {
+        self.key_bytes + self.value.cache_bytes() + 64
+    }
+}
+
+/// Looks `key` up in `map`, stamping it as used.
+fn lookup<V>(map: &mut FastMap<Expr, Cached<V>>, clock: &mut u64, key: &Expr) -> Option<Arc<V>> {
+    let e = map.get_mut(key)?;
+    *clock += 1;
+    e.last_used = *clock;
+    Some(e.value.clone())
+}
+
+impl Store {
+    fn new(budget: usize) -> Store {
+        Store {
+            lexemes: FastMap::default(),
+            parts: FastMap::default(),
+            clock: 0,
+            budget,
+            bytes: 0,
+            evictions: 0,
+        }
+    }
+
+    /// Bytes of every entry, counted now.
+    fn count_bytes(&self) -> usize {
+        let lexemes: usize = self.lexemes.values().map(Cached::bytes).sum();
+        let parts: usize = self.parts.values().map(Cached::bytes).sum();
+        lexemes + parts
+    }
+
+    /// A new entry for `value`, unless it alone is over the budget (then
+    /// it is used once and not kept).
+    fn admit<V: CacheBytes>(&mut self, key: &Expr, value: &Arc<V>) -> Option<Cached<V>> {
+        let key_bytes = key.size() * 48;
+        if key_bytes + value.cache_bytes() > self.budget {
+            return None;
+        }
+        self.clock += 1;
+        Some(Cached {
+            value: value.clone(),
+            key_bytes,
+            last_used: self.clock,
+        })
+    }
+
+    /// Every so many uses the entries are counted again (what masks
+    /// learned in them grows without an insertion) and evicted past the
+    /// budget.
+    fn recount_now_and_then(&mut self) {
+        if self.clock.is_multiple_of(256) {
+            self.evict_over_budget();
+        }
+    }
+
+    /// Drops the least recently used entries until the rest fit in seven
+    /// eighths of the budget, so that eviction (a pass over every entry)
+    /// runs once per many insertions rather than at each.
+    fn evict_over_budget(&mut self) {
+        self.bytes = self.count_bytes();
+        if self.bytes <= self.budget {
+            return;
+        }
+        let target = self.budget / 8 * 7;
+        let mut by_age: Vec<(u64, usize)> = self
+            .lexemes
+            .values()
+            .map(|e| (e.last_used, e.bytes()))
+            .chain(self.parts.values().map(|e| (e.last_used, e.bytes())))
+            .collect();
+        by_age.sort_unstable();
+        // Stamps are unique: evicting every entry stamped up to `cutoff`
+        // is evicting exactly the oldest ones counted here.
+        let mut cutoff = 0;
+        let mut evicted = 0u64;
+        for (stamp, bytes) in by_age {
+            if self.bytes <= target {
+                break;
+            }
+            self.bytes -= bytes;
+            cutoff = stamp;
+            evicted += 1;
+        }
+        self.lexemes.retain(|_, e| e.last_used > cutoff);
+        self.parts.retain(|_, e| e.last_used > cutoff);
+        self.evictions += evicted;
+    }
 }
 
 /// The inside of a JSON string that may go on with any characters: the
@@ -752,18 +916,41 @@ impl LexemeCache {
     }
 }
 
+impl Default for LexemeCache {
+    fn default() -> Self {
+        LexemeCache {
+            store: Mutex::new(Store::new(DEFAULT_CACHE_BUDGET)),
+            counts: OnceLock::new(),
+            body: OnceLock::new(),
+            free_exits: SharedFreeExits::default(),
+        }
+    }
+}
+
 impl LexemeCache {
     /// The lexeme for `expr`, built on first use.
     pub fn get_or_build(&self, expr: &Expr, limits: &DfaLimits) -> Result<Arc<LexemeDfa>> {
-        if let Some(l) = self.map.lock().unwrap().get(expr) {
-            return Ok(l.clone());
+        {
+            let store = &mut *self.store.lock().unwrap();
+            if let Some(l) = lookup(&mut store.lexemes, &mut store.clock, expr) {
+                store.recount_now_and_then();
+                return Ok(l);
+            }
         }
         let table = self.table(expr, limits)?;
         let mut built = LexemeDfa::from_table_by(&table, &limits.deadline)?;
         built.counting = has_counting(expr);
         let built = Arc::new(built);
-        let mut map = self.map.lock().unwrap();
-        Ok(map.entry(expr.clone()).or_insert(built).clone())
+        let store = &mut *self.store.lock().unwrap();
+        if let Some(l) = lookup(&mut store.lexemes, &mut store.clock, expr) {
+            // Built by another thread meanwhile.
+            return Ok(l);
+        }
+        if let Some(entry) = store.admit(expr, &built) {
+            store.lexemes.insert(expr.clone(), entry);
+            store.evict_over_budget();
+        }
+        Ok(built)
     }
 
     /// The DFA table of any regular expression, intersections and
@@ -777,19 +964,47 @@ impl LexemeCache {
         }
     }
 
-    /// The table of a regular part of a boolean expression, built once.
+    /// The table of a regular part of a boolean expression, built once
+    /// (while the budget keeps it).
     fn part(&self, expr: &Expr, limits: &DfaLimits) -> Result<Arc<Table>> {
-        if let Some(t) = self.parts.lock().unwrap().get(expr) {
-            return Ok(t.clone());
+        {
+            let store = &mut *self.store.lock().unwrap();
+            if let Some(t) = lookup(&mut store.parts, &mut store.clock, expr) {
+                store.recount_now_and_then();
+                return Ok(t);
+            }
         }
         let t = Arc::new(table_from_hir(&to_hir(expr), limits)?);
-        self.parts.lock().unwrap().insert(expr.clone(), t.clone());
+        let store = &mut *self.store.lock().unwrap();
+        if let Some(entry) = store.admit(expr, &t) {
+            store.parts.insert(expr.clone(), entry);
+            store.evict_over_budget();
+        }
         Ok(t)
     }
 
-    /// Number of distinct lexemes built so far.
+    /// Sets the byte budget (0 keeps nothing) and evicts down to it.
+    pub fn set_budget(&self, bytes: usize) {
+        let mut store = self.store.lock().unwrap();
+        store.budget = bytes;
+        store.evict_over_budget();
+    }
+
+    /// What the cache holds, its bytes counted now.
+    pub fn stats(&self) -> CacheStats {
+        let store = self.store.lock().unwrap();
+        CacheStats {
+            lexemes: store.lexemes.len(),
+            parts: store.parts.len(),
+            bytes: store.count_bytes(),
+            budget: store.budget,
+            evictions: store.evictions,
+        }
+    }
+
+    /// Number of distinct lexemes kept.
     pub fn len(&self) -> usize {
-        self.map.lock().unwrap().len()
+        self.store.lock().unwrap().lexemes.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -993,6 +1208,7 @@ impl LexemeDfa {
             token_classes: OnceLock::new(),
             counting: true,
             body_states: OnceLock::new(),
+            learned_bytes: AtomicUsize::new(0),
         })
     }
 }
