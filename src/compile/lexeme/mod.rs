@@ -598,8 +598,7 @@ pub const DEFAULT_CACHE_BUDGET: usize = 128 << 20;
 pub struct CacheStats {
     pub lexemes: usize,
     pub parts: usize,
-    /// Bytes of the entries, what was learned in them included, as of the
-    /// last insertion or eviction.
+    /// Bytes of the entries, what masks learned in them included.
     pub bytes: usize,
     pub budget: usize,
     pub evictions: u64,
