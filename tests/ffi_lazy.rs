@@ -593,3 +593,42 @@ fn hostile_patterns_are_bounded() {
         t0.elapsed()
     );
 }
+
+#[test]
+fn unchecked_fire_checks_depend_on_the_state_alone() {
+    // A pattern of unbounded length: checking a token that could fire
+    // searches the whole output, so the checks of one mask go past their
+    // budget once the output is long, and every such token is then allowed
+    // unchecked. The same detector state with a short output (after a
+    // rollback) must be checked again, as it was the first time.
+    let v = Vocab::load("llama3");
+    let mut m = v.lazy(r#"root ::= "x" [a ]* "!q""#, &[Trigger::Pattern("x[a ]*!")]);
+    let a = v.id("a");
+    m.take(v.id("x"));
+    for _ in 0..4 {
+        m.take(a);
+    }
+    let all = m.mask.len() * 32;
+    let short = m.count_allowed();
+    let short_mask = m.mask.clone();
+    assert!(short < all, "no token was checked and refused");
+    for _ in 0..6000 {
+        assert_eq!(unsafe { cg_accept(m.m, a) }, CG_OK, "{}", last_error());
+    }
+    let long = m.count_allowed();
+    assert!(
+        long > short,
+        "the long output's checks were made: {long} vs {short}"
+    );
+    assert_eq!(unsafe { cg_rollback(m.m, 6000) }, CG_OK, "{}", last_error());
+    m.count_allowed();
+    assert!(m.mask == short_mask, "the mask after the rollback differs");
+    // And a matcher that never saw the long output agrees.
+    let mut fresh = v.lazy(r#"root ::= "x" [a ]* "!q""#, &[Trigger::Pattern("x[a ]*!")]);
+    fresh.take(v.id("x"));
+    for _ in 0..4 {
+        fresh.take(a);
+    }
+    fresh.count_allowed();
+    assert!(fresh.mask == short_mask);
+}

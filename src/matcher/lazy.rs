@@ -41,7 +41,8 @@ use crate::trigger::{Detector, Fired, Triggers};
 /// see [`Triggers::search_cost`]) spent checking the tokens that could
 /// fire, for one awaiting mask: about a millisecond. Past it no token is
 /// checked; a detector state whose checks went past it is remembered, and
-/// later masks in the same state skip them at once.
+/// later masks in the same state, with at least as long an output, skip
+/// them at once.
 pub const MAX_FIRE_CHECK_WORK: usize = 1 << 18;
 
 /// A token id that stands for raw text given to `accept_bytes`.
@@ -85,8 +86,12 @@ pub struct LazyMatcher {
     /// `(token or TEXT, end offset in bytes)` of each piece of output.
     pieces: Vec<(u32, u32)>,
     steps: Vec<Step>,
-    /// A detector state whose checks went past [`MAX_FIRE_CHECK_WORK`].
-    unchecked: Option<Detector>,
+    /// A detector state whose checks went past [`MAX_FIRE_CHECK_WORK`],
+    /// and the output's length in characters then. The checks of a state
+    /// only cost more as the output grows, so they go past it again in the
+    /// same state with at least as long an output (and not always with a
+    /// shorter one: after a rollback).
+    unchecked: Option<(Detector, usize)>,
 }
 
 impl LazyMatcher {
@@ -372,7 +377,7 @@ impl LazyMatcher {
         let skip = self
             .unchecked
             .as_ref()
-            .is_some_and(|d| d.same_state(&self.detector));
+            .is_some_and(|(d, len)| d.same_state(&self.detector) && self.chars.len() >= *len);
         let mut candidates: Vec<u32> = Vec::new();
         if !skip {
             for k in 0..self.triggers.num_patterns() {
@@ -393,7 +398,7 @@ impl LazyMatcher {
                 None => {
                     // Over the budget: no token is checked (see the
                     // module docs), not just those after this one.
-                    self.unchecked = Some(self.detector.clone());
+                    self.unchecked = Some((self.detector.clone(), self.chars.len()));
                     fire_refused.clear();
                     break;
                 }
