@@ -399,6 +399,18 @@ static void test_vocab_accessors(cg_vocab *v)
     ERR("cg_vocab_set_eos", CG_ERR_INVALID_ARGUMENT, cg_vocab_set_eos(v, tiny_eos, 1));
     cg_vocab_free(c);
 
+    /* cg_vocab_set_cache_budget, cg_vocab_cache_bytes. */
+    ERR("cg_vocab_set_cache_budget", CG_ERR_INVALID_ARGUMENT,
+        cg_vocab_set_cache_budget(NULL, 1));
+    poison("cg_vocab_cache_bytes");
+    CASE(cg_vocab_cache_bytes(NULL) == 0 &&
+             error_is("cg_vocab_cache_bytes", CG_ERR_INVALID_ARGUMENT),
+         "cg_vocab_cache_bytes(NULL)");
+    OKV(CG_OK, cg_vocab_set_cache_budget(v, 0));
+    poison("");
+    CASE(cg_vocab_cache_bytes(v) == 0 && untouched(), "a budget of 0 keeps nothing");
+    OKV(CG_OK, cg_vocab_set_cache_budget(v, SIZE_MAX));
+
     /* Free NULL: nothing, not even an error. */
     VOID_QUIET(cg_vocab_free(NULL));
     VOID_QUIET(cg_free(NULL));
