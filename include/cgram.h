@@ -457,7 +457,8 @@ struct cg_vocab *cg_vocab_clone(const struct cg_vocab *vocab);
  * and a later compile builds them again. The budget changes compile and
  * first-mask times, never a mask. A server that compiles many distinct
  * schemas on one vocabulary sets it to the memory it can spare. The
- * budget is shared by all handles of the vocabulary (`cg_vocab_clone`).
+ * budget is shared by all handles of the vocabulary (`cg_vocab_clone`)
+ * and kept by `cg_vocab_set_eos`.
  * Returns `CG_OK`, or `CG_ERR_INVALID_ARGUMENT` if `vocab` is NULL.
  * Thread-safe.
  */

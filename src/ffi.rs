@@ -802,7 +802,8 @@ pub unsafe extern "C" fn cg_vocab_clone(vocab: *const cg_vocab) -> *mut cg_vocab
 /// and a later compile builds them again. The budget changes compile and
 /// first-mask times, never a mask. A server that compiles many distinct
 /// schemas on one vocabulary sets it to the memory it can spare. The
-/// budget is shared by all handles of the vocabulary (`cg_vocab_clone`).
+/// budget is shared by all handles of the vocabulary (`cg_vocab_clone`)
+/// and kept by `cg_vocab_set_eos`.
 /// Returns `CG_OK`, or `CG_ERR_INVALID_ARGUMENT` if `vocab` is NULL.
 /// Thread-safe.
 #[no_mangle]

@@ -192,6 +192,31 @@ fn budget_changes_no_mask() {
 }
 
 #[test]
+fn the_budget_outlives_a_change_of_eos() {
+    let v = load(Some(0));
+    let eos = [128_009i32];
+    assert_eq!(
+        unsafe { cg_vocab_set_eos(v.0, eos.as_ptr(), eos.len()) },
+        CG_OK,
+        "{}",
+        last_error()
+    );
+    let c = compile(
+        &v,
+        CG_KIND_JSON_SCHEMA,
+        r#"{"type":"string","format":"email"}"#,
+    )
+    .unwrap();
+    let words = unsafe { cg_mask_words(c.grammar) };
+    let mut mask = vec![0u32; words];
+    assert_eq!(
+        unsafe { cg_fill_mask(c.matcher, mask.as_mut_ptr(), words) },
+        CG_OK
+    );
+    assert_eq!(unsafe { cg_vocab_cache_bytes(v.0) }, 0);
+}
+
+#[test]
 fn setting_a_budget_on_null_is_an_error() {
     assert_eq!(
         unsafe { cg_vocab_set_cache_budget(null_mut(), 1) },

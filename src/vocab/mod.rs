@@ -196,7 +196,9 @@ impl Vocab {
         let tokens = (0..self.len() as u32)
             .map(|i| self.token_bytes(i).to_vec())
             .collect();
-        Vocab::new(tokens, self.flags.clone(), eos)
+        let vocab = Vocab::new(tokens, self.flags.clone(), eos)?;
+        vocab.set_cache_budget(self.cache_stats().budget);
+        Ok(vocab)
     }
 
     /// The trie of text tokens (not special, not end-of-sequence, not empty).
