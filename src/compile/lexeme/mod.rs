@@ -613,8 +613,6 @@ struct Store {
     /// Stamps uses: an entry's `last_used` is the clock at its last use.
     clock: u64,
     budget: usize,
-    /// Bytes counted at the last insertion or eviction.
-    bytes: usize,
     evictions: u64,
 }
 
@@ -663,7 +661,6 @@ impl Store {
             parts: FastMap::default(),
             clock: 0,
             budget,
-            bytes: 0,
             evictions: 0,
         }
     }
@@ -703,8 +700,8 @@ impl Store {
     /// eighths of the budget, so that eviction (a pass over every entry)
     /// runs once per many insertions rather than at each.
     fn evict_over_budget(&mut self) {
-        self.bytes = self.count_bytes();
-        if self.bytes <= self.budget {
+        let mut bytes = self.count_bytes();
+        if bytes <= self.budget {
             return;
         }
         let target = self.budget / 8 * 7;
@@ -719,11 +716,11 @@ impl Store {
         // is evicting exactly the oldest ones counted here.
         let mut cutoff = 0;
         let mut evicted = 0u64;
-        for (stamp, bytes) in by_age {
-            if self.bytes <= target {
+        for (stamp, entry_bytes) in by_age {
+            if bytes <= target {
                 break;
             }
-            self.bytes -= bytes;
+            bytes -= entry_bytes;
             cutoff = stamp;
             evicted += 1;
         }
