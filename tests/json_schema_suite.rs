@@ -402,6 +402,12 @@ fn maskbench() {
     for (k, v) in &sorted {
         out.push_str(&format!("{:5}  {k}\n        e.g. {}\n", v.len(), v[0]));
     }
+    out.push_str("\nevery refusal:\n");
+    for (_, v) in &sorted {
+        for e in v.iter() {
+            out.push_str(&format!("  {e}\n"));
+        }
+    }
     out.push_str("\nwrong answers:\n");
     for w in &wrong {
         out.push_str(&format!("  {w}\n"));
