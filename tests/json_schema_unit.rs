@@ -512,3 +512,34 @@ fn several_contains() {
         &["[1]", "[\"a\"]", "[1, \"a\", \"b\", \"c\"]", "[]"],
     );
 }
+
+#[test]
+fn negated_negation_of_additional_properties() {
+    // `not (additionalProperties: S)` is "some unlisted member is not S";
+    // its negation again (through a second `not` or `oneOf`) is "every
+    // unlisted member is S".
+    check(
+        r#"{"not": {"not": {"additionalProperties": {"type": "integer"}}}}"#,
+        &[r#"{}"#, r#"{"a": 1, "b": 2}"#],
+        &[r#"{"a": "x"}"#, r#"{"a": 1, "b": null}"#],
+    );
+    check(
+        r#"{"type": "object", "properties": {"k": {"type": "string"}},
+            "not": {"not": {"properties": {"k": true},
+                            "additionalProperties": {"type": "integer"}}}}"#,
+        &[r#"{"k": "s", "a": 1}"#, r#"{"a": 2}"#],
+        &[r#"{"k": "s", "a": "x"}"#, r#"{"k": 1}"#],
+    );
+    // oneOf with overlapping branches, one of them a negated
+    // additionalProperties: exactly one branch holds.
+    check(
+        r#"{"oneOf": [{"not": {"additionalProperties": {"type": "integer"}}},
+                      {"properties": {"a": {"type": "string"}}}]}"#,
+        &[r#"{"a": 1.5}"#, r#"{"b": 1}"#, r#"{}"#],
+        &[
+            r#"{"a": "s", "b": 1}"#,
+            r#"{"a": "s", "b": true}"#,
+            r#"{"a": 1}"#,
+        ],
+    );
+}

@@ -419,12 +419,14 @@ impl ObjShape {
                 ..base()
             });
         }
-        if !self.need.is_empty() {
-            return Err(
-                "the negation of a negated additionalProperties / patternProperties \
-                 (every property ...) cannot be expressed"
-                    .into(),
-            );
+        // "Some member with a name in `l` has a value in `t`" fails when
+        // every member named in `l` has a value outside `t`: a shape
+        // whose unlisted names split into `l` (values `not t`) and the rest.
+        for (l, t) in &self.need {
+            out.push(ObjShape {
+                extra: vec![(l.clone(), Term::not(t.clone())), (l.not(), Term::True)],
+                ..base()
+            });
         }
         if !self.all_extra_allowed() {
             // Some unlisted member violates its class, or has a name in no
