@@ -512,3 +512,113 @@ fn several_contains() {
         &["[1]", "[\"a\"]", "[1, \"a\", \"b\", \"c\"]", "[]"],
     );
 }
+
+/// Draft 4 defines `integer` by its spelling ("without a fraction or
+/// exponent part"); draft 6 on, and schemas without `$schema`, by value.
+#[test]
+fn draft4_integers_have_no_fraction_or_exponent() {
+    let d4 = r#"{"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer"}"#;
+    check(
+        d4,
+        &[
+            "0",
+            "-5",
+            "12345",
+            "-0",
+            "12345678910111213141516171819202122232425262728293031",
+        ],
+        &["1.0", "12345.0", "1e2", "1.5", "1.2345678910111214e+52"],
+    );
+    let d3 = r#"{"$schema": "http://json-schema.org/draft-03/schema#", "type": "integer"}"#;
+    check(d3, &["7"], &["7.0"]);
+    // Bounds and enum keep the spelling rule.
+    check(
+        r#"{"$schema": "http://json-schema.org/draft-04/schema#",
+            "type": "integer", "minimum": 2, "maximum": 2}"#,
+        &["2"],
+        &["2.0", "2e0", "3"],
+    );
+    check(
+        r#"{"$schema": "http://json-schema.org/draft-04/schema#",
+            "type": "integer", "enum": [1, 2.5]}"#,
+        &["1"],
+        &["1.0", "2.5"],
+    );
+    // Its negation: numbers with a fraction or exponent, and non-integers.
+    check(
+        r#"{"$schema": "http://json-schema.org/draft-04/schema#",
+            "type": "number", "not": {"type": "integer"}}"#,
+        &["1.0", "1e2", "1.5"],
+        &["1", "-3"],
+    );
+    check(
+        r#"{"$schema": "http://json-schema.org/draft-04/schema#",
+            "properties": {"userId": {"type": "integer"}}}"#,
+        &[r#"{"userId": 12345}"#],
+        &[r#"{"userId": 12345.0}"#],
+    );
+    for s in [
+        "http://json-schema.org/draft-06/schema#",
+        "http://json-schema.org/draft-07/schema#",
+        "https://json-schema.org/draft/2019-09/schema",
+        "https://json-schema.org/draft/2020-12/schema",
+    ] {
+        let schema = format!(r#"{{"$schema": "{s}", "type": "integer"}}"#);
+        check(&schema, &["1", "1.0", "12345.0", "1e2"], &["1.5"]);
+    }
+    check(r#"{"type": "integer"}"#, &["1.0"], &["1.5"]);
+}
+
+/// RFC 3339: a leap second whenever the UTC time is 23:59:60, whatever
+/// the offset; year 0000 is a date (and a leap year).
+#[test]
+fn rfc3339_leap_seconds_and_year_zero() {
+    check(
+        r#"{"format": "time"}"#,
+        &[
+            r#""23:59:60Z""#,
+            r#""15:59:60-08:00""#,
+            r#""01:29:60+01:30""#,
+            r#""23:59:60.5+00:00""#,
+        ],
+        &[
+            r#""22:59:60Z""#,
+            r#""23:59:60+01:00""#,
+            r#""15:59:60-07:00""#,
+        ],
+    );
+    check(
+        r#"{"format": "date-time"}"#,
+        &[
+            r#""1998-12-31T15:59:60.123-08:00""#,
+            r#""1998-12-31T23:59:60Z""#,
+        ],
+        &[r#""1998-12-31T23:59:60-08:00""#],
+    );
+    check(
+        r#"{"format": "date"}"#,
+        &[r#""0000-01-01""#, r#""0000-02-29""#],
+        &[r#""0100-02-29""#, r#""0000-13-01""#],
+    );
+}
+
+/// `hostname` is refused: IDNA A-labels are not checkable by an automaton.
+#[test]
+fn hostname_format_is_refused() {
+    refused(r#"{"format": "hostname"}"#, "'hostname'");
+    let Err(e) = compile_with(r#"{"properties": {"h": {"format": "hostname"}}}"#, 0) else {
+        panic!("hostname compiled");
+    };
+    assert_eq!(e.kind(), ErrorKind::Unsupported);
+    assert!(e.message().contains("/properties/h"), "{e}");
+}
+
+/// RFC 6570 with its verified erratum 6937: `'` is a literal character.
+#[test]
+fn uri_template_apostrophe_per_errata() {
+    check(
+        r#"{"format": "uri-template"}"#,
+        &[r#""a'b""#, r#""http://x/{id}""#],
+        &[r#""a b""#, r#""{,+var}""#],
+    );
+}

@@ -340,7 +340,7 @@ impl<'a> Compiler<'a> {
             and(&mut node, &n, "enum")?;
         }
         if let Some(t) = m.get("type") {
-            let n = type_node(t).map_err(|e| bad("type", &ptr, e))?;
+            let n = type_node(t, draft).map_err(|e| bad("type", &ptr, e))?;
             and(&mut node, &n, "type")?;
         }
         // Type-specific keywords.
@@ -700,6 +700,15 @@ impl<'a> Compiler<'a> {
             parts.push(e);
         }
         if let Some(Value::String(f)) = m.get("format") {
+            if f == "hostname" {
+                return Err(unsup(
+                    "format",
+                    ptr,
+                    "'hostname' cannot be checked exactly by a finite automaton: an IDNA \
+                     A-label (xn--...) is valid only when it decodes (Punycode) to a valid \
+                     U-label (RFC 5890/5891), and the name is limited to 253 octets",
+                ));
+            }
             match crate::regex::format_expr(f) {
                 Some(e) => parts.push(e),
                 // Standard formats whose language is not regular (or not
@@ -1897,7 +1906,10 @@ fn pure_length(l: &StrLang) -> Option<(u32, Option<u32>)> {
     }
 }
 
-fn type_node(t: &Value) -> std::result::Result<Node, String> {
+/// The node of `type`. Draft 4 defines `integer` by its spelling ("a JSON
+/// number without a fraction or exponent part"); later drafts by its value
+/// (`1.0` is an integer). Without `$schema`, the later rule.
+fn type_node(t: &Value, draft: Draft) -> std::result::Result<Node, String> {
     let names: Vec<&str> = match t {
         Value::String(s) => vec![s.as_str()],
         Value::Array(a) => a
@@ -1913,7 +1925,11 @@ fn type_node(t: &Value) -> std::result::Result<Node, String> {
             "boolean" => n.bools = 3,
             "integer" => {
                 if !n.num.contains(&NumAtom::any()) {
-                    n.num.push(NumAtom::integer());
+                    n.num.push(if draft == Draft::D4 {
+                        NumAtom::plain_integer()
+                    } else {
+                        NumAtom::integer()
+                    });
                 }
             }
             "number" => n.num = vec![NumAtom::any()],
@@ -1942,6 +1958,10 @@ fn finite_values(n: &Node) -> Option<Vec<Value>> {
         out.push(Value::Bool(true));
     }
     for a in &n.num {
+        // A value with a spelling constraint is not just the value.
+        if a.plain.is_some() {
+            return None;
+        }
         let v = a.value.as_ref()?;
         out.push(serde_json::from_str(&v.to_text()).ok()?);
     }

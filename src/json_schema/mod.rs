@@ -34,7 +34,10 @@
 //!   `multipleOf`, `const`) accepts plain decimals and scientific notation
 //!   with a normalized mantissa (`1e-05`, `1.5e+16`, as every float
 //!   printer writes), which keeps comparisons exact; `integer` accepts
-//!   `1.0` (JSON Schema integers are values with zero fraction).
+//!   `1.0` from draft 6 on (integers are values with zero fraction), and
+//!   under draft 4 (`$schema` draft-04 or draft-03) only the spelling
+//!   without fraction or exponent (draft 4: "a JSON number without a
+//!   fraction or exponent part"; `1.0` and `1e2` are not integers there).
 //! - **Strings**: the schema constrains the decoded string; every JSON
 //!   spelling of it is accepted ([`strings`]). Lengths count code points;
 //!   a string with only length bounds up to 256 is one counting lexeme;
@@ -72,8 +75,9 @@
 //!   [`crate::regex`]), `format`: asserted in every draft (MaskBench's
 //!   validators assert it) with the languages of
 //!   [`crate::regex::format_expr`]; the standard formats it cannot express
-//!   (`regex`, `idn-email`, `idn-hostname`) are refused, unknown formats
-//!   are annotations.
+//!   exactly (`regex`, `idn-email`, `idn-hostname`, and `hostname`, whose
+//!   IDNA A-labels must decode to valid U-labels) are refused, unknown
+//!   formats are annotations.
 //! - Numbers: `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum`
 //!   (numbers, or draft-4 booleans), `multipleOf` (divisors whose scaled
 //!   integer is at most 1000 with at most 6 decimals; a factor prime to 10
