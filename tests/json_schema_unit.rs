@@ -622,3 +622,122 @@ fn uri_template_apostrophe_per_errata() {
         &[r#""a b""#, r#""{,+var}""#],
     );
 }
+
+fn check_closed(schema: &str, yes: &[&str], no: &[&str]) {
+    let g = compile_with(schema, cgram::compile::FLAG_JSON_NO_EXTRA_PROPERTIES)
+        .unwrap_or_else(|e| panic!("schema {schema} failed: {e}"));
+    for t in yes {
+        assert!(accepts(&g, t), "schema {schema}: should accept {t}");
+    }
+    for t in no {
+        assert!(!accepts(&g, t), "schema {schema}: should reject {t}");
+    }
+}
+
+/// `FLAG_JSON_NO_EXTRA_PROPERTIES` closes schemas that list properties,
+/// on the union of names listed by conjoined schemas; wrappers (`$ref`,
+/// `anyOf`) that list none add no restriction.
+#[test]
+fn no_extra_properties_through_ref_and_any_of() {
+    check_closed(
+        r#"{"anyOf": [{"type": "object", "properties": {"a": {"type": "integer"}}}]}"#,
+        &[r#"{"a": 1}"#, "{}"],
+        &[r#"{"a": 1, "b": 2}"#, r#"{"a": "x"}"#],
+    );
+    check_closed(
+        r##"{"properties": {"v": {"$ref": "#/$defs/n"}},
+            "$defs": {"n": {"type": "object", "properties": {"a": {"type": "integer"}}}}}"##,
+        &[r#"{"v": {"a": 1}}"#, r#"{"v": {}}"#],
+        &[r#"{"v": {"a": 1, "b": 1}}"#, r#"{"w": 1}"#],
+    );
+    // allOf: the union of the listed names.
+    check_closed(
+        r#"{"allOf": [{"properties": {"a": {"type": "integer"}}},
+                      {"properties": {"b": {"type": "string"}}}]}"#,
+        &[r#"{"a": 1, "b": "x"}"#, r#"{"a": 1}"#, "{}"],
+        &[r#"{"a": 1, "c": 1}"#, r#"{"b": 1}"#],
+    );
+    // Per anyOf branch, with the names of the enclosing schema.
+    check_closed(
+        r#"{"properties": {"id": {"type": "integer"}},
+            "anyOf": [{"properties": {"a": {"const": 1}}, "required": ["a"]},
+                      {"properties": {"b": {"const": 2}}, "required": ["b"]}]}"#,
+        &[r#"{"id": 1, "a": 1}"#, r#"{"b": 2}"#],
+        &[r#"{"a": 1, "b": 2}"#, r#"{"id": 1, "a": 1, "c": 0}"#],
+    );
+    // oneOf: closed branches; `{}` matches both, so it is rejected.
+    check_closed(
+        r#"{"oneOf": [{"properties": {"a": {"type": "integer"}}},
+                      {"properties": {"b": {"type": "integer"}}}]}"#,
+        &[r#"{"a": 1}"#, r#"{"b": 1}"#],
+        &["{}", r#"{"a": 1, "b": 1}"#],
+    );
+    // Explicit additionalProperties wins; required names need a listing.
+    check_closed(
+        r#"{"properties": {"a": {}}, "additionalProperties": {"type": "integer"}}"#,
+        &[r#"{"a": "x", "z": 1}"#],
+        &[r#"{"z": "x"}"#],
+    );
+    // if/then/else: the condition is a test, not a closed shape.
+    check_closed(
+        r#"{"properties": {"kind": {}, "x": {}, "y": {}},
+            "if": {"properties": {"kind": {"const": "A"}}},
+            "then": {"required": ["x"]}, "else": {"required": ["y"]}}"#,
+        &[r#"{"kind": "A", "x": 1}"#, r#"{"kind": "B", "y": 1}"#],
+        &[
+            r#"{"kind": "A", "y": 1}"#,
+            r#"{"kind": "A", "x": 1, "z": 1}"#,
+        ],
+    );
+    // A bare object type lists nothing: any names.
+    check_closed(r#"{"type": "object"}"#, &[r#"{"q": 1}"#], &[]);
+}
+
+/// Pydantic-style schemas: a `$ref` for every nested model, optional ones
+/// as `anyOf` with null, lists of models.
+#[test]
+fn no_extra_properties_pydantic_nesting() {
+    let schema = r##"{
+        "$defs": {
+            "Address": {"type": "object", "title": "Address",
+                "properties": {"street": {"type": "string"}, "zip": {"type": "string"}},
+                "required": ["street"]},
+            "Pet": {"type": "object",
+                "properties": {"name": {"type": "string"},
+                               "owner": {"anyOf": [{"$ref": "#/$defs/Address"}, {"type": "null"}]}},
+                "required": ["name"]}
+        },
+        "type": "object", "title": "Person",
+        "properties": {
+            "name": {"type": "string"},
+            "home": {"$ref": "#/$defs/Address"},
+            "pets": {"type": "array", "items": {"$ref": "#/$defs/Pet"}},
+            "base": {"allOf": [{"$ref": "#/$defs/Address"}], "description": "x"}
+        },
+        "required": ["name", "home"]
+    }"##;
+    check_closed(
+        schema,
+        &[
+            r#"{"name": "n", "home": {"street": "s"}}"#,
+            r#"{"name": "n", "home": {"street": "s", "zip": "1"},
+                "pets": [{"name": "p", "owner": null}, {"name": "q", "owner": {"street": "t"}}],
+                "base": {"street": "b"}}"#,
+        ],
+        &[
+            r#"{"name": "n", "home": {"street": "s"}, "x": 1}"#,
+            r#"{"name": "n", "home": {"street": "s", "x": 1}}"#,
+            r#"{"name": "n", "home": {"street": "s"}, "pets": [{"name": "p", "x": 1}]}"#,
+            r#"{"name": "n", "home": {"street": "s"}, "pets": [{"name": "p", "owner": {"street": "t", "x": 1}}]}"#,
+            r#"{"name": "n", "home": {"street": "s"}, "base": {"street": "b", "x": 1}}"#,
+        ],
+    );
+    // Draft 7 style (definitions, $ref without siblings).
+    check_closed(
+        r##"{"$schema": "http://json-schema.org/draft-07/schema#",
+            "definitions": {"N": {"properties": {"a": {"type": "integer"}}}},
+            "properties": {"n": {"$ref": "#/definitions/N"}}}"##,
+        &[r#"{"n": {"a": 1}}"#],
+        &[r#"{"n": {"a": 1, "b": 1}}"#],
+    );
+}

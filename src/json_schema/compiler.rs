@@ -154,6 +154,7 @@ impl<'a> Compiler<'a> {
             Term::Val(_) => "a const value".into(),
             Term::True => "true".into(),
             Term::False => "false".into(),
+            Term::Unlisted => "an unlisted property".into(),
         }
     }
 
@@ -188,7 +189,7 @@ impl<'a> Compiler<'a> {
     fn eval_uncached(&mut self, t: &Term) -> Result<Node> {
         Ok(match t {
             Term::True => Node::any(),
-            Term::False => Node::none(),
+            Term::False | Term::Unlisted => Node::none(),
             Term::Loc(id) => self.eval_schema(*id)?,
             Term::Val(v) => {
                 let v = self.vals[*v as usize].clone();
@@ -546,7 +547,9 @@ impl<'a> Compiler<'a> {
                     continue;
                 }
                 if negs[j].is_none() {
-                    let neg = branches[j].not().map_err(|e| {
+                    // Each branch is excluded as its objects are emitted:
+                    // closed where the flag closes them.
+                    let neg = branches[j].hardened().not().map_err(|e| {
                         unsup(
                             "oneOf",
                             ptr,
@@ -570,6 +573,7 @@ impl<'a> Compiler<'a> {
     /// Whether a node accepts nothing, looking `depth` levels into member
     /// schemas (false when unsure).
     fn is_empty_deep(&mut self, n: &Node, depth: u32) -> Result<bool> {
+        let n = &n.hardened();
         if n.null || n.bools != 0 || !n.num.is_empty() || !n.str.is_empty() {
             return Ok(false);
         }
@@ -822,8 +826,7 @@ impl<'a> Compiler<'a> {
             || has("required")
             || has("propertyNames")
             || has("minProperties")
-            || has("maxProperties")
-            || self.opts.no_extra_properties)
+            || has("maxProperties"))
         {
             return Ok(None);
         }
@@ -848,7 +851,14 @@ impl<'a> Compiler<'a> {
         }
         let additional = match m.get("additionalProperties") {
             Some(_) => Term::Loc(self.doc.child(id, &["additionalProperties"]).unwrap()),
-            None if self.opts.no_extra_properties => Term::False,
+            // The flag closes only schemas that list names themselves
+            // (wrappers of `$ref`/`anyOf` stay open), and softly: see
+            // `Term::Unlisted`.
+            None if self.opts.no_extra_properties
+                && (has("properties") || has("patternProperties")) =>
+            {
+                Term::Unlisted
+            }
             None => Term::True,
         };
         let unlisted = |k: &str| -> Term {
@@ -1140,6 +1150,7 @@ impl<'a> Compiler<'a> {
     }
 
     pub fn emit_node(&mut self, n: &Node) -> Result<(Expr, LexemeHint)> {
+        let n = &n.hardened();
         let mut scalars = Vec::new();
         if n.null {
             scalars.push(Expr::literal("null"));

@@ -63,7 +63,9 @@
 //! - `type` (lists too), `enum`, `const` (JSON equality: `1 == 1.0`),
 //!   boolean schemas.
 //! - Objects: `properties`, `required`, `additionalProperties` (default
-//!   true; [`JsonOptions::no_extra_properties`] makes it false),
+//!   true; [`JsonOptions::no_extra_properties`] makes it false for
+//!   schemas listing `properties`/`patternProperties`, closed on the
+//!   union of the names that conjoined schemas list),
 //!   `patternProperties` (names are split into the classes of patterns
 //!   they match, at most 64 classes per object), `propertyNames`, `minProperties`, `maxProperties`,
 //!   `dependentRequired`, `dependentSchemas`, draft-4 `dependencies`.
@@ -121,7 +123,10 @@ pub struct JsonOptions {
     pub compact: bool,
     /// Longest run of whitespace between tokens (`None`: unbounded).
     pub max_whitespace: Option<u32>,
-    /// `additionalProperties` is false unless the schema says otherwise.
+    /// `additionalProperties` is false unless the schema says otherwise,
+    /// in schemas that list `properties` or `patternProperties`; names
+    /// listed by `allOf`/`$ref`/sibling schemas are let in (see
+    /// `node::Term::Unlisted` and `CG_JSON_NO_EXTRA_PROPERTIES`).
     pub no_extra_properties: bool,
 }
 
@@ -159,7 +164,7 @@ fn compile_value(value: &Value, options: &JsonOptions, deadline: &Deadline) -> R
     let mut c = compiler::Compiler::new(doc, options, *deadline);
     let root_term = node::Term::Loc(0);
     let n = c.eval(&root_term)?;
-    if n.is_empty() {
+    if n.hardened().is_empty() {
         return Err(Error::invalid(
             "the schema accepts no JSON value at all (it is unsatisfiable)",
         ));
