@@ -741,3 +741,49 @@ fn no_extra_properties_pydantic_nesting() {
         &[r#"{"n": {"a": 1, "b": 1}}"#],
     );
 }
+
+/// `unevaluatedProperties` / `unevaluatedItems` where what is evaluated
+/// is known statically (the schema, its `allOf` and `$ref`); refused when
+/// it depends on which branch validates.
+#[test]
+fn unevaluated_statically_known() {
+    check(
+        r#"{"properties": {"a": {}}, "allOf": [{"properties": {"b": {}}}],
+            "unevaluatedProperties": false}"#,
+        &[r#"{"a": 1, "b": 2}"#, "{}", "[1]"],
+        &[r#"{"c": 1}"#, r#"{"a": 1, "c": 1}"#],
+    );
+    check(
+        r##"{"$defs": {"B": {"properties": {"b": {}}, "patternProperties": {"^x-": {}}}},
+            "$ref": "#/$defs/B", "properties": {"a": {}}, "unevaluatedProperties": false}"##,
+        &[r#"{"a": 1, "b": 2, "x-y": 3}"#],
+        &[r#"{"y": 1}"#],
+    );
+    check(
+        r#"{"properties": {"a": {}}, "unevaluatedProperties": {"type": "integer"}}"#,
+        &[r#"{"a": "x", "z": 1}"#],
+        &[r#"{"z": "x"}"#],
+    );
+    // A subschema's additionalProperties evaluates every name.
+    check(
+        r#"{"allOf": [{"additionalProperties": true}], "unevaluatedProperties": false}"#,
+        &[r#"{"z": 1}"#],
+        &[],
+    );
+    check(
+        r#"{"prefixItems": [{"type": "string"}],
+            "allOf": [{"prefixItems": [true, {"type": "integer"}]}],
+            "unevaluatedItems": false}"#,
+        &[r#"["a", 1]"#, r#"["a"]"#],
+        &[r#"["a", 1, 2]"#, r#"["a", "b"]"#],
+    );
+    refused(
+        r#"{"anyOf": [{"properties": {"a": {}}}, {"properties": {"b": {}}}],
+            "unevaluatedProperties": false}"#,
+        "depends on the instance",
+    );
+    refused(
+        r#"{"contains": {"type": "string"}, "unevaluatedItems": false}"#,
+        "contains",
+    );
+}

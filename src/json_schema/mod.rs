@@ -95,9 +95,16 @@
 //! - References: `$ref` (JSON pointers, `$id` base URIs, `$anchor`,
 //!   draft-6/7 plain-name ids, recursion through properties and items),
 //!   `$defs`/`definitions`; in drafts 4-7 a `$ref` hides its siblings.
-//!   References outside the document are refused, as are
-//!   `unevaluatedProperties`/`unevaluatedItems` (unless vacuous) and
-//!   dynamic scoping.
+//!   References outside the document are refused, as is dynamic
+//!   scoping.
+//! - `unevaluatedProperties`/`unevaluatedItems`: exact when what is
+//!   evaluated is known without the instance: the names (`properties`,
+//!   `patternProperties`) and item prefixes listed by the schema and the
+//!   schemas applied in place with it through `allOf` and `$ref` (an
+//!   `additionalProperties`, `items`, or nested `unevaluated*` there
+//!   evaluates everything); refused, with the keyword named, when an
+//!   `anyOf`, `oneOf`, `if`, `dependentSchemas`, `contains` or dynamic
+//!   reference among them makes it depend on which branch validates.
 //!
 //! Combinatorial schemas hit limits (alternatives per node, rules,
 //! evaluations, counting states) and fail with a limit error.
