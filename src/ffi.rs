@@ -76,9 +76,18 @@ pub const CG_TOKEN_SPECIAL: u32 = 1;
 
 /// `cg_compile_options.flags`, JSON kinds: no optional whitespace at all.
 pub const CG_JSON_COMPACT: u32 = 1;
-/// `cg_compile_options.flags`, JSON Schema: objects allow no properties
-/// beyond those listed unless `additionalProperties` says otherwise (the
-/// specification's default allows any).
+/// `cg_compile_options.flags`, JSON Schema: an object allows only the
+/// property names that its schemas list, unless `additionalProperties`
+/// says otherwise (the specification's default allows any). The flag
+/// applies to schemas that list `properties` or `patternProperties`
+/// themselves; a schema that lists none (a `$ref` or `anyOf` wrapper, a
+/// bare `{"type": "object"}`) adds no restriction. Schemas combined by
+/// `allOf`, `$ref` or as siblings allow the union of the names they list
+/// (`{"allOf": [{"properties": {"a": {}}}, {"properties": {"b": {}}}]}`
+/// allows `a` and `b`); each `anyOf`/`oneOf` branch is closed on its own
+/// names plus those of the schemas it is combined with, and `oneOf`
+/// excludes the other branches as closed shapes. The schemas of `not` and
+/// `if` are tests: the flag does not close them.
 pub const CG_JSON_NO_EXTRA_PROPERTIES: u32 = 2;
 /// `cg_compile_options.flags`, GBNF: accept left-recursive rules (an
 /// extension: llama.cpp rejects them).

@@ -542,4 +542,277 @@ fn negated_negation_of_additional_properties() {
             r#"{"a": 1}"#,
         ],
     );
+/// Draft 4 defines `integer` by its spelling ("without a fraction or
+/// exponent part"); draft 6 on, and schemas without `$schema`, by value.
+#[test]
+fn draft4_integers_have_no_fraction_or_exponent() {
+    let d4 = r#"{"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer"}"#;
+    check(
+        d4,
+        &[
+            "0",
+            "-5",
+            "12345",
+            "-0",
+            "12345678910111213141516171819202122232425262728293031",
+        ],
+        &["1.0", "12345.0", "1e2", "1.5", "1.2345678910111214e+52"],
+    );
+    let d3 = r#"{"$schema": "http://json-schema.org/draft-03/schema#", "type": "integer"}"#;
+    check(d3, &["7"], &["7.0"]);
+    // Bounds and enum keep the spelling rule.
+    check(
+        r#"{"$schema": "http://json-schema.org/draft-04/schema#",
+            "type": "integer", "minimum": 2, "maximum": 2}"#,
+        &["2"],
+        &["2.0", "2e0", "3"],
+    );
+    check(
+        r#"{"$schema": "http://json-schema.org/draft-04/schema#",
+            "type": "integer", "enum": [1, 2.5]}"#,
+        &["1"],
+        &["1.0", "2.5"],
+    );
+    // Its negation: numbers with a fraction or exponent, and non-integers.
+    check(
+        r#"{"$schema": "http://json-schema.org/draft-04/schema#",
+            "type": "number", "not": {"type": "integer"}}"#,
+        &["1.0", "1e2", "1.5"],
+        &["1", "-3"],
+    );
+    check(
+        r#"{"$schema": "http://json-schema.org/draft-04/schema#",
+            "properties": {"userId": {"type": "integer"}}}"#,
+        &[r#"{"userId": 12345}"#],
+        &[r#"{"userId": 12345.0}"#],
+    );
+    for s in [
+        "http://json-schema.org/draft-06/schema#",
+        "http://json-schema.org/draft-07/schema#",
+        "https://json-schema.org/draft/2019-09/schema",
+        "https://json-schema.org/draft/2020-12/schema",
+    ] {
+        let schema = format!(r#"{{"$schema": "{s}", "type": "integer"}}"#);
+        check(&schema, &["1", "1.0", "12345.0", "1e2"], &["1.5"]);
+    }
+    check(r#"{"type": "integer"}"#, &["1.0"], &["1.5"]);
+}
+
+/// RFC 3339: a leap second whenever the UTC time is 23:59:60, whatever
+/// the offset; year 0000 is a date (and a leap year).
+#[test]
+fn rfc3339_leap_seconds_and_year_zero() {
+    check(
+        r#"{"format": "time"}"#,
+        &[
+            r#""23:59:60Z""#,
+            r#""15:59:60-08:00""#,
+            r#""01:29:60+01:30""#,
+            r#""23:59:60.5+00:00""#,
+        ],
+        &[
+            r#""22:59:60Z""#,
+            r#""23:59:60+01:00""#,
+            r#""15:59:60-07:00""#,
+        ],
+    );
+    check(
+        r#"{"format": "date-time"}"#,
+        &[
+            r#""1998-12-31T15:59:60.123-08:00""#,
+            r#""1998-12-31T23:59:60Z""#,
+        ],
+        &[r#""1998-12-31T23:59:60-08:00""#],
+    );
+    check(
+        r#"{"format": "date"}"#,
+        &[r#""0000-01-01""#, r#""0000-02-29""#],
+        &[r#""0100-02-29""#, r#""0000-13-01""#],
+    );
+}
+
+/// `hostname` is refused: IDNA A-labels are not checkable by an automaton.
+#[test]
+fn hostname_format_is_refused() {
+    refused(r#"{"format": "hostname"}"#, "'hostname'");
+    let Err(e) = compile_with(r#"{"properties": {"h": {"format": "hostname"}}}"#, 0) else {
+        panic!("hostname compiled");
+    };
+    assert_eq!(e.kind(), ErrorKind::Unsupported);
+    assert!(e.message().contains("/properties/h"), "{e}");
+}
+
+/// RFC 6570 with its verified erratum 6937: `'` is a literal character.
+#[test]
+fn uri_template_apostrophe_per_errata() {
+    check(
+        r#"{"format": "uri-template"}"#,
+        &[r#""a'b""#, r#""http://x/{id}""#],
+        &[r#""a b""#, r#""{,+var}""#],
+    );
+}
+
+fn check_closed(schema: &str, yes: &[&str], no: &[&str]) {
+    let g = compile_with(schema, cgram::compile::FLAG_JSON_NO_EXTRA_PROPERTIES)
+        .unwrap_or_else(|e| panic!("schema {schema} failed: {e}"));
+    for t in yes {
+        assert!(accepts(&g, t), "schema {schema}: should accept {t}");
+    }
+    for t in no {
+        assert!(!accepts(&g, t), "schema {schema}: should reject {t}");
+    }
+}
+
+/// `FLAG_JSON_NO_EXTRA_PROPERTIES` closes schemas that list properties,
+/// on the union of names listed by conjoined schemas; wrappers (`$ref`,
+/// `anyOf`) that list none add no restriction.
+#[test]
+fn no_extra_properties_through_ref_and_any_of() {
+    check_closed(
+        r#"{"anyOf": [{"type": "object", "properties": {"a": {"type": "integer"}}}]}"#,
+        &[r#"{"a": 1}"#, "{}"],
+        &[r#"{"a": 1, "b": 2}"#, r#"{"a": "x"}"#],
+    );
+    check_closed(
+        r##"{"properties": {"v": {"$ref": "#/$defs/n"}},
+            "$defs": {"n": {"type": "object", "properties": {"a": {"type": "integer"}}}}}"##,
+        &[r#"{"v": {"a": 1}}"#, r#"{"v": {}}"#],
+        &[r#"{"v": {"a": 1, "b": 1}}"#, r#"{"w": 1}"#],
+    );
+    // allOf: the union of the listed names.
+    check_closed(
+        r#"{"allOf": [{"properties": {"a": {"type": "integer"}}},
+                      {"properties": {"b": {"type": "string"}}}]}"#,
+        &[r#"{"a": 1, "b": "x"}"#, r#"{"a": 1}"#, "{}"],
+        &[r#"{"a": 1, "c": 1}"#, r#"{"b": 1}"#],
+    );
+    // Per anyOf branch, with the names of the enclosing schema.
+    check_closed(
+        r#"{"properties": {"id": {"type": "integer"}},
+            "anyOf": [{"properties": {"a": {"const": 1}}, "required": ["a"]},
+                      {"properties": {"b": {"const": 2}}, "required": ["b"]}]}"#,
+        &[r#"{"id": 1, "a": 1}"#, r#"{"b": 2}"#],
+        &[r#"{"a": 1, "b": 2}"#, r#"{"id": 1, "a": 1, "c": 0}"#],
+    );
+    // oneOf: closed branches; `{}` matches both, so it is rejected.
+    check_closed(
+        r#"{"oneOf": [{"properties": {"a": {"type": "integer"}}},
+                      {"properties": {"b": {"type": "integer"}}}]}"#,
+        &[r#"{"a": 1}"#, r#"{"b": 1}"#],
+        &["{}", r#"{"a": 1, "b": 1}"#],
+    );
+    // Explicit additionalProperties wins; required names need a listing.
+    check_closed(
+        r#"{"properties": {"a": {}}, "additionalProperties": {"type": "integer"}}"#,
+        &[r#"{"a": "x", "z": 1}"#],
+        &[r#"{"z": "x"}"#],
+    );
+    // if/then/else: the condition is a test, not a closed shape.
+    check_closed(
+        r#"{"properties": {"kind": {}, "x": {}, "y": {}},
+            "if": {"properties": {"kind": {"const": "A"}}},
+            "then": {"required": ["x"]}, "else": {"required": ["y"]}}"#,
+        &[r#"{"kind": "A", "x": 1}"#, r#"{"kind": "B", "y": 1}"#],
+        &[
+            r#"{"kind": "A", "y": 1}"#,
+            r#"{"kind": "A", "x": 1, "z": 1}"#,
+        ],
+    );
+    // A bare object type lists nothing: any names.
+    check_closed(r#"{"type": "object"}"#, &[r#"{"q": 1}"#], &[]);
+}
+
+/// Pydantic-style schemas: a `$ref` for every nested model, optional ones
+/// as `anyOf` with null, lists of models.
+#[test]
+fn no_extra_properties_pydantic_nesting() {
+    let schema = r##"{
+        "$defs": {
+            "Address": {"type": "object", "title": "Address",
+                "properties": {"street": {"type": "string"}, "zip": {"type": "string"}},
+                "required": ["street"]},
+            "Pet": {"type": "object",
+                "properties": {"name": {"type": "string"},
+                               "owner": {"anyOf": [{"$ref": "#/$defs/Address"}, {"type": "null"}]}},
+                "required": ["name"]}
+        },
+        "type": "object", "title": "Person",
+        "properties": {
+            "name": {"type": "string"},
+            "home": {"$ref": "#/$defs/Address"},
+            "pets": {"type": "array", "items": {"$ref": "#/$defs/Pet"}},
+            "base": {"allOf": [{"$ref": "#/$defs/Address"}], "description": "x"}
+        },
+        "required": ["name", "home"]
+    }"##;
+    check_closed(
+        schema,
+        &[
+            r#"{"name": "n", "home": {"street": "s"}}"#,
+            r#"{"name": "n", "home": {"street": "s", "zip": "1"},
+                "pets": [{"name": "p", "owner": null}, {"name": "q", "owner": {"street": "t"}}],
+                "base": {"street": "b"}}"#,
+        ],
+        &[
+            r#"{"name": "n", "home": {"street": "s"}, "x": 1}"#,
+            r#"{"name": "n", "home": {"street": "s", "x": 1}}"#,
+            r#"{"name": "n", "home": {"street": "s"}, "pets": [{"name": "p", "x": 1}]}"#,
+            r#"{"name": "n", "home": {"street": "s"}, "pets": [{"name": "p", "owner": {"street": "t", "x": 1}}]}"#,
+            r#"{"name": "n", "home": {"street": "s"}, "base": {"street": "b", "x": 1}}"#,
+        ],
+    );
+    // Draft 7 style (definitions, $ref without siblings).
+    check_closed(
+        r##"{"$schema": "http://json-schema.org/draft-07/schema#",
+            "definitions": {"N": {"properties": {"a": {"type": "integer"}}}},
+            "properties": {"n": {"$ref": "#/definitions/N"}}}"##,
+        &[r#"{"n": {"a": 1}}"#],
+        &[r#"{"n": {"a": 1, "b": 1}}"#],
+    );
+}
+
+/// `unevaluatedProperties` / `unevaluatedItems` where what is evaluated
+/// is known statically (the schema, its `allOf` and `$ref`); refused when
+/// it depends on which branch validates.
+#[test]
+fn unevaluated_statically_known() {
+    check(
+        r#"{"properties": {"a": {}}, "allOf": [{"properties": {"b": {}}}],
+            "unevaluatedProperties": false}"#,
+        &[r#"{"a": 1, "b": 2}"#, "{}", "[1]"],
+        &[r#"{"c": 1}"#, r#"{"a": 1, "c": 1}"#],
+    );
+    check(
+        r##"{"$defs": {"B": {"properties": {"b": {}}, "patternProperties": {"^x-": {}}}},
+            "$ref": "#/$defs/B", "properties": {"a": {}}, "unevaluatedProperties": false}"##,
+        &[r#"{"a": 1, "b": 2, "x-y": 3}"#],
+        &[r#"{"y": 1}"#],
+    );
+    check(
+        r#"{"properties": {"a": {}}, "unevaluatedProperties": {"type": "integer"}}"#,
+        &[r#"{"a": "x", "z": 1}"#],
+        &[r#"{"z": "x"}"#],
+    );
+    // A subschema's additionalProperties evaluates every name.
+    check(
+        r#"{"allOf": [{"additionalProperties": true}], "unevaluatedProperties": false}"#,
+        &[r#"{"z": 1}"#],
+        &[],
+    );
+    check(
+        r#"{"prefixItems": [{"type": "string"}],
+            "allOf": [{"prefixItems": [true, {"type": "integer"}]}],
+            "unevaluatedItems": false}"#,
+        &[r#"["a", 1]"#, r#"["a"]"#],
+        &[r#"["a", 1, 2]"#, r#"["a", "b"]"#],
+    );
+    refused(
+        r#"{"anyOf": [{"properties": {"a": {}}}, {"properties": {"b": {}}}],
+            "unevaluatedProperties": false}"#,
+        "depends on the instance",
+    );
+    refused(
+        r#"{"contains": {"type": "string"}, "unevaluatedItems": false}"#,
+        "contains",
+    );
 }

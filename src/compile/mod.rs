@@ -47,8 +47,9 @@ pub enum Kind {
 
 /// JSON: no optional whitespace at all (compact output).
 pub const FLAG_JSON_COMPACT: u32 = 1;
-/// JSON Schema: `additionalProperties` defaults to false instead of the
-/// specification's true (what most other engines do).
+/// JSON Schema: objects allow only the names their schemas list (what
+/// most other engines do); see `CG_JSON_NO_EXTRA_PROPERTIES` in
+/// [`crate::ffi`] for how schemas combine.
 pub const FLAG_JSON_NO_EXTRA_PROPERTIES: u32 = 2;
 /// GBNF: accept left-recursive grammars (llama.cpp rejects them; cgram's
 /// parser handles them).

@@ -96,6 +96,15 @@ pub struct Compiler<'a> {
     deadline: Deadline,
 }
 
+/// Properties or items evaluated statically (see `Compiler::evaluated`).
+#[derive(Default)]
+struct Evaluated {
+    names: BTreeSet<String>,
+    patterns: Vec<String>,
+    prefix: usize,
+    all: bool,
+}
+
 fn as_count(v: &Value) -> Option<u32> {
     match v {
         Value::Number(n) => {
@@ -154,6 +163,7 @@ impl<'a> Compiler<'a> {
             Term::Val(_) => "a const value".into(),
             Term::True => "true".into(),
             Term::False => "false".into(),
+            Term::Unlisted => "an unlisted property".into(),
         }
     }
 
@@ -188,7 +198,7 @@ impl<'a> Compiler<'a> {
     fn eval_uncached(&mut self, t: &Term) -> Result<Node> {
         Ok(match t {
             Term::True => Node::any(),
-            Term::False => Node::none(),
+            Term::False | Term::Unlisted => Node::none(),
             Term::Loc(id) => self.eval_schema(*id)?,
             Term::Val(v) => {
                 let v = self.vals[*v as usize].clone();
@@ -340,7 +350,7 @@ impl<'a> Compiler<'a> {
             and(&mut node, &n, "enum")?;
         }
         if let Some(t) = m.get("type") {
-            let n = type_node(t).map_err(|e| bad("type", &ptr, e))?;
+            let n = type_node(t, draft).map_err(|e| bad("type", &ptr, e))?;
             and(&mut node, &n, "type")?;
         }
         // Type-specific keywords.
@@ -483,18 +493,146 @@ impl<'a> Compiler<'a> {
                 None | Some(Value::Bool(true)) => {}
                 Some(Value::Object(o)) if o.is_empty() => {}
                 Some(_) => {
-                    let vacuous = if kw == "unevaluatedProperties" {
+                    let props = kw == "unevaluatedProperties";
+                    let vacuous = if props {
                         node.obj.is_empty()
                     } else {
                         node.arr.is_empty()
                     };
-                    if !vacuous {
-                        return Err(unsup(kw, &ptr, "not supported"));
+                    if vacuous {
+                        continue;
                     }
+                    let mut ev = Evaluated::default();
+                    let mut seen = FastSet::default();
+                    self.evaluated(id, props, true, &mut ev, &mut seen)
+                        .map_err(|why| unsup(kw, &ptr, why))?;
+                    let u = Term::Loc(self.doc.child(id, &[kw]).unwrap());
+                    let mut n = Node::any();
+                    if props {
+                        if ev.all {
+                            continue;
+                        }
+                        let mut rest = StrLang::Lits(ev.names).not();
+                        for p in &ev.patterns {
+                            let e = self
+                                .pattern_expr(p)
+                                .map_err(|e| kw_err(e.kind(), kw, &ptr, e.message()))?;
+                            rest = rest.and(&StrLang::from_expr(e).not());
+                        }
+                        let done = rest.not();
+                        n.obj = ObjShape {
+                            extra: vec![(rest, u), (done, Term::True)],
+                            ..ObjShape::any()
+                        }
+                        .simplify()
+                        .into_iter()
+                        .collect();
+                    } else {
+                        if ev.all {
+                            continue;
+                        }
+                        n.arr = ArrShape {
+                            prefix: vec![Term::True; ev.prefix],
+                            rest: u,
+                            ..ArrShape::any()
+                        }
+                        .simplify()
+                        .into_iter()
+                        .collect();
+                    }
+                    and(&mut node, &n, kw)?;
                 }
             }
         }
         Ok(node)
+    }
+
+    /// What the schema at `id` and the schemas applied in place with it
+    /// (`allOf`, `$ref`) evaluate, for `unevaluatedProperties` (`props`)
+    /// or `unevaluatedItems`: exact only when that is known without the
+    /// instance, so a dynamic applicator (`anyOf`, `oneOf`, `if`,
+    /// `dependentSchemas`, `contains`, dynamic references) is refused
+    /// with the reason. `not` yields no annotations and is skipped.
+    fn evaluated(
+        &mut self,
+        id: u32,
+        props: bool,
+        top: bool,
+        ev: &mut Evaluated,
+        seen: &mut FastSet<u32>,
+    ) -> std::result::Result<(), String> {
+        if !seen.insert(id) {
+            return Ok(());
+        }
+        let Value::Object(m) = self.doc.value(id) else {
+            return Ok(());
+        };
+        let draft = self.doc.draft;
+        let ptr = at(self.doc.ptr(id)).to_string();
+        for kw in [
+            "anyOf",
+            "oneOf",
+            "if",
+            "dependentSchemas",
+            "$dynamicRef",
+            "$recursiveRef",
+        ] {
+            if m.contains_key(kw) {
+                return Err(format!(
+                    "what is evaluated depends on the instance ({kw} at {ptr}): \
+                     only properties and items listed statically (with allOf and $ref) \
+                     are supported"
+                ));
+            }
+        }
+        if props {
+            if let Some(Value::Object(p)) = m.get("properties") {
+                ev.names.extend(p.keys().cloned());
+            }
+            if let Some(Value::Object(p)) = m.get("patternProperties") {
+                ev.patterns.extend(p.keys().cloned());
+            }
+            if m.contains_key("additionalProperties")
+                || (!top && m.contains_key("unevaluatedProperties"))
+            {
+                ev.all = true;
+            }
+        } else {
+            if m.contains_key("contains") {
+                return Err(format!(
+                    "the items contains evaluates depend on the instance (contains at {ptr})"
+                ));
+            }
+            let prefix_items = m.get("prefixItems").filter(|_| draft >= Draft::D2020);
+            match (prefix_items, m.get("items")) {
+                (Some(Value::Array(a)), None) => ev.prefix = ev.prefix.max(a.len()),
+                (_, Some(Value::Array(a))) => {
+                    ev.prefix = ev.prefix.max(a.len());
+                    if m.contains_key("additionalItems") {
+                        ev.all = true;
+                    }
+                }
+                (_, Some(_)) => ev.all = true,
+                _ => {}
+            }
+            if !top && m.contains_key("unevaluatedItems") {
+                ev.all = true;
+            }
+        }
+        if let Some(Value::Array(a)) = m.get("allOf") {
+            for i in 0..a.len() {
+                if let Some(sub) = self.doc.child(id, &["allOf", &i.to_string()]) {
+                    self.evaluated(sub, props, false, ev, seen)?;
+                }
+            }
+        }
+        if draft >= Draft::D2019 {
+            if let Some(Value::String(r)) = m.get("$ref") {
+                let target = self.doc.resolve_ref(id, r)?;
+                self.evaluated(target, props, false, ev, seen)?;
+            }
+        }
+        Ok(())
     }
 
     fn ref_target(&mut self, id: u32, kw: &str, r: &Value, ptr: &str) -> Result<u32> {
@@ -546,7 +684,9 @@ impl<'a> Compiler<'a> {
                     continue;
                 }
                 if negs[j].is_none() {
-                    let neg = branches[j].not().map_err(|e| {
+                    // Each branch is excluded as its objects are emitted:
+                    // closed where the flag closes them.
+                    let neg = branches[j].hardened().not().map_err(|e| {
                         unsup(
                             "oneOf",
                             ptr,
@@ -570,6 +710,7 @@ impl<'a> Compiler<'a> {
     /// Whether a node accepts nothing, looking `depth` levels into member
     /// schemas (false when unsure).
     fn is_empty_deep(&mut self, n: &Node, depth: u32) -> Result<bool> {
+        let n = &n.hardened();
         if n.null || n.bools != 0 || !n.num.is_empty() || !n.str.is_empty() {
             return Ok(false);
         }
@@ -700,6 +841,15 @@ impl<'a> Compiler<'a> {
             parts.push(e);
         }
         if let Some(Value::String(f)) = m.get("format") {
+            if f == "hostname" {
+                return Err(unsup(
+                    "format",
+                    ptr,
+                    "'hostname' cannot be checked exactly by a finite automaton: an IDNA \
+                     A-label (xn--...) is valid only when it decodes (Punycode) to a valid \
+                     U-label (RFC 5890/5891), and the name is limited to 253 octets",
+                ));
+            }
             match crate::regex::format_expr(f) {
                 Some(e) => parts.push(e),
                 // Standard formats whose language is not regular (or not
@@ -813,8 +963,7 @@ impl<'a> Compiler<'a> {
             || has("required")
             || has("propertyNames")
             || has("minProperties")
-            || has("maxProperties")
-            || self.opts.no_extra_properties)
+            || has("maxProperties"))
         {
             return Ok(None);
         }
@@ -839,7 +988,14 @@ impl<'a> Compiler<'a> {
         }
         let additional = match m.get("additionalProperties") {
             Some(_) => Term::Loc(self.doc.child(id, &["additionalProperties"]).unwrap()),
-            None if self.opts.no_extra_properties => Term::False,
+            // The flag closes only schemas that list names themselves
+            // (wrappers of `$ref`/`anyOf` stay open), and softly: see
+            // `Term::Unlisted`.
+            None if self.opts.no_extra_properties
+                && (has("properties") || has("patternProperties")) =>
+            {
+                Term::Unlisted
+            }
             None => Term::True,
         };
         let unlisted = |k: &str| -> Term {
@@ -1131,6 +1287,7 @@ impl<'a> Compiler<'a> {
     }
 
     pub fn emit_node(&mut self, n: &Node) -> Result<(Expr, LexemeHint)> {
+        let n = &n.hardened();
         let mut scalars = Vec::new();
         if n.null {
             scalars.push(Expr::literal("null"));
@@ -1897,7 +2054,10 @@ fn pure_length(l: &StrLang) -> Option<(u32, Option<u32>)> {
     }
 }
 
-fn type_node(t: &Value) -> std::result::Result<Node, String> {
+/// The node of `type`. Draft 4 defines `integer` by its spelling ("a JSON
+/// number without a fraction or exponent part"); later drafts by its value
+/// (`1.0` is an integer). Without `$schema`, the later rule.
+fn type_node(t: &Value, draft: Draft) -> std::result::Result<Node, String> {
     let names: Vec<&str> = match t {
         Value::String(s) => vec![s.as_str()],
         Value::Array(a) => a
@@ -1913,7 +2073,11 @@ fn type_node(t: &Value) -> std::result::Result<Node, String> {
             "boolean" => n.bools = 3,
             "integer" => {
                 if !n.num.contains(&NumAtom::any()) {
-                    n.num.push(NumAtom::integer());
+                    n.num.push(if draft == Draft::D4 {
+                        NumAtom::plain_integer()
+                    } else {
+                        NumAtom::integer()
+                    });
                 }
             }
             "number" => n.num = vec![NumAtom::any()],
@@ -1942,6 +2106,10 @@ fn finite_values(n: &Node) -> Option<Vec<Value>> {
         out.push(Value::Bool(true));
     }
     for a in &n.num {
+        // A value with a spelling constraint is not just the value.
+        if a.plain.is_some() {
+            return None;
+        }
         let v = a.value.as_ref()?;
         out.push(serde_json::from_str(&v.to_text()).ok()?);
     }

@@ -34,7 +34,10 @@
 //!   `multipleOf`, `const`) accepts plain decimals and scientific notation
 //!   with a normalized mantissa (`1e-05`, `1.5e+16`, as every float
 //!   printer writes), which keeps comparisons exact; `integer` accepts
-//!   `1.0` (JSON Schema integers are values with zero fraction).
+//!   `1.0` from draft 6 on (integers are values with zero fraction), and
+//!   under draft 4 (`$schema` draft-04 or draft-03) only the spelling
+//!   without fraction or exponent (draft 4: "a JSON number without a
+//!   fraction or exponent part"; `1.0` and `1e2` are not integers there).
 //! - **Strings**: the schema constrains the decoded string; every JSON
 //!   spelling of it is accepted ([`strings`]). Lengths count code points;
 //!   a string with only length bounds up to 256 is one counting lexeme;
@@ -60,7 +63,9 @@
 //! - `type` (lists too), `enum`, `const` (JSON equality: `1 == 1.0`),
 //!   boolean schemas.
 //! - Objects: `properties`, `required`, `additionalProperties` (default
-//!   true; [`JsonOptions::no_extra_properties`] makes it false),
+//!   true; [`JsonOptions::no_extra_properties`] makes it false for
+//!   schemas listing `properties`/`patternProperties`, closed on the
+//!   union of the names that conjoined schemas list),
 //!   `patternProperties` (names are split into the classes of patterns
 //!   they match, at most 64 classes per object), `propertyNames`, `minProperties`, `maxProperties`,
 //!   `dependentRequired`, `dependentSchemas`, draft-4 `dependencies`.
@@ -72,8 +77,9 @@
 //!   [`crate::regex`]), `format`: asserted in every draft (MaskBench's
 //!   validators assert it) with the languages of
 //!   [`crate::regex::format_expr`]; the standard formats it cannot express
-//!   (`regex`, `idn-email`, `idn-hostname`) are refused, unknown formats
-//!   are annotations.
+//!   exactly (`regex`, `idn-email`, `idn-hostname`, and `hostname`, whose
+//!   IDNA A-labels must decode to valid U-labels) are refused, unknown
+//!   formats are annotations.
 //! - Numbers: `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum`
 //!   (numbers, or draft-4 booleans), `multipleOf` (divisors whose scaled
 //!   integer is at most 1000 with at most 6 decimals; a factor prime to 10
@@ -89,9 +95,16 @@
 //! - References: `$ref` (JSON pointers, `$id` base URIs, `$anchor`,
 //!   draft-6/7 plain-name ids, recursion through properties and items),
 //!   `$defs`/`definitions`; in drafts 4-7 a `$ref` hides its siblings.
-//!   References outside the document are refused, as are
-//!   `unevaluatedProperties`/`unevaluatedItems` (unless vacuous) and
-//!   dynamic scoping.
+//!   References outside the document are refused, as is dynamic
+//!   scoping.
+//! - `unevaluatedProperties`/`unevaluatedItems`: exact when what is
+//!   evaluated is known without the instance: the names (`properties`,
+//!   `patternProperties`) and item prefixes listed by the schema and the
+//!   schemas applied in place with it through `allOf` and `$ref` (an
+//!   `additionalProperties`, `items`, or nested `unevaluated*` there
+//!   evaluates everything); refused, with the keyword named, when an
+//!   `anyOf`, `oneOf`, `if`, `dependentSchemas`, `contains` or dynamic
+//!   reference among them makes it depend on which branch validates.
 //!
 //! Combinatorial schemas hit limits (alternatives per node, rules,
 //! evaluations, counting states) and fail with a limit error.
@@ -117,7 +130,10 @@ pub struct JsonOptions {
     pub compact: bool,
     /// Longest run of whitespace between tokens (`None`: unbounded).
     pub max_whitespace: Option<u32>,
-    /// `additionalProperties` is false unless the schema says otherwise.
+    /// `additionalProperties` is false unless the schema says otherwise,
+    /// in schemas that list `properties` or `patternProperties`; names
+    /// listed by `allOf`/`$ref`/sibling schemas are let in (see
+    /// `node::Term::Unlisted` and `CG_JSON_NO_EXTRA_PROPERTIES`).
     pub no_extra_properties: bool,
 }
 
@@ -155,7 +171,7 @@ fn compile_value(value: &Value, options: &JsonOptions, deadline: &Deadline) -> R
     let mut c = compiler::Compiler::new(doc, options, *deadline);
     let root_term = node::Term::Loc(0);
     let n = c.eval(&root_term)?;
-    if n.is_empty() {
+    if n.hardened().is_empty() {
         return Err(Error::invalid(
             "the schema accepts no JSON value at all (it is unsatisfiable)",
         ));

@@ -32,6 +32,14 @@ pub enum Term {
     Val(u32),
     Not(Box<Term>),
     And(Vec<Term>),
+    /// A name left unlisted by a schema that lists `properties` or
+    /// `patternProperties` under [`super::JsonOptions::no_extra_properties`]:
+    /// rejected, unless an intersection (`allOf`, `$ref`, sibling keywords)
+    /// with a schema that lists the name lets it in. So the flag closes
+    /// each alternative of an object on the union of the names its
+    /// conjoined schemas list. Shapes are [`hardened`](Term::hardened)
+    /// before emission.
+    Unlisted,
 }
 
 impl Term {
@@ -49,12 +57,44 @@ impl Term {
                 t => parts.push(t),
             }
         }
+        // A part from a listing (a subschema or a value) lets an unlisted
+        // name in; negations and `true` do not.
+        if parts
+            .iter()
+            .any(|t| matches!(t, Term::Loc(_) | Term::Val(_)))
+        {
+            parts.retain(|t| *t != Term::Unlisted);
+        }
         parts.sort();
         parts.dedup();
         match parts.len() {
             0 => Term::True,
             1 => parts.pop().unwrap(),
             _ => Term::And(parts),
+        }
+    }
+
+    /// The term with unlisted names rejected (for emission).
+    pub fn hardened(&self) -> Term {
+        match self {
+            Term::Unlisted => Term::False,
+            Term::And(v) if v.contains(&Term::Unlisted) => Term::False,
+            t => t.clone(),
+        }
+    }
+
+    /// The term with unlisted names allowed (the flag does not apply to
+    /// the schemas of `not` and `if`: they are tests, not shapes).
+    pub fn opened(&self) -> Term {
+        match self {
+            Term::Unlisted => Term::True,
+            Term::And(v) if v.contains(&Term::Unlisted) => Term::and_all(
+                v.iter()
+                    .filter(|t| **t != Term::Unlisted)
+                    .cloned()
+                    .collect(),
+            ),
+            t => t.clone(),
         }
     }
 
@@ -393,22 +433,43 @@ impl ObjShape {
         Some(self)
     }
 
+    fn map_terms(&self, f: impl Fn(&Term) -> Term) -> Option<ObjShape> {
+        let mut s = self.clone();
+        for (_, t) in s.props.iter_mut() {
+            *t = f(t);
+        }
+        for (_, t) in s.extra.iter_mut() {
+            *t = f(t);
+        }
+        s.simplify()
+    }
+
+    /// The shape with unlisted names rejected (see [`Term::Unlisted`]).
+    pub fn hardened(&self) -> Option<ObjShape> {
+        self.map_terms(Term::hardened)
+    }
+
     fn all_extra_allowed(&self) -> bool {
         self.extra.len() == 1 && self.extra[0].0.is_any() && self.extra[0].1 == Term::True
     }
 
-    /// The objects this shape rejects, as a union of shapes.
+    /// The objects this shape rejects, as a union of shapes (unlisted
+    /// names allowed in `self`: see [`Term::opened`]).
     pub fn negate(&self) -> Result<Vec<ObjShape>, String> {
+        let Some(opened) = self.map_terms(Term::opened) else {
+            return Ok(vec![ObjShape::any()]);
+        };
+        let s = &opened;
         let mut out = Vec::new();
         let base = ObjShape::any;
-        for r in &self.required {
+        for r in &s.required {
             out.push(ObjShape {
                 props: vec![(r.clone(), Term::False)],
                 weak: [r.clone()].into_iter().collect(),
                 ..base()
             });
         }
-        for (k, t) in &self.props {
+        for (k, t) in &s.props {
             if *t == Term::True {
                 continue;
             }
@@ -422,19 +483,19 @@ impl ObjShape {
         // "Some member with a name in `l` has a value in `t`" fails when
         // every member named in `l` has a value outside `t`: a shape
         // whose unlisted names split into `l` (values `not t`) and the rest.
-        for (l, t) in &self.need {
+        for (l, t) in &s.need {
             out.push(ObjShape {
                 extra: vec![(l.clone(), Term::not(t.clone())), (l.not(), Term::True)],
                 ..base()
             });
         }
-        if !self.all_extra_allowed() {
+        if !s.all_extra_allowed() {
             // Some unlisted member violates its class, or has a name in no
             // class.
-            let listed = StrLang::Lits(self.props.iter().map(|(k, _)| k.clone()).collect());
+            let listed = StrLang::Lits(s.props.iter().map(|(k, _)| k.clone()).collect());
             let unlisted = listed.not();
             let mut covered = StrLang::none();
-            for (l, t) in &self.extra {
+            for (l, t) in &s.extra {
                 covered = covered.or(l);
                 if *t != Term::True {
                     out.push(ObjShape {
@@ -451,13 +512,13 @@ impl ObjShape {
                 });
             }
         }
-        if self.min > 0 {
+        if s.min > 0 {
             out.push(ObjShape {
-                max: Some(self.min - 1),
+                max: Some(s.min - 1),
                 ..base()
             });
         }
-        if let Some(m) = self.max {
+        if let Some(m) = s.max {
             out.push(ObjShape {
                 min: m + 1,
                 ..base()
@@ -598,6 +659,14 @@ impl Node {
             arr,
             obj,
         })
+    }
+
+    /// The node with unlisted names rejected (see [`Term::Unlisted`]).
+    pub fn hardened(&self) -> Node {
+        let mut n = self.clone();
+        n.obj = self.obj.iter().filter_map(ObjShape::hardened).collect();
+        n.obj.dedup();
+        n
     }
 
     pub fn not(&self) -> Result<Node, String> {

@@ -42,6 +42,11 @@ const MAX_DIVISOR: u128 = 1_000;
 pub struct NumAtom {
     /// `Some(true)`: an integer; `Some(false)`: not an integer.
     pub int: Option<bool>,
+    /// The *spelling*, for draft 4's `integer` ("a JSON number without a
+    /// fraction or exponent part": `1.0` is a number, not an integer):
+    /// `Some(true)`: written `-?(0|[1-9][0-9]*)`; `Some(false)`: written
+    /// with a fraction or an exponent (its complement).
+    pub plain: Option<bool>,
     /// Lower bound and whether it is exclusive.
     pub lo: Option<(Dec, bool)>,
     pub hi: Option<(Dec, bool)>,
@@ -63,6 +68,16 @@ impl NumAtom {
         }
     }
 
+    /// Draft 4's `integer`: an integer value written without a fraction
+    /// or exponent.
+    pub fn plain_integer() -> NumAtom {
+        NumAtom {
+            int: Some(true),
+            plain: Some(true),
+            ..NumAtom::default()
+        }
+    }
+
     pub fn value(v: Dec) -> NumAtom {
         NumAtom {
             value: Some(v),
@@ -80,6 +95,10 @@ impl NumAtom {
             (Some(a), Some(b)) if a != b => return None,
             (a, b) => a.or(b),
         };
+        let plain = match (self.plain, o.plain) {
+            (Some(a), Some(b)) if a != b => return None,
+            (a, b) => a.or(b),
+        };
         let lo = tighter(&self.lo, &o.lo, true);
         let hi = tighter(&self.hi, &o.hi, false);
         let value = match (&self.value, &o.value) {
@@ -93,6 +112,7 @@ impl NumAtom {
         };
         let mut r = NumAtom {
             int,
+            plain,
             lo,
             hi,
             mult: union(&self.mult, &o.mult),
@@ -105,11 +125,18 @@ impl NumAtom {
 
     /// Tightens and checks the atom; false when it is provably empty.
     pub fn normalize(&mut self) -> bool {
+        // A plain spelling is an integer's.
+        if self.plain == Some(true) {
+            if self.int == Some(false) {
+                return false;
+            }
+            self.int = Some(true);
+        }
         if let Some(v) = self.value.clone() {
             if !self.admits(&v) {
                 return false;
             }
-            *self = NumAtom::value(v);
+            *self = self.only(v);
             return true;
         }
         if let (Some((lo, ls)), Some((hi, hs))) = (&self.lo, &self.hi) {
@@ -126,7 +153,7 @@ impl NumAtom {
                     if !c.admits(&v) {
                         return false;
                     }
-                    *self = NumAtom::value(v);
+                    *self = self.only(v);
                     return true;
                 }
                 _ => {}
@@ -159,7 +186,7 @@ impl NumAtom {
                     if !c.admits(l) {
                         return false;
                     }
-                    *self = NumAtom::value(l.clone());
+                    *self = self.only(l.clone());
                     return true;
                 }
             }
@@ -170,7 +197,17 @@ impl NumAtom {
         true
     }
 
-    /// Whether the value `v` satisfies every constraint but `value`.
+    /// The single value `v`, keeping the spelling constraint (the only
+    /// one a value does not decide).
+    fn only(&self, v: Dec) -> NumAtom {
+        NumAtom {
+            plain: self.plain,
+            ..NumAtom::value(v)
+        }
+    }
+
+    /// Whether the value `v` satisfies every constraint but `value` (and
+    /// the spelling).
     pub fn admits(&self, v: &Dec) -> bool {
         if let Some(i) = self.int {
             if v.is_integer() != i {
@@ -216,6 +253,9 @@ impl NumAtom {
         if let Some(i) = self.int {
             out.push(one(&|a| a.int = Some(!i)));
         }
+        if let Some(p) = self.plain {
+            out.push(one(&|a| a.plain = Some(!p)));
+        }
         if let Some((d, s)) = &self.lo {
             out.push(one(&|a| a.hi = Some((d.clone(), !*s))));
         }
@@ -241,11 +281,28 @@ impl NumAtom {
     /// The JSON texts of the numbers in this atom (see the module doc for
     /// which spellings).
     pub fn to_expr(&self) -> Result<Expr, String> {
+        let spelling = self.plain.map(|p| {
+            if p {
+                seq(vec![Expr::optional(lit("-")), uint()])
+            } else {
+                Expr::and(vec![
+                    json_number(),
+                    Expr::complement(seq(vec![Expr::optional(lit("-")), uint()])),
+                ])
+            }
+        });
         if let Some(v) = &self.value {
-            return Ok(eq(v));
+            return Ok(match spelling {
+                Some(s) => Expr::and(vec![eq(v), s]),
+                None => eq(v),
+            });
         }
         let mut parts = Vec::new();
         let mut positive = false;
+        if let Some(s) = spelling {
+            parts.push(s);
+            positive = true;
+        }
         match self.int {
             Some(true) => {
                 parts.push(integer());
