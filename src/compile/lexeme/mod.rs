@@ -1032,8 +1032,14 @@ pub fn to_hir(expr: &Expr) -> Hir {
         Expr::Nothing => Hir::fail(),
         Expr::Literal(s) => Hir::literal(s.as_bytes()),
         Expr::Class(c) => class_hir(c),
-        Expr::Seq(v) => Hir::concat(v.iter().map(to_hir).collect()),
-        Expr::Alt(v) => Hir::alternation(v.iter().map(to_hir).collect()),
+        Expr::Seq(_) => Hir::concat(flattened(expr, |e| match e {
+            Expr::Seq(v) => Some(v),
+            _ => None,
+        })),
+        Expr::Alt(_) => Hir::alternation(flattened(expr, |e| match e {
+            Expr::Alt(v) => Some(v),
+            _ => None,
+        })),
         Expr::Repeat {
             max: Some(max),
             min,
@@ -1049,6 +1055,30 @@ pub fn to_hir(expr: &Expr) -> Hir {
             unreachable!("lexemes are built from expanded regular expressions")
         }
     }
+}
+
+/// The HIR of the parts of `expr`, with parts that are themselves of the
+/// same kind (`kind` gives their parts) opened up in place, to any depth:
+/// `regex-syntax` flattens a nested alternation or concatenation by
+/// copying it into its parent, level after level, so `("a" | ("b" | ...))`
+/// nested 10,000 deep cost seconds (quadratic); flattened first, it costs
+/// its size.
+fn flattened(expr: &Expr, kind: impl Fn(&Expr) -> Option<&Vec<Expr>>) -> Vec<Hir> {
+    let mut out = Vec::new();
+    let mut stack: Vec<std::slice::Iter<'_, Expr>> =
+        vec![kind(expr).map_or([].iter(), |v| v.iter())];
+    while let Some(top) = stack.last_mut() {
+        match top.next() {
+            None => {
+                stack.pop();
+            }
+            Some(part) => match kind(part) {
+                Some(v) => stack.push(v.iter()),
+                None => out.push(to_hir(part)),
+            },
+        }
+    }
+    out
 }
 
 fn class_hir(c: &CharClass) -> Hir {
