@@ -18,7 +18,7 @@
 //! | JSON Schema nesting | [`crate::json_schema::MAX_SCHEMA_NESTING`] | - | JSON reader |
 //! | JSON Schema size | 100,000 rules, 200,000 subschema combinations, 256 alternatives of one type | - | schema translation |
 //! | regex nesting and repetition | see [`crate::regex`] | - | regex parser |
-//! | one lexeme DFA | 32 MiB | - | lexeme builder |
+//! | one lexeme DFA | 32 MiB | - | lexeme builder: a regular part whose DFA would be larger becomes a parser rule (no error; intersections and complements, which only exist as DFAs, are refused) |
 //! | vocabulary | 16,777,216 tokens of at most 65,536 bytes | - | `cg_vocab_new` |
 //! | memory kept per vocabulary | [`crate::compile::lexeme::DEFAULT_CACHE_BUDGET`] (128 MiB) | `cg_vocab_set_cache_budget` | lexeme cache: least recently used dropped past it |
 //!

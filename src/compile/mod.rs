@@ -328,6 +328,21 @@ impl<'g> Lowering<'g> {
         Ok(())
     }
 
+    /// [`Lowering::lower`] of a rule body; with `split`, the body is a
+    /// lexeme whose DFA would be too large, and it is lowered without
+    /// lifting the whole of it back into that same lexeme: its top node
+    /// stays a parser construct and only its parts can become lexemes
+    /// (each strictly smaller, so that splitting again ends). With run
+    /// merging off (the caller's job), no run can rebuild the whole either.
+    fn lower_parts(&mut self, body: &Expr, split: bool) -> Result<Expr> {
+        match body {
+            Expr::Repeat { expr, min, max } if split => {
+                Ok(Expr::repeat(self.lower(expr, 1)?, *min, *max))
+            }
+            _ => self.lower(body, 0),
+        }
+    }
+
     /// A parser-rule body with references turned into compiled-rule calls,
     /// inline rules copied in and regular loops lifted into lexemes.
     fn lower(&mut self, e: &Expr, depth: usize) -> Result<Expr> {
@@ -514,16 +529,24 @@ pub fn compile_ir(
             }
             _ => None,
         };
-        if let Some(e) = lexeme_expr {
-            let dfa = vocab
+        let dfa = match &lexeme_expr {
+            Some(e) => vocab
                 .lexemes
-                .get_or_build(&e, &limits)
-                .map_err(|err| err.context(format!("rule '{name}'")))?;
+                .try_get_or_build(e, &limits)
+                .map_err(|err| err.context(format!("rule '{name}'")))?,
+            None => None,
+        };
+        if let Some(dfa) = dfa {
             dfa.prepare_walks(vocab.trie(), &options.deadline)
                 .map_err(|err| err.context(format!("rule '{name}'")))?;
             lexeme_rules.push((rule, dfa.clone()));
             kinds.push((name, RuleKind::Lexeme { dfa, base: 0 }));
         } else {
+            // A parser rule, or a lexeme whose DFA would be too large
+            // (`[ab]* "a" [ab]{20}` has 2^21 states): the parser then runs
+            // its parts, which amounts to simulating the NFA, one item per
+            // live position (see `Lowering::lower_parts`).
+            let too_large = lexeme_expr.is_some();
             let lowered = match &low.pending[i].1 {
                 Source::Start(e) => {
                     let e = e.clone();
@@ -532,10 +555,15 @@ pub fn compile_ir(
                 }
                 Source::Rule(r) => {
                     let body = simplified(&grammar.rules[*r as usize].body, &productive);
-                    low.merge_runs = grammar.rules[*r as usize].lexeme == ir::LexemeHint::Auto;
-                    low.lower(&body, 0)?
+                    low.merge_runs =
+                        !too_large && grammar.rules[*r as usize].lexeme == ir::LexemeHint::Auto;
+                    low.lower_parts(&body, too_large)?
                 }
-                Source::AnonLexeme(_) => unreachable!(),
+                Source::AnonLexeme(e) => {
+                    let e = e.clone();
+                    low.merge_runs = false;
+                    low.lower_parts(&e, true)?
+                }
             };
             let base = structural.len() as u32;
             let states = RtnBuilder::new(&mut token_sets, structural.len(), options.max_states)
