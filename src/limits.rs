@@ -11,7 +11,7 @@
 //! | source text | [`MAX_SOURCE_BYTES`] (64 MiB) | - | every kind |
 //! | compile time | 10,000 ms | `max_compile_ms` | front ends and compiler, checked in every loop that can run long ([`Deadline`], [`Meter`]) |
 //! | one trigger pattern's compile time | [`TRIGGER_MAX_COMPILE_MS`] | - | `cg_triggers_new` (each pattern or word) |
-//! | automaton states | 1,000,000 | `max_states` | the compiled grammar |
+//! | automaton states | 1,000,000, plus one per byte of a GBNF source (a literal is a state per byte) | `max_states` | the compiled grammar |
 //! | one mask's work | [`DEFAULT_MAX_MASK_STEPS`] parser steps | `max_mask_steps` | `cg_fill_mask`: past it the call fails with `CG_ERR_LIMIT` and allows nothing |
 //! | GBNF group nesting | [`crate::gbnf::MAX_NESTING`] | - | parser |
 //! | GBNF repetition | 2,000 copies (llama.cpp's) | - | parser |

@@ -882,11 +882,29 @@ pub fn compile(
         deadline.check()?;
         let ir_options = IrOptions {
             deadline,
-            max_states: options.max_states,
+            max_states: state_budget(options, source.len()),
             max_mask_steps: options.max_mask_steps,
         };
         compile_ir(vocab, &grammar, &ir_options)
     })
+}
+
+/// The automaton states a compilation may make: `max_states`, plus for
+/// GBNF one per byte of the source. A GBNF literal is a chain of a state
+/// per byte, so a 1 MB literal alone passed the default 1,000,000 that
+/// llama.cpp has no counterpart of (it stores the literal's characters
+/// and accepts it). States that the text pays for byte by byte are
+/// bounded by the source size limit ([`limits::MAX_SOURCE_BYTES`]); what
+/// `max_states` keeps in check are the states that multiply beyond the
+/// text (repetitions copied out, DFAs): memory in proportion to the
+/// source is what any compiler takes, memory that multiplies beyond it is
+/// what a hostile text could use. A 1 MB literal peaks at 230-330 MB
+/// resident while it compiles (0.3-1.6 s), llama.cpp's parser at 85 MB.
+fn state_budget(options: &CompileOptions, source_len: usize) -> usize {
+    match options.kind {
+        Kind::Gbnf => options.max_states.saturating_add(source_len),
+        _ => options.max_states,
+    }
 }
 
 /// Every flag applies to the source's kind: a flag for another kind is an
