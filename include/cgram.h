@@ -255,7 +255,8 @@ typedef struct cg_compile_options {
     uint64_t max_compile_ms;
     /**
      * Compilation fails with `CG_ERR_LIMIT` past this many automaton
-     * states; 0 means no limit. Default 1000000.
+     * states (GBNF: plus one per byte of the source, since a literal is
+     * a state per byte); 0 means no limit. Default 1000000.
      */
     uint64_t max_states;
     /**

@@ -191,7 +191,8 @@ pub struct cg_compile_options {
     /// 0 means no limit. Default 10000.
     pub max_compile_ms: u64,
     /// Compilation fails with `CG_ERR_LIMIT` past this many automaton
-    /// states; 0 means no limit. Default 1000000.
+    /// states (GBNF: plus one per byte of the source, since a literal is
+    /// a state per byte); 0 means no limit. Default 1000000.
     pub max_states: u64,
     /// The work one `cg_fill_mask` may do, in parser steps (an item of the
     /// grammar's parser read past one byte, or added by a closure), for the

@@ -11,14 +11,14 @@
 //! | source text | [`MAX_SOURCE_BYTES`] (64 MiB) | - | every kind |
 //! | compile time | 10,000 ms | `max_compile_ms` | front ends and compiler, checked in every loop that can run long ([`Deadline`], [`Meter`]) |
 //! | one trigger pattern's compile time | [`TRIGGER_MAX_COMPILE_MS`] | - | `cg_triggers_new` (each pattern or word) |
-//! | automaton states | 1,000,000 | `max_states` | the compiled grammar |
+//! | automaton states | 1,000,000, plus one per byte of a GBNF source (a literal is a state per byte) | `max_states` | the compiled grammar |
 //! | one mask's work | [`DEFAULT_MAX_MASK_STEPS`] parser steps | `max_mask_steps` | `cg_fill_mask`: past it the call fails with `CG_ERR_LIMIT` and allows nothing |
 //! | GBNF group nesting | [`crate::gbnf::MAX_NESTING`] | - | parser |
 //! | GBNF repetition | 2,000 copies (llama.cpp's) | - | parser |
 //! | JSON Schema nesting | [`crate::json_schema::MAX_SCHEMA_NESTING`] | - | JSON reader |
 //! | JSON Schema size | 100,000 rules, 200,000 subschema combinations, 256 alternatives of one type | - | schema translation |
 //! | regex nesting and repetition | see [`crate::regex`] | - | regex parser |
-//! | one lexeme DFA | 32 MiB | - | lexeme builder |
+//! | one lexeme DFA | 32 MiB | - | lexeme builder: a regular part whose DFA would be larger becomes a parser rule (no error; intersections and complements, which only exist as DFAs, are refused) |
 //! | vocabulary | 16,777,216 tokens of at most 65,536 bytes | - | `cg_vocab_new` |
 //! | memory kept per vocabulary | [`crate::compile::lexeme::DEFAULT_CACHE_BUDGET`] (128 MiB) | `cg_vocab_set_cache_budget` | lexeme cache: least recently used dropped past it |
 //!

@@ -404,6 +404,29 @@ fn automaton_size_is_a_limit() {
     assert_limit(try_compile("[ab]*a[ab]{12}", &o), &["1000", "max_states"]);
 }
 
+/// A 1 MB literal (llama.cpp accepts it) compiles on the default
+/// `max_states`: its state per byte is paid for by the text. The states
+/// a text multiplies beyond its size still count.
+#[test]
+fn large_literal_compiles_on_default_limits() {
+    let text: String = (0..1_000_000u32)
+        .map(|i| (b'a' + (i.wrapping_mul(2_654_435_761) >> 28) as u8 % 26) as char)
+        .collect();
+    let g = compile(&format!("root ::= \"{text}\" [0-9]"), CG_KIND_GBNF);
+    let m = Matcher::new(&g);
+    m.feed(&text[..999_000]);
+    assert!(!m.accepting());
+    m.feed(&text[999_000..]);
+    m.feed("7");
+    assert!(m.accepting());
+    let mut o = options(CG_KIND_GBNF);
+    o.max_states = 1000;
+    assert_limit(
+        try_compile("root ::= \"abcdefghij\"{200}", &o),
+        &["max_states"],
+    );
+}
+
 #[test]
 fn source_size_is_a_limit() {
     let source = format!("root ::= \"{}\"", "a".repeat(64 << 20));

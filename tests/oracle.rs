@@ -1553,3 +1553,46 @@ fn oracle_tekken() {
     let cfg = Config::from_env(8, 100);
     run_all("tekken", real_jobs("tekken"), cfg);
 }
+
+/// Regular rules whose DFA would pass the lexeme size limit (2^(n+1)
+/// states for `[ab]* "a" [ab]{n}`): compiled as parser rules instead
+/// (llama.cpp accepts them), with exact masks, alone, repeated, inside
+/// other rules and next to small lexemes. On the synthetic vocabulary and
+/// on one cut from each grammar's language.
+#[test]
+fn oracle_oversized_lexemes() {
+    let cfg = Config::from_env(12, 120);
+    let sources: Vec<(String, String)> = [
+        "root ::= [ab]* \"a\" [ab]{20}",
+        "root ::= [ab]* \"a\" [ab]{24} \"z\"",
+        "root ::= (\"x\" ([ab]* \"a\" [ab]{21})+ \"y\")* \"z\"",
+        "root ::= big (\",\" big)*\nbig ::= [a-c]* \"b\" [a-c]{19} [0-9]+",
+        "root ::= \"<\" (big | [ab]+) \">\" root?\nbig ::= ([ab]* \"a\" [ab]{20})?",
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, t)| (format!("oversized/{i}"), t.to_string()))
+    .collect();
+    let mut jobs = Vec::new();
+    for (name, text) in sources {
+        if !filter_ok(&name) {
+            continue;
+        }
+        let (n2, t2) = (name.clone(), text.clone());
+        jobs.push(Job {
+            vocab_name: "synthetic".to_string(),
+            vocab: Box::new(common::synthetic_vocab),
+            build: Box::new(move |v| gbnf_case(&n2, &t2, v)),
+        });
+        let seed = hash_str(&name);
+        let t3 = text.clone();
+        jobs.push(Job {
+            vocab_name: format!("derived:{name}"),
+            vocab: Box::new(move || {
+                derived_vocab(&cgram::gbnf::parse(&t3, "root", None).unwrap(), seed, 1500)
+            }),
+            build: Box::new(move |v| gbnf_case(&name, &text, v)),
+        });
+    }
+    run_all("oversized", jobs, cfg);
+}

@@ -329,6 +329,21 @@ impl<'g> Lowering<'g> {
         Ok(())
     }
 
+    /// [`Lowering::lower`] of a rule body; with `split`, the body is a
+    /// lexeme whose DFA would be too large, and it is lowered without
+    /// lifting the whole of it back into that same lexeme: its top node
+    /// stays a parser construct and only its parts can become lexemes
+    /// (each strictly smaller, so that splitting again ends). With run
+    /// merging off (the caller's job), no run can rebuild the whole either.
+    fn lower_parts(&mut self, body: &Expr, split: bool) -> Result<Expr> {
+        match body {
+            Expr::Repeat { expr, min, max } if split => {
+                Ok(Expr::repeat(self.lower(expr, 1)?, *min, *max))
+            }
+            _ => self.lower(body, 0),
+        }
+    }
+
     /// A parser-rule body with references turned into compiled-rule calls,
     /// inline rules copied in and regular loops lifted into lexemes.
     fn lower(&mut self, e: &Expr, depth: usize) -> Result<Expr> {
@@ -515,16 +530,24 @@ pub fn compile_ir(
             }
             _ => None,
         };
-        if let Some(e) = lexeme_expr {
-            let dfa = vocab
+        let dfa = match &lexeme_expr {
+            Some(e) => vocab
                 .lexemes
-                .get_or_build(&e, &limits)
-                .map_err(|err| err.context(format!("rule '{name}'")))?;
+                .try_get_or_build(e, &limits)
+                .map_err(|err| err.context(format!("rule '{name}'")))?,
+            None => None,
+        };
+        if let Some(dfa) = dfa {
             dfa.prepare_walks(vocab.trie(), &options.deadline)
                 .map_err(|err| err.context(format!("rule '{name}'")))?;
             lexeme_rules.push((rule, dfa.clone()));
             kinds.push((name, RuleKind::Lexeme { dfa, base: 0 }));
         } else {
+            // A parser rule, or a lexeme whose DFA would be too large
+            // (`[ab]* "a" [ab]{20}` has 2^21 states): the parser then runs
+            // its parts, which amounts to simulating the NFA, one item per
+            // live position (see `Lowering::lower_parts`).
+            let too_large = lexeme_expr.is_some();
             let lowered = match &low.pending[i].1 {
                 Source::Start(e) => {
                     let e = e.clone();
@@ -533,10 +556,15 @@ pub fn compile_ir(
                 }
                 Source::Rule(r) => {
                     let body = simplified(&grammar.rules[*r as usize].body, &productive);
-                    low.merge_runs = grammar.rules[*r as usize].lexeme == ir::LexemeHint::Auto;
-                    low.lower(&body, 0)?
+                    low.merge_runs =
+                        !too_large && grammar.rules[*r as usize].lexeme == ir::LexemeHint::Auto;
+                    low.lower_parts(&body, too_large)?
                 }
-                Source::AnonLexeme(_) => unreachable!(),
+                Source::AnonLexeme(e) => {
+                    let e = e.clone();
+                    low.merge_runs = false;
+                    low.lower_parts(&e, true)?
+                }
             };
             let base = structural.len() as u32;
             let states = RtnBuilder::new(&mut token_sets, structural.len(), options.max_states)
@@ -855,11 +883,29 @@ pub fn compile(
         deadline.check()?;
         let ir_options = IrOptions {
             deadline,
-            max_states: options.max_states,
+            max_states: state_budget(options, source.len()),
             max_mask_steps: options.max_mask_steps,
         };
         compile_ir(vocab, &grammar, &ir_options)
     })
+}
+
+/// The automaton states a compilation may make: `max_states`, plus for
+/// GBNF one per byte of the source. A GBNF literal is a chain of a state
+/// per byte, so a 1 MB literal alone passed the default 1,000,000 that
+/// llama.cpp has no counterpart of (it stores the literal's characters
+/// and accepts it). States that the text pays for byte by byte are
+/// bounded by the source size limit ([`limits::MAX_SOURCE_BYTES`]); what
+/// `max_states` keeps in check are the states that multiply beyond the
+/// text (repetitions copied out, DFAs): memory in proportion to the
+/// source is what any compiler takes, memory that multiplies beyond it is
+/// what a hostile text could use. A 1 MB literal peaks at 230-330 MB
+/// resident while it compiles (0.3-1.6 s), llama.cpp's parser at 85 MB.
+fn state_budget(options: &CompileOptions, source_len: usize) -> usize {
+    match options.kind {
+        Kind::Gbnf => options.max_states.saturating_add(source_len),
+        _ => options.max_states,
+    }
 }
 
 /// Every flag applies to the source's kind: a flag for another kind is an

@@ -16,7 +16,7 @@ use crate::hash::FastMap;
 /// Why a determinization stopped.
 pub enum Stop {
     /// The table would exceed this many bytes.
-    TooLarge(usize),
+    TooLarge,
     /// The NFA has look-around assertions (never made by our lexemes).
     LookAround,
     /// The compilation's deadline passed (the error says so).
@@ -65,7 +65,7 @@ pub fn determinize(nfa: &NFA, limits: &DfaLimits) -> Result<Table, Stop> {
     let mut i = 0;
     while i < sets.len() {
         if (sets.len() * k + words) * 4 > max_bytes {
-            return Err(Stop::TooLarge(max_bytes));
+            return Err(Stop::TooLarge);
         }
         // The byte ranges the set's states leave on.
         edges.clear();

@@ -926,27 +926,54 @@ impl Default for LexemeCache {
 impl LexemeCache {
     /// The lexeme for `expr`, built on first use.
     pub fn get_or_build(&self, expr: &Expr, limits: &DfaLimits) -> Result<Arc<LexemeDfa>> {
+        match self.try_get_or_build(expr, limits)? {
+            Some(dfa) => Ok(dfa),
+            None => Err(too_large(
+                &to_hir(expr),
+                "DFA",
+                &format!("over {} bytes", limits.max_bytes),
+            )),
+        }
+    }
+
+    /// [`Self::get_or_build`], `None` when the automaton of an expression
+    /// without intersection or complement would pass `limits.max_bytes`:
+    /// the compiler then matches that part another way (as a parser rule,
+    /// see `compile_ir`), where a DFA cannot be had at all (intersections,
+    /// complements) the size is an error.
+    pub fn try_get_or_build(
+        &self,
+        expr: &Expr,
+        limits: &DfaLimits,
+    ) -> Result<Option<Arc<LexemeDfa>>> {
         {
             let store = &mut *self.store.lock().unwrap();
             if let Some(l) = lookup(&mut store.lexemes, &mut store.clock, expr) {
                 store.recount_now_and_then();
-                return Ok(l);
+                return Ok(Some(l));
             }
         }
-        let table = self.table(expr, limits)?;
+        let table = if has_boolean(expr) {
+            boolean::table_of(expr, limits, self)?
+        } else {
+            match table_from_hir_within(&to_hir(expr), limits)? {
+                Some(t) => Arc::new(t),
+                None => return Ok(None),
+            }
+        };
         let mut built = LexemeDfa::from_table_by(&table, &limits.deadline)?;
         built.counting = has_counting(expr);
         let built = Arc::new(built);
         let store = &mut *self.store.lock().unwrap();
         if let Some(l) = lookup(&mut store.lexemes, &mut store.clock, expr) {
             // Built by another thread meanwhile.
-            return Ok(l);
+            return Ok(Some(l));
         }
         if let Some(entry) = store.admit(expr, &built) {
             store.lexemes.insert(expr.clone(), entry);
             store.evict_over_budget();
         }
-        Ok(built)
+        Ok(Some(built))
     }
 
     /// The DFA table of any regular expression, intersections and
@@ -1032,8 +1059,14 @@ pub fn to_hir(expr: &Expr) -> Hir {
         Expr::Nothing => Hir::fail(),
         Expr::Literal(s) => Hir::literal(s.as_bytes()),
         Expr::Class(c) => class_hir(c),
-        Expr::Seq(v) => Hir::concat(v.iter().map(to_hir).collect()),
-        Expr::Alt(v) => Hir::alternation(v.iter().map(to_hir).collect()),
+        Expr::Seq(_) => Hir::concat(flattened(expr, |e| match e {
+            Expr::Seq(v) => Some(v),
+            _ => None,
+        })),
+        Expr::Alt(_) => Hir::alternation(flattened(expr, |e| match e {
+            Expr::Alt(v) => Some(v),
+            _ => None,
+        })),
         Expr::Repeat {
             max: Some(max),
             min,
@@ -1049,6 +1082,30 @@ pub fn to_hir(expr: &Expr) -> Hir {
             unreachable!("lexemes are built from expanded regular expressions")
         }
     }
+}
+
+/// The HIR of the parts of `expr`, with parts that are themselves of the
+/// same kind (`kind` gives their parts) opened up in place, to any depth:
+/// `regex-syntax` flattens a nested alternation or concatenation by
+/// copying it into its parent, level after level, so `("a" | ("b" | ...))`
+/// nested 10,000 deep cost seconds (quadratic); flattened first, it costs
+/// its size.
+fn flattened(expr: &Expr, kind: impl Fn(&Expr) -> Option<&Vec<Expr>>) -> Vec<Hir> {
+    let mut out = Vec::new();
+    let mut stack: Vec<std::slice::Iter<'_, Expr>> =
+        vec![kind(expr).map_or([].iter(), |v| v.iter())];
+    while let Some(top) = stack.last_mut() {
+        match top.next() {
+            None => {
+                stack.pop();
+            }
+            Some(part) => match kind(part) {
+                Some(v) => stack.push(v.iter()),
+                None => out.push(to_hir(part)),
+            },
+        }
+    }
+    out
 }
 
 fn class_hir(c: &CharClass) -> Hir {
@@ -1096,8 +1153,9 @@ impl Table {
     }
 }
 
-/// `regex-automata`'s Thompson NFA of `hir`, without captures.
-fn thompson_nfa(hir: &Hir, limits: &DfaLimits) -> Result<thompson::NFA> {
+/// `regex-automata`'s Thompson NFA of `hir`, without captures; `None`
+/// past `limits.max_bytes`.
+fn thompson_nfa(hir: &Hir, limits: &DfaLimits) -> Option<thompson::NFA> {
     thompson::Compiler::new()
         .configure(
             thompson::Config::new()
@@ -1105,7 +1163,7 @@ fn thompson_nfa(hir: &Hir, limits: &DfaLimits) -> Result<thompson::NFA> {
                 .nfa_size_limit(Some(limits.max_bytes)),
         )
         .build_from_hir(hir)
-        .map_err(|e| too_large(hir, "NFA", &e))
+        .ok()
 }
 
 /// The error of a lexeme automaton over the size limit.
@@ -1120,14 +1178,26 @@ fn too_large(hir: &Hir, what: &str, e: &dyn std::fmt::Display) -> Error {
 /// construction ([`determinize`](determinize::determinize)) and
 /// minimization.
 pub fn table_from_hir(hir: &Hir, limits: &DfaLimits) -> Result<Table> {
-    let nfa = thompson_nfa(hir, limits)?;
+    table_from_hir_within(hir, limits)?.ok_or_else(|| {
+        too_large(
+            hir,
+            "automaton",
+            &format!("over {} bytes", limits.max_bytes),
+        )
+    })
+}
+
+/// [`table_from_hir`], `None` when the NFA or the DFA would pass
+/// `limits.max_bytes`.
+fn table_from_hir_within(hir: &Hir, limits: &DfaLimits) -> Result<Option<Table>> {
+    let Some(nfa) = thompson_nfa(hir, limits) else {
+        return Ok(None);
+    };
     limits.deadline.check()?;
     match determinize::determinize(&nfa, limits) {
-        Ok(t) => minimize(&t, &limits.deadline),
+        Ok(t) => minimize(&t, &limits.deadline).map(Some),
         Err(determinize::Stop::Deadline(e)) => Err(e),
-        Err(determinize::Stop::TooLarge(n)) => {
-            Err(too_large(hir, "DFA", &format!("over {n} bytes")))
-        }
+        Err(determinize::Stop::TooLarge) => Ok(None),
         Err(determinize::Stop::LookAround) => Err(Error::unsupported(format!(
             "look-around assertions in a lexeme: {}",
             truncate(&hir.to_string(), 200)
@@ -1622,7 +1692,7 @@ fn table_from_hir_dense(hir: &Hir, limits: &DfaLimits) -> Result<Table> {
     use regex_automata::dfa::{dense, Automaton};
     use regex_automata::util::start;
     use regex_automata::{Anchored, MatchKind};
-    let nfa = thompson_nfa(hir, limits)?;
+    let nfa = thompson_nfa(hir, limits).ok_or_else(|| too_large(hir, "NFA", &"size limit"))?;
     let dfa = dense::Builder::new()
         .configure(
             dense::Config::new()
