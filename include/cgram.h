@@ -155,6 +155,41 @@
 #define CG_GBNF_ALLOW_LEFT_RECURSION 4
 
 /**
+ * `cg_compile_options.flags`, JSON Schema: the properties an object lists
+ * come in the order its `properties` keyword lists them, as llama.cpp's
+ * json-schema-to-grammar converter writes them: each at most once,
+ * optional ones may be left out but never reordered; properties the
+ * schema does not list (where `additionalProperties` or
+ * `patternProperties` allow them) come after all listed ones. Without the
+ * flag, properties may come in any order (JSON Schema does not constrain
+ * it).
+ */
+#define CG_JSON_ORDERED_PROPERTIES 8
+
+/**
+ * `cg_compile_options.flags`, JSON Schema: a number that can only have an
+ * integer value (`type: integer`, an integer `const` or `enum` value, a
+ * `multipleOf` that is an integer) is written as a plain integer, `12` or
+ * `-3`: never `12.0`, `1.2e1` or `12e0`, which JSON Schema counts as
+ * integers too. Applies to every draft.
+ */
+#define CG_JSON_STRICT_INTEGERS 16
+
+/**
+ * `cg_compile_options.flags`, JSON Schema: lenient mode. A keyword that
+ * no automaton can enforce (`uniqueItems` on items that are not a small
+ * set of values, `format` `regex` / `idn-email` / `idn-hostname`, a `not`
+ * or an `oneOf` exclusion or `if` whose negation cannot be expressed,
+ * `unevaluatedProperties` / `unevaluatedItems`, dynamic scoping, `$ref`
+ * outside the document) is left out instead of failing the compile with
+ * `CG_ERR_UNSUPPORTED`. Leaving a keyword out only ever widens: every
+ * instance of the schema stays allowed, and some invalid ones are allowed
+ * too. Each keyword left out is reported by `cg_grammar_dropped_count` and
+ * `cg_grammar_dropped`. Limits and unsatisfiable schemas still fail.
+ */
+#define CG_JSON_LENIENT 32
+
+/**
  * `cg_trigger.kind`: `text` is a pattern in the ECMAScript dialect of C++'s
  * `std::regex`, as llama.cpp's trigger patterns are.
  */

@@ -26,7 +26,8 @@ use std::sync::{Arc, Once};
 
 use crate::compile::{
     self, CompileOptions, CompiledGrammar, Kind, DEFAULT_MAX_COMPILE_MS, DEFAULT_MAX_STATES,
-    FLAG_GBNF_ALLOW_LEFT_RECURSION, FLAG_JSON_COMPACT, FLAG_JSON_NO_EXTRA_PROPERTIES,
+    FLAG_GBNF_ALLOW_LEFT_RECURSION, FLAG_JSON_COMPACT, FLAG_JSON_LENIENT,
+    FLAG_JSON_NO_EXTRA_PROPERTIES, FLAG_JSON_ORDERED_PROPERTIES, FLAG_JSON_STRICT_INTEGERS,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::grammar_cache::{self, GrammarCache};
@@ -83,8 +84,39 @@ pub const CG_JSON_NO_EXTRA_PROPERTIES: u32 = 2;
 /// `cg_compile_options.flags`, GBNF: accept left-recursive rules (an
 /// extension: llama.cpp rejects them).
 pub const CG_GBNF_ALLOW_LEFT_RECURSION: u32 = 4;
+/// `cg_compile_options.flags`, JSON Schema: the properties an object lists
+/// come in the order its `properties` keyword lists them, as llama.cpp's
+/// json-schema-to-grammar converter writes them: each at most once,
+/// optional ones may be left out but never reordered; properties the
+/// schema does not list (where `additionalProperties` or
+/// `patternProperties` allow them) come after all listed ones. Without the
+/// flag, properties may come in any order (JSON Schema does not constrain
+/// it).
+pub const CG_JSON_ORDERED_PROPERTIES: u32 = 8;
+/// `cg_compile_options.flags`, JSON Schema: a number that can only have an
+/// integer value (`type: integer`, an integer `const` or `enum` value, a
+/// `multipleOf` that is an integer) is written as a plain integer, `12` or
+/// `-3`: never `12.0`, `1.2e1` or `12e0`, which JSON Schema counts as
+/// integers too. Applies to every draft.
+pub const CG_JSON_STRICT_INTEGERS: u32 = 16;
+/// `cg_compile_options.flags`, JSON Schema: lenient mode. A keyword that
+/// no automaton can enforce (`uniqueItems` on items that are not a small
+/// set of values, `format` `regex` / `idn-email` / `idn-hostname`, a `not`
+/// or an `oneOf` exclusion or `if` whose negation cannot be expressed,
+/// `unevaluatedProperties` / `unevaluatedItems`, dynamic scoping, `$ref`
+/// outside the document) is left out instead of failing the compile with
+/// `CG_ERR_UNSUPPORTED`. Leaving a keyword out only ever widens: every
+/// instance of the schema stays allowed, and some invalid ones are allowed
+/// too. Each keyword left out is reported by `cg_grammar_dropped_count` and
+/// `cg_grammar_dropped`. Limits and unsatisfiable schemas still fail.
+pub const CG_JSON_LENIENT: u32 = 32;
 
-const ALL_FLAGS: u32 = CG_JSON_COMPACT | CG_JSON_NO_EXTRA_PROPERTIES | CG_GBNF_ALLOW_LEFT_RECURSION;
+const ALL_FLAGS: u32 = CG_JSON_COMPACT
+    | CG_JSON_NO_EXTRA_PROPERTIES
+    | CG_GBNF_ALLOW_LEFT_RECURSION
+    | CG_JSON_ORDERED_PROPERTIES
+    | CG_JSON_STRICT_INTEGERS
+    | CG_JSON_LENIENT;
 
 // The C constants must stay equal to the Rust ones they mirror.
 const _: () = {
@@ -92,6 +124,9 @@ const _: () = {
     assert!(CG_JSON_COMPACT == FLAG_JSON_COMPACT);
     assert!(CG_JSON_NO_EXTRA_PROPERTIES == FLAG_JSON_NO_EXTRA_PROPERTIES);
     assert!(CG_GBNF_ALLOW_LEFT_RECURSION == FLAG_GBNF_ALLOW_LEFT_RECURSION);
+    assert!(CG_JSON_ORDERED_PROPERTIES == FLAG_JSON_ORDERED_PROPERTIES);
+    assert!(CG_JSON_STRICT_INTEGERS == FLAG_JSON_STRICT_INTEGERS);
+    assert!(CG_JSON_LENIENT == FLAG_JSON_LENIENT);
 };
 
 // What the documented thread-safety rests on: vocabularies and grammars are

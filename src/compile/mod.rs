@@ -53,6 +53,18 @@ pub const FLAG_JSON_NO_EXTRA_PROPERTIES: u32 = 2;
 /// GBNF: accept left-recursive grammars (llama.cpp rejects them; cgram's
 /// parser handles them).
 pub const FLAG_GBNF_ALLOW_LEFT_RECURSION: u32 = 4;
+/// JSON Schema: listed properties come in the order `properties` lists
+/// them (optional ones may be left out), unlisted ones after them.
+pub const FLAG_JSON_ORDERED_PROPERTIES: u32 = 8;
+/// JSON Schema: numbers that can only be integers are written as plain
+/// integers (`12`, never `12.0` or `1.2e1`).
+pub const FLAG_JSON_STRICT_INTEGERS: u32 = 16;
+/// JSON Schema: keywords no automaton can enforce are left out (and
+/// reported) instead of refusing the schema.
+pub const FLAG_JSON_LENIENT: u32 = 32;
+/// The flags that apply to JSON Schema sources.
+const JSON_SCHEMA_FLAGS: u32 =
+    FLAG_JSON_COMPACT | FLAG_JSON_NO_EXTRA_PROPERTIES | FLAG_JSON_STRICT_INTEGERS;
 
 /// Options for [`compile`].
 #[derive(Clone, Debug)]
@@ -866,10 +878,7 @@ pub fn compile(
 fn check_flags(o: &CompileOptions) -> Result<()> {
     let (applies, kind) = match o.kind {
         Kind::Gbnf => (FLAG_GBNF_ALLOW_LEFT_RECURSION, "GBNF"),
-        Kind::JsonSchema => (
-            FLAG_JSON_COMPACT | FLAG_JSON_NO_EXTRA_PROPERTIES,
-            "JSON Schema",
-        ),
+        Kind::JsonSchema => (JSON_SCHEMA_FLAGS, "JSON Schema"),
         Kind::AnyJson => (FLAG_JSON_COMPACT, "any-JSON"),
         Kind::Regex => (0, "regex"),
     };
@@ -887,6 +896,9 @@ fn json_options(o: &CompileOptions) -> crate::json_schema::JsonOptions {
         compact: o.flags & FLAG_JSON_COMPACT != 0,
         max_whitespace: o.json_max_whitespace,
         no_extra_properties: o.flags & FLAG_JSON_NO_EXTRA_PROPERTIES != 0,
+        ordered_properties: o.flags & FLAG_JSON_ORDERED_PROPERTIES != 0,
+        strict_integers: o.flags & FLAG_JSON_STRICT_INTEGERS != 0,
+        lenient: o.flags & FLAG_JSON_LENIENT != 0,
     }
 }
 

@@ -9,13 +9,17 @@ use serde_json::{Map, Value};
 use super::decimal::Dec;
 use super::doc::{Doc, Draft};
 use super::node::{ArrShape, Contains, Node, ObjShape, Term};
-use super::number::{multiple_of, set_expr, NumAtom};
+use super::number::{multiple_of, NumAtom};
 use super::strings::{canonical_json, encode, encode_lang, is_full, length, StrLang};
 use super::JsonOptions;
 use crate::error::{Error, ErrorKind, Result};
 use crate::hash::{FastMap, FastSet};
 use crate::ir::{CharClass, Expr, GrammarBuilder, LexemeHint, RuleId};
 use crate::limits::Deadline;
+
+// The options of `JsonOptions` that change what is emitted, each in its
+// own module (they see the compiler's fields).
+mod integers;
 
 /// Most IR rules one schema may produce.
 const MAX_RULES: usize = 100_000;
@@ -1142,7 +1146,7 @@ impl<'a> Compiler<'a> {
             scalars.push(Expr::literal("false"));
         }
         if !n.num.is_empty() {
-            scalars.push(set_expr(&n.num).map_err(Error::unsupported)?);
+            scalars.push(self.number_expr(&n.num)?);
         }
         let mut composite = Vec::new();
         if !n.str.is_empty() {

@@ -119,6 +119,13 @@ pub struct JsonOptions {
     pub max_whitespace: Option<u32>,
     /// `additionalProperties` is false unless the schema says otherwise.
     pub no_extra_properties: bool,
+    /// Listed properties in the order `properties` lists them
+    /// ([`compiler`]'s `ordered` module).
+    pub ordered_properties: bool,
+    /// Numbers that can only be integers are written as plain integers.
+    pub strict_integers: bool,
+    /// Keywords no automaton can enforce are left out and reported.
+    pub lenient: bool,
 }
 
 /// Deepest nesting of arrays and objects a schema text may have (the limit
