@@ -213,3 +213,96 @@ fn json_flags_are_refused_on_other_kinds() {
     let e = s.compile(1 << 30, "{}").err().expect("unknown bit");
     assert!(e.contains("unknown bits"), "{e}");
 }
+
+// ---------------------------------------------------------------------------
+// CG_JSON_ORDERED_PROPERTIES
+
+#[test]
+fn ordered_properties_follow_the_schema() {
+    let s = Setup::new();
+    let schema = r#"{"type":"object","properties":{
+        "b":{"type":"integer"},"a":{"type":"string"},"c":{"type":"boolean"}},
+        "required":["a","c"]}"#;
+    let in_order = [
+        r#"{"b":1,"a":"x","c":true}"#,
+        r#"{"a":"x","c":true}"#,
+        r#"{"a":"x","c":false,"extra":null}"#,
+        r#"{ "b" : 1 , "a" : "x" , "c" : true }"#,
+    ];
+    let reordered = [
+        r#"{"a":"x","b":1,"c":true}"#,
+        r#"{"c":true,"a":"x"}"#,
+        r#"{"a":"x","extra":null,"c":false}"#,
+    ];
+    // Any order without the flag.
+    s.check(0, schema, &[in_order[0], reordered[0], reordered[1]], &[]);
+    s.check(
+        CG_JSON_ORDERED_PROPERTIES,
+        schema,
+        &in_order,
+        &[
+            reordered[0],
+            reordered[1],
+            reordered[2],
+            // Listed properties at most once, required ones present.
+            r#"{"b":1,"b":2,"a":"x","c":true}"#,
+            r#"{"b":1,"c":true}"#,
+            r#"{}"#,
+        ],
+    );
+    // Optional only: the empty object, any subsequence in order; bounds on
+    // the number of properties; additionalProperties false.
+    s.check(
+        CG_JSON_ORDERED_PROPERTIES,
+        r#"{"type":"object","properties":{"x":{},"y":{},"z":{}},
+            "additionalProperties":false,"minProperties":1,"maxProperties":2}"#,
+        &[
+            r#"{"x":1}"#,
+            r#"{"z":1}"#,
+            r#"{"x":1,"z":2}"#,
+            r#"{"y":[],"z":{}}"#,
+        ],
+        &[
+            "{}",
+            r#"{"z":1,"x":2}"#,
+            r#"{"x":1,"y":2,"z":3}"#,
+            r#"{"w":1}"#,
+        ],
+    );
+    // Nested objects through $ref keep their own order; with compact
+    // output too.
+    s.check(
+        CG_JSON_ORDERED_PROPERTIES | CG_JSON_COMPACT,
+        r##"{"$defs":{"p":{"type":"object","properties":{"y":{"type":"integer"},
+            "x":{"type":"integer"}},"required":["x","y"]}},
+            "type":"object","properties":{"to":{"$ref":"#/$defs/p"},
+            "from":{"$ref":"#/$defs/p"}},"required":["from","to"]}"##,
+        &[r#"{"to":{"y":1,"x":2},"from":{"y":3,"x":4}}"#],
+        &[
+            r#"{"from":{"y":3,"x":4},"to":{"y":1,"x":2}}"#,
+            r#"{"to":{"x":2,"y":1},"from":{"y":3,"x":4}}"#,
+            r#"{"to": {"y":1,"x":2},"from":{"y":3,"x":4}}"#,
+        ],
+    );
+    // Larger objects (beyond the any-order set tracking) too.
+    let props: Vec<String> = (0..20)
+        .map(|i| format!(r#""p{i}":{{"type":"integer"}}"#))
+        .collect();
+    let schema = format!(
+        r#"{{"type":"object","properties":{{{}}},"required":["p3","p17"]}}"#,
+        props.join(",")
+    );
+    s.check(
+        CG_JSON_ORDERED_PROPERTIES,
+        &schema,
+        &[
+            r#"{"p0":0,"p3":3,"p9":9,"p17":17,"p19":19}"#,
+            r#"{"p3":3,"p17":17}"#,
+        ],
+        &[
+            r#"{"p17":17,"p3":3}"#,
+            r#"{"p3":3,"p0":0,"p17":17}"#,
+            r#"{"p3":3}"#,
+        ],
+    );
+}

@@ -63,8 +63,10 @@ pub const FLAG_JSON_STRICT_INTEGERS: u32 = 16;
 /// reported) instead of refusing the schema.
 pub const FLAG_JSON_LENIENT: u32 = 32;
 /// The flags that apply to JSON Schema sources.
-const JSON_SCHEMA_FLAGS: u32 =
-    FLAG_JSON_COMPACT | FLAG_JSON_NO_EXTRA_PROPERTIES | FLAG_JSON_STRICT_INTEGERS;
+const JSON_SCHEMA_FLAGS: u32 = FLAG_JSON_COMPACT
+    | FLAG_JSON_NO_EXTRA_PROPERTIES
+    | FLAG_JSON_ORDERED_PROPERTIES
+    | FLAG_JSON_STRICT_INTEGERS;
 
 /// Options for [`compile`].
 #[derive(Clone, Debug)]

@@ -20,6 +20,7 @@ use crate::limits::Deadline;
 // The options of `JsonOptions` that change what is emitted, each in its
 // own module (they see the compiler's fields).
 mod integers;
+mod ordered;
 
 /// Most IR rules one schema may produce.
 const MAX_RULES: usize = 100_000;
@@ -1695,6 +1696,9 @@ impl<'a> Compiler<'a> {
     /// valid. Counts for min/maxProperties and a `need` flag are added to
     /// the state when they can bind.
     fn object_body(&mut self, s: &ObjShape) -> Result<Expr> {
+        if self.opts.ordered_properties {
+            return self.ordered_object_body(s);
+        }
         let ws = self.ws();
         let sep = self.sep();
         let Some((members, extras)) = self.object_members(s)? else {

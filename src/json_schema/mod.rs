@@ -12,7 +12,10 @@
 //! - **Whitespace**: what JSON allows between tokens (`[ \t\n\r]*`), also
 //!   before and after the whole value; [`JsonOptions::compact`] allows
 //!   none, [`JsonOptions::max_whitespace`] bounds each run.
-//! - **Property order**: any (JSON Schema does not constrain it). An
+//! - **Property order**: any (JSON Schema does not constrain it), unless
+//!   [`JsonOptions::ordered_properties`]: then listed properties come in
+//!   the order `properties` lists them, each at most once, and unlisted
+//!   ones after them. An
 //!   object with at most 6 listed properties (`properties`, required
 //!   names, names merged in from `allOf`/`$ref` siblings, dependencies)
 //!   accepts each at most once (the grammar tracks the set written). A
