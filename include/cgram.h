@@ -298,6 +298,39 @@ typedef struct cg_compile_options {
      * Grammars compiled through a `cg_grammar_cache` keep theirs.
      */
     uint64_t max_mask_steps;
+    /**
+     * JSON kinds, fixed formatting: the output has exactly one whitespace
+     * layout, the one Python's `json.dumps(value, indent=json_indent,
+     * separators=(json_item_separator, json_key_separator))` writes, so
+     * it is reproducible and cannot loop on whitespace. Fixed formatting
+     * is on when `json_indent` is not 0 or a separator is not NULL; it
+     * excludes `CG_JSON_COMPACT` (itself the fixed layout with separators
+     * "," and ":" on one line) and `json_max_whitespace`.
+     *
+     * `json_indent`: 0 (the default) writes everything on one line; 1 to
+     * 16 writes a newline and that many spaces per nesting level before
+     * each item or member and before the closing bracket of a non-empty
+     * array or object. Empty arrays and objects are `[]` and `{}`; no
+     * whitespace comes before or after the whole value. Indentation
+     * grows with depth, which a grammar cannot count without bound: under
+     * an indent, arrays and objects nested more than 32 levels deep can
+     * only be empty.
+     */
+    uint32_t json_indent;
+    /**
+     * Fixed formatting: what goes between two items or members, before the
+     * newline of `json_indent`: "," with optional JSON whitespace (space,
+     * tab, newline, carriage return) around it, at most 16 bytes. NULL
+     * (the default) means ", " on one line and "," with an indent. Only
+     * read during `cg_compile`.
+     */
+    const char *json_item_separator;
+    /**
+     * Fixed formatting: what goes between a member's name and its value:
+     * ":" with optional JSON whitespace around it, at most 16 bytes. NULL
+     * (the default) means ": ". Only read during `cg_compile`.
+     */
+    const char *json_key_separator;
 } cg_compile_options;
 
 /**
@@ -519,7 +552,8 @@ void cg_vocab_free(struct cg_vocab *vocab);
  * Fills `*options` with the defaults: `struct_size` =
  * `sizeof(cg_compile_options)`, `kind` = `CG_KIND_GBNF`, `root` = NULL
  * ("root"), `flags` = 0, `json_max_whitespace` = 0 (unbounded),
- * `max_compile_ms` = 10000, `max_states` = 1000000. It writes the whole
+ * `max_compile_ms` = 10000, `max_states` = 1000000, `json_indent` = 0 and
+ * the separators NULL (no fixed formatting). It writes the whole
  * struct. NULL is a no-op (and sets `cg_last_error`). Thread-safe.
  */
 void cg_compile_options_init(struct cg_compile_options *options);
@@ -585,7 +619,8 @@ struct cg_grammar_cache *cg_grammar_cache_new(size_t budget_bytes);
 
 /**
  * `cg_compile` through the cache: the grammar compiled earlier from the
- * same vocabulary, source, kind, flags, `json_max_whitespace` and root,
+ * same vocabulary, source, kind, flags, `json_max_whitespace`, fixed
+ * formatting (`json_indent`, separators) and root,
  * or a new one (kept in the cache if it fits its budget). Limits in
  * `options` apply to a compilation, not to a lookup. Returns a new
  * reference that the caller frees with `cg_free` (the cache keeps its

@@ -231,6 +231,33 @@ pub struct cg_compile_options {
     /// than 100000).
     /// Grammars compiled through a `cg_grammar_cache` keep theirs.
     pub max_mask_steps: u64,
+    /// JSON kinds, fixed formatting: the output has exactly one whitespace
+    /// layout, the one Python's `json.dumps(value, indent=json_indent,
+    /// separators=(json_item_separator, json_key_separator))` writes, so
+    /// it is reproducible and cannot loop on whitespace. Fixed formatting
+    /// is on when `json_indent` is not 0 or a separator is not NULL; it
+    /// excludes `CG_JSON_COMPACT` (itself the fixed layout with separators
+    /// "," and ":" on one line) and `json_max_whitespace`.
+    ///
+    /// `json_indent`: 0 (the default) writes everything on one line; 1 to
+    /// 16 writes a newline and that many spaces per nesting level before
+    /// each item or member and before the closing bracket of a non-empty
+    /// array or object. Empty arrays and objects are `[]` and `{}`; no
+    /// whitespace comes before or after the whole value. Indentation
+    /// grows with depth, which a grammar cannot count without bound: under
+    /// an indent, arrays and objects nested more than 32 levels deep can
+    /// only be empty.
+    pub json_indent: u32,
+    /// Fixed formatting: what goes between two items or members, before the
+    /// newline of `json_indent`: "," with optional JSON whitespace (space,
+    /// tab, newline, carriage return) around it, at most 16 bytes. NULL
+    /// (the default) means ", " on one line and "," with an indent. Only
+    /// read during `cg_compile`.
+    pub json_item_separator: *const c_char,
+    /// Fixed formatting: what goes between a member's name and its value:
+    /// ":" with optional JSON whitespace around it, at most 16 bytes. NULL
+    /// (the default) means ": ". Only read during `cg_compile`.
+    pub json_key_separator: *const c_char,
 }
 
 /// Bytes of `cg_compile_options` that every caller must provide: the fields
@@ -536,6 +563,33 @@ unsafe fn read_options(p: *const cg_compile_options) -> Result<CompileOptions> {
     }
     if let Some(steps) = field!(max_mask_steps: u64) {
         o.max_mask_steps = if steps == 0 { u64::MAX } else { steps };
+    }
+    let indent = field!(json_indent: u32).unwrap_or(0);
+    let separator = |p: Option<*const c_char>, what: &str| -> Result<Option<String>> {
+        match p {
+            Some(p) if !p.is_null() => Ok(Some(
+                CStr::from_ptr(p)
+                    .to_str()
+                    .map_err(|e| utf8_error(what, e))?
+                    .to_string(),
+            )),
+            _ => Ok(None),
+        }
+    };
+    let item = separator(
+        field!(json_item_separator: *const c_char),
+        "options->json_item_separator",
+    )?;
+    let key = separator(
+        field!(json_key_separator: *const c_char),
+        "options->json_key_separator",
+    )?;
+    if indent != 0 || item.is_some() || key.is_some() {
+        o.json_layout = Some(crate::json_schema::layout::FixedLayout::new(
+            (indent != 0).then_some(indent),
+            item.as_deref(),
+            key.as_deref(),
+        )?);
     }
     Ok(o)
 }
@@ -880,7 +934,8 @@ pub unsafe extern "C" fn cg_vocab_free(vocab: *mut cg_vocab) {
 /// Fills `*options` with the defaults: `struct_size` =
 /// `sizeof(cg_compile_options)`, `kind` = `CG_KIND_GBNF`, `root` = NULL
 /// ("root"), `flags` = 0, `json_max_whitespace` = 0 (unbounded),
-/// `max_compile_ms` = 10000, `max_states` = 1000000. It writes the whole
+/// `max_compile_ms` = 10000, `max_states` = 1000000, `json_indent` = 0 and
+/// the separators NULL (no fixed formatting). It writes the whole
 /// struct. NULL is a no-op (and sets `cg_last_error`). Thread-safe.
 #[no_mangle]
 pub unsafe extern "C" fn cg_compile_options_init(options: *mut cg_compile_options) {
@@ -900,6 +955,9 @@ pub unsafe extern "C" fn cg_compile_options_init(options: *mut cg_compile_option
                 max_compile_ms: DEFAULT_MAX_COMPILE_MS,
                 max_states: DEFAULT_MAX_STATES as u64,
                 max_mask_steps: crate::limits::DEFAULT_MAX_MASK_STEPS,
+                json_indent: 0,
+                json_item_separator: ptr::null(),
+                json_key_separator: ptr::null(),
             });
             Ok(())
         },
@@ -1037,7 +1095,8 @@ pub extern "C" fn cg_grammar_cache_new(budget_bytes: usize) -> *mut cg_grammar_c
 }
 
 /// `cg_compile` through the cache: the grammar compiled earlier from the
-/// same vocabulary, source, kind, flags, `json_max_whitespace` and root,
+/// same vocabulary, source, kind, flags, `json_max_whitespace`, fixed
+/// formatting (`json_indent`, separators) and root,
 /// or a new one (kept in the cache if it fits its budget). Limits in
 /// `options` apply to a compilation, not to a lookup. Returns a new
 /// reference that the caller frees with `cg_free` (the cache keeps its

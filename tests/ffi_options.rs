@@ -306,3 +306,222 @@ fn ordered_properties_follow_the_schema() {
         ],
     );
 }
+
+// ---------------------------------------------------------------------------
+// Fixed formatting: json_indent, json_item_separator, json_key_separator
+
+fn layout_options(
+    kind: u32,
+    indent: u32,
+    item: Option<&CStr>,
+    key: Option<&CStr>,
+) -> cg_compile_options {
+    let mut o = defaults();
+    o.kind = kind;
+    o.json_indent = indent;
+    o.json_item_separator = item.map_or(std::ptr::null(), |s| s.as_ptr());
+    o.json_key_separator = key.map_or(std::ptr::null(), |s| s.as_ptr());
+    o
+}
+
+/// The texts Python's `json.dumps(value, indent=2)` writes are the only
+/// ones allowed.
+#[test]
+fn indent_allows_exactly_one_layout() {
+    let s = Setup::new();
+    let schema = r#"{"type":"object","properties":{
+        "name":{"type":"string"},
+        "tags":{"type":"array","items":{"type":"string"}},
+        "pos":{"type":"object","properties":{"x":{"type":"number"},"y":{"type":"number"}}},
+        "none":{"type":"object"}},"required":["name","tags"]}"#;
+    let o = layout_options(CG_KIND_JSON_SCHEMA, 2, None, None);
+    let g = s.compile_with(&o, schema).unwrap();
+    let dumped = "{\n  \"name\": \"a b\",\n  \"tags\": [\n    \"x\",\n    \"y\"\n  ],\n  \
+                  \"pos\": {\n    \"x\": 1,\n    \"y\": 2.5\n  },\n  \"none\": {}\n}";
+    s.expect(
+        &g,
+        "indent 2",
+        &[
+            dumped,
+            "{\n  \"name\": \"\",\n  \"tags\": []\n}",
+            "{\n  \"tags\": [\n    \"q\"\n  ],\n  \"name\": \"n\"\n}",
+        ],
+        &[
+            // Compact, or Python's one-line default.
+            r#"{"name":"a b","tags":[]}"#,
+            r#"{"name": "a b", "tags": []}"#,
+            // A wrong indent, a trailing space, a space before the colon,
+            // the empty array spread out, whitespace around the value.
+            "{\n   \"name\": \"\",\n  \"tags\": []\n}",
+            "{\n  \"name\": \"\", \n  \"tags\": []\n}",
+            "{\n  \"name\" : \"\",\n  \"tags\": []\n}",
+            "{\n  \"name\": \"\",\n  \"tags\": [\n  ]\n}",
+            " {\n  \"name\": \"\",\n  \"tags\": []\n}",
+            "{\n  \"name\": \"\",\n  \"tags\": []\n}\n",
+            // Nested members indented one level only.
+            "{\n  \"name\": \"\",\n  \"tags\": [\n  \"x\"\n  ]\n}",
+        ],
+    );
+    drop(g);
+
+    // One line with Python's default separators when only a separator is
+    // given; compact separators.
+    let o = layout_options(CG_KIND_JSON_SCHEMA, 0, Some(c", "), None);
+    let g = s.compile_with(&o, schema).unwrap();
+    s.expect(
+        &g,
+        "one line",
+        &[r#"{"name": "a", "tags": ["x", "y"], "pos": {"x": 1}}"#],
+        &[
+            r#"{"name":"a","tags":["x","y"]}"#,
+            r#"{"name": "a",  "tags": []}"#,
+            r#"{ "name": "a", "tags": []}"#,
+        ],
+    );
+    drop(g);
+    let o = layout_options(CG_KIND_JSON_SCHEMA, 4, Some(c","), Some(c":"));
+    let g = s.compile_with(&o, schema).unwrap();
+    s.expect(
+        &g,
+        "indent 4, compact separators",
+        &["{\n    \"name\":\"a\",\n    \"tags\":[\n        \"x\"\n    ]\n}"],
+        &["{\n    \"name\": \"a\",\n    \"tags\":[]\n}"],
+    );
+    drop(g);
+
+    // Any JSON, recursive: indentation follows the depth.
+    let o = layout_options(CG_KIND_ANY_JSON, 1, None, None);
+    let g = s.compile_with(&o, "").unwrap();
+    s.expect(
+        &g,
+        "any JSON, indent 1",
+        &[
+            "[\n [\n  [\n   {\n    \"a\": null\n   }\n  ]\n ],\n 3\n]",
+            "{}",
+            "[]",
+            "7",
+        ],
+        &["[\n [\n [\n ]\n ]\n]", "[ ]", "[\n 1,\n  2\n]"],
+    );
+    drop(g);
+}
+
+/// Recursive schemas (a tree through `$ref`) get their indentation per
+/// depth, and past the depth limit only empty containers.
+#[test]
+fn indent_with_a_recursive_schema() {
+    let s = Setup::new();
+    let schema = r##"{"$defs":{"node":{"type":"object","properties":{
+        "v":{"type":"integer"},"kids":{"type":"array","items":{"$ref":"#/$defs/node"}}},
+        "required":["v"]}},"$ref":"#/$defs/node"}"##;
+    let o = layout_options(CG_KIND_JSON_SCHEMA, 2, None, None);
+    let g = s.compile_with(&o, schema).unwrap();
+    let tree =
+        "{\n  \"v\": 1,\n  \"kids\": [\n    {\n      \"v\": 2,\n      \"kids\": []\n    },\n    \
+                {\n      \"v\": 3\n    }\n  ]\n}";
+    s.expect(
+        &g,
+        "tree",
+        &[tree],
+        &[&tree.replace("      \"v\": 3", "    \"v\": 3")],
+    );
+    // 15 levels of kids (31 nested containers) fit; 16 (33) do not.
+    let nest = |levels: usize| {
+        let mut t = String::from("{\"v\": 0}");
+        for _ in 0..levels {
+            t = format!("{{\"v\": 0, \"kids\": [{t}]}}");
+        }
+        let v: serde_json::Value = serde_json::from_str(&t).unwrap();
+        python_dumps(&v, 2, 0)
+    };
+    s.expect(&g, "deep tree", &[&nest(15)], &[&nest(16)]);
+}
+
+/// Python's `json.dumps(v, indent=n)` for the values of these tests
+/// (objects keep their order).
+fn python_dumps(v: &serde_json::Value, n: usize, depth: usize) -> String {
+    let pad = |d: usize| format!("\n{}", " ".repeat(n * d));
+    match v {
+        serde_json::Value::Array(a) if !a.is_empty() => {
+            let items: Vec<String> = a.iter().map(|x| python_dumps(x, n, depth + 1)).collect();
+            format!(
+                "[{}{}{}]",
+                pad(depth + 1),
+                items.join(&format!(",{}", pad(depth + 1))),
+                pad(depth)
+            )
+        }
+        serde_json::Value::Object(m) if !m.is_empty() => {
+            let items: Vec<String> = m
+                .iter()
+                .map(|(k, x)| {
+                    format!(
+                        "{}: {}",
+                        serde_json::to_string(k).unwrap(),
+                        python_dumps(x, n, depth + 1)
+                    )
+                })
+                .collect();
+            format!(
+                "{{{}{}{}}}",
+                pad(depth + 1),
+                items.join(&format!(",{}", pad(depth + 1))),
+                pad(depth)
+            )
+        }
+        other => other.to_string(),
+    }
+}
+
+#[test]
+fn fixed_formatting_errors() {
+    let s = Setup::new();
+    let bad = |o: &cg_compile_options, source: &str, want: &str| {
+        let e = s.compile_with(o, source).err().expect("must fail");
+        assert!(e.contains(want), "{e}");
+        assert_eq!(cg_last_error_code(), CG_ERR_INVALID_ARGUMENT);
+    };
+    bad(
+        &layout_options(CG_KIND_JSON_SCHEMA, 17, None, None),
+        "{}",
+        "json_indent 17",
+    );
+    bad(
+        &layout_options(CG_KIND_JSON_SCHEMA, 0, Some(c";"), None),
+        "{}",
+        "json_item_separator",
+    );
+    bad(
+        &layout_options(CG_KIND_JSON_SCHEMA, 0, None, Some(c" = ")),
+        "{}",
+        "json_key_separator",
+    );
+    bad(
+        &layout_options(CG_KIND_JSON_SCHEMA, 0, None, Some(c"::")),
+        "{}",
+        "json_key_separator",
+    );
+    bad(
+        &layout_options(CG_KIND_GBNF, 2, None, None),
+        "root ::= \"a\"",
+        "do not apply",
+    );
+    bad(
+        &layout_options(CG_KIND_REGEX, 0, Some(c","), None),
+        "a",
+        "do not apply",
+    );
+    let mut o = layout_options(CG_KIND_JSON_SCHEMA, 2, None, None);
+    o.flags = CG_JSON_COMPACT;
+    bad(&o, "{}", "exclude");
+    let mut o = layout_options(CG_KIND_ANY_JSON, 2, None, None);
+    o.json_max_whitespace = 4;
+    bad(&o, "", "exclude");
+
+    // An older caller (a struct_size without the new fields) gets no fixed
+    // formatting, whatever lies past its struct.
+    let mut o = layout_options(CG_KIND_JSON_SCHEMA, 2, Some(c";"), None);
+    o.struct_size = std::mem::offset_of!(cg_compile_options, json_indent) as u32;
+    let g = s.compile_with(&o, r#"{"type":"array"}"#).unwrap();
+    s.expect(&g, "old struct", &["[ 1 , 2 ]", "[]"], &[]);
+}

@@ -79,6 +79,10 @@ pub struct CompileOptions {
     /// JSON: the longest run of whitespace allowed between tokens (`None`:
     /// unbounded). Small models can loop on newlines.
     pub json_max_whitespace: Option<u32>,
+    /// JSON: exactly one whitespace layout (an indent and separators);
+    /// `None`: whitespace as `FLAG_JSON_COMPACT` and `json_max_whitespace`
+    /// say. Excludes both.
+    pub json_layout: Option<crate::json_schema::layout::FixedLayout>,
     /// Compilation fails with a limit error past this many milliseconds.
     pub max_compile_ms: u64,
     /// Compilation fails with a limit error past this many automaton states.
@@ -97,6 +101,7 @@ impl Default for CompileOptions {
             root: None,
             flags: 0,
             json_max_whitespace: None,
+            json_layout: None,
             max_compile_ms: DEFAULT_MAX_COMPILE_MS,
             max_states: DEFAULT_MAX_STATES,
             max_mask_steps: limits::DEFAULT_MAX_MASK_STEPS,
@@ -890,6 +895,19 @@ fn check_flags(o: &CompileOptions) -> Result<()> {
             "flags {other:#x} do not apply to {kind} sources"
         )));
     }
+    if o.json_layout.is_some() {
+        if !matches!(o.kind, Kind::JsonSchema | Kind::AnyJson) {
+            return Err(Error::invalid(format!(
+                "json_indent and the JSON separators do not apply to {kind} sources"
+            )));
+        }
+        if o.flags & FLAG_JSON_COMPACT != 0 || o.json_max_whitespace.is_some() {
+            return Err(Error::invalid(
+                "json_indent and the JSON separators fix the whitespace: they exclude \
+                 CG_JSON_COMPACT and json_max_whitespace",
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -901,6 +919,7 @@ fn json_options(o: &CompileOptions) -> crate::json_schema::JsonOptions {
         ordered_properties: o.flags & FLAG_JSON_ORDERED_PROPERTIES != 0,
         strict_integers: o.flags & FLAG_JSON_STRICT_INTEGERS != 0,
         lenient: o.flags & FLAG_JSON_LENIENT != 0,
+        layout: o.json_layout.clone(),
     }
 }
 

@@ -20,6 +20,7 @@ use crate::limits::Deadline;
 // The options of `JsonOptions` that change what is emitted, each in its
 // own module (they see the compiler's fields).
 mod integers;
+mod layout;
 mod ordered;
 
 /// Most IR rules one schema may produce.
@@ -99,6 +100,7 @@ pub struct Compiler<'a> {
     obj_rules: FastMap<ObjShape, RuleId>,
     ws: Option<RuleId>,
     deadline: Deadline,
+    layout: layout::LayoutState,
 }
 
 fn as_count(v: &Value) -> Option<u32> {
@@ -133,6 +135,7 @@ impl<'a> Compiler<'a> {
             obj_rules: FastMap::default(),
             ws: None,
             deadline,
+            layout: layout::LayoutState::default(),
         }
     }
 
@@ -1075,7 +1078,7 @@ impl<'a> Compiler<'a> {
     }
 
     pub fn ws(&mut self) -> Expr {
-        if self.opts.compact || self.opts.max_whitespace == Some(0) {
+        if self.opts.compact || self.opts.max_whitespace == Some(0) || self.opts.layout.is_some() {
             return Expr::Empty;
         }
         if let Some(r) = self.ws {
@@ -1265,7 +1268,25 @@ impl<'a> Compiler<'a> {
         let r = self.new_rule(format!("array#{}", self.b.len()))?;
         self.arr_rules.insert(s.clone(), r);
         self.b.set_lexeme_hint(r, LexemeHint::Never);
+        self.enter_container();
+        let body = self.array_body(s);
+        self.leave_container();
+        self.b.set_body(r, body?);
+        Ok(r)
+    }
+
+    /// An array of the shape (its items one level deeper).
+    fn array_body(&mut self, s: &ArrShape) -> Result<Expr> {
         let ws = self.ws();
+        let empty_ok = s.min == 0 && s.contains.iter().all(|c| c.min == 0);
+        if self.too_deep() {
+            return Ok(if empty_ok {
+                Expr::literal("[]")
+            } else {
+                Expr::Nothing
+            });
+        }
+        let (open, close) = (self.open_ws(), self.close_ws());
         let items = if s.unique {
             self.unique_items(s)?
         } else if !s.contains.is_empty() {
@@ -1273,7 +1294,6 @@ impl<'a> Compiler<'a> {
         } else {
             self.plain_items(s)?
         };
-        let empty_ok = s.min == 0 && s.contains.iter().all(|c| c.min == 0);
         let mut alts = Vec::new();
         if empty_ok {
             alts.push(Expr::seq(vec![
@@ -1285,19 +1305,17 @@ impl<'a> Compiler<'a> {
         if items != Expr::Nothing {
             alts.push(Expr::seq(vec![
                 Expr::literal("["),
-                ws.clone(),
+                open,
                 items,
-                ws,
+                close,
                 Expr::literal("]"),
             ]));
         }
-        self.b.set_body(r, Expr::alt(alts));
-        Ok(r)
+        Ok(Expr::alt(alts))
     }
 
     fn sep(&mut self) -> Expr {
-        let ws = self.ws();
-        Expr::seq(vec![ws.clone(), Expr::literal(","), ws])
+        self.item_sep()
     }
 
     /// Items of an array without `contains` or `uniqueItems`: a non-empty
@@ -1590,8 +1608,19 @@ impl<'a> Compiler<'a> {
         let r = self.new_rule(format!("object#{}", self.b.len()))?;
         self.obj_rules.insert(s.clone(), r);
         self.b.set_lexeme_hint(r, LexemeHint::Never);
-        let body = self.object_body(s)?;
-        self.b.set_body(r, body);
+        self.enter_container();
+        let body = if self.too_deep() {
+            let empty_ok = s.required.is_empty() && s.min == 0 && s.need.is_empty();
+            Ok(if empty_ok {
+                Expr::literal("{}")
+            } else {
+                Expr::Nothing
+            })
+        } else {
+            self.object_body(s)
+        };
+        self.leave_container();
+        self.b.set_body(r, body?);
         Ok(r)
     }
 
@@ -1604,7 +1633,7 @@ impl<'a> Compiler<'a> {
         &mut self,
         s: &ObjShape,
     ) -> Result<Option<(Vec<(Vec<(Expr, bool)>, bool)>, Vec<(Expr, bool)>)>> {
-        let ws = self.ws();
+        let colon = self.key_sep();
         if s.need.len() > 1 {
             return Err(Error::unsupported(
                 "not: several negated additionalProperties / patternProperties on one \
@@ -1618,13 +1647,7 @@ impl<'a> Compiler<'a> {
         // sets exist once per member.
         let member = |this: &mut Self, key: Expr, t: &Term| -> Result<Expr> {
             let v = this.rule_for(t)?;
-            let body = Expr::seq(vec![
-                key,
-                ws.clone(),
-                Expr::literal(":"),
-                ws.clone(),
-                Expr::Ref(v),
-            ]);
+            let body = Expr::seq(vec![key, colon.clone(), Expr::Ref(v)]);
             let r = this.new_rule(format!("member#{}", this.b.len()))?;
             this.b.set_body(r, body);
             this.b.set_lexeme_hint(r, LexemeHint::Never);
@@ -1872,11 +1895,12 @@ impl<'a> Compiler<'a> {
         }
         let f = Expr::alt(first);
         if f != Expr::Nothing {
+            let (open, close) = (self.open_ws(), self.close_ws());
             alts.push(Expr::seq(vec![
                 Expr::literal("{"),
-                ws.clone(),
+                open,
                 f,
-                ws,
+                close,
                 Expr::literal("}"),
             ]));
         }

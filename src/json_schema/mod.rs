@@ -11,7 +11,8 @@
 //!
 //! - **Whitespace**: what JSON allows between tokens (`[ \t\n\r]*`), also
 //!   before and after the whole value; [`JsonOptions::compact`] allows
-//!   none, [`JsonOptions::max_whitespace`] bounds each run.
+//!   none, [`JsonOptions::max_whitespace`] bounds each run,
+//!   [`JsonOptions::layout`] allows exactly one layout ([`layout`]).
 //! - **Property order**: any (JSON Schema does not constrain it), unless
 //!   [`JsonOptions::ordered_properties`]: then listed properties come in
 //!   the order `properties` lists them, each at most once, and unlisted
@@ -102,6 +103,7 @@
 mod compiler;
 pub mod decimal;
 mod doc;
+pub mod layout;
 mod minimize;
 mod node;
 pub mod number;
@@ -129,6 +131,9 @@ pub struct JsonOptions {
     pub strict_integers: bool,
     /// Keywords no automaton can enforce are left out and reported.
     pub lenient: bool,
+    /// One fixed whitespace layout ([`layout`]); `None`: whitespace as
+    /// `compact` and `max_whitespace` say.
+    pub layout: Option<layout::FixedLayout>,
 }
 
 /// Deepest nesting of arrays and objects a schema text may have (the limit

@@ -112,11 +112,12 @@ impl Compiler<'_> {
                 Expr::literal("}"),
             ]));
         }
+        let (open, close) = (self.open_ws(), self.close_ws());
         alts.push(Expr::seq(vec![
             Expr::literal("{"),
-            ws.clone(),
+            open,
             start,
-            ws,
+            close,
             Expr::literal("}"),
         ]));
         Ok(Expr::alt(alts))
