@@ -591,6 +591,29 @@ struct cg_grammar *cg_compile(const struct cg_vocab *vocab,
                               const struct cg_compile_options *options);
 
 /**
+ * How many keywords the compile left out (`CG_JSON_LENIENT`; 0 for every
+ * other compile), or `CG_ERR_INVALID_ARGUMENT` if `grammar` is NULL.
+ * Thread-safe.
+ */
+int cg_grammar_dropped_count(const struct cg_grammar *grammar);
+
+/**
+ * The keyword left out at `index` (0 to `cg_grammar_dropped_count - 1`)
+ * by a `CG_JSON_LENIENT` compile, e.g. "uniqueItems", "format", "not";
+ * NULL (with `cg_last_error` set) if `grammar` is NULL or `index` is out
+ * of range. When `pointer` is not NULL, `*pointer` is set to the JSON
+ * pointer of the schema that holds the keyword ("" for the root, e.g.
+ * "/properties/tags"); when `reason` is not NULL, `*reason` is set to why
+ * the keyword cannot be enforced. Each keyword and place is reported
+ * once, in the order met. The strings belong to the grammar handle: they
+ * stay valid until `cg_free(grammar)`. Thread-safe.
+ */
+const char *cg_grammar_dropped(const struct cg_grammar *grammar,
+                               size_t index,
+                               const char **pointer,
+                               const char **reason);
+
+/**
  * The size of the vocabulary the grammar was compiled for, or 0 if
  * `grammar` is NULL. Thread-safe.
  */

@@ -154,6 +154,21 @@ pub struct cg_vocab {
 /// threads; every matcher made from it may run on its own thread.
 pub struct cg_grammar {
     inner: Arc<CompiledGrammar>,
+    /// The keywords left out (`CG_JSON_LENIENT`) as C strings: keyword,
+    /// JSON pointer, reason.
+    dropped: Vec<[CString; 3]>,
+}
+
+impl cg_grammar {
+    fn new(inner: Arc<CompiledGrammar>) -> cg_grammar {
+        let c = |s: &str| CString::new(s.replace('\0', "\\0")).unwrap_or_default();
+        let dropped = inner
+            .dropped()
+            .iter()
+            .map(|d| [c(&d.keyword), c(&d.pointer), c(&d.reason)])
+            .collect();
+        cg_grammar { inner, dropped }
+    }
 }
 
 /// The state of one sequence being generated. Not thread-safe: use one
@@ -1000,7 +1015,7 @@ pub unsafe extern "C" fn cg_compile(
         let vocab = vocab_ref(vocab)?;
         let (source, options) = compile_args(source, source_len, options)?;
         let grammar = compile::compile(vocab, source, &options)?;
-        Ok(into_handle(cg_grammar { inner: grammar }))
+        Ok(into_handle(cg_grammar::new(grammar)))
     })
 }
 
@@ -1014,6 +1029,55 @@ unsafe fn compile_args<'a>(
     let source = bytes_arg(source.cast(), source_len, "source")?;
     std::str::from_utf8(source).map_err(|e| utf8_error("source", e))?;
     Ok((source, options))
+}
+
+/// How many keywords the compile left out (`CG_JSON_LENIENT`; 0 for every
+/// other compile), or `CG_ERR_INVALID_ARGUMENT` if `grammar` is NULL.
+/// Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn cg_grammar_dropped_count(grammar: *const cg_grammar) -> c_int {
+    guard_int("cg_grammar_dropped_count", || {
+        let g = grammar.as_ref().ok_or_else(|| null("grammar"))?;
+        Ok(c_int::try_from(g.dropped.len()).unwrap_or(c_int::MAX))
+    })
+}
+
+/// The keyword left out at `index` (0 to `cg_grammar_dropped_count - 1`)
+/// by a `CG_JSON_LENIENT` compile, e.g. "uniqueItems", "format", "not";
+/// NULL (with `cg_last_error` set) if `grammar` is NULL or `index` is out
+/// of range. When `pointer` is not NULL, `*pointer` is set to the JSON
+/// pointer of the schema that holds the keyword ("" for the root, e.g.
+/// "/properties/tags"); when `reason` is not NULL, `*reason` is set to why
+/// the keyword cannot be enforced. Each keyword and place is reported
+/// once, in the order met. The strings belong to the grammar handle: they
+/// stay valid until `cg_free(grammar)`. Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn cg_grammar_dropped(
+    grammar: *const cg_grammar,
+    index: usize,
+    pointer: *mut *const c_char,
+    reason: *mut *const c_char,
+) -> *const c_char {
+    guard(
+        "cg_grammar_dropped",
+        |_| ptr::null(),
+        || {
+            let g = grammar.as_ref().ok_or_else(|| null("grammar"))?;
+            let d = g.dropped.get(index).ok_or_else(|| {
+                Error::invalid(format!(
+                    "index {index} is out of range ({} keywords left out)",
+                    g.dropped.len()
+                ))
+            })?;
+            if !pointer.is_null() {
+                pointer.write_unaligned(d[1].as_ptr());
+            }
+            if !reason.is_null() {
+                reason.write_unaligned(d[2].as_ptr());
+            }
+            Ok(d[0].as_ptr())
+        },
+    )
 }
 
 /// The size of the vocabulary the grammar was compiled for, or 0 if
@@ -1118,7 +1182,7 @@ pub unsafe extern "C" fn cg_grammar_cache_compile(
         let options = read_options(options)?;
         let source = bytes_arg(source.cast(), source_len, "source")?;
         let grammar = cache.grammar(vocab, source, &options)?;
-        Ok(into_handle(cg_grammar { inner: grammar }))
+        Ok(into_handle(cg_grammar::new(grammar)))
     })
 }
 

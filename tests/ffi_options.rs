@@ -525,3 +525,174 @@ fn fixed_formatting_errors() {
     let g = s.compile_with(&o, r#"{"type":"array"}"#).unwrap();
     s.expect(&g, "old struct", &["[ 1 , 2 ]", "[]"], &[]);
 }
+
+// ---------------------------------------------------------------------------
+// CG_JSON_LENIENT
+
+/// The (keyword, pointer, reason) triples a grammar reports.
+fn dropped(g: &Grammar) -> Vec<(String, String, String)> {
+    let n = unsafe { cg_grammar_dropped_count(g.0) };
+    assert!(n >= 0, "{}", last_error());
+    (0..n as usize)
+        .map(|i| {
+            let mut pointer = std::ptr::null();
+            let mut reason = std::ptr::null();
+            let kw = unsafe { cg_grammar_dropped(g.0, i, &mut pointer, &mut reason) };
+            assert!(!kw.is_null() && !pointer.is_null() && !reason.is_null());
+            let s = |p: *const std::ffi::c_char| {
+                unsafe { CStr::from_ptr(p) }.to_str().unwrap().to_string()
+            };
+            (s(kw), s(pointer), s(reason))
+        })
+        .collect()
+}
+
+fn keywords(g: &Grammar) -> Vec<(String, String)> {
+    dropped(g).into_iter().map(|(k, p, _)| (k, p)).collect()
+}
+
+fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
+    v.iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}
+
+#[test]
+fn lenient_leaves_out_what_no_automaton_enforces() {
+    let s = Setup::new();
+    let schema = r#"{"type":"object","properties":{
+        "tags":{"type":"array","uniqueItems":true,"items":{"type":"string"}},
+        "re":{"type":"string","format":"regex"},
+        "n":{"type":"integer"}},"required":["n"]}"#;
+    // Strict (the default): refused, and the message says where.
+    let e = s.compile(0, schema).err().expect("strict refuses");
+    assert!(e.contains("uniqueItems") || e.contains("format"), "{e}");
+    assert_eq!(cg_last_error_code(), CG_ERR_UNSUPPORTED);
+
+    let g = s.compile(CG_JSON_LENIENT, schema).unwrap();
+    let mut got = keywords(&g);
+    got.sort();
+    assert_eq!(
+        got,
+        pairs(&[
+            ("format", "/properties/re"),
+            ("uniqueItems", "/properties/tags")
+        ])
+    );
+    let reasons: Vec<String> = dropped(&g).into_iter().map(|d| d.2).collect();
+    assert!(
+        reasons.iter().any(|r| r.contains("finite automaton")),
+        "{reasons:?}"
+    );
+    // Widened where the keywords were, exact elsewhere.
+    s.expect(
+        &g,
+        "lenient",
+        &[
+            r#"{"n":1,"tags":["a","a"],"re":"(unclosed"}"#,
+            r#"{"n":1,"tags":["a","b"],"re":"^a+$"}"#,
+        ],
+        &[
+            r#"{"tags":["a"]}"#,
+            r#"{"n":1,"tags":[1]}"#,
+            r#"{"n":1,"re":2}"#,
+        ],
+    );
+    // Other compiles report nothing.
+    let g = s.compile(CG_JSON_LENIENT, r#"{"type":"integer"}"#).unwrap();
+    assert_eq!(unsafe { cg_grammar_dropped_count(g.0) }, 0);
+    let g = s.compile(0, r#"{"type":"integer"}"#).unwrap();
+    assert_eq!(unsafe { cg_grammar_dropped_count(g.0) }, 0);
+    assert!(
+        unsafe { cg_grammar_dropped(g.0, 0, std::ptr::null_mut(), std::ptr::null_mut()) }.is_null()
+    );
+    assert!(last_error().contains("out of range"), "{}", last_error());
+    assert_eq!(
+        unsafe { cg_grammar_dropped_count(std::ptr::null()) },
+        CG_ERR_INVALID_ARGUMENT
+    );
+}
+
+/// Leaving a keyword out under a negation would narrow: the negation is
+/// left out instead, so every instance stays allowed.
+#[test]
+fn lenient_never_narrows_under_a_negation() {
+    let s = Setup::new();
+    // not(format regex): the valid instances are the strings that are not
+    // regexes ("(" among them). Dropping the format inside would make the
+    // negation refuse every string.
+    let g = s
+        .compile(
+            CG_JSON_LENIENT,
+            r#"{"type":"string","not":{"format":"regex"}}"#,
+        )
+        .unwrap();
+    assert_eq!(keywords(&g), pairs(&[("format", "/not"), ("not", "")]));
+    s.expect(&g, "not format", &[r#""(""#, r#""abc""#], &["1"]);
+
+    // A negated uniqueItems cannot be expressed: the `not` goes.
+    let g = s
+        .compile(
+            CG_JSON_LENIENT,
+            r#"{"type":"array","not":{"uniqueItems":true}}"#,
+        )
+        .unwrap();
+    assert_eq!(keywords(&g), pairs(&[("not", "")]));
+    s.expect(&g, "not unique", &["[1, 1]", "[1, 2]"], &["{}"]);
+
+    // oneOf whose branches overlap where the exclusion is not expressible:
+    // both branches' instances stay allowed.
+    let g = s
+        .compile(
+            CG_JSON_LENIENT,
+            r#"{"oneOf":[{"type":"array","uniqueItems":true,"items":{"type":"object"}},
+                {"type":"array","maxItems":1}]}"#,
+        )
+        .unwrap();
+    let kws: Vec<String> = keywords(&g).into_iter().map(|k| k.0).collect();
+    assert!(kws.contains(&"oneOf".to_string()), "{kws:?}");
+    s.expect(&g, "oneOf", &["[{}, {}]", "[{}]", "[1]", "[]"], &["[1, 2]"]);
+
+    // Negated properties: a widened property schema under `not` is not
+    // negated either (here: not {re: not-a-regex... }).
+    let g = s
+        .compile(
+            CG_JSON_LENIENT,
+            r#"{"type":"object","not":{"properties":{"re":{"format":"regex"}},"required":["re"]}}"#,
+        )
+        .unwrap();
+    s.expect(
+        &g,
+        "not properties",
+        &[r#"{"re":"("}"#, r#"{"re":"a"}"#, "{}"],
+        &[],
+    );
+}
+
+#[test]
+fn lenient_still_refuses_what_it_must() {
+    let s = Setup::new();
+    // Unsatisfiable stays an error.
+    let e = s
+        .compile(
+            CG_JSON_LENIENT,
+            r#"{"allOf":[{"type":"string"},{"type":"integer"}]}"#,
+        )
+        .err()
+        .expect("unsatisfiable");
+    assert!(e.contains("unsatisfiable"), "{e}");
+    // A reference outside the document is left out (any value there).
+    let g = s
+        .compile(
+            CG_JSON_LENIENT,
+            r#"{"type":"object","properties":{"x":{"$ref":"https://example.com/x.json"}}}"#,
+        )
+        .unwrap();
+    assert_eq!(keywords(&g), pairs(&[("$ref", "/properties/x")]));
+    s.expect(&g, "external ref", &[r#"{"x":[1,{"y":null}]}"#], &["[]"]);
+    // Not for other kinds.
+    let mut o = defaults();
+    o.kind = CG_KIND_ANY_JSON;
+    o.flags = CG_JSON_LENIENT;
+    assert!(s.compile_with(&o, "").is_err());
+}

@@ -66,7 +66,8 @@ pub const FLAG_JSON_LENIENT: u32 = 32;
 const JSON_SCHEMA_FLAGS: u32 = FLAG_JSON_COMPACT
     | FLAG_JSON_NO_EXTRA_PROPERTIES
     | FLAG_JSON_ORDERED_PROPERTIES
-    | FLAG_JSON_STRICT_INTEGERS;
+    | FLAG_JSON_STRICT_INTEGERS
+    | FLAG_JSON_LENIENT;
 
 /// Options for [`compile`].
 #[derive(Clone, Debug)]
@@ -150,11 +151,19 @@ pub struct CompiledGrammar {
     pub(crate) contexts: crate::matcher::context::Contexts,
     /// The parser steps one mask may take.
     pub(crate) max_mask_steps: u64,
+    /// JSON Schema in lenient mode: the keywords left out.
+    pub(crate) dropped: Vec<crate::json_schema::Dropped>,
 }
 
 impl CompiledGrammar {
     pub fn vocab(&self) -> &Arc<Vocab> {
         &self.vocab
+    }
+
+    /// The keywords a lenient JSON Schema compile left out (empty
+    /// otherwise).
+    pub fn dropped(&self) -> &[crate::json_schema::Dropped] {
+        &self.dropped
     }
 
     /// Number of parser-rule states plus lexeme DFA states.
@@ -622,6 +631,7 @@ pub fn compile_ir(
         has_token_edges,
         contexts: Default::default(),
         max_mask_steps: options.max_mask_steps,
+        dropped: Vec::new(),
     }))
 }
 
@@ -854,6 +864,7 @@ pub fn compile(
     })?;
     check_flags(options)?;
     limits::on_compile_stack(|| {
+        let mut dropped = Vec::new();
         let grammar = match options.kind {
             Kind::Gbnf => crate::gbnf::parse_within(
                 text,
@@ -865,7 +876,13 @@ pub fn compile(
                 &deadline,
             )?,
             Kind::JsonSchema => {
-                crate::json_schema::to_grammar(text, &json_options(options), &deadline)?
+                let (g, d) = crate::json_schema::to_grammar_reporting(
+                    text,
+                    &json_options(options),
+                    &deadline,
+                )?;
+                dropped = d;
+                g
             }
             Kind::AnyJson => crate::json_schema::any_json_grammar(&json_options(options))?,
             Kind::Regex => crate::regex::regex_grammar(text, &deadline)?,
@@ -876,7 +893,18 @@ pub fn compile(
             max_states: options.max_states,
             max_mask_steps: options.max_mask_steps,
         };
-        compile_ir(vocab, &grammar, &ir_options)
+        let mut compiled = compile_ir(vocab, &grammar, &ir_options)?;
+        if !dropped.is_empty() {
+            // Just built, so not shared yet.
+            let g = Arc::get_mut(&mut compiled).ok_or_else(|| {
+                Error::new(
+                    crate::error::ErrorKind::Internal,
+                    "a new grammar is already shared",
+                )
+            })?;
+            g.dropped = dropped;
+        }
+        Ok(compiled)
     })
 }
 

@@ -21,6 +21,7 @@ use crate::limits::Deadline;
 // own module (they see the compiler's fields).
 mod integers;
 mod layout;
+mod lenient;
 mod ordered;
 
 /// Most IR rules one schema may produce.
@@ -101,6 +102,13 @@ pub struct Compiler<'a> {
     ws: Option<RuleId>,
     deadline: Deadline,
     layout: layout::LayoutState,
+    /// Lenient mode: the keywords left out, the terms whose node left
+    /// something out, whether the evaluation under way did, and where
+    /// `uniqueItems` shapes come from (see `lenient`).
+    dropped: Vec<super::Dropped>,
+    widened: FastSet<Term>,
+    saw_widened: bool,
+    unique_sites: FastMap<ArrShape, String>,
 }
 
 fn as_count(v: &Value) -> Option<u32> {
@@ -136,6 +144,10 @@ impl<'a> Compiler<'a> {
             ws: None,
             deadline,
             layout: layout::LayoutState::default(),
+            dropped: Vec::new(),
+            widened: FastSet::default(),
+            saw_widened: false,
+            unique_sites: FastMap::default(),
         }
     }
 
@@ -170,7 +182,9 @@ impl<'a> Compiler<'a> {
 
     pub fn eval(&mut self, t: &Term) -> Result<Rc<Node>> {
         if let Some(n) = self.nodes.get(t) {
-            return Ok(n.clone());
+            let n = n.clone();
+            self.widen_use(t);
+            return Ok(n);
         }
         self.evals += 1;
         self.check_time()?;
@@ -186,7 +200,9 @@ impl<'a> Compiler<'a> {
                 self.ptr_of(t)
             )));
         }
+        let outer = self.widen_begin();
         let r = self.eval_uncached(t);
+        self.widen_end(t, outer);
         self.in_progress.remove(t);
         let n = Rc::new(r?);
         self.nodes.insert(t.clone(), n.clone());
@@ -204,8 +220,7 @@ impl<'a> Compiler<'a> {
             }
             Term::Not(x) => {
                 let n = self.eval(x)?;
-                n.not()
-                    .map_err(|e| Error::unsupported(format!("not of {}: {e}", self.ptr_of(x))))?
+                self.negation(x, &n)?
             }
             Term::And(v) => {
                 let mut acc = Node::any();
@@ -322,7 +337,9 @@ impl<'a> Compiler<'a> {
         // Drafts 4 to 7: a $ref replaces every sibling keyword.
         if draft <= Draft::D7 {
             if let Some(r) = m.get("$ref") {
-                let target = self.ref_target(id, "$ref", r, &ptr)?;
+                let Some(target) = self.ref_or_leave(id, "$ref", r, &ptr)? else {
+                    return Ok(Node::any());
+                };
                 let n = self.eval(&Term::Loc(target))?;
                 return Ok((*n).clone());
             }
@@ -411,34 +428,45 @@ impl<'a> Compiler<'a> {
         // Applicators.
         if draft >= Draft::D2019 {
             if let Some(r) = m.get("$ref") {
-                let target = self.ref_target(id, "$ref", r, &ptr)?;
-                let n = self.eval(&Term::Loc(target))?;
-                and(&mut node, &n, "$ref")?;
+                if let Some(target) = self.ref_or_leave(id, "$ref", r, &ptr)? {
+                    let n = self.eval(&Term::Loc(target))?;
+                    and(&mut node, &n, "$ref")?;
+                }
             }
             if let Some(r) = m.get("$recursiveRef") {
-                if self.doc.has_dynamic_anchor(None) > 0 {
-                    return Err(unsup(
+                let target = if self.doc.has_dynamic_anchor(None) > 0 {
+                    let e = unsup(
                         "$recursiveRef",
                         &ptr,
                         "dynamic scoping ($recursiveAnchor) is not supported",
-                    ));
+                    );
+                    self.leave_out(e, "$recursiveRef", &ptr)?;
+                    None
+                } else {
+                    self.ref_or_leave(id, "$recursiveRef", r, &ptr)?
+                };
+                if let Some(target) = target {
+                    let n = self.eval(&Term::Loc(target))?;
+                    and(&mut node, &n, "$recursiveRef")?;
                 }
-                let target = self.ref_target(id, "$recursiveRef", r, &ptr)?;
-                let n = self.eval(&Term::Loc(target))?;
-                and(&mut node, &n, "$recursiveRef")?;
             }
             if let Some(r) = m.get("$dynamicRef") {
                 let name = r.as_str().and_then(|s| s.rsplit_once('#')).map(|x| x.1);
-                if name.is_some_and(|n| self.doc.has_dynamic_anchor(Some(n)) > 1) {
-                    return Err(unsup(
+                let target = if name.is_some_and(|n| self.doc.has_dynamic_anchor(Some(n)) > 1) {
+                    let e = unsup(
                         "$dynamicRef",
                         &ptr,
                         "dynamic scoping (several $dynamicAnchor of one name) is not supported",
-                    ));
+                    );
+                    self.leave_out(e, "$dynamicRef", &ptr)?;
+                    None
+                } else {
+                    self.ref_or_leave(id, "$dynamicRef", r, &ptr)?
+                };
+                if let Some(target) = target {
+                    let n = self.eval(&Term::Loc(target))?;
+                    and(&mut node, &n, "$dynamicRef")?;
                 }
-                let target = self.ref_target(id, "$dynamicRef", r, &ptr)?;
-                let n = self.eval(&Term::Loc(target))?;
-                and(&mut node, &n, "$dynamicRef")?;
             }
         }
         if let Some(v) = m.get("allOf") {
@@ -463,8 +491,22 @@ impl<'a> Compiler<'a> {
         if let Some(Value::Object(_) | Value::Bool(_)) = m.get("not") {
             let sub = self.doc.child(id, &["not"]).unwrap();
             let n = self.eval(&Term::Loc(sub))?;
-            let neg = n.not().map_err(|e| unsup("not", &ptr, e))?;
-            and(&mut node, &neg, "not")?;
+            let neg = if self.is_widened(&Term::Loc(sub)) {
+                let e = unsup("not", &ptr, "a keyword inside it was left out");
+                self.leave_out(e, "not", &ptr)?;
+                None
+            } else {
+                match n.not() {
+                    Ok(neg) => Some(neg),
+                    Err(e) => {
+                        self.leave_out(unsup("not", &ptr, e), "not", &ptr)?;
+                        None
+                    }
+                }
+            };
+            if let Some(neg) = neg {
+                and(&mut node, &neg, "not")?;
+            }
         }
         if known("if") && (m.contains_key("then") || m.contains_key("else")) {
             let get = |c: &mut Self, k: &str| -> Result<Rc<Node>> {
@@ -478,11 +520,21 @@ impl<'a> Compiler<'a> {
             let e = get(self, "else")?;
             let err = |e: String| algebra("if", &ptr, e);
             let yes = i.and(&t).map_err(err)?;
-            let no = i
-                .not()
-                .map_err(|e| unsup("if", &ptr, e))?
-                .and(&e)
-                .map_err(err)?;
+            let if_term = self.doc.child(id, &["if"]).map(Term::Loc);
+            let not_i = if if_term.is_some_and(|x| self.is_widened(&x)) {
+                let e = unsup("if", &ptr, "a keyword inside it was left out");
+                self.leave_out(e, "if", &ptr)?;
+                Node::any()
+            } else {
+                match i.not() {
+                    Ok(n) => n,
+                    Err(e) => {
+                        self.leave_out(unsup("if", &ptr, e), "if", &ptr)?;
+                        Node::any()
+                    }
+                }
+            };
+            let no = not_i.and(&e).map_err(err)?;
             let n = yes.or(&no).map_err(err)?;
             and(&mut node, &n, "if")?;
         }
@@ -497,7 +549,7 @@ impl<'a> Compiler<'a> {
                         node.arr.is_empty()
                     };
                     if !vacuous {
-                        return Err(unsup(kw, &ptr, "not supported"));
+                        self.leave_out(unsup(kw, &ptr, "not supported"), kw, &ptr)?;
                     }
                 }
             }
@@ -554,16 +606,27 @@ impl<'a> Compiler<'a> {
                     continue;
                 }
                 if negs[j].is_none() {
-                    let neg = branches[j].not().map_err(|e| {
-                        unsup(
-                            "oneOf",
-                            ptr,
-                            format!(
-                                "branches {i} and {j} may overlap, and excluding branch {j} \
-                                 needs its negation: {e}"
-                            ),
-                        )
-                    })?;
+                    let neg = if self.is_widened(&Term::Loc(subs[j])) {
+                        Err("a keyword inside it was left out".to_string())
+                    } else {
+                        branches[j].not()
+                    };
+                    let neg = match neg {
+                        Ok(neg) => neg,
+                        Err(e) => {
+                            let e = unsup(
+                                "oneOf",
+                                ptr,
+                                format!(
+                                    "branches {i} and {j} may overlap, and excluding branch {j} \
+                                     needs its negation: {e}"
+                                ),
+                            );
+                            // Lenient: branch i keeps its overlap with j.
+                            self.leave_out(e, "oneOf", ptr)?;
+                            Node::any()
+                        }
+                    };
                     negs[j] = Some(neg);
                 }
                 cur = cur
@@ -713,11 +776,12 @@ impl<'a> Compiler<'a> {
                 // Standard formats whose language is not regular (or not
                 // built): asserting them exactly is impossible here.
                 None if matches!(f.as_str(), "regex" | "idn-email" | "idn-hostname") => {
-                    return Err(unsup(
+                    let e = unsup(
                         "format",
                         ptr,
                         format!("'{f}' cannot be checked by a finite automaton"),
-                    ));
+                    );
+                    self.leave_out(e, "format", ptr)?;
                 }
                 None => {}
             }
@@ -1046,6 +1110,7 @@ impl<'a> Compiler<'a> {
         if m.get("uniqueItems") == Some(&Value::Bool(true)) {
             any = true;
             shape.unique = true;
+            self.note_unique(&shape, ptr);
         }
         Ok(any.then_some(shape))
     }
@@ -1288,7 +1353,7 @@ impl<'a> Compiler<'a> {
         }
         let (open, close) = (self.open_ws(), self.close_ws());
         let items = if s.unique {
-            self.unique_items(s)?
+            self.unique_or_plain(s)?
         } else if !s.contains.is_empty() {
             self.counted_items(s)?
         } else {

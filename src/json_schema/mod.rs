@@ -97,6 +97,11 @@
 //!   `unevaluatedProperties`/`unevaluatedItems` (unless vacuous) and
 //!   dynamic scoping.
 //!
+//! With [`JsonOptions::lenient`], a keyword refused above as impossible
+//! to enforce (not a limit) is left out instead and reported
+//! ([`Dropped`]); a negation of a schema that left something out is left
+//! out too, so the result only ever widens (`compiler`'s `lenient`).
+//!
 //! Combinatorial schemas hit limits (alternatives per node, rules,
 //! evaluations, counting states) and fail with a limit error.
 
@@ -136,6 +141,17 @@ pub struct JsonOptions {
     pub layout: Option<layout::FixedLayout>,
 }
 
+/// A keyword left out in lenient mode ([`JsonOptions::lenient`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dropped {
+    /// The keyword, e.g. `uniqueItems`.
+    pub keyword: String,
+    /// The JSON pointer of the schema holding it (`""`: the root).
+    pub pointer: String,
+    /// Why it could not be enforced.
+    pub reason: String,
+}
+
 /// Deepest nesting of arrays and objects a schema text may have (the limit
 /// of serde_json's reader, which keeps parsing off the end of the stack).
 pub const MAX_SCHEMA_NESTING: usize = 128;
@@ -143,6 +159,15 @@ pub const MAX_SCHEMA_NESTING: usize = 128;
 /// Compiles a JSON Schema (text) to IR.
 /// `deadline` bounds the translation (`max_compile_ms`).
 pub fn to_grammar(schema: &str, options: &JsonOptions, deadline: &Deadline) -> Result<ir::Grammar> {
+    Ok(to_grammar_reporting(schema, options, deadline)?.0)
+}
+
+/// [`to_grammar`], with the keywords left out in lenient mode.
+pub fn to_grammar_reporting(
+    schema: &str,
+    options: &JsonOptions,
+    deadline: &Deadline,
+) -> Result<(ir::Grammar, Vec<Dropped>)> {
     let value: Value = serde_json::from_str(schema).map_err(|e| {
         // serde_json stops at its fixed nesting limit with a syntax error;
         // the schema may well be valid JSON, so say which limit it hit.
@@ -162,10 +187,14 @@ pub fn to_grammar(schema: &str, options: &JsonOptions, deadline: &Deadline) -> R
 
 /// The grammar of any JSON value.
 pub fn any_json_grammar(options: &JsonOptions) -> Result<ir::Grammar> {
-    compile_value(&Value::Bool(true), options, &Deadline::none())
+    Ok(compile_value(&Value::Bool(true), options, &Deadline::none())?.0)
 }
 
-fn compile_value(value: &Value, options: &JsonOptions, deadline: &Deadline) -> Result<ir::Grammar> {
+fn compile_value(
+    value: &Value,
+    options: &JsonOptions,
+    deadline: &Deadline,
+) -> Result<(ir::Grammar, Vec<Dropped>)> {
     let doc = doc::Doc::new(value);
     let mut c = compiler::Compiler::new(doc, options, *deadline);
     let root_term = node::Term::Loc(0);
@@ -180,7 +209,8 @@ fn compile_value(value: &Value, options: &JsonOptions, deadline: &Deadline) -> R
     let v = c.rule_for(&root_term)?;
     c.b.set_body(root, Expr::seq(vec![ws.clone(), Expr::Ref(v), ws]));
     c.b.set_lexeme_hint(root, LexemeHint::Never);
+    let dropped = c.take_dropped();
     let g = c.b.finish(root);
     deadline.check()?;
-    Ok(minimize::minimize(g))
+    Ok((minimize::minimize(g), dropped))
 }
