@@ -591,6 +591,13 @@ struct cg_grammar *cg_compile(const struct cg_vocab *vocab,
                               const struct cg_compile_options *options);
 
 /**
+ * A new reference to the same grammar (no copy is made), to be freed with
+ * `cg_free` on its own; NULL if `grammar` is NULL (with `cg_last_error`
+ * set). Thread-safe.
+ */
+struct cg_grammar *cg_grammar_clone(const struct cg_grammar *grammar);
+
+/**
  * How many keywords the compile left out (`CG_JSON_LENIENT`; 0 for every
  * other compile), or `CG_ERR_INVALID_ARGUMENT` if `grammar` is NULL.
  * Thread-safe.

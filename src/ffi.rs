@@ -1031,6 +1031,20 @@ unsafe fn compile_args<'a>(
     Ok((source, options))
 }
 
+/// A new reference to the same grammar (no copy is made), to be freed with
+/// `cg_free` on its own; NULL if `grammar` is NULL (with `cg_last_error`
+/// set). Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn cg_grammar_clone(grammar: *const cg_grammar) -> *mut cg_grammar {
+    guard_ptr("cg_grammar_clone", || {
+        let g = grammar.as_ref().ok_or_else(|| null("grammar"))?;
+        Ok(into_handle(cg_grammar {
+            inner: g.inner.clone(),
+            dropped: g.dropped.clone(),
+        }))
+    })
+}
+
 /// How many keywords the compile left out (`CG_JSON_LENIENT`; 0 for every
 /// other compile), or `CG_ERR_INVALID_ARGUMENT` if `grammar` is NULL.
 /// Thread-safe.
