@@ -690,6 +690,15 @@ fn lenient_still_refuses_what_it_must() {
         .unwrap();
     assert_eq!(keywords(&g), pairs(&[("$ref", "/properties/x")]));
     s.expect(&g, "external ref", &[r#"{"x":[1,{"y":null}]}"#], &["[]"]);
+    // A multipleOf whose automaton is too large: left out, bounds kept.
+    let g = s
+        .compile(
+            CG_JSON_LENIENT,
+            r#"{"type":"number","multipleOf":0.123456789,"minimum":0}"#,
+        )
+        .unwrap();
+    assert_eq!(keywords(&g), pairs(&[("multipleOf", "")]));
+    s.expect(&g, "multipleOf", &["0.5", "0.246913578"], &["-1"]);
     // Not for other kinds.
     let mut o = defaults();
     o.kind = CG_KIND_ANY_JSON;

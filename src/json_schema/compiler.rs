@@ -858,9 +858,12 @@ impl<'a> Compiler<'a> {
             if d.neg || d.is_zero() {
                 return Err(bad("multipleOf", ptr, "must be greater than 0"));
             }
-            // Check now that the language can be built, for a precise error.
-            multiple_of(&d).map_err(|e| unsup("multipleOf", ptr, e))?;
-            a.mult.push(d);
+            // Check now that the language can be built, for a precise error
+            // (lenient: leave the keyword out).
+            match multiple_of(&d) {
+                Ok(_) => a.mult.push(d),
+                Err(e) => self.leave_out(unsup("multipleOf", ptr, e), "multipleOf", ptr)?,
+            }
         }
         if a.is_any() {
             return Ok(None);
