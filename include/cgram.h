@@ -164,6 +164,42 @@
 #define CG_GBNF_ALLOW_LEFT_RECURSION 4
 
 /**
+ * `cg_compile_options.flags`, JSON Schema: the properties an object lists
+ * come in the order its `properties` keyword lists them, as llama.cpp's
+ * json-schema-to-grammar converter writes them: each at most once,
+ * optional ones may be left out but never reordered; properties the
+ * schema does not list (where `additionalProperties` or
+ * `patternProperties` allow them) come after all listed ones. Without the
+ * flag, properties may come in any order (JSON Schema does not constrain
+ * it).
+ */
+#define CG_JSON_ORDERED_PROPERTIES 8
+
+/**
+ * `cg_compile_options.flags`, JSON Schema: a number that can only have an
+ * integer value (`type: integer`, an integer `const` or `enum` value, a
+ * `multipleOf` that is an integer) is written as a plain integer, `12` or
+ * `-3`: never `12.0`, `1.2e1` or `12e0`, which JSON Schema counts as
+ * integers too. Applies to every draft.
+ */
+#define CG_JSON_STRICT_INTEGERS 16
+
+/**
+ * `cg_compile_options.flags`, JSON Schema: lenient mode. A keyword that
+ * no automaton can enforce (`uniqueItems` on items that are not a small
+ * set of values, `format` `regex` / `idn-email` / `idn-hostname`, a `not`
+ * or an `oneOf` exclusion or `if` whose negation cannot be expressed,
+ * `unevaluatedProperties` / `unevaluatedItems`, dynamic scoping, `$ref`
+ * outside the document, a `multipleOf` whose automaton would be too
+ * large) is left out instead of failing the compile with
+ * `CG_ERR_UNSUPPORTED`. Leaving a keyword out only ever widens: every
+ * instance of the schema stays allowed, and some invalid ones are allowed
+ * too. Each keyword left out is reported by `cg_grammar_dropped_count` and
+ * `cg_grammar_dropped`. Limits and unsatisfiable schemas still fail.
+ */
+#define CG_JSON_LENIENT 32
+
+/**
  * `cg_trigger.kind`: `text` is a pattern in the ECMAScript dialect of C++'s
  * `std::regex`, as llama.cpp's trigger patterns are.
  */
@@ -273,6 +309,39 @@ typedef struct cg_compile_options {
      * Grammars compiled through a `cg_grammar_cache` keep theirs.
      */
     uint64_t max_mask_steps;
+    /**
+     * JSON kinds, fixed formatting: the output has exactly one whitespace
+     * layout, the one Python's `json.dumps(value, indent=json_indent,
+     * separators=(json_item_separator, json_key_separator))` writes, so
+     * it is reproducible and cannot loop on whitespace. Fixed formatting
+     * is on when `json_indent` is not 0 or a separator is not NULL; it
+     * excludes `CG_JSON_COMPACT` (itself the fixed layout with separators
+     * "," and ":" on one line) and `json_max_whitespace`.
+     *
+     * `json_indent`: 0 (the default) writes everything on one line; 1 to
+     * 16 writes a newline and that many spaces per nesting level before
+     * each item or member and before the closing bracket of a non-empty
+     * array or object. Empty arrays and objects are `[]` and `{}`; no
+     * whitespace comes before or after the whole value. Indentation
+     * grows with depth, which a grammar cannot count without bound: under
+     * an indent, arrays and objects nested more than 32 levels deep can
+     * only be empty.
+     */
+    uint32_t json_indent;
+    /**
+     * Fixed formatting: what goes between two items or members, before the
+     * newline of `json_indent`: "," with optional JSON whitespace (space,
+     * tab, newline, carriage return) around it, at most 16 bytes. NULL
+     * (the default) means ", " on one line and "," with an indent. Only
+     * read during `cg_compile`.
+     */
+    const char *json_item_separator;
+    /**
+     * Fixed formatting: what goes between a member's name and its value:
+     * ":" with optional JSON whitespace around it, at most 16 bytes. NULL
+     * (the default) means ": ". Only read during `cg_compile`.
+     */
+    const char *json_key_separator;
 } cg_compile_options;
 
 /**
@@ -494,7 +563,8 @@ void cg_vocab_free(struct cg_vocab *vocab);
  * Fills `*options` with the defaults: `struct_size` =
  * `sizeof(cg_compile_options)`, `kind` = `CG_KIND_GBNF`, `root` = NULL
  * ("root"), `flags` = 0, `json_max_whitespace` = 0 (unbounded),
- * `max_compile_ms` = 10000, `max_states` = 1000000. It writes the whole
+ * `max_compile_ms` = 10000, `max_states` = 1000000, `json_indent` = 0 and
+ * the separators NULL (no fixed formatting). It writes the whole
  * struct. NULL is a no-op (and sets `cg_last_error`). Thread-safe.
  */
 void cg_compile_options_init(struct cg_compile_options *options);
@@ -532,6 +602,36 @@ struct cg_grammar *cg_compile(const struct cg_vocab *vocab,
                               const struct cg_compile_options *options);
 
 /**
+ * A new reference to the same grammar (no copy is made), to be freed with
+ * `cg_free` on its own; NULL if `grammar` is NULL (with `cg_last_error`
+ * set). Thread-safe.
+ */
+struct cg_grammar *cg_grammar_clone(const struct cg_grammar *grammar);
+
+/**
+ * How many keywords the compile left out (`CG_JSON_LENIENT`; 0 for every
+ * other compile), or `CG_ERR_INVALID_ARGUMENT` if `grammar` is NULL.
+ * Thread-safe.
+ */
+int cg_grammar_dropped_count(const struct cg_grammar *grammar);
+
+/**
+ * The keyword left out at `index` (0 to `cg_grammar_dropped_count - 1`)
+ * by a `CG_JSON_LENIENT` compile, e.g. "uniqueItems", "format", "not";
+ * NULL (with `cg_last_error` set) if `grammar` is NULL or `index` is out
+ * of range. When `pointer` is not NULL, `*pointer` is set to the JSON
+ * pointer of the schema that holds the keyword ("" for the root, e.g.
+ * "/properties/tags"); when `reason` is not NULL, `*reason` is set to why
+ * the keyword cannot be enforced. Each keyword and place is reported
+ * once, in the order met. The strings belong to the grammar handle: they
+ * stay valid until `cg_free(grammar)`. Thread-safe.
+ */
+const char *cg_grammar_dropped(const struct cg_grammar *grammar,
+                               size_t index,
+                               const char **pointer,
+                               const char **reason);
+
+/**
  * The size of the vocabulary the grammar was compiled for, or 0 if
  * `grammar` is NULL. Thread-safe.
  */
@@ -560,7 +660,8 @@ struct cg_grammar_cache *cg_grammar_cache_new(size_t budget_bytes);
 
 /**
  * `cg_compile` through the cache: the grammar compiled earlier from the
- * same vocabulary, source, kind, flags, `json_max_whitespace` and root,
+ * same vocabulary, source, kind, flags, `json_max_whitespace`, fixed
+ * formatting (`json_indent`, separators) and root,
  * or a new one (kept in the cache if it fits its budget). Limits in
  * `options` apply to a compilation, not to a lookup. Returns a new
  * reference that the caller frees with `cg_free` (the cache keeps its

@@ -26,7 +26,8 @@ use std::sync::{Arc, Once};
 
 use crate::compile::{
     self, CompileOptions, CompiledGrammar, Kind, DEFAULT_MAX_COMPILE_MS, DEFAULT_MAX_STATES,
-    FLAG_GBNF_ALLOW_LEFT_RECURSION, FLAG_JSON_COMPACT, FLAG_JSON_NO_EXTRA_PROPERTIES,
+    FLAG_GBNF_ALLOW_LEFT_RECURSION, FLAG_JSON_COMPACT, FLAG_JSON_LENIENT,
+    FLAG_JSON_NO_EXTRA_PROPERTIES, FLAG_JSON_ORDERED_PROPERTIES, FLAG_JSON_STRICT_INTEGERS,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::grammar_cache::{self, GrammarCache};
@@ -92,8 +93,40 @@ pub const CG_JSON_NO_EXTRA_PROPERTIES: u32 = 2;
 /// `cg_compile_options.flags`, GBNF: accept left-recursive rules (an
 /// extension: llama.cpp rejects them).
 pub const CG_GBNF_ALLOW_LEFT_RECURSION: u32 = 4;
+/// `cg_compile_options.flags`, JSON Schema: the properties an object lists
+/// come in the order its `properties` keyword lists them, as llama.cpp's
+/// json-schema-to-grammar converter writes them: each at most once,
+/// optional ones may be left out but never reordered; properties the
+/// schema does not list (where `additionalProperties` or
+/// `patternProperties` allow them) come after all listed ones. Without the
+/// flag, properties may come in any order (JSON Schema does not constrain
+/// it).
+pub const CG_JSON_ORDERED_PROPERTIES: u32 = 8;
+/// `cg_compile_options.flags`, JSON Schema: a number that can only have an
+/// integer value (`type: integer`, an integer `const` or `enum` value, a
+/// `multipleOf` that is an integer) is written as a plain integer, `12` or
+/// `-3`: never `12.0`, `1.2e1` or `12e0`, which JSON Schema counts as
+/// integers too. Applies to every draft.
+pub const CG_JSON_STRICT_INTEGERS: u32 = 16;
+/// `cg_compile_options.flags`, JSON Schema: lenient mode. A keyword that
+/// no automaton can enforce (`uniqueItems` on items that are not a small
+/// set of values, `format` `regex` / `idn-email` / `idn-hostname`, a `not`
+/// or an `oneOf` exclusion or `if` whose negation cannot be expressed,
+/// `unevaluatedProperties` / `unevaluatedItems`, dynamic scoping, `$ref`
+/// outside the document, a `multipleOf` whose automaton would be too
+/// large) is left out instead of failing the compile with
+/// `CG_ERR_UNSUPPORTED`. Leaving a keyword out only ever widens: every
+/// instance of the schema stays allowed, and some invalid ones are allowed
+/// too. Each keyword left out is reported by `cg_grammar_dropped_count` and
+/// `cg_grammar_dropped`. Limits and unsatisfiable schemas still fail.
+pub const CG_JSON_LENIENT: u32 = 32;
 
-const ALL_FLAGS: u32 = CG_JSON_COMPACT | CG_JSON_NO_EXTRA_PROPERTIES | CG_GBNF_ALLOW_LEFT_RECURSION;
+const ALL_FLAGS: u32 = CG_JSON_COMPACT
+    | CG_JSON_NO_EXTRA_PROPERTIES
+    | CG_GBNF_ALLOW_LEFT_RECURSION
+    | CG_JSON_ORDERED_PROPERTIES
+    | CG_JSON_STRICT_INTEGERS
+    | CG_JSON_LENIENT;
 
 // The C constants must stay equal to the Rust ones they mirror.
 const _: () = {
@@ -101,6 +134,9 @@ const _: () = {
     assert!(CG_JSON_COMPACT == FLAG_JSON_COMPACT);
     assert!(CG_JSON_NO_EXTRA_PROPERTIES == FLAG_JSON_NO_EXTRA_PROPERTIES);
     assert!(CG_GBNF_ALLOW_LEFT_RECURSION == FLAG_GBNF_ALLOW_LEFT_RECURSION);
+    assert!(CG_JSON_ORDERED_PROPERTIES == FLAG_JSON_ORDERED_PROPERTIES);
+    assert!(CG_JSON_STRICT_INTEGERS == FLAG_JSON_STRICT_INTEGERS);
+    assert!(CG_JSON_LENIENT == FLAG_JSON_LENIENT);
 };
 
 // What the documented thread-safety rests on: vocabularies and grammars are
@@ -128,6 +164,21 @@ pub struct cg_vocab {
 /// threads; every matcher made from it may run on its own thread.
 pub struct cg_grammar {
     inner: Arc<CompiledGrammar>,
+    /// The keywords left out (`CG_JSON_LENIENT`) as C strings: keyword,
+    /// JSON pointer, reason.
+    dropped: Vec<[CString; 3]>,
+}
+
+impl cg_grammar {
+    fn new(inner: Arc<CompiledGrammar>) -> cg_grammar {
+        let c = |s: &str| CString::new(s.replace('\0', "\\0")).unwrap_or_default();
+        let dropped = inner
+            .dropped()
+            .iter()
+            .map(|d| [c(&d.keyword), c(&d.pointer), c(&d.reason)])
+            .collect();
+        cg_grammar { inner, dropped }
+    }
 }
 
 /// The state of one sequence being generated. Not thread-safe: use one
@@ -206,6 +257,33 @@ pub struct cg_compile_options {
     /// than 100000).
     /// Grammars compiled through a `cg_grammar_cache` keep theirs.
     pub max_mask_steps: u64,
+    /// JSON kinds, fixed formatting: the output has exactly one whitespace
+    /// layout, the one Python's `json.dumps(value, indent=json_indent,
+    /// separators=(json_item_separator, json_key_separator))` writes, so
+    /// it is reproducible and cannot loop on whitespace. Fixed formatting
+    /// is on when `json_indent` is not 0 or a separator is not NULL; it
+    /// excludes `CG_JSON_COMPACT` (itself the fixed layout with separators
+    /// "," and ":" on one line) and `json_max_whitespace`.
+    ///
+    /// `json_indent`: 0 (the default) writes everything on one line; 1 to
+    /// 16 writes a newline and that many spaces per nesting level before
+    /// each item or member and before the closing bracket of a non-empty
+    /// array or object. Empty arrays and objects are `[]` and `{}`; no
+    /// whitespace comes before or after the whole value. Indentation
+    /// grows with depth, which a grammar cannot count without bound: under
+    /// an indent, arrays and objects nested more than 32 levels deep can
+    /// only be empty.
+    pub json_indent: u32,
+    /// Fixed formatting: what goes between two items or members, before the
+    /// newline of `json_indent`: "," with optional JSON whitespace (space,
+    /// tab, newline, carriage return) around it, at most 16 bytes. NULL
+    /// (the default) means ", " on one line and "," with an indent. Only
+    /// read during `cg_compile`.
+    pub json_item_separator: *const c_char,
+    /// Fixed formatting: what goes between a member's name and its value:
+    /// ":" with optional JSON whitespace around it, at most 16 bytes. NULL
+    /// (the default) means ": ". Only read during `cg_compile`.
+    pub json_key_separator: *const c_char,
 }
 
 /// Bytes of `cg_compile_options` that every caller must provide: the fields
@@ -511,6 +589,33 @@ unsafe fn read_options(p: *const cg_compile_options) -> Result<CompileOptions> {
     }
     if let Some(steps) = field!(max_mask_steps: u64) {
         o.max_mask_steps = if steps == 0 { u64::MAX } else { steps };
+    }
+    let indent = field!(json_indent: u32).unwrap_or(0);
+    let separator = |p: Option<*const c_char>, what: &str| -> Result<Option<String>> {
+        match p {
+            Some(p) if !p.is_null() => Ok(Some(
+                CStr::from_ptr(p)
+                    .to_str()
+                    .map_err(|e| utf8_error(what, e))?
+                    .to_string(),
+            )),
+            _ => Ok(None),
+        }
+    };
+    let item = separator(
+        field!(json_item_separator: *const c_char),
+        "options->json_item_separator",
+    )?;
+    let key = separator(
+        field!(json_key_separator: *const c_char),
+        "options->json_key_separator",
+    )?;
+    if indent != 0 || item.is_some() || key.is_some() {
+        o.json_layout = Some(crate::json_schema::layout::FixedLayout::new(
+            (indent != 0).then_some(indent),
+            item.as_deref(),
+            key.as_deref(),
+        )?);
     }
     Ok(o)
 }
@@ -855,7 +960,8 @@ pub unsafe extern "C" fn cg_vocab_free(vocab: *mut cg_vocab) {
 /// Fills `*options` with the defaults: `struct_size` =
 /// `sizeof(cg_compile_options)`, `kind` = `CG_KIND_GBNF`, `root` = NULL
 /// ("root"), `flags` = 0, `json_max_whitespace` = 0 (unbounded),
-/// `max_compile_ms` = 10000, `max_states` = 1000000. It writes the whole
+/// `max_compile_ms` = 10000, `max_states` = 1000000, `json_indent` = 0 and
+/// the separators NULL (no fixed formatting). It writes the whole
 /// struct. NULL is a no-op (and sets `cg_last_error`). Thread-safe.
 #[no_mangle]
 pub unsafe extern "C" fn cg_compile_options_init(options: *mut cg_compile_options) {
@@ -875,6 +981,9 @@ pub unsafe extern "C" fn cg_compile_options_init(options: *mut cg_compile_option
                 max_compile_ms: DEFAULT_MAX_COMPILE_MS,
                 max_states: DEFAULT_MAX_STATES as u64,
                 max_mask_steps: crate::limits::DEFAULT_MAX_MASK_STEPS,
+                json_indent: 0,
+                json_item_separator: ptr::null(),
+                json_key_separator: ptr::null(),
             });
             Ok(())
         },
@@ -917,7 +1026,7 @@ pub unsafe extern "C" fn cg_compile(
         let vocab = vocab_ref(vocab)?;
         let (source, options) = compile_args(source, source_len, options)?;
         let grammar = compile::compile(vocab, source, &options)?;
-        Ok(into_handle(cg_grammar { inner: grammar }))
+        Ok(into_handle(cg_grammar::new(grammar)))
     })
 }
 
@@ -931,6 +1040,69 @@ unsafe fn compile_args<'a>(
     let source = bytes_arg(source.cast(), source_len, "source")?;
     std::str::from_utf8(source).map_err(|e| utf8_error("source", e))?;
     Ok((source, options))
+}
+
+/// A new reference to the same grammar (no copy is made), to be freed with
+/// `cg_free` on its own; NULL if `grammar` is NULL (with `cg_last_error`
+/// set). Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn cg_grammar_clone(grammar: *const cg_grammar) -> *mut cg_grammar {
+    guard_ptr("cg_grammar_clone", || {
+        let g = grammar.as_ref().ok_or_else(|| null("grammar"))?;
+        Ok(into_handle(cg_grammar {
+            inner: g.inner.clone(),
+            dropped: g.dropped.clone(),
+        }))
+    })
+}
+
+/// How many keywords the compile left out (`CG_JSON_LENIENT`; 0 for every
+/// other compile), or `CG_ERR_INVALID_ARGUMENT` if `grammar` is NULL.
+/// Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn cg_grammar_dropped_count(grammar: *const cg_grammar) -> c_int {
+    guard_int("cg_grammar_dropped_count", || {
+        let g = grammar.as_ref().ok_or_else(|| null("grammar"))?;
+        Ok(c_int::try_from(g.dropped.len()).unwrap_or(c_int::MAX))
+    })
+}
+
+/// The keyword left out at `index` (0 to `cg_grammar_dropped_count - 1`)
+/// by a `CG_JSON_LENIENT` compile, e.g. "uniqueItems", "format", "not";
+/// NULL (with `cg_last_error` set) if `grammar` is NULL or `index` is out
+/// of range. When `pointer` is not NULL, `*pointer` is set to the JSON
+/// pointer of the schema that holds the keyword ("" for the root, e.g.
+/// "/properties/tags"); when `reason` is not NULL, `*reason` is set to why
+/// the keyword cannot be enforced. Each keyword and place is reported
+/// once, in the order met. The strings belong to the grammar handle: they
+/// stay valid until `cg_free(grammar)`. Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn cg_grammar_dropped(
+    grammar: *const cg_grammar,
+    index: usize,
+    pointer: *mut *const c_char,
+    reason: *mut *const c_char,
+) -> *const c_char {
+    guard(
+        "cg_grammar_dropped",
+        |_| ptr::null(),
+        || {
+            let g = grammar.as_ref().ok_or_else(|| null("grammar"))?;
+            let d = g.dropped.get(index).ok_or_else(|| {
+                Error::invalid(format!(
+                    "index {index} is out of range ({} keywords left out)",
+                    g.dropped.len()
+                ))
+            })?;
+            if !pointer.is_null() {
+                pointer.write_unaligned(d[1].as_ptr());
+            }
+            if !reason.is_null() {
+                reason.write_unaligned(d[2].as_ptr());
+            }
+            Ok(d[0].as_ptr())
+        },
+    )
 }
 
 /// The size of the vocabulary the grammar was compiled for, or 0 if
@@ -1012,7 +1184,8 @@ pub extern "C" fn cg_grammar_cache_new(budget_bytes: usize) -> *mut cg_grammar_c
 }
 
 /// `cg_compile` through the cache: the grammar compiled earlier from the
-/// same vocabulary, source, kind, flags, `json_max_whitespace` and root,
+/// same vocabulary, source, kind, flags, `json_max_whitespace`, fixed
+/// formatting (`json_indent`, separators) and root,
 /// or a new one (kept in the cache if it fits its budget). Limits in
 /// `options` apply to a compilation, not to a lookup. Returns a new
 /// reference that the caller frees with `cg_free` (the cache keeps its
@@ -1034,7 +1207,7 @@ pub unsafe extern "C" fn cg_grammar_cache_compile(
         let options = read_options(options)?;
         let source = bytes_arg(source.cast(), source_len, "source")?;
         let grammar = cache.grammar(vocab, source, &options)?;
-        Ok(into_handle(cg_grammar { inner: grammar }))
+        Ok(into_handle(cg_grammar::new(grammar)))
     })
 }
 

@@ -5,7 +5,7 @@
 //!
 //! Entries are keyed by everything that decides the result: the vocabulary
 //! (its identity: an entry keeps it alive), the source text, the kind,
-//! flags, whitespace bound and start rule for grammars, the list for
+//! flags, whitespace bound and layout and start rule for grammars, the list for
 //! triggers, and the mask budget the grammar keeps. Compile limits are
 //! not part of the key: a grammar that compiled within one limit is the
 //! same grammar under another. Failures are not cached.
@@ -41,6 +41,7 @@ enum Key {
         kind: u8,
         flags: u32,
         ws: Option<u32>,
+        layout: Option<crate::json_schema::layout::FixedLayout>,
         root: Option<String>,
         /// Kept by the grammar, so part of what it is.
         max_mask_steps: u64,
@@ -123,6 +124,7 @@ impl GrammarCache {
             },
             flags: options.flags,
             ws: options.json_max_whitespace,
+            layout: options.json_layout.clone(),
             root: options.root.clone(),
             max_mask_steps: options.max_mask_steps,
             source_digest: xxhash_rust::xxh3::xxh3_128(source),
@@ -334,6 +336,7 @@ mod tests {
                 kind,
                 flags,
                 ws,
+                layout,
                 root,
                 max_mask_steps,
                 ..
@@ -347,6 +350,7 @@ mod tests {
                 kind,
                 flags,
                 ws,
+                layout,
                 root,
                 max_mask_steps,
                 source_digest: xxhash_rust::xxh3::xxh3_128(b),

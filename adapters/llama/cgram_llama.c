@@ -416,6 +416,7 @@ int cgram_llama_cache_stats(cg_grammar_cache_stats *stats)
 /* the sampler */
 
 struct cgram_llama_ctx {
+    cg_grammar *grammar; /* for cgram_llama_sampler_grammar */
     cg_matcher *matcher; /* keeps its grammar (and vocabulary) alive */
     uint32_t n_vocab;
     size_t n_words;
@@ -538,6 +539,7 @@ static void ctx_free(struct cgram_llama_ctx *c)
     if (!c)
         return;
     cg_matcher_free(c->matcher);
+    cg_free(c->grammar);
     free(c->mask);
     free(c->eog);
     free(c->error);
@@ -572,6 +574,12 @@ static struct llama_sampler *cgram_llama_clone(const struct llama_sampler *smpl)
     k->matcher = cg_matcher_clone(c->matcher);
     if (!k->matcher) {
         set_error("cg_matcher_clone: %s", cg_last_error());
+        ctx_free(k);
+        return NULL;
+    }
+    k->grammar = cg_grammar_clone(c->grammar);
+    if (!k->grammar) {
+        set_error("cg_grammar_clone: %s", cg_last_error());
         ctx_free(k);
         return NULL;
     }
@@ -635,9 +643,17 @@ cg_matcher *cgram_llama_sampler_matcher(struct llama_sampler *smpl)
     return ((struct cgram_llama_ctx *)smpl->ctx)->matcher;
 }
 
-/* A sampler for a matcher of v's (takes the matcher). */
-static struct llama_sampler *sampler_new(const cg_vocab *v, cg_matcher *matcher, size_t n_words,
-                                         int lazy)
+const cg_grammar *cgram_llama_sampler_grammar(const struct llama_sampler *smpl)
+{
+    if (!cgram_llama_sampler_is_cgram(smpl) || !smpl->ctx)
+        return NULL;
+    return ((const struct cgram_llama_ctx *)smpl->ctx)->grammar;
+}
+
+/* A sampler for a matcher of v's grammar (takes the grammar and the
+ * matcher). */
+static struct llama_sampler *sampler_new(const cg_vocab *v, cg_grammar *grammar,
+                                         cg_matcher *matcher, size_t n_words, int lazy)
 {
     int n_eog = cg_vocab_eos_tokens(v, NULL, 0);
     struct cgram_llama_ctx *c =
@@ -653,8 +669,10 @@ static struct llama_sampler *sampler_new(const cg_vocab *v, cg_matcher *matcher,
     }
     if (!c) {
         cg_matcher_free(matcher);
+        cg_free(grammar);
         return NULL;
     }
+    c->grammar = grammar;
     c->matcher = matcher;
     c->lazy = lazy;
     struct llama_sampler *s = llama_sampler_init(&cgram_llama_iface.iface, c);
@@ -694,12 +712,12 @@ static struct llama_sampler *sampler_compile(const cg_vocab *v, cg_grammar_cache
         m = cg_matcher_new(grammar);
     }
     size_t n_words = cg_mask_words(grammar);
-    cg_free(grammar); /* the matcher holds it */
     if (!m) {
         set_cgram_error(0);
+        cg_free(grammar);
         return NULL;
     }
-    return sampler_new(v, m, n_words, lazy);
+    return sampler_new(v, grammar, m, n_words, lazy);
 }
 
 struct llama_sampler *cgram_llama_sampler_init_ext(const struct llama_vocab *vocab,
@@ -751,12 +769,12 @@ struct llama_sampler *cgram_llama_sampler_init_vocab(const cg_vocab *vocab, cons
     }
     cg_matcher *m = cg_matcher_new(grammar);
     size_t n_words = cg_mask_words(grammar);
-    cg_free(grammar);
     if (!m) {
         set_error("cg_matcher_new: %s", cg_last_error());
+        cg_free(grammar);
         return NULL;
     }
-    return sampler_new(vocab, m, n_words, 0);
+    return sampler_new(vocab, grammar, m, n_words, 0);
 }
 
 struct llama_sampler *cgram_llama_sampler_init_opts(const struct llama_vocab *vocab,

@@ -109,6 +109,31 @@ struct llama_sampler *cgram_llama_sampler_init(const struct llama_vocab *vocab, 
  * cg_compile_options_init, then set kind, root, flags such as
  * CG_JSON_COMPACT, json_max_whitespace, limits). source is source_len
  * bytes, not necessarily NUL-terminated. NULL options: GBNF, root "root".
+ *
+ * The JSON options users ask for (see cgram.h for each):
+ *   - CG_JSON_ORDERED_PROPERTIES: properties in the schema's listed order,
+ *     as llama.cpp's json-schema-to-grammar converter writes them;
+ *   - fixed formatting: json_indent, json_item_separator,
+ *     json_key_separator (exactly the layout Python's json.dumps writes;
+ *     the output is reproducible and cannot loop on whitespace);
+ *   - CG_JSON_STRICT_INTEGERS: integer fields as plain integers;
+ *   - CG_JSON_LENIENT: keywords no automaton can enforce are left out
+ *     instead of refusing the schema; cgram_llama_sampler_grammar and
+ *     cg_grammar_dropped tell which.
+ *
+ *   cg_compile_options o;
+ *   cg_compile_options_init(&o);
+ *   o.kind = CG_KIND_JSON_SCHEMA;
+ *   o.flags = CG_JSON_ORDERED_PROPERTIES | CG_JSON_STRICT_INTEGERS | CG_JSON_LENIENT;
+ *   o.json_indent = 2;
+ *   struct llama_sampler *g =
+ *       cgram_llama_sampler_init_opts(vocab, schema, strlen(schema), &o);
+ *   const cg_grammar *gr = cgram_llama_sampler_grammar(g);
+ *   for (int i = 0; i < cg_grammar_dropped_count(gr); i++) {
+ *       const char *ptr;
+ *       const char *kw = cg_grammar_dropped(gr, (size_t)i, &ptr, NULL);
+ *       fprintf(stderr, "not enforced: %s at '%s'\n", kw, ptr);
+ *   }
  */
 struct llama_sampler *cgram_llama_sampler_init_opts(const struct llama_vocab *vocab,
                                                     const char *source, size_t source_len,
@@ -160,6 +185,14 @@ int cgram_llama_sampler_is_cgram(const struct llama_sampler *smpl);
  * right.
  */
 cg_matcher *cgram_llama_sampler_matcher(struct llama_sampler *smpl);
+
+/*
+ * The sampler's compiled grammar (owned by the sampler; valid while it
+ * lives), for cg_grammar_dropped_count / cg_grammar_dropped (the keywords
+ * a CG_JSON_LENIENT compile left out) and cg_mask_words; NULL for a
+ * sampler that is not a cgram sampler.
+ */
+const cg_grammar *cgram_llama_sampler_grammar(const struct llama_sampler *smpl);
 
 /*
  * Lazy samplers, as llama.cpp's llama_sampler_init_grammar_lazy_patterns

@@ -81,6 +81,65 @@ static llama_token first_eog(void)
     return -1;
 }
 
+/* Feeds text through the sampler token by token as llama.cpp tokenizes
+ * it: 1 when every token is allowed and end-of-generation is allowed at
+ * the end. The sampler is reset afterwards. */
+static int feeds(struct llama_sampler *s, const char *text)
+{
+    llama_token t[512];
+    int n = llama_tokenize(vocab, text, (int32_t)strlen(text), t, 512, false, false);
+    int ok = n > 0;
+    for (int i = 0; ok && i < n; i++) {
+        ok = allows(s, t[i]);
+        if (ok)
+            llama_sampler_accept(s, t[i]);
+    }
+    ok = ok && allows(s, first_eog());
+    llama_sampler_reset(s);
+    return ok;
+}
+
+/* The JSON options through cgram_llama_sampler_init_opts. */
+static void json_options(void)
+{
+    const char *schema = "{\"type\": \"object\", \"properties\": {"
+                         "\"b\": {\"type\": \"integer\"},"
+                         "\"a\": {\"type\": \"array\", \"uniqueItems\": true,"
+                         " \"items\": {\"type\": \"string\"}}},"
+                         " \"required\": [\"b\", \"a\"]}";
+    cg_compile_options o;
+    cg_compile_options_init(&o);
+    o.kind = CG_KIND_JSON_SCHEMA;
+    o.flags = CG_JSON_ORDERED_PROPERTIES | CG_JSON_STRICT_INTEGERS;
+    o.json_indent = 2;
+    struct llama_sampler *js = cgram_llama_sampler_init_opts(vocab, schema, strlen(schema), &o);
+    check(!js && cgram_llama_last_error_code() == CG_ERR_UNSUPPORTED,
+          "uniqueItems on open items: refused without CG_JSON_LENIENT");
+    o.flags |= CG_JSON_LENIENT;
+    js = cgram_llama_sampler_init_opts(vocab, schema, strlen(schema), &o);
+    check(js != NULL, "the JSON options: ordered, strict integers, lenient, indent 2");
+    if (!js)
+        return;
+    check(feeds(js, "{\n  \"b\": 1,\n  \"a\": [\n    \"x\",\n    \"x\"\n  ]\n}"),
+          "json.dumps(indent=2) output in the listed order is allowed");
+    check(!feeds(js, "{\n  \"a\": [],\n  \"b\": 1\n}"), "properties out of order are not");
+    check(!feeds(js, "{\n  \"b\": 1.0,\n  \"a\": []\n}"), "an integer written 1.0 is not");
+    check(!feeds(js, "{\"b\": 1, \"a\": []}"), "another layout is not");
+    const cg_grammar *gr = cgram_llama_sampler_grammar(js);
+    const char *ptr = NULL;
+    const char *kw = gr ? cg_grammar_dropped(gr, 0, &ptr, NULL) : NULL;
+    check(gr && cg_grammar_dropped_count(gr) == 1 && kw && strcmp(kw, "uniqueItems") == 0 &&
+              strcmp(ptr, "/properties/a") == 0,
+          "the grammar reports uniqueItems at /properties/a left out");
+    struct llama_sampler *jc = llama_sampler_clone(js);
+    check(jc && cgram_llama_sampler_grammar(jc) && cg_grammar_dropped_count(cgram_llama_sampler_grammar(jc)) == 1,
+          "a clone has the grammar too");
+    llama_sampler_free(js);
+    check(jc && feeds(jc, "{\n  \"b\": -3,\n  \"a\": []\n}"), "and outlives the original");
+    llama_sampler_free(jc);
+    check(cgram_llama_sampler_grammar(NULL) == NULL, "no grammar for NULL");
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -218,6 +277,7 @@ int main(int argc, char **argv)
     llama_sampler_free(js);
     llama_sampler_free(anyj);
     llama_sampler_free(re);
+    json_options();
 
     /* Lazy samplers with llama.cpp's argument lists. */
     const char *lg = "root ::= \"[\" [a-z]+ \"]\"";

@@ -54,6 +54,21 @@ pub const FLAG_JSON_NO_EXTRA_PROPERTIES: u32 = 2;
 /// GBNF: accept left-recursive grammars (llama.cpp rejects them; cgram's
 /// parser handles them).
 pub const FLAG_GBNF_ALLOW_LEFT_RECURSION: u32 = 4;
+/// JSON Schema: listed properties come in the order `properties` lists
+/// them (optional ones may be left out), unlisted ones after them.
+pub const FLAG_JSON_ORDERED_PROPERTIES: u32 = 8;
+/// JSON Schema: numbers that can only be integers are written as plain
+/// integers (`12`, never `12.0` or `1.2e1`).
+pub const FLAG_JSON_STRICT_INTEGERS: u32 = 16;
+/// JSON Schema: keywords no automaton can enforce are left out (and
+/// reported) instead of refusing the schema.
+pub const FLAG_JSON_LENIENT: u32 = 32;
+/// The flags that apply to JSON Schema sources.
+const JSON_SCHEMA_FLAGS: u32 = FLAG_JSON_COMPACT
+    | FLAG_JSON_NO_EXTRA_PROPERTIES
+    | FLAG_JSON_ORDERED_PROPERTIES
+    | FLAG_JSON_STRICT_INTEGERS
+    | FLAG_JSON_LENIENT;
 
 /// Options for [`compile`].
 #[derive(Clone, Debug)]
@@ -66,6 +81,10 @@ pub struct CompileOptions {
     /// JSON: the longest run of whitespace allowed between tokens (`None`:
     /// unbounded). Small models can loop on newlines.
     pub json_max_whitespace: Option<u32>,
+    /// JSON: exactly one whitespace layout (an indent and separators);
+    /// `None`: whitespace as `FLAG_JSON_COMPACT` and `json_max_whitespace`
+    /// say. Excludes both.
+    pub json_layout: Option<crate::json_schema::layout::FixedLayout>,
     /// Compilation fails with a limit error past this many milliseconds.
     pub max_compile_ms: u64,
     /// Compilation fails with a limit error past this many automaton states.
@@ -84,6 +103,7 @@ impl Default for CompileOptions {
             root: None,
             flags: 0,
             json_max_whitespace: None,
+            json_layout: None,
             max_compile_ms: DEFAULT_MAX_COMPILE_MS,
             max_states: DEFAULT_MAX_STATES,
             max_mask_steps: limits::DEFAULT_MAX_MASK_STEPS,
@@ -132,11 +152,19 @@ pub struct CompiledGrammar {
     pub(crate) contexts: crate::matcher::context::Contexts,
     /// The parser steps one mask may take.
     pub(crate) max_mask_steps: u64,
+    /// JSON Schema in lenient mode: the keywords left out.
+    pub(crate) dropped: Vec<crate::json_schema::Dropped>,
 }
 
 impl CompiledGrammar {
     pub fn vocab(&self) -> &Arc<Vocab> {
         &self.vocab
+    }
+
+    /// The keywords a lenient JSON Schema compile left out (empty
+    /// otherwise).
+    pub fn dropped(&self) -> &[crate::json_schema::Dropped] {
+        &self.dropped
     }
 
     /// Number of parser-rule states plus lexeme DFA states.
@@ -632,6 +660,7 @@ pub fn compile_ir(
         has_token_edges,
         contexts: Default::default(),
         max_mask_steps: options.max_mask_steps,
+        dropped: Vec::new(),
     }))
 }
 
@@ -864,6 +893,7 @@ pub fn compile(
     })?;
     check_flags(options)?;
     limits::on_compile_stack(|| {
+        let mut dropped = Vec::new();
         let grammar = match options.kind {
             Kind::Gbnf => crate::gbnf::parse_within(
                 text,
@@ -875,7 +905,13 @@ pub fn compile(
                 &deadline,
             )?,
             Kind::JsonSchema => {
-                crate::json_schema::to_grammar(text, &json_options(options), &deadline)?
+                let (g, d) = crate::json_schema::to_grammar_reporting(
+                    text,
+                    &json_options(options),
+                    &deadline,
+                )?;
+                dropped = d;
+                g
             }
             Kind::AnyJson => crate::json_schema::any_json_grammar(&json_options(options))?,
             Kind::Regex => crate::regex::regex_grammar(text, &deadline)?,
@@ -886,7 +922,18 @@ pub fn compile(
             max_states: state_budget(options, source.len()),
             max_mask_steps: options.max_mask_steps,
         };
-        compile_ir(vocab, &grammar, &ir_options)
+        let mut compiled = compile_ir(vocab, &grammar, &ir_options)?;
+        if !dropped.is_empty() {
+            // Just built, so not shared yet.
+            let g = Arc::get_mut(&mut compiled).ok_or_else(|| {
+                Error::new(
+                    crate::error::ErrorKind::Internal,
+                    "a new grammar is already shared",
+                )
+            })?;
+            g.dropped = dropped;
+        }
+        Ok(compiled)
     })
 }
 
@@ -913,10 +960,7 @@ fn state_budget(options: &CompileOptions, source_len: usize) -> usize {
 fn check_flags(o: &CompileOptions) -> Result<()> {
     let (applies, kind) = match o.kind {
         Kind::Gbnf => (FLAG_GBNF_ALLOW_LEFT_RECURSION, "GBNF"),
-        Kind::JsonSchema => (
-            FLAG_JSON_COMPACT | FLAG_JSON_NO_EXTRA_PROPERTIES,
-            "JSON Schema",
-        ),
+        Kind::JsonSchema => (JSON_SCHEMA_FLAGS, "JSON Schema"),
         Kind::AnyJson => (FLAG_JSON_COMPACT, "any-JSON"),
         Kind::Regex => (0, "regex"),
     };
@@ -926,6 +970,19 @@ fn check_flags(o: &CompileOptions) -> Result<()> {
             "flags {other:#x} do not apply to {kind} sources"
         )));
     }
+    if o.json_layout.is_some() {
+        if !matches!(o.kind, Kind::JsonSchema | Kind::AnyJson) {
+            return Err(Error::invalid(format!(
+                "json_indent and the JSON separators do not apply to {kind} sources"
+            )));
+        }
+        if o.flags & FLAG_JSON_COMPACT != 0 || o.json_max_whitespace.is_some() {
+            return Err(Error::invalid(
+                "json_indent and the JSON separators fix the whitespace: they exclude \
+                 CG_JSON_COMPACT and json_max_whitespace",
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -934,6 +991,10 @@ fn json_options(o: &CompileOptions) -> crate::json_schema::JsonOptions {
         compact: o.flags & FLAG_JSON_COMPACT != 0,
         max_whitespace: o.json_max_whitespace,
         no_extra_properties: o.flags & FLAG_JSON_NO_EXTRA_PROPERTIES != 0,
+        ordered_properties: o.flags & FLAG_JSON_ORDERED_PROPERTIES != 0,
+        strict_integers: o.flags & FLAG_JSON_STRICT_INTEGERS != 0,
+        lenient: o.flags & FLAG_JSON_LENIENT != 0,
+        layout: o.json_layout.clone(),
     }
 }
 

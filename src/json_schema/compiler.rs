@@ -9,13 +9,20 @@ use serde_json::{Map, Value};
 use super::decimal::Dec;
 use super::doc::{Doc, Draft};
 use super::node::{ArrShape, Contains, Node, ObjShape, Term};
-use super::number::{multiple_of, set_expr, NumAtom};
+use super::number::{multiple_of, NumAtom};
 use super::strings::{canonical_json, encode, encode_lang, is_full, length, StrLang};
 use super::JsonOptions;
 use crate::error::{Error, ErrorKind, Result};
 use crate::hash::{FastMap, FastSet};
 use crate::ir::{CharClass, Expr, GrammarBuilder, LexemeHint, RuleId};
 use crate::limits::Deadline;
+
+// The options of `JsonOptions` that change what is emitted, each in its
+// own module (they see the compiler's fields).
+mod integers;
+mod layout;
+mod lenient;
+mod ordered;
 
 /// Most IR rules one schema may produce.
 const MAX_RULES: usize = 100_000;
@@ -94,6 +101,14 @@ pub struct Compiler<'a> {
     obj_rules: FastMap<ObjShape, RuleId>,
     ws: Option<RuleId>,
     deadline: Deadline,
+    layout: layout::LayoutState,
+    /// Lenient mode: the keywords left out, the terms whose node left
+    /// something out, whether the evaluation under way did, and where
+    /// `uniqueItems` shapes come from (see `lenient`).
+    dropped: Vec<super::Dropped>,
+    widened: FastSet<Term>,
+    saw_widened: bool,
+    unique_sites: FastMap<ArrShape, String>,
 }
 
 /// Properties or items evaluated statically (see `Compiler::evaluated`).
@@ -137,6 +152,11 @@ impl<'a> Compiler<'a> {
             obj_rules: FastMap::default(),
             ws: None,
             deadline,
+            layout: layout::LayoutState::default(),
+            dropped: Vec::new(),
+            widened: FastSet::default(),
+            saw_widened: false,
+            unique_sites: FastMap::default(),
         }
     }
 
@@ -172,7 +192,9 @@ impl<'a> Compiler<'a> {
 
     pub fn eval(&mut self, t: &Term) -> Result<Rc<Node>> {
         if let Some(n) = self.nodes.get(t) {
-            return Ok(n.clone());
+            let n = n.clone();
+            self.widen_use(t);
+            return Ok(n);
         }
         self.evals += 1;
         self.check_time()?;
@@ -188,7 +210,9 @@ impl<'a> Compiler<'a> {
                 self.ptr_of(t)
             )));
         }
+        let outer = self.widen_begin();
         let r = self.eval_uncached(t);
+        self.widen_end(t, outer);
         self.in_progress.remove(t);
         let n = Rc::new(r?);
         self.nodes.insert(t.clone(), n.clone());
@@ -206,8 +230,7 @@ impl<'a> Compiler<'a> {
             }
             Term::Not(x) => {
                 let n = self.eval(x)?;
-                n.not()
-                    .map_err(|e| Error::unsupported(format!("not of {}: {e}", self.ptr_of(x))))?
+                self.negation(x, &n)?
             }
             Term::And(v) => {
                 let mut acc = Node::any();
@@ -324,7 +347,9 @@ impl<'a> Compiler<'a> {
         // Drafts 4 to 7: a $ref replaces every sibling keyword.
         if draft <= Draft::D7 {
             if let Some(r) = m.get("$ref") {
-                let target = self.ref_target(id, "$ref", r, &ptr)?;
+                let Some(target) = self.ref_or_leave(id, "$ref", r, &ptr)? else {
+                    return Ok(Node::any());
+                };
                 let n = self.eval(&Term::Loc(target))?;
                 return Ok((*n).clone());
             }
@@ -413,34 +438,45 @@ impl<'a> Compiler<'a> {
         // Applicators.
         if draft >= Draft::D2019 {
             if let Some(r) = m.get("$ref") {
-                let target = self.ref_target(id, "$ref", r, &ptr)?;
-                let n = self.eval(&Term::Loc(target))?;
-                and(&mut node, &n, "$ref")?;
+                if let Some(target) = self.ref_or_leave(id, "$ref", r, &ptr)? {
+                    let n = self.eval(&Term::Loc(target))?;
+                    and(&mut node, &n, "$ref")?;
+                }
             }
             if let Some(r) = m.get("$recursiveRef") {
-                if self.doc.has_dynamic_anchor(None) > 0 {
-                    return Err(unsup(
+                let target = if self.doc.has_dynamic_anchor(None) > 0 {
+                    let e = unsup(
                         "$recursiveRef",
                         &ptr,
                         "dynamic scoping ($recursiveAnchor) is not supported",
-                    ));
+                    );
+                    self.leave_out(e, "$recursiveRef", &ptr)?;
+                    None
+                } else {
+                    self.ref_or_leave(id, "$recursiveRef", r, &ptr)?
+                };
+                if let Some(target) = target {
+                    let n = self.eval(&Term::Loc(target))?;
+                    and(&mut node, &n, "$recursiveRef")?;
                 }
-                let target = self.ref_target(id, "$recursiveRef", r, &ptr)?;
-                let n = self.eval(&Term::Loc(target))?;
-                and(&mut node, &n, "$recursiveRef")?;
             }
             if let Some(r) = m.get("$dynamicRef") {
                 let name = r.as_str().and_then(|s| s.rsplit_once('#')).map(|x| x.1);
-                if name.is_some_and(|n| self.doc.has_dynamic_anchor(Some(n)) > 1) {
-                    return Err(unsup(
+                let target = if name.is_some_and(|n| self.doc.has_dynamic_anchor(Some(n)) > 1) {
+                    let e = unsup(
                         "$dynamicRef",
                         &ptr,
                         "dynamic scoping (several $dynamicAnchor of one name) is not supported",
-                    ));
+                    );
+                    self.leave_out(e, "$dynamicRef", &ptr)?;
+                    None
+                } else {
+                    self.ref_or_leave(id, "$dynamicRef", r, &ptr)?
+                };
+                if let Some(target) = target {
+                    let n = self.eval(&Term::Loc(target))?;
+                    and(&mut node, &n, "$dynamicRef")?;
                 }
-                let target = self.ref_target(id, "$dynamicRef", r, &ptr)?;
-                let n = self.eval(&Term::Loc(target))?;
-                and(&mut node, &n, "$dynamicRef")?;
             }
         }
         if let Some(v) = m.get("allOf") {
@@ -465,8 +501,22 @@ impl<'a> Compiler<'a> {
         if let Some(Value::Object(_) | Value::Bool(_)) = m.get("not") {
             let sub = self.doc.child(id, &["not"]).unwrap();
             let n = self.eval(&Term::Loc(sub))?;
-            let neg = n.not().map_err(|e| unsup("not", &ptr, e))?;
-            and(&mut node, &neg, "not")?;
+            let neg = if self.is_widened(&Term::Loc(sub)) {
+                let e = unsup("not", &ptr, "a keyword inside it was left out");
+                self.leave_out(e, "not", &ptr)?;
+                None
+            } else {
+                match n.not() {
+                    Ok(neg) => Some(neg),
+                    Err(e) => {
+                        self.leave_out(unsup("not", &ptr, e), "not", &ptr)?;
+                        None
+                    }
+                }
+            };
+            if let Some(neg) = neg {
+                and(&mut node, &neg, "not")?;
+            }
         }
         if known("if") && (m.contains_key("then") || m.contains_key("else")) {
             let get = |c: &mut Self, k: &str| -> Result<Rc<Node>> {
@@ -480,11 +530,21 @@ impl<'a> Compiler<'a> {
             let e = get(self, "else")?;
             let err = |e: String| algebra("if", &ptr, e);
             let yes = i.and(&t).map_err(err)?;
-            let no = i
-                .not()
-                .map_err(|e| unsup("if", &ptr, e))?
-                .and(&e)
-                .map_err(err)?;
+            let if_term = self.doc.child(id, &["if"]).map(Term::Loc);
+            let not_i = if if_term.is_some_and(|x| self.is_widened(&x)) {
+                let e = unsup("if", &ptr, "a keyword inside it was left out");
+                self.leave_out(e, "if", &ptr)?;
+                Node::any()
+            } else {
+                match i.not() {
+                    Ok(n) => n,
+                    Err(e) => {
+                        self.leave_out(unsup("if", &ptr, e), "if", &ptr)?;
+                        Node::any()
+                    }
+                }
+            };
+            let no = not_i.and(&e).map_err(err)?;
             let n = yes.or(&no).map_err(err)?;
             and(&mut node, &n, "if")?;
         }
@@ -504,8 +564,11 @@ impl<'a> Compiler<'a> {
                     }
                     let mut ev = Evaluated::default();
                     let mut seen = FastSet::default();
-                    self.evaluated(id, props, true, &mut ev, &mut seen)
-                        .map_err(|why| unsup(kw, &ptr, why))?;
+                    if let Err(why) = self.evaluated(id, props, true, &mut ev, &mut seen) {
+                        // Lenient: the keyword is left out.
+                        self.leave_out(unsup(kw, &ptr, why), kw, &ptr)?;
+                        continue;
+                    }
                     let u = Term::Loc(self.doc.child(id, &[kw]).unwrap());
                     let mut n = Node::any();
                     if props {
@@ -686,16 +749,27 @@ impl<'a> Compiler<'a> {
                 if negs[j].is_none() {
                     // Each branch is excluded as its objects are emitted:
                     // closed where the flag closes them.
-                    let neg = branches[j].hardened().not().map_err(|e| {
-                        unsup(
-                            "oneOf",
-                            ptr,
-                            format!(
-                                "branches {i} and {j} may overlap, and excluding branch {j} \
-                                 needs its negation: {e}"
-                            ),
-                        )
-                    })?;
+                    let neg = if self.is_widened(&Term::Loc(subs[j])) {
+                        Err("a keyword inside it was left out".to_string())
+                    } else {
+                        branches[j].hardened().not()
+                    };
+                    let neg = match neg {
+                        Ok(neg) => neg,
+                        Err(e) => {
+                            let e = unsup(
+                                "oneOf",
+                                ptr,
+                                format!(
+                                    "branches {i} and {j} may overlap, and excluding branch {j} \
+                                     needs its negation: {e}"
+                                ),
+                            );
+                            // Lenient: branch i keeps its overlap with j.
+                            self.leave_out(e, "oneOf", ptr)?;
+                            Node::any()
+                        }
+                    };
                     negs[j] = Some(neg);
                 }
                 cur = cur
@@ -855,11 +929,12 @@ impl<'a> Compiler<'a> {
                 // Standard formats whose language is not regular (or not
                 // built): asserting them exactly is impossible here.
                 None if matches!(f.as_str(), "regex" | "idn-email" | "idn-hostname") => {
-                    return Err(unsup(
+                    let e = unsup(
                         "format",
                         ptr,
                         format!("'{f}' cannot be checked by a finite automaton"),
-                    ));
+                    );
+                    self.leave_out(e, "format", ptr)?;
                 }
                 None => {}
             }
@@ -936,9 +1011,12 @@ impl<'a> Compiler<'a> {
             if d.neg || d.is_zero() {
                 return Err(bad("multipleOf", ptr, "must be greater than 0"));
             }
-            // Check now that the language can be built, for a precise error.
-            multiple_of(&d).map_err(|e| unsup("multipleOf", ptr, e))?;
-            a.mult.push(d);
+            // Check now that the language can be built, for a precise error
+            // (lenient: leave the keyword out).
+            match multiple_of(&d) {
+                Ok(_) => a.mult.push(d),
+                Err(e) => self.leave_out(unsup("multipleOf", ptr, e), "multipleOf", ptr)?,
+            }
         }
         if a.is_any() {
             return Ok(None);
@@ -1194,6 +1272,7 @@ impl<'a> Compiler<'a> {
         if m.get("uniqueItems") == Some(&Value::Bool(true)) {
             any = true;
             shape.unique = true;
+            self.note_unique(&shape, ptr);
         }
         Ok(any.then_some(shape))
     }
@@ -1226,7 +1305,7 @@ impl<'a> Compiler<'a> {
     }
 
     pub fn ws(&mut self) -> Expr {
-        if self.opts.compact || self.opts.max_whitespace == Some(0) {
+        if self.opts.compact || self.opts.max_whitespace == Some(0) || self.opts.layout.is_some() {
             return Expr::Empty;
         }
         if let Some(r) = self.ws {
@@ -1299,7 +1378,7 @@ impl<'a> Compiler<'a> {
             scalars.push(Expr::literal("false"));
         }
         if !n.num.is_empty() {
-            scalars.push(set_expr(&n.num).map_err(Error::unsupported)?);
+            scalars.push(self.number_expr(&n.num)?);
         }
         let mut composite = Vec::new();
         if !n.str.is_empty() {
@@ -1417,15 +1496,32 @@ impl<'a> Compiler<'a> {
         let r = self.new_rule(format!("array#{}", self.b.len()))?;
         self.arr_rules.insert(s.clone(), r);
         self.b.set_lexeme_hint(r, LexemeHint::Never);
+        self.enter_container();
+        let body = self.array_body(s);
+        self.leave_container();
+        self.b.set_body(r, body?);
+        Ok(r)
+    }
+
+    /// An array of the shape (its items one level deeper).
+    fn array_body(&mut self, s: &ArrShape) -> Result<Expr> {
         let ws = self.ws();
+        let empty_ok = s.min == 0 && s.contains.iter().all(|c| c.min == 0);
+        if self.too_deep() {
+            return Ok(if empty_ok {
+                Expr::literal("[]")
+            } else {
+                Expr::Nothing
+            });
+        }
+        let (open, close) = (self.open_ws(), self.close_ws());
         let items = if s.unique {
-            self.unique_items(s)?
+            self.unique_or_plain(s)?
         } else if !s.contains.is_empty() {
             self.counted_items(s)?
         } else {
             self.plain_items(s)?
         };
-        let empty_ok = s.min == 0 && s.contains.iter().all(|c| c.min == 0);
         let mut alts = Vec::new();
         if empty_ok {
             alts.push(Expr::seq(vec![
@@ -1437,19 +1533,17 @@ impl<'a> Compiler<'a> {
         if items != Expr::Nothing {
             alts.push(Expr::seq(vec![
                 Expr::literal("["),
-                ws.clone(),
+                open,
                 items,
-                ws,
+                close,
                 Expr::literal("]"),
             ]));
         }
-        self.b.set_body(r, Expr::alt(alts));
-        Ok(r)
+        Ok(Expr::alt(alts))
     }
 
     fn sep(&mut self) -> Expr {
-        let ws = self.ws();
-        Expr::seq(vec![ws.clone(), Expr::literal(","), ws])
+        self.item_sep()
     }
 
     /// Items of an array without `contains` or `uniqueItems`: a non-empty
@@ -1742,8 +1836,19 @@ impl<'a> Compiler<'a> {
         let r = self.new_rule(format!("object#{}", self.b.len()))?;
         self.obj_rules.insert(s.clone(), r);
         self.b.set_lexeme_hint(r, LexemeHint::Never);
-        let body = self.object_body(s)?;
-        self.b.set_body(r, body);
+        self.enter_container();
+        let body = if self.too_deep() {
+            let empty_ok = s.required.is_empty() && s.min == 0 && s.need.is_empty();
+            Ok(if empty_ok {
+                Expr::literal("{}")
+            } else {
+                Expr::Nothing
+            })
+        } else {
+            self.object_body(s)
+        };
+        self.leave_container();
+        self.b.set_body(r, body?);
         Ok(r)
     }
 
@@ -1756,7 +1861,7 @@ impl<'a> Compiler<'a> {
         &mut self,
         s: &ObjShape,
     ) -> Result<Option<(Vec<(Vec<(Expr, bool)>, bool)>, Vec<(Expr, bool)>)>> {
-        let ws = self.ws();
+        let colon = self.key_sep();
         if s.need.len() > 1 {
             return Err(Error::unsupported(
                 "not: several negated additionalProperties / patternProperties on one \
@@ -1770,13 +1875,7 @@ impl<'a> Compiler<'a> {
         // sets exist once per member.
         let member = |this: &mut Self, key: Expr, t: &Term| -> Result<Expr> {
             let v = this.rule_for(t)?;
-            let body = Expr::seq(vec![
-                key,
-                ws.clone(),
-                Expr::literal(":"),
-                ws.clone(),
-                Expr::Ref(v),
-            ]);
+            let body = Expr::seq(vec![key, colon.clone(), Expr::Ref(v)]);
             let r = this.new_rule(format!("member#{}", this.b.len()))?;
             this.b.set_body(r, body);
             this.b.set_lexeme_hint(r, LexemeHint::Never);
@@ -1848,6 +1947,9 @@ impl<'a> Compiler<'a> {
     /// valid. Counts for min/maxProperties and a `need` flag are added to
     /// the state when they can bind.
     fn object_body(&mut self, s: &ObjShape) -> Result<Expr> {
+        if self.opts.ordered_properties {
+            return self.ordered_object_body(s);
+        }
         let ws = self.ws();
         let sep = self.sep();
         let Some((members, extras)) = self.object_members(s)? else {
@@ -2021,11 +2123,12 @@ impl<'a> Compiler<'a> {
         }
         let f = Expr::alt(first);
         if f != Expr::Nothing {
+            let (open, close) = (self.open_ws(), self.close_ws());
             alts.push(Expr::seq(vec![
                 Expr::literal("{"),
-                ws.clone(),
+                open,
                 f,
-                ws,
+                close,
                 Expr::literal("}"),
             ]));
         }

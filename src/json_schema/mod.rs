@@ -11,8 +11,12 @@
 //!
 //! - **Whitespace**: what JSON allows between tokens (`[ \t\n\r]*`), also
 //!   before and after the whole value; [`JsonOptions::compact`] allows
-//!   none, [`JsonOptions::max_whitespace`] bounds each run.
-//! - **Property order**: any (JSON Schema does not constrain it). An
+//!   none, [`JsonOptions::max_whitespace`] bounds each run,
+//!   [`JsonOptions::layout`] allows exactly one layout ([`layout`]).
+//! - **Property order**: any (JSON Schema does not constrain it), unless
+//!   [`JsonOptions::ordered_properties`]: then listed properties come in
+//!   the order `properties` lists them, each at most once, and unlisted
+//!   ones after them. An
 //!   object with at most 6 listed properties (`properties`, required
 //!   names, names merged in from `allOf`/`$ref` siblings, dependencies)
 //!   accepts each at most once (the grammar tracks the set written). A
@@ -106,12 +110,18 @@
 //!   `anyOf`, `oneOf`, `if`, `dependentSchemas`, `contains` or dynamic
 //!   reference among them makes it depend on which branch validates.
 //!
+//! With [`JsonOptions::lenient`], a keyword refused above as impossible
+//! to enforce (not a limit) is left out instead and reported
+//! ([`Dropped`]); a negation of a schema that left something out is left
+//! out too, so the result only ever widens (`compiler`'s `lenient`).
+//!
 //! Combinatorial schemas hit limits (alternatives per node, rules,
 //! evaluations, counting states) and fail with a limit error.
 
 mod compiler;
 pub mod decimal;
 mod doc;
+pub mod layout;
 mod minimize;
 mod node;
 pub mod number;
@@ -135,6 +145,27 @@ pub struct JsonOptions {
     /// listed by `allOf`/`$ref`/sibling schemas are let in (see
     /// `node::Term::Unlisted` and `CG_JSON_NO_EXTRA_PROPERTIES`).
     pub no_extra_properties: bool,
+    /// Listed properties in the order `properties` lists them
+    /// ([`compiler`]'s `ordered` module).
+    pub ordered_properties: bool,
+    /// Numbers that can only be integers are written as plain integers.
+    pub strict_integers: bool,
+    /// Keywords no automaton can enforce are left out and reported.
+    pub lenient: bool,
+    /// One fixed whitespace layout ([`layout`]); `None`: whitespace as
+    /// `compact` and `max_whitespace` say.
+    pub layout: Option<layout::FixedLayout>,
+}
+
+/// A keyword left out in lenient mode ([`JsonOptions::lenient`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dropped {
+    /// The keyword, e.g. `uniqueItems`.
+    pub keyword: String,
+    /// The JSON pointer of the schema holding it (`""`: the root).
+    pub pointer: String,
+    /// Why it could not be enforced.
+    pub reason: String,
 }
 
 /// Deepest nesting of arrays and objects a schema text may have (the limit
@@ -144,6 +175,15 @@ pub const MAX_SCHEMA_NESTING: usize = 128;
 /// Compiles a JSON Schema (text) to IR.
 /// `deadline` bounds the translation (`max_compile_ms`).
 pub fn to_grammar(schema: &str, options: &JsonOptions, deadline: &Deadline) -> Result<ir::Grammar> {
+    Ok(to_grammar_reporting(schema, options, deadline)?.0)
+}
+
+/// [`to_grammar`], with the keywords left out in lenient mode.
+pub fn to_grammar_reporting(
+    schema: &str,
+    options: &JsonOptions,
+    deadline: &Deadline,
+) -> Result<(ir::Grammar, Vec<Dropped>)> {
     let value: Value = serde_json::from_str(schema).map_err(|e| {
         // serde_json stops at its fixed nesting limit with a syntax error;
         // the schema may well be valid JSON, so say which limit it hit.
@@ -163,10 +203,14 @@ pub fn to_grammar(schema: &str, options: &JsonOptions, deadline: &Deadline) -> R
 
 /// The grammar of any JSON value.
 pub fn any_json_grammar(options: &JsonOptions) -> Result<ir::Grammar> {
-    compile_value(&Value::Bool(true), options, &Deadline::none())
+    Ok(compile_value(&Value::Bool(true), options, &Deadline::none())?.0)
 }
 
-fn compile_value(value: &Value, options: &JsonOptions, deadline: &Deadline) -> Result<ir::Grammar> {
+fn compile_value(
+    value: &Value,
+    options: &JsonOptions,
+    deadline: &Deadline,
+) -> Result<(ir::Grammar, Vec<Dropped>)> {
     let doc = doc::Doc::new(value);
     let mut c = compiler::Compiler::new(doc, options, *deadline);
     let root_term = node::Term::Loc(0);
@@ -181,7 +225,8 @@ fn compile_value(value: &Value, options: &JsonOptions, deadline: &Deadline) -> R
     let v = c.rule_for(&root_term)?;
     c.b.set_body(root, Expr::seq(vec![ws.clone(), Expr::Ref(v), ws]));
     c.b.set_lexeme_hint(root, LexemeHint::Never);
+    let dropped = c.take_dropped();
     let g = c.b.finish(root);
     deadline.check()?;
-    Ok(minimize::minimize(g))
+    Ok((minimize::minimize(g), dropped))
 }

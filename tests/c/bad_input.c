@@ -27,6 +27,7 @@
 #include <cgram.h>
 
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -732,7 +733,7 @@ static void test_compile(cg_vocab *v)
         cg_compile_options bad = options(bad_kinds[i]);
         NUL(F, CG_ERR_INVALID_ARGUMENT, cg_compile(v, src, n, &bad));
     }
-    const uint32_t bad_flags[] = {8, 16, 0x100, 0x80000000u, UINT32_MAX};
+    const uint32_t bad_flags[] = {64, 128, 0x100, 0x80000000u, UINT32_MAX};
     for (int k = 0; k < 4; k++)
         for (int i = 0; i < 5; i++) {
             cg_compile_options bad = options(kinds[k]);
@@ -750,6 +751,12 @@ static void test_compile(cg_vocab *v)
         {CG_KIND_JSON_SCHEMA, CG_GBNF_ALLOW_LEFT_RECURSION},
         {CG_KIND_ANY_JSON, CG_GBNF_ALLOW_LEFT_RECURSION},
         {CG_KIND_ANY_JSON, CG_JSON_NO_EXTRA_PROPERTIES},
+        {CG_KIND_ANY_JSON, CG_JSON_ORDERED_PROPERTIES},
+        {CG_KIND_ANY_JSON, CG_JSON_STRICT_INTEGERS},
+        {CG_KIND_ANY_JSON, CG_JSON_LENIENT},
+        {CG_KIND_GBNF, CG_JSON_LENIENT},
+        {CG_KIND_REGEX, CG_JSON_STRICT_INTEGERS},
+        {CG_KIND_GBNF, CG_JSON_ORDERED_PROPERTIES},
     };
     for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++) {
         cg_compile_options bad = options(wrong[i].kind);
@@ -898,6 +905,100 @@ static void test_compile(cg_vocab *v)
 
 /* ------------------------------------------------------------------------
  * Matchers on the small vocabulary. */
+
+/* The JSON options: fixed formatting fields, lenient reports. */
+static void test_json_options(cg_vocab *v)
+{
+    section = "JSON options";
+    const char *F = "cg_compile";
+    /* Separators that are not the punctuation with JSON whitespace, an
+     * indent out of range, invalid UTF-8: errors, never a crash. */
+    const char *bad_items[] = {";", ",,", " , x", "", "\xff", ",\xc3", "\v,", ",                 "};
+    for (size_t i = 0; i < sizeof bad_items / sizeof bad_items[0]; i++) {
+        cg_compile_options o = options(CG_KIND_JSON_SCHEMA);
+        o.json_item_separator = bad_items[i];
+        NUL(F, CG_ERR_INVALID_ARGUMENT, cg_compile(v, "{}", 2, &o));
+        o = options(CG_KIND_ANY_JSON);
+        o.json_key_separator = bad_items[i];
+        NUL(F, CG_ERR_INVALID_ARGUMENT, cg_compile(v, NULL, 0, &o));
+    }
+    const uint32_t bad_indents[] = {17, 1000, 0x80000000u, UINT32_MAX};
+    for (int i = 0; i < 4; i++) {
+        cg_compile_options o = options(CG_KIND_JSON_SCHEMA);
+        o.json_indent = bad_indents[i];
+        NUL(F, CG_ERR_INVALID_ARGUMENT, cg_compile(v, "{}", 2, &o));
+    }
+    /* Fixed formatting excludes compact and a whitespace bound, and does
+     * not apply to GBNF or regex. */
+    {
+        cg_compile_options o = options(CG_KIND_JSON_SCHEMA);
+        o.json_indent = 2;
+        o.flags = CG_JSON_COMPACT;
+        NUL(F, CG_ERR_INVALID_ARGUMENT, cg_compile(v, "{}", 2, &o));
+        o.flags = 0;
+        o.json_max_whitespace = 3;
+        NUL(F, CG_ERR_INVALID_ARGUMENT, cg_compile(v, "{}", 2, &o));
+        o = options(CG_KIND_GBNF);
+        o.json_key_separator = ":";
+        NUL(F, CG_ERR_INVALID_ARGUMENT, cg_compile(v, "root ::= \"a\"", 12, &o));
+        o = options(CG_KIND_REGEX);
+        o.json_indent = 1;
+        NUL(F, CG_ERR_INVALID_ARGUMENT, cg_compile(v, "a", 1, &o));
+    }
+    /* Good ones compile; an old struct_size ignores garbage past it. */
+    {
+        cg_compile_options o = options(CG_KIND_ANY_JSON);
+        o.json_indent = 16;
+        o.json_item_separator = "\t,\r";
+        o.json_key_separator = " : ";
+        poison("");
+        cg_grammar *g = cg_compile(v, NULL, 0, &o);
+        CASE(g != NULL && untouched(), "indent 16 with odd separators: %s", cg_last_error());
+        cg_free(g);
+        o.json_item_separator = "garbage";
+        o.struct_size = (uint32_t)offsetof(cg_compile_options, json_indent);
+        poison("");
+        g = cg_compile(v, NULL, 0, &o);
+        CASE(g != NULL && untouched(), "an old struct_size: the new fields are not read");
+        cg_free(g);
+    }
+    /* Lenient reports. */
+    NUL("cg_grammar_dropped", CG_ERR_INVALID_ARGUMENT, cg_grammar_dropped(NULL, 0, NULL, NULL));
+    ERR("cg_grammar_dropped_count", CG_ERR_INVALID_ARGUMENT, cg_grammar_dropped_count(NULL));
+    NUL("cg_grammar_clone", CG_ERR_INVALID_ARGUMENT, cg_grammar_clone(NULL));
+    {
+        const char *schema = "{\"type\": \"array\", \"uniqueItems\": true, \"items\": "
+                             "{\"type\": \"string\", \"format\": \"regex\"}}";
+        cg_compile_options o = options(CG_KIND_JSON_SCHEMA);
+        NUL(F, CG_ERR_UNSUPPORTED, cg_compile(v, schema, strlen(schema), &o));
+        o.flags = CG_JSON_LENIENT;
+        cg_grammar *g = cg_compile(v, schema, strlen(schema), &o);
+        MUST(g != NULL, "lenient: %s", cg_last_error());
+        OKV(2, cg_grammar_dropped_count(g));
+        cg_grammar *g2 = cg_grammar_clone(g);
+        MUST(g2 != NULL, "cg_grammar_clone");
+        cg_free(g);
+        const char *ptr = NULL, *why = NULL;
+        poison("");
+        const char *kw0 = cg_grammar_dropped(g2, 0, &ptr, &why);
+        CASE(kw0 && strcmp(kw0, "format") == 0 && strcmp(ptr, "/items") == 0 && why && *why &&
+                 untouched(),
+             "the first keyword left out: format at /items");
+        const char *kw1 = cg_grammar_dropped(g2, 1, NULL, NULL);
+        CASE(kw1 && strcmp(kw1, "uniqueItems") == 0, "then uniqueItems");
+        const size_t bad_index[] = {2, 3, SIZE_MAX};
+        for (int i = 0; i < 3; i++) {
+            ptr = "sentinel";
+            NUL("cg_grammar_dropped", CG_ERR_INVALID_ARGUMENT,
+                cg_grammar_dropped(g2, bad_index[i], &ptr, NULL));
+            CASE(strcmp(ptr, "sentinel") == 0, "an index out of range wrote *pointer");
+        }
+        cg_free(g2);
+        g = compile_ok(v, CG_KIND_GBNF, "root ::= \"a\"");
+        OKV(0, cg_grammar_dropped_count(g));
+        cg_free(g);
+    }
+}
 
 static void test_matcher_nulls(void)
 {
@@ -1663,6 +1764,7 @@ int main(int argc, char **argv)
     test_vocab_set_eos();
     test_vocab_files();
     test_compile(v);
+    test_json_options(v);
     test_matcher_nulls();
     test_fill_mask(v);
     test_accept(v);
