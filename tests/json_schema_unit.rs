@@ -542,6 +542,8 @@ fn negated_negation_of_additional_properties() {
             r#"{"a": 1}"#,
         ],
     );
+}
+
 /// Draft 4 defines `integer` by its spelling ("without a fraction or
 /// exponent part"); draft 6 on, and schemas without `$schema`, by value.
 #[test]
