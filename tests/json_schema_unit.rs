@@ -818,3 +818,46 @@ fn unevaluated_statically_known() {
         "contains",
     );
 }
+
+#[test]
+fn several_negated_additional_properties_on_one_object() {
+    // Each `not additionalProperties` asks for some unlisted member
+    // outside its schema; one member may meet both.
+    let schema = r#"{"allOf": [
+        {"not": {"additionalProperties": {"type": "integer"}}},
+        {"not": {"additionalProperties": {"type": ["integer", "boolean"]}}}]}"#;
+    check(
+        schema,
+        &[
+            r#"{"a": "x"}"#,
+            r#"{"a": true, "b": null}"#,
+            r#"{"a": 1, "b": []}"#,
+        ],
+        &[
+            r#"{}"#,
+            r#"{"a": 1}"#,
+            r#"{"a": true}"#,
+            r#"{"a": 1, "b": false}"#,
+        ],
+    );
+    // Three conditions, met by different members or by one.
+    let schema = r#"{"properties": {"k": {}}, "allOf": [
+        {"not": {"properties": {"k": {}}, "additionalProperties": {"type": "string"}}},
+        {"not": {"properties": {"k": {}}, "additionalProperties": {"type": "number"}}},
+        {"not": {"properties": {"k": {}}, "additionalProperties": {"type": "null"}}}]}"#;
+    check(
+        schema,
+        &[
+            r#"{"a": true}"#,
+            r#"{"a": "s", "b": 1}"#,
+            r#"{"k": 1, "a": []}"#,
+            r#"{"a": null, "b": "s"}"#,
+        ],
+        &[
+            r#"{}"#,
+            r#"{"k": true}"#,
+            r#"{"a": "s"}"#,
+            r#"{"a": 1, "b": 2}"#,
+        ],
+    );
+}

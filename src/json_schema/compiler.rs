@@ -48,6 +48,13 @@ const CHUNK: u32 = 32;
 const CHUNK_ABOVE: u32 = 256;
 /// Most chunks of a long string.
 const MAX_CHUNKS: u32 = 40_000;
+/// Most "some member with a name in L has a value in T" conditions (from
+/// negated `additionalProperties` / `patternProperties`) on one object:
+/// its states track which are met, and a member may meet several at once
+/// (a variant per set).
+const MAX_NEEDS: usize = 4;
+/// Which of an object shape's `need`s are met: bit `i` for `need[i]`.
+type NeedsMet = u32;
 /// Most distinct values of a `uniqueItems` domain.
 const MAX_UNIQUE_DOMAIN: usize = 12;
 /// Most subsets a `uniqueItems` automaton may track.
@@ -1853,22 +1860,36 @@ impl<'a> Compiler<'a> {
     }
 
     /// The members of an object shape: per listed property its variants
-    /// (member text, whether it satisfies the shape's `need`) and whether
-    /// it is required; the variants of unlisted members. `None` when a
-    /// required property can have no value.
+    /// (member text, the set of the shape's `need`s it meets, bit `i` for
+    /// `need[i]`) and whether it is required; the variants of unlisted
+    /// members. `None` when a required property can have no value.
     #[allow(clippy::type_complexity)]
     fn object_members(
         &mut self,
         s: &ObjShape,
-    ) -> Result<Option<(Vec<(Vec<(Expr, bool)>, bool)>, Vec<(Expr, bool)>)>> {
+    ) -> Result<Option<(Vec<(Vec<(Expr, NeedsMet)>, bool)>, Vec<(Expr, NeedsMet)>)>> {
         let colon = self.key_sep();
-        if s.need.len() > 1 {
-            return Err(Error::unsupported(
-                "not: several negated additionalProperties / patternProperties on one \
-                 object are not supported",
-            ));
+        if s.need.len() > MAX_NEEDS {
+            return Err(Error::unsupported(format!(
+                "not: more than {MAX_NEEDS} negated additionalProperties / \
+                 patternProperties on one object are not supported"
+            )));
         }
-        let need = s.need.first().cloned();
+        // The non-empty sets of needs one member may meet at once: a
+        // variant per set whose names and values intersect.
+        let need_sets: Vec<(NeedsMet, StrLang, Term)> = (1..1u32 << s.need.len())
+            .filter_map(|mask| {
+                let mut names = StrLang::any();
+                let mut value = Term::True;
+                for (i, (l, t)) in s.need.iter().enumerate() {
+                    if mask & (1 << i) != 0 {
+                        names = names.and(l);
+                        value = Term::and(value, t.clone());
+                    }
+                }
+                (!names.is_empty() && value != Term::False).then_some((mask, names, value))
+            })
+            .collect();
         // Each member is a parser rule of its own: the object's states (up
         // to 2^6 of them, one per set of members written) each refer to it
         // instead of copying its key, so the key's states and their token
@@ -1891,12 +1912,12 @@ impl<'a> Compiler<'a> {
                 continue;
             }
             let key = Expr::literal(&canonical_json(k));
-            let mut alts = vec![(member(self, key.clone(), t)?, false)];
-            if let Some((nl, nt)) = &need {
+            let mut alts = vec![(member(self, key.clone(), t)?, 0)];
+            for (mask, nl, nt) in &need_sets {
                 if nl.contains(k) {
                     let both = Term::and(t.clone(), nt.clone());
                     if both != Term::False {
-                        alts.push((member(self, key, &both)?, true));
+                        alts.push((member(self, key.clone(), &both)?, *mask));
                     }
                 }
             }
@@ -1919,13 +1940,13 @@ impl<'a> Compiler<'a> {
                 continue;
             }
             let kr = self.lexeme(encode_lang(&keys), "key")?;
-            extras.push((member(self, Expr::Ref(kr), t)?, false));
-            if let Some((nl, nt)) = &need {
+            extras.push((member(self, Expr::Ref(kr), t)?, 0));
+            for (mask, nl, nt) in &need_sets {
                 let keys2 = keys.and(nl);
                 let both = Term::and(t.clone(), nt.clone());
                 if !keys2.is_empty() && both != Term::False {
                     let kr = self.lexeme(encode_lang(&keys2), "key")?;
-                    extras.push((member(self, Expr::Ref(kr), &both)?, true));
+                    extras.push((member(self, Expr::Ref(kr), &both)?, *mask));
                 }
             }
         }
@@ -1993,7 +2014,7 @@ impl<'a> Compiler<'a> {
         }
         let can_add = |c: usize| max.is_none_or(|m| c < m);
         let inc = |c: usize| if max.is_none() { (c + 1).min(k) } else { c + 1 };
-        let f0 = s.need.is_empty();
+        let all_needs: NeedsMet = (1 << s.need.len()) - 1;
         let mut bit = vec![0u64; n];
         let mut next_bit = 0;
         for (i, &t) in tracked.iter().enumerate() {
@@ -2003,8 +2024,9 @@ impl<'a> Compiler<'a> {
             }
         }
         let req_mask: u64 = (0..n).filter(|&i| members[i].1).map(|i| bit[i]).sum();
-        // State: (set written, required counted, members written, flag).
-        type Key = (u64, usize, usize, bool);
+        // State: (set written, required counted, members written, needs
+        // met).
+        type Key = (u64, usize, usize, NeedsMet);
         // After writing member j in state (set, creq): the next (set,
         // creq), or None when j was already written and is tracked.
         let after = |j: usize, set: u64, creq: usize| -> Option<(u64, usize)> {
@@ -2060,14 +2082,14 @@ impl<'a> Compiler<'a> {
                 None => by_next.push((next, vec![member])),
             };
             for (x, (_, sets)) in extras.iter().enumerate() {
-                offer((set, creq, inc(c), f || *sets), (usize::MAX, x));
+                offer((set, creq, inc(c), f | *sets), (usize::MAX, x));
             }
             for (j, m) in members.iter().enumerate() {
                 let Some((set2, creq2)) = after(j, set, creq) else {
                     continue;
                 };
                 for (x, (_, sets)) in m.0.iter().enumerate() {
-                    offer((set2, creq2, inc(c), f || *sets), (j, x));
+                    offer((set2, creq2, inc(c), f | *sets), (j, x));
                 }
             }
             let expr_of = |(j, x): (usize, usize)| -> &Expr {
@@ -2102,19 +2124,19 @@ impl<'a> Compiler<'a> {
             Ok(alts)
         };
         // The start: nothing written yet (a non-empty continuation).
-        let first = continuations(self, &mut rules, &mut todo, (0, 0, 0, f0), None)?;
+        let first = continuations(self, &mut rules, &mut todo, (0, 0, 0, 0), None)?;
         while let Some(key) = todo.pop() {
             let (set, creq, c, f) = key;
             let r = rules[&key];
             let mut alts = Vec::new();
-            if c >= min && set & req_mask == req_mask && creq == counted_req && f {
+            if c >= min && set & req_mask == req_mask && creq == counted_req && f == all_needs {
                 alts.push(Expr::Empty);
             }
             alts.extend(continuations(self, &mut rules, &mut todo, key, Some(&sep))?);
             self.b.set_body(r, Expr::alt(alts));
         }
         let mut alts = Vec::new();
-        if nreq == 0 && min == 0 && f0 {
+        if nreq == 0 && min == 0 && all_needs == 0 {
             alts.push(Expr::seq(vec![
                 Expr::literal("{"),
                 ws.clone(),

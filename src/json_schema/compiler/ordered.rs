@@ -5,7 +5,7 @@
 //! list (where `additionalProperties` / `patternProperties` allow them)
 //! come after every listed one.
 
-use super::{Compiler, MAX_COUNT_STATES};
+use super::{Compiler, NeedsMet, MAX_COUNT_STATES};
 use crate::error::{Error, Result};
 use crate::hash::FastMap;
 use crate::ir::{Expr, LexemeHint, RuleId};
@@ -13,10 +13,10 @@ use crate::ir::{Expr, LexemeHint, RuleId};
 use super::super::node::ObjShape;
 
 /// A state of the ordered object: the next listed member that may come,
-/// the members written (counted up to the bound that matters), whether the
-/// shape's `need` is met, and whether a member was written (so that the
+/// the members written (counted up to the bound that matters), which of the
+/// shape's `need`s are met, and whether a member was written (so that the
 /// next one needs a separator).
-type Key = (usize, usize, bool, bool);
+type Key = (usize, usize, NeedsMet, bool);
 
 impl Compiler<'_> {
     /// An object of the shape with its members in the listed order.
@@ -47,7 +47,7 @@ impl Compiler<'_> {
         }
         let can_add = |c: usize| max.is_none_or(|m| c < m);
         let inc = |c: usize| if max.is_none() { (c + 1).min(k) } else { c + 1 };
-        let f0 = s.need.is_empty();
+        let all_needs: NeedsMet = (1 << s.need.len()) - 1;
         let mut rules: FastMap<Key, RuleId> = FastMap::default();
         let mut todo: Vec<Key> = Vec::new();
         let mut get = |this: &mut Compiler, todo: &mut Vec<Key>, key: Key| -> Result<Expr> {
@@ -60,7 +60,7 @@ impl Compiler<'_> {
             todo.push(key);
             Ok(Expr::Ref(r))
         };
-        let start = get(self, &mut todo, (0, 0, f0, false))?;
+        let start = get(self, &mut todo, (0, 0, 0, false))?;
         let mut bodies = Vec::new();
         while let Some(key) = todo.pop() {
             let (i, c, f, started) = key;
@@ -79,7 +79,7 @@ impl Compiler<'_> {
                 }
                 if can_add(c) {
                     for (e, sets) in variants {
-                        let next = get(self, &mut todo, (i + 1, inc(c), f || *sets, true))?;
+                        let next = get(self, &mut todo, (i + 1, inc(c), f | *sets, true))?;
                         let mut seq = lead(e);
                         seq.push(next);
                         alts.push(Expr::seq(seq));
@@ -87,12 +87,12 @@ impl Compiler<'_> {
                 }
             } else {
                 // Nothing written yet: the empty object is the caller's.
-                if started && c >= min && f {
+                if started && c >= min && f == all_needs {
                     alts.push(Expr::Empty);
                 }
                 if can_add(c) {
                     for (e, sets) in &extras {
-                        let next = get(self, &mut todo, (n, inc(c), f || *sets, true))?;
+                        let next = get(self, &mut todo, (n, inc(c), f | *sets, true))?;
                         let mut seq = lead(e);
                         seq.push(next);
                         alts.push(Expr::seq(seq));
@@ -105,7 +105,7 @@ impl Compiler<'_> {
             self.b.set_body(rules[&key], body);
         }
         let mut alts = Vec::new();
-        if nreq == 0 && min == 0 && f0 {
+        if nreq == 0 && min == 0 && all_needs == 0 {
             alts.push(Expr::seq(vec![
                 Expr::literal("{"),
                 ws.clone(),
