@@ -81,9 +81,9 @@
 //!   IDNA A-labels must decode to valid U-labels) are refused, unknown
 //!   formats are annotations.
 //! - Numbers: `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum`
-//!   (numbers, or draft-4 booleans), `multipleOf` (divisors whose scaled
-//!   integer is at most 1000 with at most 6 decimals; a factor prime to 10
-//!   at most 13).
+//!   (numbers, or draft-4 booleans), `multipleOf` (plain decimals, by a
+//!   residue automaton: a divisor `a × 10^-k` takes `a × (k + 3)` states,
+//!   at most [`crate::limits::MAX_MULTIPLE_OF_STATES`]).
 //! - Combinators: `allOf` (merged), `anyOf` (union), `not` (the negation
 //!   is pushed into each keyword: refused for `uniqueItems` and for
 //!   additional/pattern properties), `if`/`then`/`else`
