@@ -178,6 +178,53 @@ pub enum Expr {
     /// values or of its complement: regular, never empty-string. Shared
     /// (`Arc`) because property-name sets are large and copied often.
     JsonStrings(Arc<JsonStrings>),
+    /// Plain decimals `-?(0|[1-9][0-9]*)(\.[0-9]+)?` whose value is an
+    /// integer multiple of `divisor / 10^scale` (JSON Schema `multipleOf`):
+    /// a residue automaton, built directly as a DFA (its regular
+    /// expression grows exponentially with the divisor).
+    DecimalMultiple(DecimalMultiple),
+}
+
+/// See [`Expr::DecimalMultiple`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DecimalMultiple {
+    pub divisor: u32,
+    pub scale: u32,
+}
+
+impl DecimalMultiple {
+    /// Whether `text` is in the language (a direct check, for tests and
+    /// reference matchers).
+    pub fn matches(&self, text: &[u8]) -> bool {
+        let a = u64::from(self.divisor.max(1));
+        let t = text.strip_prefix(b"-").unwrap_or(text);
+        let (int, frac) = match t.iter().position(|&b| b == b'.') {
+            Some(p) => (&t[..p], Some(&t[p + 1..])),
+            None => (t, None),
+        };
+        let digits = |s: &[u8]| !s.is_empty() && s.iter().all(u8::is_ascii_digit);
+        if !digits(int) || (int.len() > 1 && int[0] == b'0') {
+            return false;
+        }
+        let frac = frac.unwrap_or(b"");
+        if t.len() > int.len() && !digits(frac) {
+            return false;
+        }
+        let k = self.scale as usize;
+        if frac.iter().skip(k).any(|&b| b != b'0') {
+            return false;
+        }
+        let mut r = 0u64;
+        for i in 0..int.len() + k {
+            let d = if i < int.len() {
+                int[i]
+            } else {
+                *frac.get(i - int.len()).unwrap_or(&b'0')
+            };
+            r = (r * 10 + u64::from(d - b'0')) % a;
+        }
+        r == 0
+    }
 }
 
 impl Expr {
@@ -274,7 +321,11 @@ impl Expr {
     pub fn nullable_given(&self, rules: &[bool]) -> bool {
         match self {
             Expr::Empty => true,
-            Expr::Nothing | Expr::Class(_) | Expr::Token(_) | Expr::JsonStrings(_) => false,
+            Expr::Nothing
+            | Expr::Class(_)
+            | Expr::Token(_)
+            | Expr::JsonStrings(_)
+            | Expr::DecimalMultiple(_) => false,
             Expr::Ref(r) => rules.get(*r as usize).copied().unwrap_or(false),
             Expr::Literal(s) => s.is_empty(),
             Expr::Seq(v) | Expr::And(v) => v.iter().all(|c| c.nullable_given(rules)),

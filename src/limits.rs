@@ -17,6 +17,7 @@
 //! | GBNF repetition | 2,000 copies (llama.cpp's) | - | parser |
 //! | JSON Schema nesting | [`crate::json_schema::MAX_SCHEMA_NESTING`] | - | JSON reader |
 //! | JSON Schema size | 100,000 rules, 200,000 subschema combinations, 256 alternatives of one type | - | schema translation |
+//! | JSON Schema `multipleOf` | [`MAX_MULTIPLE_OF_STATES`] residue states (divisor `a × 10^-k`: `a × (k + 3)`) | - | schema translation |
 //! | regex nesting and repetition | see [`crate::regex`] | - | regex parser |
 //! | one lexeme DFA | 32 MiB | - | lexeme builder: a regular part whose DFA would be larger becomes a parser rule (no error; intersections and complements, which only exist as DFAs, are refused) |
 //! | vocabulary | 16,777,216 tokens of at most 65,536 bytes | - | `cg_vocab_new` |
@@ -42,6 +43,12 @@ pub const DEFAULT_MAX_STATES: usize = 1_000_000;
 /// assertions) otherwise ran up to their automaton size limit, 40-80 ms
 /// in release and ten times that in an instrumented build.
 pub const TRIGGER_MAX_COMPILE_MS: u64 = 250;
+
+/// Most states of one `multipleOf` residue automaton: a divisor
+/// `a × 10^-k` takes `a × (k + 3)` (so integer divisors up to 33,333).
+/// Measured with the Llama 3 vocabulary (release): see the commit that set
+/// it and `json_schema_suite::multiple_of_large_divisors_llama3`.
+pub const MAX_MULTIPLE_OF_STATES: usize = 100_000;
 
 /// Longest source text `cg_compile` takes.
 pub const MAX_SOURCE_BYTES: usize = 64 << 20;

@@ -168,6 +168,20 @@ impl RefMatcher<'_> {
                 }
             }
             Expr::JsonStrings(js) => out = self.ends(&js.spelled(), i),
+            Expr::DecimalMultiple(m) => {
+                for j in i..=self.input.len() {
+                    let text: Option<Vec<u8>> = self.input[i..j]
+                        .iter()
+                        .map(|s| match s {
+                            Sym::Char(c) if *c < 128 => Some(*c as u8),
+                            _ => None,
+                        })
+                        .collect();
+                    if text.is_some_and(|t| m.matches(&t)) {
+                        out.insert(j);
+                    }
+                }
+            }
             Expr::Not(inner) => {
                 let hit = self.ends(inner, i);
                 out = (i..=self.input.len())

@@ -860,4 +860,38 @@ fn several_negated_additional_properties_on_one_object() {
             r#"{"a": 1, "b": 2}"#,
         ],
     );
+
+/// `multipleOf` by a residue automaton: divisors past the old limit
+/// (1000, or a factor prime to 10 above 13), decimals, negation, and the
+/// state limit.
+#[test]
+fn multiple_of_residues() {
+    check(
+        r#"{"type": "integer", "multipleOf": 1024}"#,
+        &["0", "1024", "-3072", "1024.000", "10240"],
+        &["1023", "1536", "1024.5", "1e3"],
+    );
+    check(
+        r#"{"multipleOf": 17}"#,
+        &["0", "17", "34.0", "-170", "0e5"],
+        &["1", "17.5", "18"],
+    );
+    check(
+        r#"{"multipleOf": 0.25}"#,
+        &["0.5", "0.75", "1", "2.250", "-0.25"],
+        &["0.2", "0.251", "0.3"],
+    );
+    check(
+        r#"{"multipleOf": 1e-9}"#,
+        &["0.000000001", "1.5", "3"],
+        &["0.0000000015"],
+    );
+    check(
+        r#"{"type": "number", "not": {"multipleOf": 1024}}"#,
+        &["1", "1023", "1024.5"],
+        &["1024", "0", "2048.0"],
+    );
+    check(r#"{"multipleOf": 33333}"#, &["33333", "66666"], &["33334"]);
+    refused(r#"{"multipleOf": 33334}"#, "100000 states");
+    refused(r#"{"multipleOf": 0.00033334}"#, "100000 states");
 }

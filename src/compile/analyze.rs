@@ -252,7 +252,7 @@ fn is_productive(e: &Expr, productive: &[bool]) -> bool {
         Expr::Ref(r) => productive[*r as usize],
         // Decided exactly once the lexeme DFA is built (empty ones are
         // trimmed then).
-        Expr::And(_) | Expr::Not(_) | Expr::JsonStrings(_) => true,
+        Expr::And(_) | Expr::Not(_) | Expr::JsonStrings(_) | Expr::DecimalMultiple(_) => true,
     }
 }
 
@@ -374,7 +374,7 @@ pub(crate) fn collect_refs(e: &Expr) -> Vec<RuleId> {
 fn has_boolean(e: &Expr, boolean: &[bool]) -> bool {
     match e {
         // Built as DFAs directly (see `lexeme::json_string`).
-        Expr::And(_) | Expr::Not(_) | Expr::JsonStrings(_) => true,
+        Expr::And(_) | Expr::Not(_) | Expr::JsonStrings(_) | Expr::DecimalMultiple(_) => true,
         Expr::Ref(r) => boolean[*r as usize],
         _ => {
             let mut found = false;
@@ -417,6 +417,8 @@ fn expanded_size(e: &Expr, sizes: &[usize]) -> usize {
         }
         Expr::Literal(s) => s.len(),
         Expr::JsonStrings(js) => js.values().iter().map(|v| v.len() + 1).sum::<usize>() + 2,
+        // Built directly as a table: its size is not an expression's.
+        Expr::DecimalMultiple(_) => 32,
         _ => {
             let mut n = 1usize;
             e.for_each_child(|c| n = n.saturating_add(expanded_size(c, sizes)));
@@ -432,6 +434,7 @@ fn has_loop(e: &Expr, looping: &[bool]) -> bool {
         // Boolean operations are only done on DFAs: always a lexeme.
         Expr::And(_) | Expr::Not(_) => true,
         Expr::JsonStrings(js) => js.negated(),
+        Expr::DecimalMultiple(_) => true,
         _ => {
             let mut found = false;
             e.for_each_child(|c| found |= has_loop(c, looping));

@@ -244,7 +244,7 @@ impl<'a> RtnBuilder<'a> {
                 next
             }
             Expr::JsonStrings(js) if !js.negated() => self.expr(&js.spelled(), from)?,
-            Expr::And(_) | Expr::Not(_) | Expr::JsonStrings(_) => {
+            Expr::And(_) | Expr::Not(_) | Expr::JsonStrings(_) | Expr::DecimalMultiple(_) => {
                 return Err(Error::unsupported(
                     "intersection and complement are only supported on regular parts",
                 ))

@@ -117,7 +117,8 @@ fn leftmost_refs(e: &Expr, nullable: &[bool], out: &mut Vec<RuleId>) {
         | Expr::Literal(_)
         | Expr::Class(_)
         | Expr::Token(_)
-        | Expr::JsonStrings(_) => {}
+        | Expr::JsonStrings(_)
+        | Expr::DecimalMultiple(_) => {}
     }
 }
 

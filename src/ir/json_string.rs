@@ -253,8 +253,11 @@ pub fn encode(e: &Expr) -> Expr {
         Expr::Repeat { expr, min, max } => Expr::repeat(encode(expr), *min, *max),
         Expr::And(v) => Expr::and(v.iter().map(encode).collect()),
         Expr::Not(x) => Expr::and(vec![valid_content(), Expr::complement(encode(x))]),
-        // Already JSON text (only `encode_lang` makes it), or not text.
-        Expr::Ref(_) | Expr::Token(_) | Expr::JsonStrings(_) => Expr::Nothing,
+        // Already JSON text (only `encode_lang` makes it), or not text;
+        // number texts (`DecimalMultiple`) are never string contents.
+        Expr::Ref(_) | Expr::Token(_) | Expr::JsonStrings(_) | Expr::DecimalMultiple(_) => {
+            Expr::Nothing
+        }
     }
 }
 

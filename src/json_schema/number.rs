@@ -34,8 +34,9 @@ use crate::ir::{CharClass, Expr};
 
 /// Most fraction digits of a mantissa in an integer's scientific notation.
 pub const INT_SCI_FRAC_MAX: u32 = 16;
-/// Largest scaled `multipleOf` divisor handled (its residues are states).
-const MAX_DIVISOR: u128 = 1_000;
+/// Most states of a `multipleOf` residue automaton (divisor `a × 10^-k`:
+/// `a × (k + 3)` states); see [`multiple_of`] and `crate::limits`.
+pub const MAX_MULTIPLE_STATES: usize = crate::limits::MAX_MULTIPLE_OF_STATES;
 
 /// One conjunction of number constraints.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -875,251 +876,27 @@ fn multiple_domain() -> Expr {
 }
 
 /// Plain decimals that are integer multiples of `m > 0` (and zero in any
-/// spelling).
+/// spelling): a residue automaton of about `a × (k + 3)` states for
+/// `m = a × 10^-k` ([`Expr::DecimalMultiple`]), at most
+/// [`MAX_MULTIPLE_STATES`].
 pub fn multiple_of(m: &Dec) -> Result<Expr, String> {
     let (a_digits, k) = m.as_scaled_int();
     let a = digits_to_u128(&a_digits)
-        .filter(|&a| a <= MAX_DIVISOR)
-        .ok_or_else(|| format!("divisor {} is too large", m.to_text()))?;
-    if k > 6 {
-        return Err(format!("divisor {} has too many decimals", m.to_text()));
-    }
-    // x is a multiple of m = a × 10^-k iff N = x × 10^k is an integer
-    // divisible by a: the fraction's digits past the k-th are zeros, and
-    // the integer formed by the integer part and the first k fraction
-    // digits (padded with zeros) is divisible by a.
-    let mut alts = Vec::new();
-    for r in 0..a {
-        let int_r = int_residue(a, r)?;
-        if int_r == Expr::Nothing {
-            continue;
-        }
-        let fr = frac_from(a, r, k, 0)?;
-        alts.push(seq(vec![int_r, fr]));
-    }
+        .filter(|&a| a * (k as u128 + 3) <= MAX_MULTIPLE_STATES as u128)
+        .ok_or_else(|| {
+            format!(
+                "divisor {} needs a residue automaton of more than {MAX_MULTIPLE_STATES} \
+                 states (its digits times the number of decimals plus 3)",
+                m.to_text()
+            )
+        })?;
     Ok(alt(vec![
-        seq(vec![Expr::optional(lit("-")), alt(alts)]),
+        Expr::DecimalMultiple(crate::ir::DecimalMultiple {
+            divisor: a as u32,
+            scale: k,
+        }),
         seq(vec![Expr::optional(lit("-")), zsci_u()]),
     ]))
-}
-
-/// The fraction that may follow an integer part of residue `r` (mod a),
-/// `p` fraction digits read (0 = before the point).
-fn frac_from(a: u128, r: u128, k: u32, p: u32) -> Result<Expr, String> {
-    let pow = |e: u32| -> u128 {
-        let mut v = 1u128;
-        for _ in 0..e {
-            v = (v * 10) % a;
-        }
-        v
-    };
-    let done_ok = (r * pow(k - p)).is_multiple_of(a);
-    if p == k {
-        // Only zeros may follow.
-        if !r.is_multiple_of(a) {
-            return Ok(Expr::Nothing);
-        }
-        return Ok(if p == 0 {
-            zero_frac()
-        } else {
-            Expr::star(lit("0"))
-        });
-    }
-    // Group the next digit by the residue it leads to.
-    let mut by_res: Vec<(u128, Vec<u8>)> = Vec::new();
-    for dd in 0..10u8 {
-        let r2 = (r * 10 + dd as u128) % a;
-        match by_res.iter_mut().find(|(x, _)| *x == r2) {
-            Some(e) => e.1.push(dd),
-            None => by_res.push((r2, vec![dd])),
-        }
-    }
-    if by_res.len() as u128 * (k - p) as u128 > 2_000 {
-        return Err("multipleOf needs too large an automaton".into());
-    }
-    let mut next = Vec::new();
-    for (r2, ds) in by_res {
-        let tail = frac_from(a, r2, k, p + 1)?;
-        if tail == Expr::Nothing {
-            continue;
-        }
-        let class = Expr::Class(CharClass::from_ranges(
-            ds.iter().map(|&x| ((b'0' + x) as u32, (b'0' + x) as u32)),
-        ));
-        next.push(seq(vec![class, tail]));
-    }
-    let more = alt(next);
-    if p == 0 {
-        Ok(alt(vec![
-            if done_ok { Expr::Empty } else { Expr::Nothing },
-            seq(vec![lit("."), more]),
-        ]))
-    } else {
-        Ok(alt(vec![
-            if done_ok { Expr::Empty } else { Expr::Nothing },
-            more,
-        ]))
-    }
-}
-
-/// Canonical unsigned integers congruent to `r` modulo `a`.
-fn int_residue(a: u128, r: u128) -> Result<Expr, String> {
-    if a == 1 {
-        return Ok(uint());
-    }
-    // a = a1 × a2, a1 | 10^t, gcd(a2, 10) = 1.
-    let mut a1 = 1u128;
-    let mut a2 = a;
-    let mut t = 0u32;
-    let mut twos = 0;
-    let mut fives = 0;
-    while a2.is_multiple_of(2) {
-        a2 /= 2;
-        a1 *= 2;
-        twos += 1;
-    }
-    while a2.is_multiple_of(5) {
-        a2 /= 5;
-        a1 *= 5;
-        fives += 1;
-    }
-    t = t.max(twos).max(fives);
-    let part1 = if a1 == 1 {
-        None
-    } else {
-        Some(suffix_residue(a1, r % a1, t)?)
-    };
-    let part2 = if a2 == 1 {
-        None
-    } else {
-        Some(coprime_residue(a2, r % a2)?)
-    };
-    Ok(match (part1, part2) {
-        (Some(x), Some(y)) => Expr::and(vec![x, y]),
-        (Some(x), None) | (None, Some(x)) => x,
-        (None, None) => uint(),
-    })
-}
-
-/// Canonical integers `≡ r (mod a1)` where `a1` divides `10^t`: decided by
-/// the last `t` digits.
-fn suffix_residue(a1: u128, r: u128, t: u32) -> Result<Expr, String> {
-    let limit = 10u128.pow(t);
-    if limit > 10_000 {
-        return Err("multipleOf divisor needs too many final digits".into());
-    }
-    let mut short = Vec::new();
-    let mut suffixes = Vec::new();
-    for n in 0..limit {
-        if n % a1 != r {
-            continue;
-        }
-        if n < limit / 10 || t == 0 {
-            short.push(lit(&n.to_string()));
-        }
-        suffixes.push(lit(&format!("{:0width$}", n, width = t as usize)));
-    }
-    // Numbers with at least t digits: [1-9][0-9]* then a t-digit suffix,
-    // or exactly t digits with a non-zero first digit.
-    let mut long = vec![seq(vec![nz(), Expr::star(d()), alt(suffixes.clone())])];
-    for s in &suffixes {
-        if let Expr::Literal(x) = s {
-            if !x.starts_with('0') {
-                long.push(s.clone());
-            }
-        }
-    }
-    Ok(alt(vec![alt(short), alt(long)]))
-}
-
-/// Canonical integers `≡ r (mod a2)` with `gcd(a2, 10) = 1`, by state
-/// elimination on the residue automaton.
-fn coprime_residue(a2: u128, r: u128) -> Result<Expr, String> {
-    if a2 > 13 {
-        return Err(format!(
-            "multipleOf with a divisor factor {a2} (prime to 10) above 13 is not supported"
-        ));
-    }
-    let n = a2 as usize;
-    // Edge labels between residues: from state s on digit dd to (10s+dd)%n.
-    let mut m: Vec<Vec<Expr>> = vec![vec![Expr::Nothing; n]; n];
-    for (s, row) in m.iter_mut().enumerate() {
-        let mut classes: Vec<Vec<u8>> = vec![Vec::new(); n];
-        for dd in 0..10u8 {
-            classes[(s * 10 + dd as usize) % n].push(dd);
-        }
-        for (t, ds) in classes.into_iter().enumerate() {
-            if !ds.is_empty() {
-                row[t] = Expr::Class(CharClass::from_ranges(
-                    ds.iter().map(|&x| ((b'0' + x) as u32, (b'0' + x) as u32)),
-                ));
-            }
-        }
-    }
-    // Start: first digit [1-9] goes to residue d % n; "0" alone is residue 0.
-    let mut start: Vec<Expr> = vec![Expr::Nothing; n];
-    {
-        let mut classes: Vec<Vec<u8>> = vec![Vec::new(); n];
-        for dd in 1..10u8 {
-            classes[dd as usize % n].push(dd);
-        }
-        for (t, ds) in classes.into_iter().enumerate() {
-            if !ds.is_empty() {
-                start[t] = Expr::Class(CharClass::from_ranges(
-                    ds.iter().map(|&x| ((b'0' + x) as u32, (b'0' + x) as u32)),
-                ));
-            }
-        }
-    }
-    // Eliminate every state but `r`, keeping paths start -> r.
-    let target = r as usize;
-    let mut alive: Vec<bool> = vec![true; n];
-    for s in 0..n {
-        if s == target {
-            continue;
-        }
-        let self_loop = Expr::star(m[s][s].clone());
-        for p in 0..n {
-            if !alive[p] || p == s || m[p][s] == Expr::Nothing {
-                continue;
-            }
-            for q in 0..n {
-                if !alive[q] || q == s || m[s][q] == Expr::Nothing {
-                    continue;
-                }
-                let via = seq(vec![m[p][s].clone(), self_loop.clone(), m[s][q].clone()]);
-                m[p][q] = alt(vec![m[p][q].clone(), via]);
-            }
-        }
-        for q in 0..n {
-            if !alive[q] || q == s || m[s][q] == Expr::Nothing || start[s] == Expr::Nothing {
-                continue;
-            }
-            let via = seq(vec![start[s].clone(), self_loop.clone(), m[s][q].clone()]);
-            start[q] = alt(vec![start[q].clone(), via]);
-        }
-        alive[s] = false;
-        for row in m.iter_mut() {
-            row[s] = Expr::Nothing;
-        }
-        for x in m[s].iter_mut() {
-            *x = Expr::Nothing;
-        }
-        let size: usize = m.iter().flatten().map(|e| e.size()).sum::<usize>()
-            + start.iter().map(|e| e.size()).sum::<usize>();
-        if size > 200_000 {
-            return Err("multipleOf needs too large an automaton".into());
-        }
-    }
-    let body = seq(vec![
-        start[target].clone(),
-        Expr::star(m[target][target].clone()),
-    ]);
-    Ok(if target == 0 {
-        alt(vec![lit("0"), body])
-    } else {
-        body
-    })
 }
 
 #[cfg(test)]

@@ -236,7 +236,11 @@ fn ends(e: &Expr, s: &[u32], start: usize) -> BTreeSet<usize> {
             out.insert(start);
         }
         // (Not a decoded string: JSON text.)
-        Expr::Nothing | Expr::Ref(_) | Expr::Token(_) | Expr::JsonStrings(_) => {}
+        Expr::Nothing
+        | Expr::Ref(_)
+        | Expr::Token(_)
+        | Expr::JsonStrings(_)
+        | Expr::DecimalMultiple(_) => {}
         Expr::Literal(l) => {
             let lc: Vec<u32> = l.chars().map(|c| c as u32).collect();
             if s.len() >= start + lc.len() && s[start..start + lc.len()] == lc[..] {

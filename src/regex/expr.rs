@@ -254,9 +254,12 @@ pub fn nonempty(e: &Expr) -> Expr {
 /// (with `last`: that end one).
 pub fn edge_chars(e: &Expr, last: bool) -> CharClass {
     match e {
-        Expr::Empty | Expr::Nothing | Expr::Ref(_) | Expr::Token(_) | Expr::JsonStrings(_) => {
-            CharClass::empty()
-        }
+        Expr::Empty
+        | Expr::Nothing
+        | Expr::Ref(_)
+        | Expr::Token(_)
+        | Expr::JsonStrings(_)
+        | Expr::DecimalMultiple(_) => CharClass::empty(),
         Expr::Literal(s) => {
             let c = if last {
                 s.chars().last()
@@ -408,9 +411,12 @@ pub fn matches(e: &Expr, s: &str) -> bool {
 #[cfg(test)]
 fn derive(e: &Expr, c: u32) -> Expr {
     match e {
-        Expr::Empty | Expr::Nothing | Expr::Ref(_) | Expr::Token(_) | Expr::JsonStrings(_) => {
-            Expr::Nothing
-        }
+        Expr::Empty
+        | Expr::Nothing
+        | Expr::Ref(_)
+        | Expr::Token(_)
+        | Expr::JsonStrings(_)
+        | Expr::DecimalMultiple(_) => Expr::Nothing,
         Expr::Literal(s) => {
             let mut it = s.chars();
             match it.next() {

@@ -335,8 +335,8 @@ impl Lower<'_> {
             }
             // Its plain spelling (the set itself, not its complement).
             Expr::JsonStrings(js) if !js.negated() => self.seq(&js.spelled(), ctx, out),
-            Expr::And(_) | Expr::Not(_) | Expr::JsonStrings(_) => {
-                panic!("reference: intersection and complement (Expr::And/Not) are not supported")
+            Expr::And(_) | Expr::Not(_) | Expr::JsonStrings(_) | Expr::DecimalMultiple(_) => {
+                panic!("reference: intersection, complement and residue automata are not supported")
             }
             Expr::Token(ts) => {
                 let i = match self.token_sets.iter().position(|t| t == ts) {

@@ -29,6 +29,7 @@ mod boolean;
 mod determinize;
 mod json_string;
 mod minimize;
+mod multiple;
 
 pub use minimize::minimize;
 
@@ -1078,7 +1079,12 @@ pub fn to_hir(expr: &Expr) -> Hir {
             greedy: true,
             sub: Box::new(to_hir(expr)),
         }),
-        Expr::Ref(_) | Expr::Token(_) | Expr::And(_) | Expr::Not(_) | Expr::JsonStrings(_) => {
+        Expr::Ref(_)
+        | Expr::Token(_)
+        | Expr::And(_)
+        | Expr::Not(_)
+        | Expr::JsonStrings(_)
+        | Expr::DecimalMultiple(_) => {
             unreachable!("lexemes are built from expanded regular expressions")
         }
     }
@@ -1647,7 +1653,10 @@ fn has_counting(e: &Expr) -> bool {
 /// The expression uses intersection or complement somewhere, or JSON
 /// strings (built by their own construction, see [`json_string`]).
 pub fn has_boolean(e: &Expr) -> bool {
-    if matches!(e, Expr::And(_) | Expr::Not(_) | Expr::JsonStrings(_)) {
+    if matches!(
+        e,
+        Expr::And(_) | Expr::Not(_) | Expr::JsonStrings(_) | Expr::DecimalMultiple(_)
+    ) {
         return true;
     }
     let mut found = false;
