@@ -171,10 +171,16 @@ const FRAC: &str = "(?:\\.[0-9]+)?";
 const HOUR: &str = "(?:[01][0-9]|2[0-3])";
 const MINUTE: &str = "[0-5][0-9]";
 
-/// RFC 3339 `full-time`. A leap second is valid when local time minus
-/// the offset is 23:59 UTC: for each local time there is exactly one
-/// positive and one negative offset that works (two for 23:59, whose
-/// zero offset has both signs, besides `Z`).
+/// RFC 3339 `full-time`. A leap second is valid when the local time minus
+/// the offset is 23:59 UTC. Spelled out, that is one alternative per
+/// local time (1,440, each with its two offsets): an expression so large
+/// that the JSON string around it could not be a lexeme. Written as
+/// intersections instead, the hours and the minutes are related
+/// separately: with offset `-hh':mm'`, `hh' = 23 - hh` and `mm' = 59 - mm`
+/// (no borrow); with `+hh':mm'`, `hh' = hh` and `mm' = mm + 1`, or for
+/// minute 59 the next hour at minute 00. The automaton is the same
+/// (about 11,000 states: it must remember the local time until the
+/// offset), built from about 250 alternatives.
 fn time(leap: LeapSeconds) -> String {
     let offset = format!("(?:[Zz]|[+-]{HOUR}:{MINUTE})");
     let normal = format!("{HOUR}:{MINUTE}:[0-5][0-9]{FRAC}{offset}");
@@ -183,26 +189,29 @@ fn time(leap: LeapSeconds) -> String {
         LeapSeconds::Utc => return format!("(?:{normal}|23:59:60{FRAC}(?:[Zz]|[+-]00:00))"),
         LeapSeconds::Exact => {}
     }
-    let mut leaps = Vec::with_capacity(1440);
-    for local in 0..1440u32 {
-        // local = 23:59 + offset (mod 24 h)
-        let plus = (local + 1440 - 1439) % 1440;
-        let minus = (1439 + 1440 - local) % 1440;
-        let mut offs = vec![
-            format!("\\+{:02}:{:02}", plus / 60, plus % 60),
-            format!("-{:02}:{:02}", minus / 60, minus % 60),
-        ];
-        if local == 1439 {
-            offs.push("[Zz]".to_string());
-        }
-        leaps.push(format!(
-            "{:02}:{:02}:60{FRAC}(?:{})",
-            local / 60,
-            local % 60,
-            offs.join("|")
-        ));
-    }
-    format!("(?:{normal}|{})", leaps.join("|"))
+    let alts = |range: std::ops::Range<u32>, f: &dyn Fn(u32) -> String| -> String {
+        format!("(?:{})", range.map(f).collect::<Vec<_>>().join("|"))
+    };
+    // Offset -hh':mm' = 23:59 - local.
+    let minus_minutes = alts(0..60, &|m| {
+        format!("{m:02}:60{FRAC}-[0-9]{{2}}:{:02}", 59 - m)
+    });
+    let minus_hours = alts(0..24, &|h| {
+        format!("{h:02}:{MINUTE}:60{FRAC}-{:02}:{MINUTE}", 23 - h)
+    });
+    let minus = format!("(?=[0-9]{{2}}:{minus_minutes}$){minus_hours}");
+    // Offset +hh':mm' = local - 23:59 = local + 1 minute.
+    let plus_minutes = alts(0..59, &|m| {
+        format!("{m:02}:60{FRAC}\\+[0-9]{{2}}:{:02}", m + 1)
+    });
+    let plus_hours = alts(0..24, &|h| {
+        format!("{h:02}:{MINUTE}:60{FRAC}\\+{h:02}:{MINUTE}")
+    });
+    let plus = format!("(?=[0-9]{{2}}:{plus_minutes}$){plus_hours}");
+    let plus_next_hour = alts(0..24, &|h| {
+        format!("{h:02}:59:60{FRAC}\\+{:02}:00", (h + 1) % 24)
+    });
+    format!("(?:{normal}|{minus}|{plus}|{plus_next_hour}|23:59:60{FRAC}[Zz])")
 }
 
 fn duration() -> String {
@@ -335,8 +344,11 @@ mod tests {
             assert!(format_expr(f).is_some(), "{f}");
         }
         for f in SUPPORTED {
-            // Plain regular expressions: the compiler may split them.
-            assert!(!super::super::has_boolean(&format_expr(f).unwrap()), "{f}");
+            // Plain regular expressions, so that the compiler may split
+            // them; but for the intersections that relate a leap second's
+            // local time to its offset (see `time`).
+            let boolean = super::super::has_boolean(&format_expr(f).unwrap());
+            assert_eq!(boolean, matches!(*f, "time" | "date-time"), "{f}");
         }
         assert!(format_expr("int32").is_none());
         assert!(format_expr("regex").is_none());
@@ -401,6 +413,32 @@ mod tests {
             ("12:00:00", false),
         ] {
             assert_eq!(matches(&t, s), ok, "time {s}");
+        }
+        // Every local time with the offsets that make it 23:59 UTC, and
+        // offsets one minute, one hour or a sign away from them.
+        let t = format_expr("time").unwrap();
+        let offset = |sign: char, total: u32| format!("{sign}{:02}:{:02}", total / 60, total % 60);
+        for local in 0..1440u32 {
+            let hm = format!("{:02}:{:02}:60", local / 60, local % 60);
+            let plus = (local + 1) % 1440;
+            let minus = (1439 + 1440 - local) % 1440;
+            for (off, ok) in [
+                (offset('+', plus), true),
+                (offset('-', minus), true),
+                (offset('+', (plus + 1) % 1440), false),
+                (offset('+', (plus + 60) % 1440), false),
+                (offset('-', (minus + 1) % 1440), false),
+                (offset('-', (minus + 1380) % 1440), false),
+                (offset('-', plus), plus == minus),
+                ("Z".to_string(), local == 1439),
+            ] {
+                let text = format!("{hm}{off}");
+                assert_eq!(matches(&t, &text), ok, "time {text}");
+                if local % 8 == 0 {
+                    let text = format!("{hm}.25{off}");
+                    assert_eq!(matches(&t, &text), ok, "time {text}");
+                }
+            }
         }
         let utc = FormatOptions {
             leap_seconds: LeapSeconds::Utc,
