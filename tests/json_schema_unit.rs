@@ -860,6 +860,7 @@ fn several_negated_additional_properties_on_one_object() {
             r#"{"a": 1, "b": 2}"#,
         ],
     );
+}
 
 /// `multipleOf` by a residue automaton: divisors past the old limit
 /// (1000, or a factor prime to 10 above 13), decimals, negation, and the
