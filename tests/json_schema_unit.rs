@@ -896,3 +896,28 @@ fn multiple_of_residues() {
     refused(r#"{"multipleOf": 33334}"#, "100000 states");
     refused(r#"{"multipleOf": 0.00033334}"#, "100000 states");
 }
+
+/// `oneOf` over overlapping branches (no property is required) keeps
+/// each branch without the others: an address per country, more than the
+/// 256 shapes allowed before (a real schema's).
+#[test]
+fn one_of_with_hundreds_of_shapes() {
+    let schema = r#"{"type":"object","oneOf":[{"properties":{"country":{"type":"string","enum":["CAN"]},"state":{"type":"string","enum":["AB","BC","MB","NB","NF","NT","NV","NU","ON","PE","QC","SK","YT"]},"postalCode":{"type":"string","maxLength":10}}},{"properties":{"country":{"type":"string","enum":["MEX"]},"state":{"type":"string","enum":["aguascalientes","baja-california-norte","baja-california-sur","campeche","chiapas","chihuahua","coahuila","colima","distrito-federal","durango","guanajuato","guerrero","hidalgo","jalisco","mexico","michoacan","morelos","nayarit","nuevo-leon","oaxaca","puebla","queretaro","quintana-roo","san-luis-potosi","sinaloa","sonora","tabasco","tamaulipas","tlaxcala","veracruz","yucatan","zacatecas"]},"postalCode":{"type":"string","maxLength":10}}},{"properties":{"country":{"type":"string","enum":["USA"]},"state":{"type":"string","enum":["AL","AK","AS","AZ","AR","AA","AE","AP","CA","CO","CT","DE","DC","FM","FL","GA","GU","HI","ID","IL","IN","IA","KS","KY","LA","ME","MH","MD","MA","MI","MN","MS","MO","MT","NE","NV","NH","NJ","NM","NY","NC","ND","MP","OH","OK","OR","PW","PA","PR","RI","SC","SD","TN","TX","UT","VT","VI","VA","WA","WV","WI","WY"]},"postalCode":{"type":"string","maxLength":10}}},{"properties":{"country":{"not":{"type":"string","enum":["CAN","MEX","USA"]}},"state":{"type":"string","maxLength":51},"postalCode":{"type":"string","maxLength":51}}}],"properties":{"street":{"type":"string","minLength":1,"maxLength":50},"street2":{"type":"string","minLength":1,"maxLength":50},"city":{"type":"string","minLength":1,"maxLength":51}}}"#;
+    check(
+        schema,
+        &[
+            r#"{"country": "CAN", "state": "AB"}"#,
+            r#"{"country": "FRA", "state": "IDF", "postalCode": "75001"}"#,
+            r#"{"state": "AL", "postalCode": "12345678901"}"#,
+            r#"{"country": "USA", "street": "Main"}"#,
+        ],
+        &[
+            r#"{}"#,
+            r#"{"street": "Main"}"#,
+            r#"{"country": "CAN", "state": "AL"}"#,
+            r#"{"country": "USA", "state": "ON"}"#,
+            r#"{"state": "AB"}"#,
+            r#"{"country": "MEX", "postalCode": "12345678901"}"#,
+        ],
+    );
+}

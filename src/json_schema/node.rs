@@ -15,11 +15,13 @@
 
 use std::collections::BTreeSet;
 
+use crate::hash::FastSet;
+
 use super::number::{set_and, set_not, set_or, NumAtom};
 use super::strings::StrLang;
 
 /// Most shapes (alternatives) of one type in a node.
-pub const MAX_SHAPES: usize = 256;
+pub const MAX_SHAPES: usize = 1024;
 
 /// A schema-valued expression, evaluated lazily into a [`Node`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -547,16 +549,17 @@ fn too_many() -> String {
 
 /// The pairwise intersections of two unions of shapes, without repeats
 /// (at most [`MAX_SHAPES`]).
-fn product<S: PartialEq>(
+fn product<S: Eq + std::hash::Hash + Clone>(
     xs: &[S],
     ys: &[S],
     and: impl Fn(&S, &S) -> Option<S>,
 ) -> Result<Vec<S>, String> {
     let mut out = Vec::new();
+    let mut seen: FastSet<S> = FastSet::default();
     for a in xs {
         for b in ys {
             if let Some(s) = and(a, b) {
-                if !out.contains(&s) {
+                if seen.insert(s.clone()) {
                     out.push(s);
                 }
             }
