@@ -109,6 +109,8 @@ pub struct Compiler<'a> {
     widened: FastSet<Term>,
     saw_widened: bool,
     unique_sites: FastMap<ArrShape, String>,
+    /// The schema location whose rule is being emitted (for reports).
+    emitting: Option<u32>,
 }
 
 fn as_count(v: &Value) -> Option<u32> {
@@ -148,6 +150,7 @@ impl<'a> Compiler<'a> {
             widened: FastSet::default(),
             saw_widened: false,
             unique_sites: FastMap::default(),
+            emitting: None,
         }
     }
 
@@ -765,10 +768,15 @@ impl<'a> Compiler<'a> {
             let Value::String(p) = p else {
                 return Err(bad("pattern", ptr, "not a string"));
             };
-            let e = self
-                .pattern_expr(p)
-                .map_err(|e| kw_err(e.kind(), "pattern", ptr, e.message()))?;
-            parts.push(e);
+            match self.pattern_expr(p) {
+                Ok(e) => parts.push(e),
+                // A construct no automaton matches (lenient: left out).
+                Err(e) if e.kind() == ErrorKind::Unsupported => {
+                    let e = kw_err(e.kind(), "pattern", ptr, e.message());
+                    self.leave_out(e, "pattern", ptr)?;
+                }
+                Err(e) => return Err(kw_err(e.kind(), "pattern", ptr, e.message())),
+            }
         }
         if let Some(Value::String(f)) = m.get("format") {
             match crate::regex::format_expr(f) {
@@ -1188,7 +1196,10 @@ impl<'a> Compiler<'a> {
         let r = self.new_rule(name)?;
         self.rule_of_term.insert(t.clone(), r);
         let node = self.eval(t)?;
-        let (body, hint) = self.emit_node(&node)?;
+        let outer = self.emitting_begin(t);
+        let emitted = self.emit_node(&node);
+        self.emitting = outer;
+        let (body, hint) = emitted?;
         self.b.set_body(r, body);
         self.b.set_lexeme_hint(r, hint);
         Ok(r)
@@ -1703,10 +1714,13 @@ impl<'a> Compiler<'a> {
     ) -> Result<Option<(Vec<(Vec<(Expr, bool)>, bool)>, Vec<(Expr, bool)>)>> {
         let colon = self.key_sep();
         if s.need.len() > 1 {
-            return Err(Error::unsupported(
+            let e = Error::unsupported(
                 "not: several negated additionalProperties / patternProperties on one \
                  object are not supported",
-            ));
+            );
+            // Lenient: only the first is enforced.
+            let ptr = self.emitting_pointer();
+            self.leave_out(e, "not", &ptr)?;
         }
         let need = s.need.first().cloned();
         // Each member is a parser rule of its own: the object's states (up
