@@ -73,7 +73,7 @@ impl Compiler<'_> {
 
     /// A cached node of `t` is used: passes its widened mark on.
     pub(super) fn widen_use(&mut self, t: &Term) {
-        if self.widened.contains(t) {
+        if self.opts.lenient && self.widened.contains(t) {
             self.saw_widened = true;
         }
     }
