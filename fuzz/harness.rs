@@ -1147,21 +1147,31 @@ pub fn gbnf_compile(data: &[u8]) {
 }
 
 /// `json_schema_compile`: the input is a JSON Schema, compiled on
-/// [`Vocab::bytes`]; the input's length modulo 8 picks the options:
+/// [`Vocab::bytes`]; the input's length modulo 128 picks the options:
 /// bit 0 `CG_JSON_COMPACT`, bit 1 `CG_JSON_NO_EXTRA_PROPERTIES`, bit 2
-/// `json_max_whitespace` = 2.
+/// `json_max_whitespace` = 2, bit 3 `CG_JSON_ORDERED_PROPERTIES`, bit 4
+/// `CG_JSON_STRICT_INTEGERS`, bit 5 `CG_JSON_LENIENT`, bit 6 `json_indent`
+/// = 2 (without bits 0 and 2, which it excludes).
 pub fn json_schema_compile(data: &[u8]) {
     let vocab = Vocab::bytes();
-    let k = data.len() % 8;
+    let k = data.len() % 128;
     let mut flags = 0;
-    if k & 1 != 0 {
-        flags |= CG_JSON_COMPACT;
-    }
-    if k & 2 != 0 {
-        flags |= CG_JSON_NO_EXTRA_PROPERTIES;
+    for (bit, flag) in [
+        (1, CG_JSON_COMPACT),
+        (2, CG_JSON_NO_EXTRA_PROPERTIES),
+        (8, CG_JSON_ORDERED_PROPERTIES),
+        (16, CG_JSON_STRICT_INTEGERS),
+        (32, CG_JSON_LENIENT),
+    ] {
+        if k & bit != 0 {
+            flags |= flag;
+        }
     }
     let ws = if k & 4 != 0 { 2 } else { 0 };
-    let o = options(CG_KIND_JSON_SCHEMA, flags, ws);
+    let mut o = options(CG_KIND_JSON_SCHEMA, flags, ws);
+    if k & 64 != 0 && k & 5 == 0 {
+        o.json_indent = 2;
+    }
     if let Some(g) = compile(&vocab, data, &o) {
         exercise(&g, &vocab, data);
     }

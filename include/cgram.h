@@ -191,7 +191,7 @@
  * or an `oneOf` exclusion or `if` whose negation cannot be expressed,
  * `unevaluatedProperties` / `unevaluatedItems`, dynamic scoping, `$ref`
  * outside the document, a `multipleOf` whose automaton would be too
- * large) is left out instead of failing the compile with
+ * large, a `pattern` construct such as a backreference) is left out instead of failing the compile with
  * `CG_ERR_UNSUPPORTED`. Leaving a keyword out only ever widens: every
  * instance of the schema stays allowed, and some invalid ones are allowed
  * too. Each keyword left out is reported by `cg_grammar_dropped_count` and

@@ -699,6 +699,34 @@ fn lenient_still_refuses_what_it_must() {
         .unwrap();
     assert_eq!(keywords(&g), pairs(&[("multipleOf", "")]));
     s.expect(&g, "multipleOf", &["0.5", "0.246913578"], &["-1"]);
+    // A pattern construct no automaton matches (a backreference).
+    let g = s
+        .compile(
+            CG_JSON_LENIENT,
+            r#"{"type":"object","properties":{"w":{"type":"string","pattern":"^(a+)b\\1$"}}}"#,
+        )
+        .unwrap();
+    assert_eq!(keywords(&g), pairs(&[("pattern", "/properties/w")]));
+    s.expect(
+        &g,
+        "pattern",
+        &[r#"{"w":"aabaa"}"#, r#"{"w":"x"}"#],
+        &[r#"{"w":1}"#],
+    );
+    // Two negated additionalProperties on one object: only the first is
+    // enforced.
+    let schema = r#"{"type":"object","allOf":[
+        {"not":{"properties":{"a":{}},"additionalProperties":false}},
+        {"not":{"properties":{"b":{}},"additionalProperties":false}}]}"#;
+    assert!(s.compile(0, schema).is_err());
+    let g = s.compile(CG_JSON_LENIENT, schema).unwrap();
+    assert_eq!(keywords(&g), pairs(&[("not", "")]));
+    s.expect(
+        &g,
+        "two needs",
+        &[r#"{"a":1,"b":2}"#, r#"{"c":1}"#],
+        &["{}"],
+    );
     // Not for other kinds.
     let mut o = defaults();
     o.kind = CG_KIND_ANY_JSON;

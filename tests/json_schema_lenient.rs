@@ -163,3 +163,76 @@ fn lenient_draft2020_12() {
         "https://json-schema.org/draft/2020-12/schema",
     );
 }
+
+/// MaskBench (`../shared/data/maskbench-dev`, or `$CGRAM_MASKBENCH`):
+/// every schema the strict default refuses as unsupported is compiled
+/// leniently on a byte vocabulary; every valid instance (compact JSON) must
+/// be accepted. Prints the counts and the keywords left out. Run with
+/// `cargo test --release --test json_schema_lenient -- --ignored`.
+#[test]
+#[ignore]
+fn lenient_maskbench() {
+    let dir = std::env::var("CGRAM_MASKBENCH")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| common::manifest_dir().join("../shared/data/maskbench-dev"));
+    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    let mut flags = vec![0u32; 256];
+    tokens.push(b"<eos>".to_vec());
+    flags.push(cgram::TOKEN_SPECIAL);
+    let vocab = Arc::new(cgram::Vocab::new(tokens, flags, vec![256]).unwrap());
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    let (mut refused, mut rescued, mut instances) = (0, 0, 0);
+    let mut still: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut left_out: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut wrong = Vec::new();
+    for f in &files {
+        let Ok(data) = serde_json::from_str::<Value>(&std::fs::read_to_string(f).unwrap()) else {
+            continue;
+        };
+        let schema = serde_json::to_string(&data["schema"]).unwrap();
+        match compile(&vocab, schema.as_bytes(), &options(0)) {
+            Err(e) if e.kind() == ErrorKind::Unsupported => refused += 1,
+            _ => continue,
+        }
+        let g = match compile(&vocab, schema.as_bytes(), &options(FLAG_JSON_LENIENT)) {
+            Ok(g) => g,
+            Err(e) => {
+                let key: String = e.message().chars().take(60).collect();
+                *still.entry(key).or_default() += 1;
+                continue;
+            }
+        };
+        rescued += 1;
+        for d in g.dropped() {
+            *left_out.entry(d.keyword.clone()).or_default() += 1;
+        }
+        for case in data["tests"].as_array().into_iter().flatten() {
+            if case["valid"].as_bool() != Some(true) {
+                continue;
+            }
+            instances += 1;
+            let text = serde_json::to_string(&case["data"]).unwrap();
+            let mut m = Matcher::new(g.clone());
+            if m.accept_bytes(text.as_bytes()).is_err() || !m.is_accepting() {
+                wrong.push(format!("{}: {text}", f.display()));
+            }
+        }
+    }
+    println!(
+        "maskbench: {refused} refused as unsupported, {rescued} compile leniently, \
+         {instances} valid instances walked"
+    );
+    println!("left out: {left_out:?}");
+    println!("still refused: {still:#?}");
+    assert!(
+        wrong.is_empty(),
+        "valid instances rejected:\n{}",
+        wrong.join("\n")
+    );
+}

@@ -55,6 +55,12 @@ const MAX_CHUNKS: u32 = 40_000;
 const MAX_NEEDS: usize = 4;
 /// Which of an object shape's `need`s are met: bit `i` for `need[i]`.
 type NeedsMet = u32;
+
+/// The needs an object of the shape must meet in the end (past
+/// [`MAX_NEEDS`], lenient mode enforces the first ones only).
+fn all_needs(s: &ObjShape) -> NeedsMet {
+    (1 << s.need.len().min(MAX_NEEDS)) - 1
+}
 /// Most distinct values of a `uniqueItems` domain.
 const MAX_UNIQUE_DOMAIN: usize = 12;
 /// Most subsets a `uniqueItems` automaton may track.
@@ -116,6 +122,8 @@ pub struct Compiler<'a> {
     widened: FastSet<Term>,
     saw_widened: bool,
     unique_sites: FastMap<ArrShape, String>,
+    /// The schema location whose rule is being emitted (for reports).
+    emitting: Option<u32>,
 }
 
 /// Properties or items evaluated statically (see `Compiler::evaluated`).
@@ -164,6 +172,7 @@ impl<'a> Compiler<'a> {
             widened: FastSet::default(),
             saw_widened: false,
             unique_sites: FastMap::default(),
+            emitting: None,
         }
     }
 
@@ -916,10 +925,15 @@ impl<'a> Compiler<'a> {
             let Value::String(p) = p else {
                 return Err(bad("pattern", ptr, "not a string"));
             };
-            let e = self
-                .pattern_expr(p)
-                .map_err(|e| kw_err(e.kind(), "pattern", ptr, e.message()))?;
-            parts.push(e);
+            match self.pattern_expr(p) {
+                Ok(e) => parts.push(e),
+                // A construct no automaton matches (lenient: left out).
+                Err(e) if e.kind() == ErrorKind::Unsupported => {
+                    let e = kw_err(e.kind(), "pattern", ptr, e.message());
+                    self.leave_out(e, "pattern", ptr)?;
+                }
+                Err(e) => return Err(kw_err(e.kind(), "pattern", ptr, e.message())),
+            }
         }
         if let Some(Value::String(f)) = m.get("format") {
             if f == "hostname" {
@@ -1354,7 +1368,10 @@ impl<'a> Compiler<'a> {
         let r = self.new_rule(name)?;
         self.rule_of_term.insert(t.clone(), r);
         let node = self.eval(t)?;
-        let (body, hint) = self.emit_node(&node)?;
+        let outer = self.emitting_begin(t);
+        let emitted = self.emit_node(&node);
+        self.emitting = outer;
+        let (body, hint) = emitted?;
         self.b.set_body(r, body);
         self.b.set_lexeme_hint(r, hint);
         Ok(r)
@@ -1869,19 +1886,25 @@ impl<'a> Compiler<'a> {
         s: &ObjShape,
     ) -> Result<Option<(Vec<(Vec<(Expr, NeedsMet)>, bool)>, Vec<(Expr, NeedsMet)>)>> {
         let colon = self.key_sep();
-        if s.need.len() > MAX_NEEDS {
-            return Err(Error::unsupported(format!(
+        let needs = if s.need.len() > MAX_NEEDS {
+            let e = Error::unsupported(format!(
                 "not: more than {MAX_NEEDS} negated additionalProperties / \
                  patternProperties on one object are not supported"
-            )));
-        }
+            ));
+            // Lenient: only the first ones are enforced.
+            let ptr = self.emitting_pointer();
+            self.leave_out(e, "not", &ptr)?;
+            &s.need[..MAX_NEEDS]
+        } else {
+            &s.need[..]
+        };
         // The non-empty sets of needs one member may meet at once: a
         // variant per set whose names and values intersect.
-        let need_sets: Vec<(NeedsMet, StrLang, Term)> = (1..1u32 << s.need.len())
+        let need_sets: Vec<(NeedsMet, StrLang, Term)> = (1..1u32 << needs.len())
             .filter_map(|mask| {
                 let mut names = StrLang::any();
                 let mut value = Term::True;
-                for (i, (l, t)) in s.need.iter().enumerate() {
+                for (i, (l, t)) in needs.iter().enumerate() {
                     if mask & (1 << i) != 0 {
                         names = names.and(l);
                         value = Term::and(value, t.clone());
@@ -2014,7 +2037,7 @@ impl<'a> Compiler<'a> {
         }
         let can_add = |c: usize| max.is_none_or(|m| c < m);
         let inc = |c: usize| if max.is_none() { (c + 1).min(k) } else { c + 1 };
-        let all_needs: NeedsMet = (1 << s.need.len()) - 1;
+        let all_needs = all_needs(s);
         let mut bit = vec![0u64; n];
         let mut next_bit = 0;
         for (i, &t) in tracked.iter().enumerate() {

@@ -73,7 +73,7 @@ impl Compiler<'_> {
 
     /// A cached node of `t` is used: passes its widened mark on.
     pub(super) fn widen_use(&mut self, t: &Term) {
-        if self.widened.contains(t) {
+        if self.opts.lenient && self.widened.contains(t) {
             self.saw_widened = true;
         }
     }
@@ -116,6 +116,24 @@ impl Compiler<'_> {
         }
     }
 
+    /// Before emitting the rule of `t`: notes its location, returning the
+    /// one to restore after.
+    pub(super) fn emitting_begin(&mut self, t: &Term) -> Option<u32> {
+        let outer = self.emitting;
+        if let Term::Loc(id) = t {
+            self.emitting = Some(*id);
+        }
+        outer
+    }
+
+    /// The JSON pointer of the schema whose rule is being emitted ("" when
+    /// none: the root, or a combination of schemas).
+    pub(super) fn emitting_pointer(&self) -> String {
+        self.emitting
+            .map(|id| self.doc.ptr(id).to_string())
+            .unwrap_or_default()
+    }
+
     /// Remembers where an array shape with `uniqueItems` comes from, for
     /// the report if it has to be left out.
     pub(super) fn note_unique(&mut self, shape: &ArrShape, ptr: &str) {
@@ -137,13 +155,11 @@ impl Compiler<'_> {
                 if self.opts.lenient
                     && matches!(e.kind(), ErrorKind::Unsupported | ErrorKind::Limit) =>
             {
-                let ptr = self.unique_sites.get(s).cloned().unwrap_or_else(|| {
-                    // The array's items schema sits right under it.
-                    let p = self.term_pointer(&s.rest);
-                    p.rsplit_once('/')
-                        .map(|x| x.0.to_string())
-                        .unwrap_or_default()
-                });
+                let ptr = self
+                    .unique_sites
+                    .get(s)
+                    .cloned()
+                    .unwrap_or_else(|| self.emitting_pointer());
                 self.leave_out(e, "uniqueItems", &ptr)?;
                 let mut plain = s.clone();
                 plain.unique = false;

@@ -5,7 +5,7 @@
 //! list (where `additionalProperties` / `patternProperties` allow them)
 //! come after every listed one.
 
-use super::{Compiler, NeedsMet, MAX_COUNT_STATES};
+use super::{all_needs, Compiler, NeedsMet, MAX_COUNT_STATES};
 use crate::error::{Error, Result};
 use crate::hash::FastMap;
 use crate::ir::{Expr, LexemeHint, RuleId};
@@ -47,7 +47,7 @@ impl Compiler<'_> {
         }
         let can_add = |c: usize| max.is_none_or(|m| c < m);
         let inc = |c: usize| if max.is_none() { (c + 1).min(k) } else { c + 1 };
-        let all_needs: NeedsMet = (1 << s.need.len()) - 1;
+        let all_needs = all_needs(s);
         let mut rules: FastMap<Key, RuleId> = FastMap::default();
         let mut todo: Vec<Key> = Vec::new();
         let mut get = |this: &mut Compiler, todo: &mut Vec<Key>, key: Key| -> Result<Expr> {
