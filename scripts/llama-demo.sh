@@ -13,7 +13,10 @@
 #  4. tests the adapter's behaviour (demo/llama/adapter_test.c: apply on
 #     any subset, accept, errors reported, clone, reset), its lazy samplers
 #     against llama.cpp's own (demo/llama/lazy_compare.c: trigger words,
-#     patterns and tokens, the same firing token and masks) and its
+#     patterns and tokens, the same firing token and masks), GBNF
+#     stress grammars against llama.cpp (demo/llama/gbnf_compare.c:
+#     exploding DFAs, deep nesting, 1 MB literals, many rules, random
+#     mixtures; the same grammar and string verdicts) and its
 #     vocabulary:
 #     from llama.cpp's vocab-only
 #     ggml-vocab-llama-bpe.gguf against cgram's from the Llama 3
@@ -98,6 +101,9 @@ step "the adapter's behaviour as llama.cpp drives it (demo/llama/adapter_test.c,
 
 step "lazy samplers against llama.cpp's own, mask by mask (demo/llama/lazy_compare.c, Llama 3 vocabulary)"
 "$work/lazy_compare" "$llama_src/models/ggml-vocab-llama-bpe.gguf"
+
+step "GBNF stress grammars against llama.cpp itself: grammar and string verdicts (demo/llama/gbnf_compare.c)"
+"$work/gbnf_compare" "$llama_src/models/ggml-vocab-llama-bpe.gguf"
 
 if [ "$quick" = 0 ]; then
   step "the cost of a token while a lazy grammar awaits, as the output grows (demo/llama/lazy_bench.c)"

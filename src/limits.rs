@@ -13,7 +13,7 @@
 //! | one trigger pattern's compile time | [`TRIGGER_MAX_COMPILE_MS`] | - | `cg_triggers_new` (each pattern or word) |
 //! | automaton states | 1,000,000, plus one per byte of a GBNF source (a literal is a state per byte) | `max_states` | the compiled grammar |
 //! | one mask's work | [`DEFAULT_MAX_MASK_STEPS`] parser steps | `max_mask_steps` | `cg_fill_mask`: past it the call fails with `CG_ERR_LIMIT` and allows nothing |
-//! | GBNF group nesting | [`crate::gbnf::MAX_NESTING`] | - | parser |
+//! | GBNF group nesting | [`crate::gbnf::MAX_NESTING`] (20,000; llama.cpp overflows an 8 MiB stack from ~18,700) | - | parser |
 //! | GBNF repetition | 2,000 copies (llama.cpp's) | - | parser |
 //! | JSON Schema nesting | [`crate::json_schema::MAX_SCHEMA_NESTING`] | - | JSON reader |
 //! | JSON Schema size | 100,000 rules, 200,000 subschema combinations, 256 alternatives of one type | - | schema translation |

@@ -514,6 +514,26 @@ fn deep_nesting_on_a_small_stack() {
             format!("root ::= {}\"x\"{}", "(".repeat(200), ")".repeat(200)),
             true,
         ),
+        // As deep as llama.cpp goes (it overflows an 8 MiB stack from
+        // about 18,700 groups on), in shapes that once were quadratic.
+        (
+            CG_KIND_GBNF,
+            format!(
+                "root ::= {}\"x\"{}",
+                "(\"a\" | ".repeat(20_000),
+                ")".repeat(20_000)
+            ),
+            true,
+        ),
+        (
+            CG_KIND_GBNF,
+            format!(
+                "root ::= {}\"x\"+ root?{}",
+                "(\"a\" (\"b\" | ".repeat(10_000),
+                "))".repeat(10_000)
+            ),
+            true,
+        ),
         (
             CG_KIND_GBNF,
             format!(

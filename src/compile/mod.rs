@@ -323,8 +323,11 @@ impl<'g> Lowering<'g> {
         let mut run: Vec<Expr> = Vec::new();
         let mut run_size = RunSize::default();
         for x in v {
-            if !is_regular_expr(x, &self.analysis.regular)
-                || !x.nullable_given(&self.analysis.nullable)
+            // Nullability first: it usually answers at the first part,
+            // where regularity walks the whole subtree (at every level of
+            // a deep nesting: quadratic).
+            if !x.nullable_given(&self.analysis.nullable)
+                || !is_regular_expr(x, &self.analysis.regular)
             {
                 self.flush_run(&mut run, &mut out, depth)?;
                 run_size = RunSize::default();
@@ -375,7 +378,7 @@ impl<'g> Lowering<'g> {
     /// A parser-rule body with references turned into compiled-rule calls,
     /// inline rules copied in and regular loops lifted into lexemes.
     fn lower(&mut self, e: &Expr, depth: usize) -> Result<Expr> {
-        if depth > 10_000 {
+        if depth > 100_000 {
             return Err(Error::limit("grammar nesting too deep"));
         }
         let p = &self.analysis.productive;

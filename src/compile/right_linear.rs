@@ -174,15 +174,35 @@ impl Equation {
 }
 
 /// `e` as right-linear alternatives, or `None` when a group rule is read
-/// anywhere but last.
+/// anywhere but last, or when the alternatives' prefixes hold more than
+/// [`MAX_SOLVED_SIZE`] parts in all (the solution would be refused as too
+/// large anyway). The bound is checked at every level: a sequence copies
+/// its head into every alternative of its tail, so nesting
+/// `("a" ("b" | ... root?))` 4,000 deep made prefixes of cubic total
+/// cost (9 s) before the size check after them.
 fn terms(e: &Expr, group: &FastMap<RuleId, usize>) -> Option<Terms> {
+    let out = terms_unchecked(e, group)?;
+    let parts = out.iter().map(|(p, _)| p.len()).sum::<usize>();
+    (parts <= MAX_SOLVED_SIZE).then_some(out)
+}
+
+fn terms_unchecked(e: &Expr, group: &FastMap<RuleId, usize>) -> Option<Terms> {
     let mentions = |e: &Expr| collect_refs(e).iter().any(|r| group.contains_key(r));
     match e {
         Expr::Ref(r) if group.contains_key(r) => Some(vec![(Vec::new(), Some(group[r]))]),
+        // Nested alternations opened up in place: each level collecting
+        // the terms of the one inside it copied them again (quadratic).
         Expr::Alt(v) => {
             let mut out = Vec::new();
-            for x in v {
-                out.extend(terms(x, group)?);
+            let mut stack = vec![v.iter()];
+            while let Some(top) = stack.last_mut() {
+                match top.next() {
+                    None => {
+                        stack.pop();
+                    }
+                    Some(Expr::Alt(inner)) => stack.push(inner.iter()),
+                    Some(x) => out.extend(terms(x, group)?),
+                }
             }
             Some(out)
         }

@@ -170,11 +170,17 @@ impl<'a> RtnBuilder<'a> {
         edges: &mut Edges,
     ) -> Result<Vec<SState>> {
         let start = self.fresh()?;
-        let end = self.expr(body, start)?;
+        let end = self.expr(body, start, None)?;
         Ok(self.eliminate_epsilons(start, end, rule, base, edges))
     }
 
-    fn expr(&mut self, e: &Expr, from: u32) -> Result<u32> {
+    /// The automaton of `e` from state `from`; returns its end state.
+    /// `to`: a state the caller would link the end to by an epsilon edge
+    /// and nothing else, which an alternation takes as its own end. Nested
+    /// groups (`("a" | ("b" | ...))`) then share one end instead of a
+    /// chain of epsilon edges that the closure of every alternative walked
+    /// up to the top (quadratic: 2.3 s at 20,000 levels).
+    fn expr(&mut self, e: &Expr, from: u32, to: Option<u32>) -> Result<u32> {
         Ok(match e {
             Expr::Empty => from,
             Expr::Nothing => self.fresh()?,
@@ -190,18 +196,23 @@ impl<'a> RtnBuilder<'a> {
             Expr::Class(c) => self.class(c, from)?,
             Expr::Seq(v) => {
                 let mut cur = from;
-                for x in v {
-                    cur = self.expr(x, cur)?;
+                for (i, x) in v.iter().enumerate() {
+                    cur = self.expr(x, cur, if i + 1 == v.len() { to } else { None })?;
                 }
                 cur
             }
             Expr::Alt(v) => {
-                let end = self.fresh()?;
+                let end = match to {
+                    Some(t) => t,
+                    None => self.fresh()?,
+                };
                 for x in v {
                     let s = self.fresh()?;
                     self.edge(from, Edge::Eps(s));
-                    let e = self.expr(x, s)?;
-                    self.edge(e, Edge::Eps(end));
+                    let e = self.expr(x, s, Some(end))?;
+                    if e != end {
+                        self.edge(e, Edge::Eps(end));
+                    }
                 }
                 end
             }
@@ -215,13 +226,13 @@ impl<'a> RtnBuilder<'a> {
                 for _ in 0..*min {
                     let s = self.fresh()?;
                     self.edge(cur, Edge::Eps(s));
-                    cur = self.expr(expr, s)?;
+                    cur = self.expr(expr, s, None)?;
                 }
                 match max {
                     None => {
                         let head = self.fresh()?;
                         self.edge(cur, Edge::Eps(head));
-                        let e = self.expr(expr, head)?;
+                        let e = self.expr(expr, head, None)?;
                         self.edge(e, Edge::Eps(head));
                         head
                     }
@@ -231,7 +242,7 @@ impl<'a> RtnBuilder<'a> {
                         for _ in *min..*max {
                             let s = self.fresh()?;
                             self.edge(cur, Edge::Eps(s));
-                            cur = self.expr(expr, s)?;
+                            cur = self.expr(expr, s, None)?;
                             self.edge(cur, Edge::Eps(end));
                         }
                         end
@@ -243,7 +254,7 @@ impl<'a> RtnBuilder<'a> {
                 self.edge(from, Edge::Call(*r, next));
                 next
             }
-            Expr::JsonStrings(js) if !js.negated() => self.expr(&js.spelled(), from)?,
+            Expr::JsonStrings(js) if !js.negated() => self.expr(&js.spelled(), from, to)?,
             Expr::And(_) | Expr::Not(_) | Expr::JsonStrings(_) | Expr::DecimalMultiple(_) => {
                 return Err(Error::unsupported(
                     "intersection and complement are only supported on regular parts",
