@@ -56,6 +56,54 @@ const MAX_NEEDS: usize = 4;
 /// Which of an object shape's `need`s are met: bit `i` for `need[i]`.
 type NeedsMet = u32;
 
+/// What an object's states count of its members: nothing unless the
+/// shape's `minProperties`/`maxProperties` can bind (a minimum above the
+/// required members, a maximum below what may be written), and then up to
+/// `k`, past which the count stops changing.
+struct MemberCount {
+    /// Members needed (0: the required ones suffice).
+    min: usize,
+    /// Members allowed, when it can bind.
+    max: Option<usize>,
+    /// The highest count a state tells apart.
+    k: usize,
+}
+
+impl MemberCount {
+    /// `n` listed members, `nreq` of them required; `has_extra`: unlisted
+    /// members may be written too.
+    fn new(s: &ObjShape, n: usize, nreq: usize, has_extra: bool) -> MemberCount {
+        let min = if s.min as usize > nreq {
+            s.min as usize
+        } else {
+            0
+        };
+        let max = match s.max {
+            Some(m) if has_extra || (m as usize) < n => Some(m as usize),
+            _ => None,
+        };
+        MemberCount {
+            min,
+            max,
+            k: max.unwrap_or(min),
+        }
+    }
+
+    /// Another member may follow `c` written.
+    fn can_add(&self, c: usize) -> bool {
+        self.max.is_none_or(|m| c < m)
+    }
+
+    /// The count after one more member.
+    fn inc(&self, c: usize) -> usize {
+        if self.max.is_none() {
+            (c + 1).min(self.k)
+        } else {
+            c + 1
+        }
+    }
+}
+
 /// The needs an object of the shape must meet in the end (past
 /// [`MAX_NEEDS`], lenient mode enforces the first ones only).
 fn all_needs(s: &ObjShape) -> NeedsMet {
@@ -1999,20 +2047,10 @@ impl<'a> Compiler<'a> {
         let Some((members, extras)) = self.object_members(s)? else {
             return Ok(Expr::Nothing);
         };
-        let has_extra = !extras.is_empty();
         let n = members.len();
         let nreq = members.iter().filter(|m| m.1).count();
-        // Counting is needed only when the bounds can bind.
-        let min = if s.min as usize > nreq {
-            s.min as usize
-        } else {
-            0
-        };
-        let max = match s.max {
-            Some(m) if has_extra || (m as usize) < n => Some(m as usize),
-            _ => None,
-        };
-        let k = max.unwrap_or(min);
+        let count = MemberCount::new(s, n, nreq, !extras.is_empty());
+        let (min, k) = (count.min, count.k);
         // Which listed members the state tracks as a set (bit i = member
         // i written); the other required ones are counted.
         let tracked: Vec<bool> = if n <= ANY_ORDER_EXACT_MAX {
@@ -2035,8 +2073,7 @@ impl<'a> Compiler<'a> {
                  {MAX_COUNT_STATES} counting states"
             )));
         }
-        let can_add = |c: usize| max.is_none_or(|m| c < m);
-        let inc = |c: usize| if max.is_none() { (c + 1).min(k) } else { c + 1 };
+        let (can_add, inc) = (|c| count.can_add(c), |c| count.inc(c));
         let all_needs = all_needs(s);
         let mut bit = vec![0u64; n];
         let mut next_bit = 0;

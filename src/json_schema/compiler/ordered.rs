@@ -5,7 +5,7 @@
 //! list (where `additionalProperties` / `patternProperties` allow them)
 //! come after every listed one.
 
-use super::{all_needs, Compiler, NeedsMet, MAX_COUNT_STATES};
+use super::{all_needs, Compiler, MemberCount, NeedsMet, MAX_COUNT_STATES};
 use crate::error::{Error, Result};
 use crate::hash::FastMap;
 use crate::ir::{Expr, LexemeHint, RuleId};
@@ -28,25 +28,15 @@ impl Compiler<'_> {
         };
         let n = members.len();
         let nreq = members.iter().filter(|m| m.1).count();
-        // Counting is needed only when the bounds can bind.
-        let min = if s.min as usize > nreq {
-            s.min as usize
-        } else {
-            0
-        };
-        let max = match s.max {
-            Some(m) if !extras.is_empty() || (m as usize) < n => Some(m as usize),
-            _ => None,
-        };
-        let k = max.unwrap_or(min);
+        let count = MemberCount::new(s, n, nreq, !extras.is_empty());
+        let (min, k) = (count.min, count.k);
         if (n + 1) * (k + 1) * 4 > MAX_COUNT_STATES {
             return Err(Error::limit(format!(
                 "minProperties/maxProperties: the object needs more than \
                  {MAX_COUNT_STATES} counting states"
             )));
         }
-        let can_add = |c: usize| max.is_none_or(|m| c < m);
-        let inc = |c: usize| if max.is_none() { (c + 1).min(k) } else { c + 1 };
+        let (can_add, inc) = (|c| count.can_add(c), |c| count.inc(c));
         let all_needs = all_needs(s);
         let mut rules: FastMap<Key, RuleId> = FastMap::default();
         let mut todo: Vec<Key> = Vec::new();
