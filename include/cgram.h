@@ -185,13 +185,14 @@
 #define CG_JSON_STRICT_INTEGERS 16
 
 /**
- * `cg_compile_options.flags`, JSON Schema: lenient mode. A keyword that
- * no automaton can enforce (`uniqueItems` on items that are not a small
- * set of values, `format` `regex` / `idn-email` / `idn-hostname`, a `not`
- * or an `oneOf` exclusion or `if` whose negation cannot be expressed,
- * `unevaluatedProperties` / `unevaluatedItems`, dynamic scoping, `$ref`
- * outside the document, a `multipleOf` whose automaton would be too
- * large, a `pattern` construct such as a backreference) is left out instead of failing the compile with
+ * `cg_compile_options.flags`, JSON Schema: lenient mode. A keyword that no
+ * automaton can enforce (`uniqueItems` on items that are not a small set
+ * of values, `format` `regex` / `idn-email` / `idn-hostname` (and
+ * `hostname`, kept to its label rules), a `not` or an `oneOf` exclusion or
+ * `if` whose negation cannot be expressed, `unevaluatedProperties` /
+ * `unevaluatedItems`, dynamic scoping, `$ref` outside the document, a
+ * `multipleOf` whose automaton would be too large, a `pattern` construct
+ * such as a backreference) is left out instead of failing the compile with
  * `CG_ERR_UNSUPPORTED`. Leaving a keyword out only ever widens: every
  * instance of the schema stays allowed, and some invalid ones are allowed
  * too. Each keyword left out is reported by `cg_grammar_dropped_count` and

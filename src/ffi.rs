@@ -108,13 +108,14 @@ pub const CG_JSON_ORDERED_PROPERTIES: u32 = 8;
 /// `-3`: never `12.0`, `1.2e1` or `12e0`, which JSON Schema counts as
 /// integers too. Applies to every draft.
 pub const CG_JSON_STRICT_INTEGERS: u32 = 16;
-/// `cg_compile_options.flags`, JSON Schema: lenient mode. A keyword that
-/// no automaton can enforce (`uniqueItems` on items that are not a small
-/// set of values, `format` `regex` / `idn-email` / `idn-hostname`, a `not`
-/// or an `oneOf` exclusion or `if` whose negation cannot be expressed,
-/// `unevaluatedProperties` / `unevaluatedItems`, dynamic scoping, `$ref`
-/// outside the document, a `multipleOf` whose automaton would be too
-/// large, a `pattern` construct such as a backreference) is left out instead of failing the compile with
+/// `cg_compile_options.flags`, JSON Schema: lenient mode. A keyword that no
+/// automaton can enforce (`uniqueItems` on items that are not a small set
+/// of values, `format` `regex` / `idn-email` / `idn-hostname` (and
+/// `hostname`, kept to its label rules), a `not` or an `oneOf` exclusion or
+/// `if` whose negation cannot be expressed, `unevaluatedProperties` /
+/// `unevaluatedItems`, dynamic scoping, `$ref` outside the document, a
+/// `multipleOf` whose automaton would be too large, a `pattern` construct
+/// such as a backreference) is left out instead of failing the compile with
 /// `CG_ERR_UNSUPPORTED`. Leaving a keyword out only ever widens: every
 /// instance of the schema stays allowed, and some invalid ones are allowed
 /// too. Each keyword left out is reported by `cg_grammar_dropped_count` and

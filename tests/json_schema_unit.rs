@@ -641,6 +641,22 @@ fn hostname_format_is_refused() {
     };
     assert_eq!(e.kind(), ErrorKind::Unsupported);
     assert!(e.message().contains("/properties/h"), "{e}");
+    // Lenient: the label rules alone (a superset: A-labels not decoded).
+    let g = compile_with(
+        r#"{"format": "hostname"}"#,
+        cgram::compile::FLAG_JSON_LENIENT,
+    )
+    .unwrap();
+    assert_eq!(g.dropped().len(), 1);
+    for (text, ok) in [
+        (r#""www.example.com""#, true),
+        (r#""xn--X""#, true),
+        (r#""-host""#, false),
+        (r#""host_name""#, false),
+        (r#""example.""#, false),
+    ] {
+        assert_eq!(accepts(&g, text), ok, "{text}");
+    }
 }
 
 /// RFC 6570 with its verified erratum 6937: `'` is a literal character.

@@ -985,27 +985,32 @@ impl<'a> Compiler<'a> {
         }
         if let Some(Value::String(f)) = m.get("format") {
             if f == "hostname" {
-                return Err(unsup(
+                let e = unsup(
                     "format",
                     ptr,
                     "'hostname' cannot be checked exactly by a finite automaton: an IDNA \
                      A-label (xn--...) is valid only when it decodes (Punycode) to a valid \
                      U-label (RFC 5890/5891), and the name is limited to 253 octets",
-                ));
-            }
-            match crate::regex::format_expr(f) {
-                Some(e) => parts.push(e),
-                // Standard formats whose language is not regular (or not
-                // built): asserting them exactly is impossible here.
-                None if matches!(f.as_str(), "regex" | "idn-email" | "idn-hostname") => {
-                    let e = unsup(
-                        "format",
-                        ptr,
-                        format!("'{f}' cannot be checked by a finite automaton"),
-                    );
-                    self.leave_out(e, "format", ptr)?;
+                );
+                self.leave_out(e, "format", ptr)?;
+                // Lenient: the labels' letters, digits and hyphens, a
+                // superset (A-labels not decoded, no total length).
+                parts.extend(crate::regex::format_expr(f));
+            } else {
+                match crate::regex::format_expr(f) {
+                    Some(e) => parts.push(e),
+                    // Standard formats whose language is not regular (or not
+                    // built): asserting them exactly is impossible here.
+                    None if matches!(f.as_str(), "regex" | "idn-email" | "idn-hostname") => {
+                        let e = unsup(
+                            "format",
+                            ptr,
+                            format!("'{f}' cannot be checked by a finite automaton"),
+                        );
+                        self.leave_out(e, "format", ptr)?;
+                    }
+                    None => {}
                 }
-                None => {}
             }
         }
         // A length bound with a pattern or format is counted in the
