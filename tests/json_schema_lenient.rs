@@ -86,6 +86,12 @@ fn run(draft: &str, meta: &str) {
             let strict = compile(&vocab, text.as_bytes(), &options(0));
             let lenient = compile(&vocab, text.as_bytes(), &options(FLAG_JSON_LENIENT));
             let desc = group["description"].as_str().unwrap_or("");
+            if name.ends_with(&format!("{draft}/format.json")) && desc.ends_with(" format") {
+                // 2019-09 on, `format` is an annotation there: every
+                // string passes. cgram asserts formats in every draft (see
+                // `skipped` in tests/json_schema_suite.rs).
+                continue;
+            }
             let strict = match strict {
                 Ok(g) => Some(g),
                 Err(e) if e.kind() == ErrorKind::Unsupported => {
