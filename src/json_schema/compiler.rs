@@ -301,7 +301,7 @@ impl<'a> Compiler<'a> {
                 for x in v {
                     let n = self.eval(x)?;
                     acc = acc
-                        .and(&n)
+                        .and(&n, &self.deadline)
                         .map_err(|e| Error::limit(format!("combining {}: {e}", self.ptr_of(t))))?;
                 }
                 acc
@@ -419,8 +419,11 @@ impl<'a> Compiler<'a> {
             }
         }
         let mut node = Node::any();
+        let deadline = self.deadline;
         let and = |node: &mut Node, other: &Node, kw: &str| -> Result<()> {
-            *node = node.and(other).map_err(|e| algebra(kw, &ptr, e))?;
+            *node = node
+                .and(other, &deadline)
+                .map_err(|e| algebra(kw, &ptr, e))?;
             Ok(())
         };
 
@@ -570,7 +573,7 @@ impl<'a> Compiler<'a> {
                 self.leave_out(e, "not", &ptr)?;
                 None
             } else {
-                match n.not() {
+                match n.not(&self.deadline) {
                     Ok(neg) => Some(neg),
                     Err(e) => {
                         self.leave_out(unsup("not", &ptr, e), "not", &ptr)?;
@@ -593,14 +596,14 @@ impl<'a> Compiler<'a> {
             let t = get(self, "then")?;
             let e = get(self, "else")?;
             let err = |e: String| algebra("if", &ptr, e);
-            let yes = i.and(&t).map_err(err)?;
+            let yes = i.and(&t, &self.deadline).map_err(err)?;
             let if_term = self.doc.child(id, &["if"]).map(Term::Loc);
             let not_i = if if_term.is_some_and(|x| self.is_widened(&x)) {
                 let e = unsup("if", &ptr, "a keyword inside it was left out");
                 self.leave_out(e, "if", &ptr)?;
                 Node::any()
             } else {
-                match i.not() {
+                match i.not(&self.deadline) {
                     Ok(n) => n,
                     Err(e) => {
                         self.leave_out(unsup("if", &ptr, e), "if", &ptr)?;
@@ -608,7 +611,7 @@ impl<'a> Compiler<'a> {
                     }
                 }
             };
-            let no = not_i.and(&e).map_err(err)?;
+            let no = not_i.and(&e, &self.deadline).map_err(err)?;
             let n = yes.or(&no).map_err(err)?;
             and(&mut node, &n, "if")?;
         }
@@ -792,7 +795,9 @@ impl<'a> Compiler<'a> {
         let mut branches = Vec::new();
         for &s in subs {
             let n = self.eval(&Term::Loc(s))?;
-            let n = n.and(ctx).map_err(|e| algebra("oneOf", ptr, e))?;
+            let n = n
+                .and(ctx, &self.deadline)
+                .map_err(|e| algebra("oneOf", ptr, e))?;
             branches.push(n);
         }
         let k = branches.len();
@@ -805,7 +810,7 @@ impl<'a> Compiler<'a> {
                     continue;
                 }
                 let both = cur
-                    .and(&branches[j])
+                    .and(&branches[j], &self.deadline)
                     .map_err(|e| algebra("oneOf", ptr, e))?;
                 if self.is_empty_deep(&both, 3)? {
                     continue;
@@ -816,7 +821,7 @@ impl<'a> Compiler<'a> {
                     let neg = if self.is_widened(&Term::Loc(subs[j])) {
                         Err("a keyword inside it was left out".to_string())
                     } else {
-                        branches[j].hardened().not()
+                        branches[j].hardened().not(&self.deadline)
                     };
                     let neg = match neg {
                         Ok(neg) => neg,
@@ -837,7 +842,7 @@ impl<'a> Compiler<'a> {
                     negs[j] = Some(neg);
                 }
                 cur = cur
-                    .and(negs[j].as_ref().unwrap())
+                    .and(negs[j].as_ref().unwrap(), &self.deadline)
                     .map_err(|e| algebra("oneOf", ptr, e))?;
             }
             acc = acc.or(&cur).map_err(|e| algebra("oneOf", ptr, e))?;
@@ -929,7 +934,7 @@ impl<'a> Compiler<'a> {
         .into_iter()
         .collect();
         if let Some(s) = schema {
-            present = present.and(s)?;
+            present = present.and(s, &self.deadline)?;
         }
         absent.or(&present)
     }

@@ -16,12 +16,19 @@
 use std::collections::BTreeSet;
 
 use crate::hash::FastSet;
+use crate::limits::Deadline;
 
 use super::number::{set_and, set_not, set_or, NumAtom};
 use super::strings::StrLang;
 
 /// Most shapes (alternatives) of one type in a node.
 pub const MAX_SHAPES: usize = 1024;
+/// Most pairwise intersections of shapes one boolean operation on nodes
+/// computes (a negation intersects with each shape's negation in turn).
+/// Each is a merge of two shapes; the bound keeps an operation to tens of
+/// milliseconds, as unions are allowed to grow past what pairs of the
+/// largest ones could be intersected.
+const MAX_SHAPE_PAIRS: usize = 16_384;
 
 /// A schema-valued expression, evaluated lazily into a [`Node`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -548,15 +555,23 @@ fn too_many() -> String {
 }
 
 /// The pairwise intersections of two unions of shapes, without repeats
-/// (at most [`MAX_SHAPES`]).
+/// (at most [`MAX_SHAPES`]); `pairs` counts the intersections computed
+/// against [`MAX_SHAPE_PAIRS`].
 fn product<S: Eq + std::hash::Hash + Clone>(
     xs: &[S],
     ys: &[S],
     and: impl Fn(&S, &S) -> Option<S>,
+    pairs: &mut usize,
+    deadline: &Deadline,
 ) -> Result<Vec<S>, String> {
+    *pairs += xs.len() * ys.len();
+    if *pairs > MAX_SHAPE_PAIRS {
+        return Err(too_many());
+    }
     let mut out = Vec::new();
     let mut seen: FastSet<S> = FastSet::default();
     for a in xs {
+        deadline.check().map_err(|e| e.message().to_string())?;
         for b in ys {
             if let Some(s) = and(a, b) {
                 if seen.insert(s.clone()) {
@@ -608,15 +623,17 @@ impl Node {
             && self.obj.is_empty()
     }
 
-    pub fn and(&self, o: &Node) -> Result<Node, String> {
+    /// The intersection; the pairs of shapes it merges check `deadline`.
+    pub fn and(&self, o: &Node, deadline: &Deadline) -> Result<Node, String> {
         if self.is_any() {
             return Ok(o.clone());
         }
         if o.is_any() {
             return Ok(self.clone());
         }
-        let arr = product(&self.arr, &o.arr, ArrShape::and)?;
-        let obj = product(&self.obj, &o.obj, ObjShape::and)?;
+        let mut pairs = 0;
+        let arr = product(&self.arr, &o.arr, ArrShape::and, &mut pairs, deadline)?;
+        let obj = product(&self.obj, &o.obj, ObjShape::and, &mut pairs, deadline)?;
         let num = set_and(&self.num, &o.num);
         if num.len() > MAX_SHAPES {
             return Err(too_many());
@@ -672,14 +689,16 @@ impl Node {
         n
     }
 
-    pub fn not(&self) -> Result<Node, String> {
+    /// The complement; the pairs of shapes it merges check `deadline`.
+    pub fn not(&self, deadline: &Deadline) -> Result<Node, String> {
+        let mut pairs = 0;
         let mut arr = vec![ArrShape::any()];
         for s in &self.arr {
-            arr = product(&arr, &s.negate()?, ArrShape::and)?;
+            arr = product(&arr, &s.negate()?, ArrShape::and, &mut pairs, deadline)?;
         }
         let mut obj = vec![ObjShape::any()];
         for s in &self.obj {
-            obj = product(&obj, &s.negate()?, ObjShape::and)?;
+            obj = product(&obj, &s.negate()?, ObjShape::and, &mut pairs, deadline)?;
         }
         let num = set_not(&self.num);
         if num.len() > MAX_SHAPES {
@@ -714,7 +733,7 @@ mod tests {
         let n = a.negate().unwrap();
         assert_eq!(n[0].max, Some(1));
         let any = Node::any();
-        assert!(any.not().unwrap().is_empty());
-        assert!(Node::none().not().unwrap().is_any());
+        assert!(any.not(&Deadline::none()).unwrap().is_empty());
+        assert!(Node::none().not(&Deadline::none()).unwrap().is_any());
     }
 }

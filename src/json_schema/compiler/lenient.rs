@@ -106,7 +106,7 @@ impl Compiler<'_> {
             self.leave_out(e, "not", &ptr)?;
             return Ok(Node::any());
         }
-        match n.not() {
+        match n.not(&self.deadline) {
             Ok(neg) => Ok(neg),
             Err(e) => {
                 let e = Error::unsupported(format!("not of {}: {e}", self.ptr_of(x)));
