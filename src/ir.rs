@@ -11,7 +11,7 @@ use std::sync::Arc;
 pub(crate) mod graph;
 mod json_string;
 
-pub use json_string::{encode, encode_class, valid_content, JsonStrings};
+pub use json_string::{encode, encode_class, quoted_length, valid_content, JsonStrings};
 
 /// Index of a rule in [`Grammar::rules`].
 pub type RuleId = u32;
@@ -358,6 +358,12 @@ pub enum LexemeHint {
     /// Never a lexeme (nor inlined into one): a parser rule whose own
     /// loops may still become lexemes.
     Never,
+    /// A lexeme whose body is `"`-quoted JSON strings `A` intersected
+    /// with the JSON strings of `min..=max` code points (`max` `u32::MAX`:
+    /// none): built as `A`'s automaton with a count next to it (see
+    /// `compile::lexeme::Counter`) rather than as the product. Whoever
+    /// ignores the hint still reads the exact language.
+    Counted { min: u32, max: u32 },
 }
 
 /// One named rule.

@@ -936,3 +936,66 @@ fn one_of_with_hundreds_of_shapes() {
         ],
     );
 }
+
+/// A length bound beside a pattern or format counts code points next to
+/// the pattern's automaton: large bounds compile, and every bound is exact
+/// (escapes, multi-byte characters and surrogate pairs are one code point
+/// each).
+#[test]
+fn counted_length_beside_a_pattern() {
+    let email = r#"{"type":"string","format":"email","maxLength":1024}"#;
+    let long_local = format!("\"{}@b.co\"", "a".repeat(1019));
+    let too_long = format!("\"{}@b.co\"", "a".repeat(1020));
+    check(
+        email,
+        &["\"a@b.co\"", long_local.as_str()],
+        &["\"ab.co\"", too_long.as_str(), "\"a@b.co"],
+    );
+    // Word counts with a bound: both counters.
+    let words =
+        r#"{"type":"string","maxLength":70,"minLength":3,"pattern":"^(?:\\S+\\s+){0,9}\\S+$"}"#;
+    let ten = format!("\"{}\"", vec!["abcdef"; 10].join(" "));
+    let eleven = format!("\"{}\"", vec!["ab"; 11].join(" "));
+    let long = format!("\"{}\"", vec!["abcdefg"; 9].join(" "));
+    check(
+        words,
+        &["\"abc\"", "\"a b\"", ten.as_str()],
+        &["\"ab\"", eleven.as_str(), long.as_str(), "\"a  \""],
+    );
+    // Code points, not bytes: escapes and UTF-8 sequences count once.
+    let exact = r#"{"type":"string","pattern":"^x","minLength":65,"maxLength":65}"#;
+    let ascii = format!("\"x{}\"", "y".repeat(64));
+    let escaped = format!("\"x{}\\u0079\"", "y".repeat(63));
+    let utf8 = format!("\"x{}é\"", "y".repeat(63));
+    let pair = format!("\"x{}\\ud83d\\ude00\"", "y".repeat(63));
+    let short = format!("\"x{}\"", "y".repeat(63));
+    let long = format!("\"x{}\"", "y".repeat(65));
+    check(
+        exact,
+        &[
+            ascii.as_str(),
+            escaped.as_str(),
+            utf8.as_str(),
+            pair.as_str(),
+        ],
+        &[short.as_str(), long.as_str()],
+    );
+    // No maximum: the count saturates at the minimum.
+    let at_least = r#"{"type":"string","pattern":"^a+$","minLength":100}"#;
+    let hundred = format!("\"{}\"", "a".repeat(100));
+    let many = format!("\"{}\"", "a".repeat(333));
+    let short = format!("\"{}\"", "a".repeat(99));
+    check(
+        at_least,
+        &[hundred.as_str(), many.as_str()],
+        &[short.as_str()],
+    );
+    // Beside other types, in arrays and objects.
+    let mixed =
+        r#"{"type":"array","items":{"type":["string","null"],"format":"uri","maxLength":2000}}"#;
+    check(
+        mixed,
+        &["[]", "[null, \"http://a.b/c\", \"https://x.y\"]"],
+        &["[\"not a uri\"]"],
+    );
+}

@@ -195,7 +195,8 @@ pub fn analyze(g: &Grammar) -> Result<Analysis> {
                 && exp_size[r] > INLINE_MAX_SIZE
                 && exp_size[r] <= LITERAL_SET_MAX_SIZE
                 && hint != LexemeHint::Never;
-            if (boolean[r] && exp_size[r] <= LEXEME_MAX_SIZE) || big_literal_set {
+            let counted = matches!(hint, LexemeHint::Counted { .. }) && regular[r];
+            if (boolean[r] && exp_size[r] <= LEXEME_MAX_SIZE) || big_literal_set || counted {
                 RuleClass::Lexeme
             } else if !regular[r]
                 || exp_size[r] > LEXEME_MAX_SIZE

@@ -561,12 +561,36 @@ pub fn compile_ir(
             }
             _ => None,
         };
-        let dfa = match &lexeme_expr {
-            Some(e) => vocab
+        let counted = match &low.pending[i].1 {
+            Source::Rule(r) => match grammar.rules[*r as usize].lexeme {
+                ir::LexemeHint::Counted { min, max } => {
+                    Some((min, (max != u32::MAX).then_some(max)))
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        let dfa = match (&lexeme_expr, counted) {
+            (Some(e @ Expr::And(parts)), Some((min, max)))
+                if parts.len() == 2 && parts[1] == ir::quoted_length(min, max) =>
+            {
+                match vocab
+                    .lexemes
+                    .try_get_or_build_counted(e, &parts[0], min, max, &limits)
+                    .map_err(|err| err.context(format!("rule '{name}'")))?
+                {
+                    Some(d) => Some(d),
+                    None => vocab
+                        .lexemes
+                        .try_get_or_build(e, &limits)
+                        .map_err(|err| err.context(format!("rule '{name}'")))?,
+                }
+            }
+            (Some(e), _) => vocab
                 .lexemes
                 .try_get_or_build(e, &limits)
                 .map_err(|err| err.context(format!("rule '{name}'")))?,
-            None => None,
+            (None, _) => None,
         };
         if let Some(dfa) = dfa {
             dfa.prepare_walks(vocab.trie(), &options.deadline)
@@ -608,18 +632,22 @@ pub fn compile_ir(
     }
     // Lexeme state blocks after the parser-rule states.
     let mut next = structural.len() as u64;
+    let mut stored = structural.len();
     let mut lexeme_blocks = Vec::new();
     for (name_kind, rule) in kinds.iter_mut().zip(0u32..) {
         if let RuleKind::Lexeme { dfa, base } = &mut name_kind.1 {
             *base = next as u32;
             lexeme_blocks.push((next as u32, rule));
-            next += dfa.num_states() as u64;
+            // A counted lexeme numbers every (count, state) pair but
+            // stores only its table.
+            next += dfa.num_lexeme_states() as u64;
+            stored += dfa.num_states();
         }
     }
     if next >= u32::MAX as u64 / 2 {
         return Err(Error::limit("too many automaton states"));
     }
-    budget.check(next as usize)?;
+    budget.check(stored)?;
     trim(&kinds, &mut structural, &mut edges)?;
     let nullable = compute_nullable(&kinds, &structural, &edges);
     let follow = compute_follow(&kinds, &structural, &edges, &nullable);
@@ -728,7 +756,7 @@ fn compute_nullable(
         .iter()
         .map(|(_, k)| match k {
             RuleKind::Lexeme { dfa, .. } => {
-                dfa.start != lexeme::DEAD && dfa.is_final[dfa.start as usize]
+                dfa.start != lexeme::DEAD && dfa.is_final_state(dfa.start)
             }
             RuleKind::Structural { .. } => false,
         })
@@ -762,7 +790,7 @@ fn lexeme_first_bytes(kinds: &[(String, RuleKind)]) -> Vec<ByteSet> {
         .iter()
         .map(|(_, k)| match k {
             RuleKind::Lexeme { dfa, .. } if dfa.start != lexeme::DEAD => {
-                dfa.first_bytes[dfa.start as usize]
+                dfa.first_bytes_of(dfa.start)
             }
             _ => [0; 4],
         })

@@ -267,3 +267,15 @@ pub fn valid_content() -> Expr {
     V.get_or_init(|| Expr::star(encode_class(&CharClass::any())))
         .clone()
 }
+
+/// The JSON texts (quotes included) of the strings of `min..=max` code
+/// points: the length part of a [`crate::ir::LexemeHint::Counted`]
+/// lexeme, written the same way by the front end and recognized by the
+/// compiler.
+pub fn quoted_length(min: u32, max: Option<u32>) -> Expr {
+    Expr::seq(vec![
+        Expr::literal("\""),
+        encode(&Expr::repeat(Expr::Class(CharClass::any()), min, max)),
+        Expr::literal("\""),
+    ])
+}

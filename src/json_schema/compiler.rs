@@ -48,6 +48,10 @@ const CHUNK: u32 = 32;
 const CHUNK_ABOVE: u32 = 256;
 /// Most chunks of a long string.
 const MAX_CHUNKS: u32 = 40_000;
+/// A length bound from which a string with a `pattern` or `format` counts
+/// its code points beside the pattern's automaton (see
+/// [`LexemeHint::Counted`]) instead of multiplying the two automata.
+const COUNTED_FROM: u32 = 64;
 /// Most "some member with a name in L has a value in T" conditions (from
 /// negated `additionalProperties` / `patternProperties`) on one object:
 /// its states track which are met, and a member may meet several at once
@@ -1018,35 +1022,6 @@ impl<'a> Compiler<'a> {
                 }
             }
         }
-        // A length bound with a pattern or format is counted in the
-        // pattern's automaton: the expanded expression must stay within
-        // the compiler's lexeme size.
-        if parts.len() > 1 {
-            if let Some(Expr::Repeat { min, max, .. }) = parts.first() {
-                let bound = max.unwrap_or(*min).max(*min) as usize;
-                let unit = super::strings::encode_class(&CharClass::any()).size();
-                let rest: usize = parts[1..]
-                    .iter()
-                    .map(|e| super::strings::encode(e).size())
-                    .sum();
-                if unit * bound + rest > crate::compile::analyze::LEXEME_MAX_SIZE * 4 / 5 {
-                    let kw = if m.contains_key("maxLength") {
-                        "maxLength"
-                    } else {
-                        "minLength"
-                    };
-                    return Err(kw_err(
-                        ErrorKind::Limit,
-                        kw,
-                        ptr,
-                        format!(
-                            "a length bound of {bound} together with pattern or format is too \
-                             large an automaton (the bound is counted inside the pattern's)"
-                        ),
-                    ));
-                }
-            }
-        }
         if parts.is_empty() {
             return Ok(None);
         }
@@ -1468,7 +1443,14 @@ impl<'a> Compiler<'a> {
                 Some((lo, hi)) if lo > CHUNK_ABOVE || hi.is_some_and(|h| h > CHUNK_ABOVE) => {
                     composite.push(Expr::Ref(self.chunked_string(lo, hi)?));
                 }
-                _ => scalars.push(self.encoded(&n.str)),
+                _ => match counted_length(&n.str) {
+                    Some((rest, lo, hi))
+                        if lo >= COUNTED_FROM || hi.is_some_and(|h| h >= COUNTED_FROM) =>
+                    {
+                        composite.push(Expr::Ref(self.counted_string(&rest, lo, hi)?));
+                    }
+                    _ => scalars.push(self.encoded(&n.str)),
+                },
             }
         }
         for s in &n.arr {
@@ -1485,6 +1467,33 @@ impl<'a> Compiler<'a> {
             composite.insert(0, Expr::Ref(r));
         }
         Ok((Expr::alt(composite), LexemeHint::Never))
+    }
+
+    /// The strings of `rest` with `lo..=hi` code points, as a lexeme that
+    /// counts code points next to `rest`'s automaton (see
+    /// [`LexemeHint::Counted`]), behind a parser rule that keeps the
+    /// compiler from merging it into a larger lexeme (which could repeat
+    /// it, and a count belongs to one string).
+    fn counted_string(&mut self, rest: &StrLang, lo: u32, hi: Option<u32>) -> Result<RuleId> {
+        let body = Expr::And(vec![self.encoded(rest), crate::ir::quoted_length(lo, hi)]);
+        let key = Expr::Seq(vec![Expr::literal("counted-rule"), body.clone()]);
+        if let Some(&r) = self.lexemes.get(&key) {
+            return Ok(r);
+        }
+        let lexeme = self.new_rule(format!("counted#{}", self.b.len()))?;
+        self.b.set_body(lexeme, body);
+        self.b.set_lexeme_hint(
+            lexeme,
+            LexemeHint::Counted {
+                min: lo,
+                max: hi.unwrap_or(u32::MAX),
+            },
+        );
+        let r = self.new_rule("counted".into())?;
+        self.b.set_body(r, Expr::Ref(lexeme));
+        self.b.set_lexeme_hint(r, LexemeHint::Never);
+        self.lexemes.insert(key, r);
+        Ok(r)
     }
 
     /// Strings of `lo..=hi` code points as a parser rule counting chunks
@@ -2239,6 +2248,34 @@ fn empty_atom() -> NumAtom {
 }
 
 /// `Some((min, max))` when the language is only a length bound.
+/// A language that is a length bound and something else: the something
+/// else and the bound (the intersection of every length part).
+fn counted_length(l: &StrLang) -> Option<(StrLang, u32, Option<u32>)> {
+    let StrLang::Re(Expr::And(parts)) = l else {
+        return None;
+    };
+    let (mut lo, mut hi) = (0u32, None::<u32>);
+    let mut rest = Vec::new();
+    let mut bounded = false;
+    for p in parts {
+        match pure_length(&StrLang::Re(p.clone())) {
+            Some((a, b)) => {
+                bounded = true;
+                lo = lo.max(a);
+                hi = match (hi, b) {
+                    (Some(x), Some(y)) => Some(x.min(y)),
+                    (x, y) => x.or(y),
+                };
+            }
+            None => rest.push(p.clone()),
+        }
+    }
+    if !bounded || rest.is_empty() || hi.is_some_and(|h| h < lo) {
+        return None;
+    }
+    Some((StrLang::Re(Expr::and(rest)), lo, hi))
+}
+
 fn pure_length(l: &StrLang) -> Option<(u32, Option<u32>)> {
     match l {
         StrLang::Re(Expr::Repeat { expr, min, max }) => match &**expr {

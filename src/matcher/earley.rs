@@ -11,7 +11,7 @@
 //! top of a read-only chart, one per byte of a trie path, and pops them when
 //! the walk backtracks.
 
-use crate::compile::lexeme::{byteset_contains, ByteSet, DEAD};
+use crate::compile::lexeme::{ByteSet, DEAD};
 use crate::compile::{CompiledGrammar, RuleKind};
 
 /// Origin of the synthetic start item: its completion feeds nothing.
@@ -110,7 +110,7 @@ impl CompiledGrammar {
             self.structural[state as usize].is_final
         } else {
             let (dfa, s) = self.lexeme_state(state);
-            dfa.is_final[s as usize]
+            dfa.is_final_state(s)
         }
     }
 
@@ -124,12 +124,12 @@ impl CompiledGrammar {
     }
 
     /// Bytes the state itself can read next (not through predictions).
-    pub(crate) fn direct_first(&self, state: u32) -> &ByteSet {
+    pub(crate) fn direct_first(&self, state: u32) -> ByteSet {
         if self.is_structural(state) {
-            &self.structural[state as usize].direct_first
+            self.structural[state as usize].direct_first
         } else {
             let (dfa, s) = self.lexeme_state(state);
-            &dfa.first_bytes[s as usize]
+            dfa.first_bytes_of(s)
         }
     }
 
@@ -138,7 +138,7 @@ impl CompiledGrammar {
         if self.is_structural(state) {
             !self.byte_edges(state).is_empty() || !self.token_edges(state).is_empty()
         } else {
-            self.direct_first(state) != &[0u64; 4]
+            self.direct_first(state) != [0u64; 4]
         }
     }
 
@@ -157,9 +157,6 @@ impl CompiledGrammar {
                 }
             } else {
                 let (dfa, s) = self.lexeme_state(it.state);
-                if !byteset_contains(&dfa.first_bytes[s as usize], byte) {
-                    continue;
-                }
                 let t = dfa.next(s, byte);
                 if t != DEAD {
                     out.push(Item {
@@ -355,7 +352,7 @@ impl LexemeWalk<'_> {
             out.states[x] = t;
             if t != crate::compile::lexeme::DEAD {
                 out.alive = true;
-                out.can_end |= dfa.is_final[t as usize];
+                out.can_end |= dfa.is_final_state(t);
             }
         }
         out
@@ -572,7 +569,7 @@ impl<'a> Walker<'a> {
                 return None;
             }
             let (dfa, s) = self.g.lexeme_state(it.state);
-            if dfa.is_final[s as usize] {
+            if dfa.is_final_state(s) {
                 return None;
             }
             walk.dfas[k] = Some(dfa);

@@ -827,7 +827,7 @@ pub fn free_exits(vocab: &Vocab, info: &TokenInfo, first: &ByteSet, next: Lexeme
                 .dfas
                 .iter()
                 .zip(&states)
-                .any(|(d, &st)| d.is_some_and(|d| st != DEAD && d.is_final[st as usize]));
+                .any(|(d, &st)| d.is_some_and(|d| st != DEAD && d.is_final_state(st)));
         if can_end {
             // Only the tokens below the node are left to the parser.
             if c + 1 < nodes[c].subtree_end as usize {
@@ -1029,10 +1029,7 @@ impl<'a> DfaWalk<'a> {
         // characters only where bytes do not tell (a subtree with
         // multi-byte characters).
         let trie = self.trie;
-        let bytes = self
-            .dfa
-            .safe_groups(trie)
-            .groups(t, trie.height_below(i as u32));
+        let bytes = self.dfa.safe_bytes(trie, t, trie.height_below(i as u32));
         let whole =
             |this: &mut Self| this.add_range(n.tok_start, nodes[n.subtree_end as usize].tok_start);
         if trie.groups_below(i as u32) & !bytes == 0 {
@@ -1044,8 +1041,7 @@ impl<'a> DfaWalk<'a> {
             0
         } else {
             self.dfa
-                .char_safe_groups(trie)
-                .groups(t, trie.char_height_below(i as u32))
+                .safe_chars(trie, t, trie.char_height_below(i as u32))
                 & !INSIDE_CHAR
         };
         if below & INSIDE_CHAR == 0 && below & !chars == 0 {
@@ -1063,7 +1059,7 @@ impl<'a> DfaWalk<'a> {
         }
         self.add_range(n.tok_start, nodes[i + 1].tok_start);
         let d = n.depth as usize;
-        if self.dfa.is_final[t as usize] && self.dfa.first_bytes[t as usize] == [0; 4] {
+        if self.dfa.is_final_state(t) && self.dfa.first_bytes_of(t) == [0; 4] {
             // The lexeme ends here and reads nothing more: every token
             // below leaves it, here or where it could end before.
             if i + 1 < n.subtree_end as usize {
@@ -1081,7 +1077,7 @@ impl<'a> DfaWalk<'a> {
         }
         self.child_groups[d + 1] = (bytes, chars);
         self.stack[d] = t;
-        if self.dfa.is_final[t as usize] {
+        if self.dfa.is_final_state(t) {
             self.pending.push(d as u16);
         }
         true
@@ -1362,24 +1358,38 @@ pub fn info_for(g: &CompiledGrammar, state: u32) -> Arc<TokenInfo> {
         cell.get_or_init(|| info).clone()
     } else {
         let (dfa, s) = g.lexeme_state(state);
-        lexeme_state_info(g.vocab(), dfa, s).clone()
+        lexeme_state_info(g.vocab(), dfa, s)
     }
 }
 
 /// The cached token sets of state `s` of a lexeme: its own, or those of
 /// the vocabulary's shared string DFAs where they agree.
-fn lexeme_state_info<'d>(vocab: &Vocab, dfa: &'d LexemeDfa, s: u32) -> &'d Arc<TokenInfo> {
+fn lexeme_state_info(vocab: &Vocab, dfa: &LexemeDfa, s: u32) -> Arc<TokenInfo> {
     // States that no token can tell apart share one token set.
     let s = dfa.token_class(s, vocab.max_token_len());
-    dfa.infos[s as usize].get_or_init(|| {
-        string_body_info(vocab, dfa, s)
-            .or_else(|| string_tail_info(vocab, dfa, s))
-            .unwrap_or_else(|| {
-                let info = lexeme_info(vocab, dfa, s);
-                dfa.note_learned(info.memory());
-                Arc::new(info)
-            })
-    })
+    if let Some(counter) = &dfa.counter {
+        if let Some(info) = counter.infos.lock().unwrap().get(&s) {
+            return info.clone();
+        }
+        let info = Arc::new(lexeme_info(vocab, dfa, s));
+        let mut infos = counter.infos.lock().unwrap();
+        if infos.len() < crate::compile::lexeme::counted::MAX_COUNTED_INFOS {
+            dfa.note_learned(info.memory());
+            infos.insert(s, info.clone());
+        }
+        return info;
+    }
+    dfa.infos[s as usize]
+        .get_or_init(|| {
+            string_body_info(vocab, dfa, s)
+                .or_else(|| string_tail_info(vocab, dfa, s))
+                .unwrap_or_else(|| {
+                    let info = lexeme_info(vocab, dfa, s);
+                    dfa.note_learned(info.memory());
+                    Arc::new(info)
+                })
+        })
+        .clone()
 }
 
 /// The token sets of a state inside "any other string", shared through the
@@ -1403,7 +1413,7 @@ fn any_string_info(vocab: &Vocab) -> Option<&Arc<TokenInfo>> {
 /// a chunk's), shared through the vocabulary's [`StringCounts`] (`None` if
 /// `state` is not such a state).
 fn string_tail_info(vocab: &Vocab, dfa: &LexemeDfa, state: u32) -> Option<Arc<TokenInfo>> {
-    if dfa.is_final[state as usize] {
+    if dfa.counter.is_some() || dfa.is_final[state as usize] {
         return None;
     }
     let counts = vocab.lexemes.string_counts()?;
@@ -1733,7 +1743,7 @@ mod tests {
                     let mut q = state;
                     let mut ends = Vec::new();
                     for (d, &b) in bytes.iter().enumerate() {
-                        if d > 0 && dfa.is_final[q as usize] {
+                        if d > 0 && dfa.is_final_state(q) {
                             ends.push(d);
                         }
                         q = dfa.next(q, b);
@@ -1759,6 +1769,131 @@ mod tests {
             shared.0 >= 1 && shared.1 >= 12 && shared.2 >= 5 && shared.3 >= 9,
             "{shared:?} states shared token sets"
         );
+    }
+
+    /// Counted strings (a pattern's automaton with a count of code points
+    /// beside it): every reachable (count, state)'s token sets equal brute
+    /// force over a vocabulary of short strings with escapes, multi-byte
+    /// characters and quotes, near both bounds and far from them.
+    #[test]
+    fn counted_token_sets_match_brute_force() {
+        let alphabet: Vec<&str> = vec![
+            "a", "b", " ", "\"", "\\", "u", "0", "d", "8", "3", "e", "é", "😀", "\\u00e9", "n",
+        ];
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        let mut tokens: Vec<Vec<u8>> = alphabet.iter().map(|s| s.as_bytes().to_vec()).collect();
+        for _ in 0..1200 {
+            let len = 2 + next(6);
+            let t: String = (0..len).map(|_| alphabet[next(alphabet.len())]).collect();
+            tokens.push(t.into_bytes());
+        }
+        tokens.sort();
+        tokens.dedup();
+        let flags = vec![0; tokens.len()];
+        let vocab = Vocab::new(tokens, flags, Vec::new()).unwrap();
+        let any = Expr::Class(CharClass::any());
+        let quoted = |e: Expr| {
+            Expr::seq(vec![
+                Expr::literal("\""),
+                crate::ir::encode(&e),
+                Expr::literal("\""),
+            ])
+        };
+        let words = Expr::seq(vec![
+            Expr::repeat(
+                Expr::seq(vec![
+                    Expr::plus(Expr::Class(CharClass::from_ranges([(0x21, 0x10ffff)]))),
+                    Expr::plus(Expr::literal(" ")),
+                ]),
+                0,
+                Some(3),
+            ),
+            Expr::plus(Expr::Class(CharClass::from_ranges([(0x21, 0x10ffff)]))),
+        ]);
+        let a_then_any = Expr::seq(vec![Expr::literal("a"), Expr::star(any.clone())]);
+        let cache = &vocab.lexemes;
+        for (pattern, min, max) in [
+            (words.clone(), 2, Some(12)),
+            (a_then_any.clone(), 0, Some(9)),
+            (a_then_any, 6, None),
+            (words, 5, Some(5)),
+        ] {
+            let pattern = quoted(pattern);
+            let key = Expr::And(vec![pattern.clone(), crate::ir::quoted_length(min, max)]);
+            let dfa = cache
+                .try_get_or_build_counted(&key, &pattern, min, max, &DfaLimits::default())
+                .unwrap()
+                .unwrap();
+            assert!(dfa.counter.is_some());
+            // Every state reachable within a few tokens.
+            let mut states = vec![dfa.start];
+            let mut seen: crate::hash::FastSet<u32> = states.iter().copied().collect();
+            let mut i = 0;
+            while i < states.len() && states.len() < 400 {
+                let q0 = states[i];
+                for t in 0..vocab.len() as u32 {
+                    let mut q = q0;
+                    for &b in vocab.token_bytes(t) {
+                        q = dfa.next(q, b);
+                        if q == DEAD {
+                            break;
+                        }
+                        if seen.insert(q) {
+                            states.push(q);
+                        }
+                    }
+                }
+                i += 1;
+            }
+            for &state in &states {
+                let info = lexeme_state_info(&vocab, &dfa, state);
+                let mut inside = vec![0u32; vocab.mask_words()];
+                info.inside.or_into(&mut inside);
+                let mut exits = std::collections::BTreeSet::new();
+                for e in info.exits.iter() {
+                    let trie = vocab.trie();
+                    let mut r = trie.subtree_tokens(e.node);
+                    if e.below {
+                        r.start = trie.nodes()[e.node as usize + 1].tok_start;
+                    }
+                    for &t in &trie.token_ids()[r.start as usize..r.end as usize] {
+                        exits.insert((t, e.depth as usize));
+                    }
+                }
+                let mut want_exits = std::collections::BTreeSet::new();
+                for t in 0..vocab.len() as u32 {
+                    let bytes = vocab.token_bytes(t);
+                    let mut q = state;
+                    let mut ends = Vec::new();
+                    for (d, &b) in bytes.iter().enumerate() {
+                        if d > 0 && dfa.is_final_state(q) {
+                            ends.push(d);
+                        }
+                        q = dfa.next(q, b);
+                        if q == DEAD {
+                            break;
+                        }
+                    }
+                    let reads = q != DEAD;
+                    assert_eq!(
+                        inside[(t / 32) as usize] >> (t % 32) & 1 == 1,
+                        reads,
+                        "{min}..{max:?} state {state} token {:?}",
+                        String::from_utf8_lossy(bytes)
+                    );
+                    if !reads {
+                        want_exits.extend(ends.into_iter().map(|d| (t, d)));
+                    }
+                }
+                assert_eq!(exits, want_exits, "{min}..{max:?} state {state}");
+            }
+        }
     }
 
     /// Tokens longer than the per-token character counts hold (255): a

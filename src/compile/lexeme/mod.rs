@@ -26,11 +26,13 @@ use crate::vocab::trie::INSIDE_CHAR;
 use crate::vocab::TokenTrie;
 
 mod boolean;
+pub mod counted;
 mod determinize;
 mod json_string;
 mod minimize;
 mod multiple;
 
+pub use counted::Counter;
 pub use minimize::minimize;
 
 /// No transition.
@@ -112,6 +114,11 @@ pub struct LexemeDfa {
     /// Heap bytes of what the mask path learned and keeps here (token
     /// sets, subtree walks): counted by the [`LexemeCache`]'s budget.
     learned_bytes: AtomicUsize,
+    /// A count of code points next to the automaton (see [`Counter`]):
+    /// then states are `count * table states + table state`, and
+    /// [`Self::next`], [`Self::is_final_state`] and
+    /// [`Self::first_bytes_of`] are the only way to read them.
+    pub counter: Option<Box<Counter>>,
 }
 
 /// DFAs with at least this many states get their walk analyses at compile
@@ -135,6 +142,9 @@ impl LexemeDfa {
     /// hundreds of states that differ only far beyond any token; they all
     /// share one token-set walk.
     pub fn token_class(&self, state: u32, horizon: usize) -> u32 {
+        if let Some(c) = &self.counter {
+            return c.token_class(state, horizon);
+        }
         if !self.counting || self.num_states() < TOKEN_CLASS_MIN_STATES {
             return state;
         }
@@ -264,11 +274,45 @@ impl LexemeDfa {
 
     #[inline]
     pub fn next(&self, state: u32, byte: u8) -> u32 {
-        self.trans[state as usize * self.num_classes + self.classes[byte as usize] as usize]
+        match &self.counter {
+            None => {
+                self.trans[state as usize * self.num_classes + self.classes[byte as usize] as usize]
+            }
+            Some(c) => c.next(self, state, byte),
+        }
     }
 
+    /// Whether the lexeme can end in `state`.
+    #[inline]
+    pub fn is_final_state(&self, state: u32) -> bool {
+        match &self.counter {
+            None => self.is_final[state as usize],
+            Some(c) => c.is_final(self, state),
+        }
+    }
+
+    /// The bytes with a transition out of `state`.
+    #[inline]
+    pub fn first_bytes_of(&self, state: u32) -> ByteSet {
+        match &self.counter {
+            None => self.first_bytes[state as usize],
+            Some(c) => c.first_bytes(self, state),
+        }
+    }
+
+    /// States of the table (a counted lexeme has more, see
+    /// [`Self::num_lexeme_states`]).
     pub fn num_states(&self) -> usize {
         self.is_final.len()
+    }
+
+    /// States a grammar numbers for this lexeme: the table's, or with a
+    /// [`Counter`] every (count, state) pair.
+    pub fn num_lexeme_states(&self) -> usize {
+        match &self.counter {
+            None => self.num_states(),
+            Some(c) => c.num_states(),
+        }
     }
 
     /// Computes now, for a large DFA, what trie walks of its states need
@@ -279,6 +323,10 @@ impl LexemeDfa {
     /// An error once `deadline` passes (what was not computed then is
     /// computed on first use).
     pub fn prepare_walks(&self, trie: &TokenTrie, deadline: &Deadline) -> Result<()> {
+        if let Some(c) = &self.counter {
+            // The count classes read every (state, count) pair once.
+            c.prepare(trie.max_len());
+        }
         if self.num_states() < EAGER_WALK_ANALYSIS_STATES {
             return Ok(());
         }
@@ -341,21 +389,46 @@ impl LexemeDfa {
         self.safe_groups_of(trie, true)
     }
 
+    /// The byte groups whose strings of up to `height` bytes `state`
+    /// reads whole (see [`SafeGroups`]).
+    #[inline]
+    pub fn safe_bytes(&self, trie: &TokenTrie, state: u32, height: u16) -> u64 {
+        match self.table_state_for_walks(trie, state) {
+            Some(s) => self.safe_groups(trie).groups(s, height),
+            None => 0,
+        }
+    }
+
+    /// The same by characters.
+    #[inline]
+    pub fn safe_chars(&self, trie: &TokenTrie, state: u32, height: u16) -> u64 {
+        match self.table_state_for_walks(trie, state) {
+            Some(s) => self.char_safe_groups(trie).groups(s, height),
+            None => 0,
+        }
+    }
+
+    /// The table state whose analyses hold for `state` on every token:
+    /// itself, or for a counted lexeme the state without its count where
+    /// no token can reach a bound (else `None`: no shortcut).
+    #[inline]
+    fn table_state_for_walks(&self, trie: &TokenTrie, state: u32) -> Option<u32> {
+        match &self.counter {
+            None => Some(state),
+            Some(c) => c.free_state(state, trie.max_len()),
+        }
+    }
+
     /// Every string below trie node `i` can be read from `state` (which
     /// then takes the subtree whole).
     #[inline]
     pub fn reads_subtree(&self, trie: &TokenTrie, i: u32, state: u32) -> bool {
-        let safe = self.safe_groups(trie);
-        if trie.groups_below(i) & !safe.groups(state, trie.height_below(i)) == 0 {
+        if trie.groups_below(i) & !self.safe_bytes(trie, state, trie.height_below(i)) == 0 {
             return true;
         }
         let chars = trie.char_groups_below(i);
         chars & INSIDE_CHAR == 0
-            && chars
-                & !self
-                    .char_safe_groups(trie)
-                    .groups(state, trie.char_height_below(i))
-                == 0
+            && chars & !self.safe_chars(trie, state, trie.char_height_below(i)) == 0
     }
 
     /// How many times `state` reads `byte` before it cannot (at most
@@ -403,6 +476,10 @@ impl LexemeDfa {
     /// string leads both to from there: within a character, an escape, the
     /// closing quote), or [`DEAD`].
     pub fn string_body_states(&self, body: &StringBody) -> &[u32] {
+        if self.counter.is_some() {
+            // A count never ends in "any string".
+            return &[];
+        }
         self.body_states.get_or_init(|| {
             let mut like = vec![DEAD; self.num_states()];
             // A count never ends in "any string" (and pairing its states
@@ -428,7 +505,8 @@ impl LexemeDfa {
 
     /// Approximate heap bytes, what the mask path learned so far included.
     pub fn memory(&self) -> usize {
-        self.trans.len() * 4
+        self.counter.as_ref().map_or(0, |c| c.memory())
+            + self.trans.len() * 4
             + self.is_final.len()
                 * (1 + 32 + 2 * 16 + std::mem::size_of::<OnceLock<Arc<TokenInfo>>>())
             + 256
@@ -977,6 +1055,53 @@ impl LexemeCache {
         Ok(Some(built))
     }
 
+    /// The lexeme of `expr`, the JSON strings of `pattern` (a quoted JSON
+    /// string language) whose decoded length is `min..=max` code points,
+    /// built as `pattern`'s automaton with a [`Counter`] next to it and
+    /// interned under `expr` (the same language written as an
+    /// intersection). `None` when `pattern` is not a plain JSON string
+    /// language (the caller then builds `expr` itself).
+    pub fn try_get_or_build_counted(
+        &self,
+        expr: &Expr,
+        pattern: &Expr,
+        min: u32,
+        max: Option<u32>,
+        limits: &DfaLimits,
+    ) -> Result<Option<Arc<LexemeDfa>>> {
+        {
+            let store = &mut *self.store.lock().unwrap();
+            if let Some(l) = lookup(&mut store.lexemes, &mut store.clock, expr) {
+                store.recount_now_and_then();
+                return Ok(Some(l));
+            }
+        }
+        let Some(body) = self.string_body() else {
+            return Ok(None);
+        };
+        let table = self.table(pattern, limits)?;
+        let Some((product, inside, boundary)) =
+            counted::pair_with_any_string(&table, body, &limits.deadline)?
+        else {
+            return Ok(None);
+        };
+        let mut built = LexemeDfa::from_table_by(&product, &limits.deadline)?;
+        let mut meter = limits.deadline.meter();
+        built.counter = Some(Box::new(Counter::new(
+            &built, inside, boundary, min, max, &mut meter,
+        )?));
+        let built = Arc::new(built);
+        let store = &mut *self.store.lock().unwrap();
+        if let Some(l) = lookup(&mut store.lexemes, &mut store.clock, expr) {
+            return Ok(Some(l));
+        }
+        if let Some(entry) = store.admit(expr, &built) {
+            store.lexemes.insert(expr.clone(), entry);
+            store.evict_over_budget();
+        }
+        Ok(Some(built))
+    }
+
     /// The DFA table of any regular expression, intersections and
     /// complements included (not interned: [`Self::get_or_build`] interns
     /// the lexemes built from it).
@@ -1280,6 +1405,7 @@ impl LexemeDfa {
             token_classes: OnceLock::new(),
             counting: true,
             body_states: OnceLock::new(),
+            counter: None,
             learned_bytes: AtomicUsize::new(0),
         })
     }

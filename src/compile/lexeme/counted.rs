@@ -1,0 +1,499 @@
+//! Counted strings: a JSON string lexeme whose decoded length is bounded,
+//! run as the pattern's automaton with a count of code points next to it.
+//!
+//! `{"format": "email", "maxLength": 1024}` is the JSON strings of the
+//! format's language with at most 1,024 code points. As one DFA that is
+//! the product of the format's automaton with a counter: a state per
+//! (pattern state, count), hundreds of thousands of states, and a word
+//! count pattern `(\S+\s+){0,49}\S+` beside a `maxLength` multiplies two
+//! counters. Here the lexeme keeps the pattern's automaton only (paired
+//! with "any string"'s, which tells where a code point ends: a raw UTF-8
+//! sequence, an escape, a surrogate pair of escapes), and its states are
+//! numbered `count * m + state` for `m` automaton states; the count is
+//! computed, not stored:
+//!
+//! - a transition into a character boundary inside the string adds one;
+//! - a state is live with count `c` when some completion of the string
+//!   from it, of `L` more code points, ends within the bounds
+//!   (`min <= c + L <= max`): the sets of such `L` per state are computed
+//!   once, backwards from the closing quote ([`Counter::new`]);
+//! - the closing quote is read only within the bounds.
+//!
+//! Without a maximum, counts saturate at the minimum (every count past it
+//! behaves alike). Token sets are cached per state and *count class*:
+//! counts whose liveness agrees over the next `horizon` code points (the
+//! longest token) cannot be told apart by any token; counts far from both
+//! bounds all fall in one class, where the walk behaves exactly like the
+//! pattern's automaton alone and may use its analyses (see
+//! [`Counter::is_free`]).
+
+use std::sync::{Mutex, OnceLock};
+
+use super::{byteset_union, ByteSet, LexemeDfa, DEAD};
+use crate::error::{Error, Result};
+use crate::hash::FastMap;
+use crate::limits::Meter;
+
+/// Most (states x counts) pairs of one counted lexeme: the liveness table
+/// holds a bit per pair.
+pub const MAX_COUNTED_PAIRS: usize = 1 << 26;
+
+/// Token sets kept per counted lexeme (by state and count class); past
+/// it, new ones are computed for each mask and dropped.
+pub const MAX_COUNTED_INFOS: usize = 4096;
+
+/// The count of a counted lexeme: see the module documentation.
+pub struct Counter {
+    /// States of the automaton.
+    m: u32,
+    min: u32,
+    /// `None`: no maximum (counts saturate at `min`).
+    max: Option<u32>,
+    /// The largest count kept: `max`, or `min` without a maximum.
+    cap: u32,
+    /// Per state: inside the string (after the opening quote, before the
+    /// closing one).
+    inside: Vec<bool>,
+    /// Per state: at a character boundary inside the string.
+    boundary: Vec<bool>,
+    /// Bit `p * width + c`: state `p` with count `c` can still end.
+    live: Vec<u64>,
+    /// Per state: can end, whatever the count.
+    base_live: Vec<bool>,
+    /// Per byte class: its bytes.
+    class_bytes: Vec<ByteSet>,
+    /// Per byte class: one of its bytes.
+    class_reps: Vec<u8>,
+    classes: OnceLock<CountClasses>,
+    /// Token sets by canonical state (see `matcher::tokens`), bounded by
+    /// [`MAX_COUNTED_INFOS`].
+    pub infos: Mutex<FastMap<u32, std::sync::Arc<crate::matcher::tokens::TokenInfo>>>,
+}
+
+/// Counts grouped by what the next `horizon` code points can tell apart.
+struct CountClasses {
+    class_of: Vec<u32>,
+    /// Per class: its smallest count.
+    rep: Vec<u32>,
+    /// Per class: behaves like the automaton without a count.
+    free: Vec<bool>,
+}
+
+impl Counter {
+    /// The count of `dfa` (the pattern's automaton paired with "any
+    /// string"'s, `inside` and `boundary` per state, see the module doc)
+    /// for lengths `min..=max`; an error when the liveness table would
+    /// pass [`MAX_COUNTED_PAIRS`] or the deadline passes.
+    pub fn new(
+        dfa: &LexemeDfa,
+        inside: Vec<bool>,
+        boundary: Vec<bool>,
+        min: u32,
+        max: Option<u32>,
+        meter: &mut Meter,
+    ) -> Result<Counter> {
+        let m = dfa.is_final.len();
+        let cap = max.unwrap_or(min);
+        let width = cap as usize + 1;
+        if m.saturating_mul(width) > MAX_COUNTED_PAIRS {
+            return Err(Error::limit(format!(
+                "a length bound of {cap} beside an automaton of {m} states needs more than \
+                 {MAX_COUNTED_PAIRS} (state, count) pairs"
+            )));
+        }
+        let k = dfa.num_classes;
+        // Predecessors inside the string, with whether the step counts.
+        let mut preds: Vec<Vec<(u32, bool)>> = vec![Vec::new(); m];
+        let mut exits: Vec<u32> = Vec::new();
+        for p in 0..m {
+            if !inside[p] {
+                continue;
+            }
+            meter.step(k)?;
+            for &t in &dfa.trans[p * k..(p + 1) * k] {
+                if t == DEAD {
+                    continue;
+                }
+                if inside[t as usize] {
+                    preds[t as usize].push((p as u32, boundary[t as usize]));
+                } else if dfa.is_final[t as usize] {
+                    exits.push(p as u32);
+                }
+            }
+        }
+        for list in &mut preds {
+            list.sort_unstable();
+            list.dedup();
+        }
+        // Lengths to the closing quote, per state (bit `p * width + L`).
+        let words = (m * width).div_ceil(64);
+        let mut lens = vec![0u64; words];
+        let set = |bits: &mut [u64], i: usize| -> bool {
+            let (w, b) = (i / 64, 1u64 << (i % 64));
+            let new = bits[w] & b == 0;
+            bits[w] |= b;
+            new
+        };
+        let mut todo: Vec<(u32, u32)> = Vec::new();
+        exits.sort_unstable();
+        exits.dedup();
+        for &p in &exits {
+            if set(&mut lens, p as usize * width) {
+                todo.push((p, 0));
+            }
+        }
+        while let Some((p, l)) = todo.pop() {
+            meter.step(1 + preds[p as usize].len())?;
+            for &(q, counts) in &preds[p as usize] {
+                let mut l2 = l + counts as u32;
+                if l2 > cap {
+                    if max.is_some() {
+                        continue;
+                    }
+                    l2 = cap;
+                }
+                if set(&mut lens, q as usize * width + l2 as usize) {
+                    todo.push((q, l2));
+                }
+            }
+        }
+        // States that can end at all, whatever the count.
+        let mut base_live = vec![false; m];
+        let mut stack = exits.clone();
+        for &p in &exits {
+            base_live[p as usize] = true;
+        }
+        while let Some(p) = stack.pop() {
+            meter.step(1 + preds[p as usize].len())?;
+            for &(q, _) in &preds[p as usize] {
+                if !base_live[q as usize] {
+                    base_live[q as usize] = true;
+                    stack.push(q);
+                }
+            }
+        }
+        let get = |bits: &[u64], i: usize| bits[i / 64] & (1u64 << (i % 64)) != 0;
+        // Live (state, count): some length within the bounds.
+        let mut live = vec![0u64; words];
+        let mut prefix = vec![0u32; width + 1];
+        for p in 0..m {
+            if !inside[p] {
+                continue;
+            }
+            meter.step(2 * width)?;
+            for l in 0..width {
+                prefix[l + 1] = prefix[l] + get(&lens, p * width + l) as u32;
+            }
+            for c in 0..width as u32 {
+                let lo = min.saturating_sub(c) as usize;
+                let hi = match max {
+                    Some(x) => (x - c) as usize,
+                    None => cap as usize,
+                };
+                if lo <= hi && prefix[hi + 1] > prefix[lo] {
+                    set(&mut live, p * width + c as usize);
+                }
+            }
+        }
+        let mut class_bytes = vec![[0u64; 4]; k];
+        let mut class_reps = vec![0u8; k];
+        for b in (0..=255u8).rev() {
+            let c = dfa.classes[b as usize] as usize;
+            super::byteset_insert(&mut class_bytes[c], b);
+            class_reps[c] = b;
+        }
+        Ok(Counter {
+            m: m as u32,
+            min,
+            max,
+            cap,
+            inside,
+            boundary,
+            live,
+            base_live,
+            class_bytes,
+            class_reps,
+            classes: OnceLock::new(),
+            infos: Mutex::default(),
+        })
+    }
+
+    fn width(&self) -> usize {
+        self.cap as usize + 1
+    }
+
+    /// States of the counted lexeme: `(cap + 1) * m`.
+    pub fn num_states(&self) -> usize {
+        self.width() * self.m as usize
+    }
+
+    #[inline]
+    fn split(&self, v: u32) -> (u32, u32) {
+        (v % self.m, v / self.m)
+    }
+
+    #[inline]
+    fn is_live(&self, p: u32, c: u32) -> bool {
+        let i = p as usize * self.width() + c as usize;
+        self.live[i / 64] & (1u64 << (i % 64)) != 0
+    }
+
+    /// The closing quote may be read with count `c`.
+    #[inline]
+    fn in_bounds(&self, c: u32) -> bool {
+        c >= self.min && self.max.is_none_or(|x| c <= x)
+    }
+
+    /// The state after `byte` from state `v` (see the module doc).
+    #[inline]
+    pub fn next(&self, dfa: &LexemeDfa, v: u32, byte: u8) -> u32 {
+        let (p, c) = self.split(v);
+        let t = dfa.trans[p as usize * dfa.num_classes + dfa.classes[byte as usize] as usize];
+        if t == DEAD {
+            return DEAD;
+        }
+        if !self.inside[t as usize] {
+            // The closing quote (the start state has no way in).
+            return if !self.inside[p as usize] || self.in_bounds(c) {
+                t
+            } else {
+                DEAD
+            };
+        }
+        let mut c2 = c;
+        if self.inside[p as usize] && self.boundary[t as usize] {
+            c2 += 1;
+            if c2 > self.cap {
+                if self.max.is_some() {
+                    return DEAD;
+                }
+                c2 = self.cap;
+            }
+        }
+        if !self.is_live(t, c2) {
+            return DEAD;
+        }
+        c2 * self.m + t
+    }
+
+    pub fn is_final(&self, dfa: &LexemeDfa, v: u32) -> bool {
+        v < self.m && dfa.is_final[v as usize]
+    }
+
+    /// The bytes with a transition from `v`.
+    pub fn first_bytes(&self, dfa: &LexemeDfa, v: u32) -> ByteSet {
+        let (p, _) = self.split(v);
+        let k = dfa.num_classes;
+        let mut set = [0u64; 4];
+        for (class, &t) in dfa.trans[p as usize * k..(p as usize + 1) * k]
+            .iter()
+            .enumerate()
+        {
+            if t != DEAD && self.next(dfa, v, self.class_reps[class]) != DEAD {
+                byteset_union(&mut set, &self.class_bytes[class]);
+            }
+        }
+        set
+    }
+
+    /// The automaton's state of `v`, when no string of up to `horizon`
+    /// bytes from `v` depends on the count: then every analysis of that
+    /// state (safe groups) holds for `v`.
+    pub fn free_state(&self, v: u32, horizon: usize) -> Option<u32> {
+        let (p, c) = self.split(v);
+        let classes = self.classes(horizon);
+        classes.free[classes.class_of[c as usize] as usize].then_some(p)
+    }
+
+    /// The smallest state equivalent to `v` on every string of up to
+    /// `horizon` bytes.
+    pub fn token_class(&self, v: u32, horizon: usize) -> u32 {
+        let (p, c) = self.split(v);
+        if !self.inside[p as usize] {
+            return v;
+        }
+        let classes = self.classes(horizon);
+        classes.rep[classes.class_of[c as usize] as usize] * self.m + p
+    }
+
+    /// Computes the count classes for `horizon` now (at compile time)
+    /// rather than in the first mask.
+    pub fn prepare(&self, horizon: usize) {
+        self.classes(horizon);
+    }
+
+    /// Groups the counts by the liveness of every state over the next
+    /// `horizon + 1` counts (a token of `horizon` bytes ends at most that
+    /// many code points), computed once (the horizon is the vocabulary's).
+    fn classes(&self, horizon: usize) -> &CountClasses {
+        self.classes.get_or_init(|| {
+            let width = self.width();
+            let m = self.m as usize;
+            // Columns: per count, the live states and whether the count is
+            // within the bounds; equal columns share an id.
+            let mut column_ids: FastMap<Vec<u64>, u32> = FastMap::default();
+            let mut column_of = Vec::with_capacity(width);
+            let words = (m + 1).div_ceil(64);
+            let mut col = vec![0u64; words];
+            let mut base = vec![0u64; words];
+            for p in 0..m {
+                if self.base_live[p] {
+                    base[p / 64] |= 1 << (p % 64);
+                }
+            }
+            base[m / 64] |= 1 << (m % 64);
+            for c in 0..width as u32 {
+                col.iter_mut().for_each(|w| *w = 0);
+                for p in 0..m {
+                    if self.inside[p] && self.is_live(p as u32, c) {
+                        col[p / 64] |= 1 << (p % 64);
+                    }
+                }
+                if self.in_bounds(c) {
+                    col[m / 64] |= 1 << (m % 64);
+                }
+                let n = column_ids.len() as u32;
+                column_of.push(*column_ids.entry(col.clone()).or_insert(n));
+            }
+            let base_id = column_ids.get(&base).copied();
+            // Past the maximum nothing is live: a column of its own.
+            let dead_column = column_ids.len() as u32;
+            let column_at = |c: usize| -> u32 {
+                if c < width {
+                    column_of[c]
+                } else if self.max.is_none() {
+                    column_of[width - 1]
+                } else {
+                    dead_column
+                }
+            };
+            let mut window_ids: FastMap<Vec<u32>, u32> = FastMap::default();
+            let mut class_of = Vec::with_capacity(width);
+            let mut rep = Vec::new();
+            let mut free = Vec::new();
+            for c in 0..width {
+                let window: Vec<u32> = (c..=c + horizon).map(column_at).collect();
+                let n = window_ids.len() as u32;
+                let id = *window_ids.entry(window).or_insert_with(|| {
+                    rep.push(c as u32);
+                    free.push(
+                        base_id.is_some_and(|b| (c..=c + horizon).all(|x| column_at(x) == b)),
+                    );
+                    n
+                });
+                class_of.push(id);
+            }
+            CountClasses {
+                class_of,
+                rep,
+                free,
+            }
+        })
+    }
+
+    /// Approximate heap bytes.
+    pub fn memory(&self) -> usize {
+        self.live.len() * 8 + self.inside.len() * 3 + self.class_bytes.len() * 33
+    }
+}
+
+/// The product of `pattern` (a table of quoted JSON strings, start state
+/// 0) with "any string" (`body`), which tells for each state whether it
+/// is inside the string and at a character boundary there: the table
+/// (start state 0) and those two flags per state. `None` when `pattern`
+/// reads anything "any string" does not (then it is not a plain JSON
+/// string language and cannot be counted this way).
+#[allow(clippy::type_complexity)]
+pub(super) fn pair_with_any_string(
+    pattern: &super::Table,
+    body: &super::StringBody,
+    deadline: &crate::limits::Deadline,
+) -> Result<Option<(super::Table, Vec<bool>, Vec<bool>)>> {
+    let any = &*body.dfa;
+    let content = super::ContentStates::new(any, body.state);
+    let mut meter = deadline.meter();
+    // Classes of the product: distinct pairs of the two DFAs' classes.
+    let mut pair_class: FastMap<(u8, u8), u8> = FastMap::default();
+    let mut classes = [0u8; 256];
+    let mut reps: Vec<u8> = Vec::new();
+    for b in 0..=255u8 {
+        let key = (pattern.classes[b as usize], any.classes[b as usize]);
+        let n = pair_class.len();
+        if n > 255 && !pair_class.contains_key(&key) {
+            return Ok(None);
+        }
+        let c = *pair_class.entry(key).or_insert_with(|| {
+            reps.push(b);
+            n as u8
+        });
+        classes[b as usize] = c;
+    }
+    let k = reps.len();
+    if pattern.num_states() == 0 || any.start == DEAD {
+        return Ok(None);
+    }
+    let mut ids: FastMap<(u32, u32), u32> = FastMap::default();
+    let mut pairs: Vec<(u32, u32)> = vec![(0, any.start)];
+    ids.insert((0, any.start), 0);
+    let mut trans: Vec<u32> = Vec::new();
+    let mut is_final = Vec::new();
+    let mut i = 0;
+    while i < pairs.len() {
+        meter.step(k)?;
+        let (d, a) = pairs[i];
+        is_final.push(pattern.is_final[d as usize]);
+        for &b in &reps {
+            let d2 = pattern.next(d, b);
+            if d2 == DEAD {
+                trans.push(DEAD);
+                continue;
+            }
+            let a2 = any.next(a, b);
+            if a2 == DEAD {
+                return Ok(None);
+            }
+            let n = pairs.len() as u32;
+            let id = *ids.entry((d2, a2)).or_insert_with(|| {
+                pairs.push((d2, a2));
+                n
+            });
+            trans.push(id);
+        }
+        i += 1;
+        if pairs.len() > MAX_COUNTED_PAIRS {
+            return Err(Error::limit("a counted string's automaton is too large"));
+        }
+    }
+    let inside: Vec<bool> = pairs
+        .iter()
+        .map(|&(_, a)| content.index[a as usize] != u32::MAX)
+        .collect();
+    let boundary: Vec<bool> = pairs
+        .iter()
+        .map(|&(_, a)| content.index[a as usize] == 0)
+        .collect();
+    // After the closing quote the lexeme must end: nothing but the
+    // string is counted.
+    for (s, &(_, a)) in pairs.iter().enumerate() {
+        let outside_after = !inside[s] && s != 0;
+        if outside_after
+            && (!any.is_final[a as usize] || trans[s * k..(s + 1) * k].iter().any(|&t| t != DEAD))
+        {
+            return Ok(None);
+        }
+    }
+    // The start reads only the opening quote.
+    if trans[..k].iter().any(|&t| t != DEAD && !inside[t as usize]) {
+        return Ok(None);
+    }
+    Ok(Some((
+        super::Table {
+            classes,
+            num_classes: k,
+            trans,
+            is_final,
+        },
+        inside,
+        boundary,
+    )))
+}
