@@ -46,9 +46,11 @@
 //!   spelling of it is accepted ([`strings`]). Lengths count code points;
 //!   a string with only length bounds up to 256 is one counting lexeme;
 //!   above, it is counted in chunks of 32 code points by a parser rule
-//!   (one lexeme with a state per position would be large); a length
-//!   bound above 1024 together with `pattern` or `format` is refused
-//!   (limit), as is any bound above 1,280,000. `time` and `date-time`
+//!   (one lexeme with a state per position would be large). A bound of 64
+//!   or more beside a `pattern` or `format` is a count of code points next
+//!   to the pattern's automaton (`compile::lexeme::Counter`), not their
+//!   product: up to 2^26 (pattern states x (bound + 1)) pairs. Any bound
+//!   above 1,280,000 is refused (limit). `time` and `date-time`
 //!   accept a leap second only at 23:59 with a zero offset: RFC 3339 also
 //!   allows `15:59:60-08:00` (23:59 UTC), but an automaton that checks it
 //!   remembers the local time until the offset (66,000 states over JSON

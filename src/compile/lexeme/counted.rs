@@ -176,10 +176,7 @@ impl Counter {
         // Live (state, count): some length within the bounds.
         let mut live = vec![0u64; words];
         let mut prefix = vec![0u32; width + 1];
-        for p in 0..m {
-            if !inside[p] {
-                continue;
-            }
+        for (p, _) in inside.iter().enumerate().filter(|(_, &i)| i) {
             meter.step(2 * width)?;
             for l in 0..width {
                 prefix[l + 1] = prefix[l] + get(&lens, p * width + l) as u32;
