@@ -954,9 +954,9 @@ fn counted_length_beside_a_pattern() {
     // Word counts with a bound: both counters.
     let words =
         r#"{"type":"string","maxLength":70,"minLength":3,"pattern":"^(?:\\S+\\s+){0,9}\\S+$"}"#;
-    let ten = format!("\"{}\"", vec!["abcdef"; 10].join(" "));
-    let eleven = format!("\"{}\"", vec!["ab"; 11].join(" "));
-    let long = format!("\"{}\"", vec!["abcdefg"; 9].join(" "));
+    let ten = format!("\"{}\"", ["abcdef"; 10].join(" "));
+    let eleven = format!("\"{}\"", ["ab"; 11].join(" "));
+    let long = format!("\"{}\"", ["abcdefg"; 9].join(" "));
     check(
         words,
         &["\"abc\"", "\"a b\"", ten.as_str()],
