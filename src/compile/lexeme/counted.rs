@@ -25,7 +25,7 @@
 //! longest token) cannot be told apart by any token; counts far from both
 //! bounds all fall in one class, where the walk behaves exactly like the
 //! pattern's automaton alone and may use its analyses (see
-//! [`Counter::is_free`]).
+//! [`Counter::free_state`]).
 
 use std::sync::{Mutex, OnceLock};
 
@@ -75,8 +75,9 @@ struct CountClasses {
     class_of: Vec<u32>,
     /// Per class: its smallest count.
     rep: Vec<u32>,
-    /// Per class: behaves like the automaton without a count.
-    free: Vec<bool>,
+    /// Per count: how many counts from it on (at most `u16::MAX`) every
+    /// state is live exactly where it is without a count.
+    free_run: Vec<u16>,
 }
 
 impl Counter {
@@ -293,13 +294,15 @@ impl Counter {
         set
     }
 
-    /// The automaton's state of `v`, when no string of up to `horizon`
-    /// bytes from `v` depends on the count: then every analysis of that
-    /// state (safe groups) holds for `v`.
-    pub fn free_state(&self, v: u32, horizon: usize) -> Option<u32> {
+    /// The automaton's state of `v`, when no string of up to `height`
+    /// bytes from `v` depends on the count (the next `height + 1` counts
+    /// are live wherever the automaton is): then what the automaton's
+    /// analyses say of that state for such strings (safe groups) holds for
+    /// `v`. `horizon` is the vocabulary's (see [`Self::token_class`]).
+    pub fn free_state(&self, v: u32, height: usize, horizon: usize) -> Option<u32> {
         let (p, c) = self.split(v);
         let classes = self.classes(horizon);
-        classes.free[classes.class_of[c as usize] as usize].then_some(p)
+        (height < classes.free_run[c as usize] as usize).then_some(p)
     }
 
     /// The smallest state equivalent to `v` on every string of up to
@@ -367,23 +370,29 @@ impl Counter {
             let mut window_ids: FastMap<Vec<u32>, u32> = FastMap::default();
             let mut class_of = Vec::with_capacity(width);
             let mut rep = Vec::new();
-            let mut free = Vec::new();
             for c in 0..width {
                 let window: Vec<u32> = (c..=c + horizon).map(column_at).collect();
                 let n = window_ids.len() as u32;
                 let id = *window_ids.entry(window).or_insert_with(|| {
                     rep.push(c as u32);
-                    free.push(
-                        base_id.is_some_and(|b| (c..=c + horizon).all(|x| column_at(x) == b)),
-                    );
                     n
                 });
                 class_of.push(id);
             }
+            let is_base = |c: usize| base_id == Some(column_at(c));
+            let mut free_run = vec![0u16; width + 1];
+            free_run[width] = if is_base(width) { u16::MAX } else { 0 };
+            for c in (0..width).rev() {
+                free_run[c] = if is_base(c) {
+                    free_run[c + 1].saturating_add(1)
+                } else {
+                    0
+                };
+            }
             CountClasses {
                 class_of,
                 rep,
-                free,
+                free_run,
             }
         })
     }

@@ -393,7 +393,7 @@ impl LexemeDfa {
     /// reads whole (see [`SafeGroups`]).
     #[inline]
     pub fn safe_bytes(&self, trie: &TokenTrie, state: u32, height: u16) -> u64 {
-        match self.table_state_for_walks(trie, state) {
+        match self.table_state_for_walks(trie, state, height) {
             Some(s) => self.safe_groups(trie).groups(s, height),
             None => 0,
         }
@@ -402,20 +402,21 @@ impl LexemeDfa {
     /// The same by characters.
     #[inline]
     pub fn safe_chars(&self, trie: &TokenTrie, state: u32, height: u16) -> u64 {
-        match self.table_state_for_walks(trie, state) {
+        match self.table_state_for_walks(trie, state, height) {
             Some(s) => self.char_safe_groups(trie).groups(s, height),
             None => 0,
         }
     }
 
-    /// The table state whose analyses hold for `state` on every token:
-    /// itself, or for a counted lexeme the state without its count where
-    /// no token can reach a bound (else `None`: no shortcut).
+    /// The table state whose analyses hold for `state` on strings of up
+    /// to `height` bytes: itself, or for a counted lexeme the state
+    /// without its count where no such string can reach a bound (else
+    /// `None`: no shortcut).
     #[inline]
-    fn table_state_for_walks(&self, trie: &TokenTrie, state: u32) -> Option<u32> {
+    fn table_state_for_walks(&self, trie: &TokenTrie, state: u32, height: u16) -> Option<u32> {
         match &self.counter {
             None => Some(state),
-            Some(c) => c.free_state(state, trie.max_len()),
+            Some(c) => c.free_state(state, height as usize, trie.max_len()),
         }
     }
 
