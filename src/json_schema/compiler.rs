@@ -123,6 +123,14 @@ pub fn at(ptr: &str) -> String {
 }
 
 fn kw_err(kind: ErrorKind, kw: &str, ptr: &str, reason: impl std::fmt::Display) -> Error {
+    let reason = reason.to_string();
+    // The deadline met inside the node algebra comes back as its message:
+    // it stays a limit, wherever it surfaces.
+    let kind = if reason.starts_with("compilation took longer than") {
+        ErrorKind::Limit
+    } else {
+        kind
+    };
     Error::new(kind, format!("{kw} at {}: {reason}", at(ptr)))
 }
 
