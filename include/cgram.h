@@ -646,7 +646,8 @@ int cg_grammar_dropped_count(const struct cg_grammar *grammar);
  * NULL (with `cg_last_error` set) if `grammar` is NULL or `index` is out
  * of range. When `pointer` is not NULL, `*pointer` is set to the JSON
  * pointer of the schema that holds the keyword ("" for the root, e.g.
- * "/properties/tags"); when `reason` is not NULL, `*reason` is set to why
+ * "/properties/tags"; in a document of `json_documents`, its URI, "#"
+ * and the pointer); when `reason` is not NULL, `*reason` is set to why
  * the keyword cannot be enforced. Each keyword and place is reported
  * once, in the order met. The strings belong to the grammar handle: they
  * stay valid until `cg_free(grammar)`. Thread-safe.
@@ -686,7 +687,7 @@ struct cg_grammar_cache *cg_grammar_cache_new(size_t budget_bytes);
 /**
  * `cg_compile` through the cache: the grammar compiled earlier from the
  * same vocabulary, source, kind, flags, `json_max_whitespace`, fixed
- * formatting (`json_indent`, separators) and root,
+ * formatting (`json_indent`, separators), `json_documents` and root,
  * or a new one (kept in the cache if it fits its budget). Limits in
  * `options` apply to a compilation, not to a lookup. Returns a new
  * reference that the caller frees with `cg_free` (the cache keeps its

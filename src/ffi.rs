@@ -1104,7 +1104,8 @@ pub unsafe extern "C" fn cg_grammar_dropped_count(grammar: *const cg_grammar) ->
 /// NULL (with `cg_last_error` set) if `grammar` is NULL or `index` is out
 /// of range. When `pointer` is not NULL, `*pointer` is set to the JSON
 /// pointer of the schema that holds the keyword ("" for the root, e.g.
-/// "/properties/tags"); when `reason` is not NULL, `*reason` is set to why
+/// "/properties/tags"; in a document of `json_documents`, its URI, "#"
+/// and the pointer); when `reason` is not NULL, `*reason` is set to why
 /// the keyword cannot be enforced. Each keyword and place is reported
 /// once, in the order met. The strings belong to the grammar handle: they
 /// stay valid until `cg_free(grammar)`. Thread-safe.
@@ -1217,7 +1218,7 @@ pub extern "C" fn cg_grammar_cache_new(budget_bytes: usize) -> *mut cg_grammar_c
 
 /// `cg_compile` through the cache: the grammar compiled earlier from the
 /// same vocabulary, source, kind, flags, `json_max_whitespace`, fixed
-/// formatting (`json_indent`, separators) and root,
+/// formatting (`json_indent`, separators), `json_documents` and root,
 /// or a new one (kept in the cache if it fits its budget). Limits in
 /// `options` apply to a compilation, not to a lookup. Returns a new
 /// reference that the caller frees with `cg_free` (the cache keeps its

@@ -95,6 +95,10 @@ pub struct Doc<'a> {
     by_ptr: Vec<HashMap<String, u32>>,
     /// Resource URIs (no fragment) and anchors (`uri#name`).
     uris: HashMap<String, u32>,
+    /// The resource URIs each extra document declares with `$id`s, by
+    /// document (made on the first reference that no retrieval URI
+    /// matches).
+    declared: Option<HashMap<String, u32>>,
 }
 
 pub fn escape_segment(s: &str) -> String {
@@ -129,6 +133,7 @@ impl<'a> Doc<'a> {
             entries: Vec::new(),
             by_ptr: vec![HashMap::new(); n],
             uris: HashMap::new(),
+            declared: None,
         }
     }
 
@@ -170,27 +175,35 @@ impl<'a> Doc<'a> {
             self.load_doc(i + 1);
             return true;
         }
-        for i in 0..n {
-            if self.loaded[i + 1] {
-                continue;
-            }
-            // Index it alone to see the URIs it declares.
+        let declared = self.declared.get_or_insert_with(|| {
+            // Every document indexed once, apart, to see what it declares.
             let mut probe = Doc {
                 roots: self.roots.clone(),
                 drafts: self.drafts.clone(),
                 extra_uris: self.extra_uris.clone(),
-                loaded: self.loaded.clone(),
+                loaded: vec![false; n + 1],
                 entries: Vec::new(),
                 by_ptr: vec![HashMap::new(); n + 1],
                 uris: HashMap::new(),
+                declared: None,
             };
-            probe.load_doc(i + 1);
-            if probe.uris.contains_key(uri) {
-                self.load_doc(i + 1);
-                return true;
+            for d in 1..=n {
+                probe.load_doc(d);
             }
+            probe
+                .uris
+                .iter()
+                .filter(|(u, _)| !u.contains('#'))
+                .map(|(u, &id)| (u.clone(), probe.entries[id as usize].doc))
+                .collect()
+        });
+        match declared.get(uri) {
+            Some(&d) if !self.loaded[d as usize] => {
+                self.load_doc(d as usize);
+                true
+            }
+            _ => false,
         }
-        false
     }
 
     fn load_doc(&mut self, doc: usize) {
@@ -613,7 +626,9 @@ mod tests {
                     "definitions": {"b": {"$ref": "sub/b.json"}}}],
                 ["http://h/dir/sub/b.json", {"$id": "http://h/real.json",
                     "$defs": {"c": {"$anchor": "C"}}, "$ref": "dir/a.json"}],
-                ["http://h/unused.json", {"$recursiveAnchor": true}]]"##,
+                ["http://h/unused.json", {"$recursiveAnchor": true}],
+                ["http://h/hidden.json", {"$id": "http://h/alias.json",
+                    "$defs": {"s": {"type": "string"}}}]]"##,
         )
         .unwrap();
         let mut d = Doc::new(&v, &docs);
@@ -636,6 +651,10 @@ mod tests {
             .resolve_ref(0, "http://h/other.json")
             .unwrap_err()
             .contains("points outside the document"));
+        // A document found by an $id inside it.
+        let s = d.resolve_ref(0, "http://h/alias.json#/$defs/s").unwrap();
+        assert_eq!(d.ptr(s), "http://h/hidden.json#/$defs/s");
+        assert_eq!(d.has_dynamic_anchor(None), 0);
         // Reached only now.
         d.resolve_ref(0, "http://h/unused.json").unwrap();
         assert_eq!(d.has_dynamic_anchor(None), 1);

@@ -177,7 +177,9 @@ pub struct JsonOptions {
 pub struct Dropped {
     /// The keyword, e.g. `uniqueItems`.
     pub keyword: String,
-    /// The JSON pointer of the schema holding it (`""`: the root).
+    /// The JSON pointer of the schema holding it (`""`: the root); in an
+    /// extra document ([`JsonOptions::documents`]), preceded by the
+    /// document's URI and `#`.
     pub pointer: String,
     /// Why it could not be enforced.
     pub reason: String,
