@@ -343,6 +343,29 @@ typedef struct cg_compile_options {
      * (the default) means ": ". Only read during `cg_compile`.
      */
     const char *json_key_separator;
+    /**
+     * JSON Schema: extra documents that `$ref`s may reach (what a
+     * validator's schema registry holds; cgram never fetches anything),
+     * as NUL-terminated UTF-8 JSON text: an object mapping absolute URIs
+     * to schema documents, e.g. `{"http://example.com/a.json": {"type":
+     * "integer"}}`. NULL (the default) means none. A document's URI is
+     * its base URI (its own `$id`s may change it, as in the schema);
+     * references reach its `$id`s, anchors, `$defs` and JSON pointers,
+     * relative references inside it resolve against it, documents may
+     * refer to each other and to the schema, recursively, and each one
+     * follows its own `$schema` (the schema's draft when it has none),
+     * so a draft-7 document reached from a 2020-12 schema keeps draft-7
+     * semantics. A reference to a URI no document has is refused
+     * (`CG_ERR_UNSUPPORTED`), official metaschemas included unless given
+     * here. The text counts with the source against the source size
+     * limit (`CG_ERR_LIMIT`). Errors: `CG_ERR_PARSE` when it is not valid
+     * JSON; `CG_ERR_INVALID_ARGUMENT` when it is not an object, a key is
+     * not an absolute URI (it needs a scheme) or has a fragment, a value
+     * is not a schema (an object or a boolean), it is not UTF-8, or the
+     * kind is not `CG_KIND_JSON_SCHEMA`. Only read during `cg_compile`;
+     * a grammar cache keys its grammars by it too.
+     */
+    const char *json_documents;
 } cg_compile_options;
 
 /**
@@ -564,8 +587,9 @@ void cg_vocab_free(struct cg_vocab *vocab);
  * Fills `*options` with the defaults: `struct_size` =
  * `sizeof(cg_compile_options)`, `kind` = `CG_KIND_GBNF`, `root` = NULL
  * ("root"), `flags` = 0, `json_max_whitespace` = 0 (unbounded),
- * `max_compile_ms` = 10000, `max_states` = 1000000, `json_indent` = 0 and
- * the separators NULL (no fixed formatting). It writes the whole
+ * `max_compile_ms` = 10000, `max_states` = 1000000, `json_indent` = 0,
+ * the separators NULL (no fixed formatting) and `json_documents` NULL
+ * (no extra documents). It writes the whole
  * struct. NULL is a no-op (and sets `cg_last_error`). Thread-safe.
  */
 void cg_compile_options_init(struct cg_compile_options *options);
@@ -622,7 +646,8 @@ int cg_grammar_dropped_count(const struct cg_grammar *grammar);
  * NULL (with `cg_last_error` set) if `grammar` is NULL or `index` is out
  * of range. When `pointer` is not NULL, `*pointer` is set to the JSON
  * pointer of the schema that holds the keyword ("" for the root, e.g.
- * "/properties/tags"); when `reason` is not NULL, `*reason` is set to why
+ * "/properties/tags"; in a document of `json_documents`, its URI, "#"
+ * and the pointer); when `reason` is not NULL, `*reason` is set to why
  * the keyword cannot be enforced. Each keyword and place is reported
  * once, in the order met. The strings belong to the grammar handle: they
  * stay valid until `cg_free(grammar)`. Thread-safe.
@@ -662,7 +687,7 @@ struct cg_grammar_cache *cg_grammar_cache_new(size_t budget_bytes);
 /**
  * `cg_compile` through the cache: the grammar compiled earlier from the
  * same vocabulary, source, kind, flags, `json_max_whitespace`, fixed
- * formatting (`json_indent`, separators) and root,
+ * formatting (`json_indent`, separators), `json_documents` and root,
  * or a new one (kept in the cache if it fits its budget). Limits in
  * `options` apply to a compilation, not to a lookup. Returns a new
  * reference that the caller frees with `cg_free` (the cache keeps its

@@ -285,6 +285,27 @@ pub struct cg_compile_options {
     /// ":" with optional JSON whitespace around it, at most 16 bytes. NULL
     /// (the default) means ": ". Only read during `cg_compile`.
     pub json_key_separator: *const c_char,
+    /// JSON Schema: extra documents that `$ref`s may reach (what a
+    /// validator's schema registry holds; cgram never fetches anything),
+    /// as NUL-terminated UTF-8 JSON text: an object mapping absolute URIs
+    /// to schema documents, e.g. `{"http://example.com/a.json": {"type":
+    /// "integer"}}`. NULL (the default) means none. A document's URI is
+    /// its base URI (its own `$id`s may change it, as in the schema);
+    /// references reach its `$id`s, anchors, `$defs` and JSON pointers,
+    /// relative references inside it resolve against it, documents may
+    /// refer to each other and to the schema, recursively, and each one
+    /// follows its own `$schema` (the schema's draft when it has none),
+    /// so a draft-7 document reached from a 2020-12 schema keeps draft-7
+    /// semantics. A reference to a URI no document has is refused
+    /// (`CG_ERR_UNSUPPORTED`), official metaschemas included unless given
+    /// here. The text counts with the source against the source size
+    /// limit (`CG_ERR_LIMIT`). Errors: `CG_ERR_PARSE` when it is not valid
+    /// JSON; `CG_ERR_INVALID_ARGUMENT` when it is not an object, a key is
+    /// not an absolute URI (it needs a scheme) or has a fragment, a value
+    /// is not a schema (an object or a boolean), it is not UTF-8, or the
+    /// kind is not `CG_KIND_JSON_SCHEMA`. Only read during `cg_compile`;
+    /// a grammar cache keys its grammars by it too.
+    pub json_documents: *const c_char,
 }
 
 /// Bytes of `cg_compile_options` that every caller must provide: the fields
@@ -611,6 +632,14 @@ unsafe fn read_options(p: *const cg_compile_options) -> Result<CompileOptions> {
         field!(json_key_separator: *const c_char),
         "options->json_key_separator",
     )?;
+    if let Some(p) = field!(json_documents: *const c_char) {
+        if !p.is_null() {
+            let text = CStr::from_ptr(p)
+                .to_str()
+                .map_err(|e| utf8_error("options->json_documents", e))?;
+            o.json_documents = Some(text.into());
+        }
+    }
     if indent != 0 || item.is_some() || key.is_some() {
         o.json_layout = Some(crate::json_schema::layout::FixedLayout::new(
             (indent != 0).then_some(indent),
@@ -961,8 +990,9 @@ pub unsafe extern "C" fn cg_vocab_free(vocab: *mut cg_vocab) {
 /// Fills `*options` with the defaults: `struct_size` =
 /// `sizeof(cg_compile_options)`, `kind` = `CG_KIND_GBNF`, `root` = NULL
 /// ("root"), `flags` = 0, `json_max_whitespace` = 0 (unbounded),
-/// `max_compile_ms` = 10000, `max_states` = 1000000, `json_indent` = 0 and
-/// the separators NULL (no fixed formatting). It writes the whole
+/// `max_compile_ms` = 10000, `max_states` = 1000000, `json_indent` = 0,
+/// the separators NULL (no fixed formatting) and `json_documents` NULL
+/// (no extra documents). It writes the whole
 /// struct. NULL is a no-op (and sets `cg_last_error`). Thread-safe.
 #[no_mangle]
 pub unsafe extern "C" fn cg_compile_options_init(options: *mut cg_compile_options) {
@@ -985,6 +1015,7 @@ pub unsafe extern "C" fn cg_compile_options_init(options: *mut cg_compile_option
                 json_indent: 0,
                 json_item_separator: ptr::null(),
                 json_key_separator: ptr::null(),
+                json_documents: ptr::null(),
             });
             Ok(())
         },
@@ -1073,7 +1104,8 @@ pub unsafe extern "C" fn cg_grammar_dropped_count(grammar: *const cg_grammar) ->
 /// NULL (with `cg_last_error` set) if `grammar` is NULL or `index` is out
 /// of range. When `pointer` is not NULL, `*pointer` is set to the JSON
 /// pointer of the schema that holds the keyword ("" for the root, e.g.
-/// "/properties/tags"); when `reason` is not NULL, `*reason` is set to why
+/// "/properties/tags"; in a document of `json_documents`, its URI, "#"
+/// and the pointer); when `reason` is not NULL, `*reason` is set to why
 /// the keyword cannot be enforced. Each keyword and place is reported
 /// once, in the order met. The strings belong to the grammar handle: they
 /// stay valid until `cg_free(grammar)`. Thread-safe.
@@ -1186,7 +1218,7 @@ pub extern "C" fn cg_grammar_cache_new(budget_bytes: usize) -> *mut cg_grammar_c
 
 /// `cg_compile` through the cache: the grammar compiled earlier from the
 /// same vocabulary, source, kind, flags, `json_max_whitespace`, fixed
-/// formatting (`json_indent`, separators) and root,
+/// formatting (`json_indent`, separators), `json_documents` and root,
 /// or a new one (kept in the cache if it fits its budget). Limits in
 /// `options` apply to a compilation, not to a lookup. Returns a new
 /// reference that the caller frees with `cg_free` (the cache keeps its

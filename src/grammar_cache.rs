@@ -5,7 +5,8 @@
 //!
 //! Entries are keyed by everything that decides the result: the vocabulary
 //! (its identity: an entry keeps it alive), the source text, the kind,
-//! flags, whitespace bound and layout and start rule for grammars, the list for
+//! flags, whitespace bound and layout, start rule and JSON Schema
+//! documents (`json_documents`) for grammars, the list for
 //! triggers, and the mask budget the grammar keeps. Compile limits are
 //! not part of the key: a grammar that compiled within one limit is the
 //! same grammar under another. Failures are not cached.
@@ -13,7 +14,7 @@
 //! A hit must cost microseconds even for a 400 KB tool-call grammar, so
 //! the key holds a 128-bit XXH3 digest of the source rather than a copy
 //! (hashing and copying the text took 100 us), and the entry keeps the
-//! source to compare on a hit: XXH3 is not collision-resistant, and a
+//! source (and the documents) to compare on a hit: XXH3 is not collision-resistant, and a
 //! crafted collision must not hand out another request's grammar. A
 //! colliding source compiles without being cached.
 //!
@@ -47,6 +48,9 @@ enum Key {
         max_mask_steps: u64,
         source_digest: u128,
         source_len: usize,
+        /// Digest and length of `json_documents` (compared on a hit too).
+        documents_digest: Option<u128>,
+        documents_len: usize,
     },
     Triggers {
         vocab: usize,
@@ -67,6 +71,8 @@ struct Entry {
     /// A grammar's source (compared on a hit, the key holding only its
     /// digest); empty for triggers, whose key is their whole list.
     source: Box<[u8]>,
+    /// A JSON Schema grammar's `json_documents` (compared on a hit).
+    documents: Option<Arc<str>>,
 }
 
 /// What the cache did so far.
@@ -129,8 +135,13 @@ impl GrammarCache {
             max_mask_steps: options.max_mask_steps,
             source_digest: xxhash_rust::xxh3::xxh3_128(source),
             source_len: source.len(),
+            documents_digest: options
+                .json_documents
+                .as_deref()
+                .map(|d| xxhash_rust::xxh3::xxh3_128(d.as_bytes())),
+            documents_len: options.json_documents.as_deref().map_or(0, str::len),
         };
-        let value = self.get_or(key, source, || {
+        let value = self.get_or(key, source, options.json_documents.as_ref(), || {
             let g = compile::compile(vocab, source, options)?;
             let bytes = g.memory();
             Ok((Value::Grammar(g), bytes))
@@ -148,7 +159,7 @@ impl GrammarCache {
             vocab: Arc::as_ptr(vocab) as usize,
             specs: specs.to_vec(),
         };
-        let value = self.get_or(key, &[], || {
+        let value = self.get_or(key, &[], None, || {
             let t = Triggers::new(vocab, specs)?;
             let bytes = t.memory();
             Ok((Value::Triggers(Arc::new(t)), bytes))
@@ -159,13 +170,14 @@ impl GrammarCache {
         }
     }
 
-    /// The entry of `key` (whose grammar was compiled from `source`),
-    /// built by `make` on a miss (without the lock held: two threads
-    /// missing the same key both build it).
+    /// The entry of `key` (whose grammar was compiled from `source` and
+    /// `documents`), built by `make` on a miss (without the lock held: two
+    /// threads missing the same key both build it).
     fn get_or(
         &self,
         key: Key,
         source: &[u8],
+        documents: Option<&Arc<str>>,
         make: impl FnOnce() -> Result<(Value, usize)>,
     ) -> Result<Value> {
         let collision = {
@@ -173,7 +185,8 @@ impl GrammarCache {
             s.clock += 1;
             let now = s.clock;
             let found = s.map.get_mut(&key).map(|e| {
-                let same = *e.source == *source;
+                let same =
+                    *e.source == *source && e.documents.as_deref() == documents.map(|d| &**d);
                 if same {
                     e.last_used = now;
                 }
@@ -200,6 +213,7 @@ impl GrammarCache {
                 bytes,
                 last_used,
                 source: source.into(),
+                documents: documents.cloned(),
             };
             if let Some(old) = s.map.insert(key, entry) {
                 s.stats.bytes -= old.bytes;
@@ -339,6 +353,8 @@ mod tests {
                 layout,
                 root,
                 max_mask_steps,
+                documents_digest,
+                documents_len,
                 ..
             } = key
             else {
@@ -355,6 +371,8 @@ mod tests {
                 max_mask_steps,
                 source_digest: xxhash_rust::xxh3::xxh3_128(b),
                 source_len: b.len(),
+                documents_digest,
+                documents_len,
             };
             s.map.insert(forged, entry);
         }
@@ -366,6 +384,38 @@ mod tests {
         assert_eq!((s.hits, s.misses, s.entries), (0, 2, 1));
         let gb2 = cache.grammar(&v, b"root ::= \"b\"", &o).unwrap();
         assert!(!Arc::ptr_eq(&gb, &gb2), "a colliding source is not cached");
+    }
+
+    /// Two compiles of one schema with different `json_documents` never
+    /// share a grammar.
+    #[test]
+    fn documents_are_part_of_the_key() {
+        let v = vocab();
+        let cache = GrammarCache::new(DEFAULT_BUDGET);
+        let schema = br#"{"$ref": "http://x.test/a.json"}"#;
+        let with = |d: Option<&str>| CompileOptions {
+            kind: Kind::JsonSchema,
+            json_documents: d.map(Arc::from),
+            ..Default::default()
+        };
+        let one = with(Some(r#"{"http://x.test/a.json": {"const": 1}}"#));
+        let two = with(Some(r#"{"http://x.test/a.json": {"const": 2}}"#));
+        let g1 = cache.grammar(&v, schema, &one).unwrap();
+        let g2 = cache.grammar(&v, schema, &two).unwrap();
+        assert!(!Arc::ptr_eq(&g1, &g2));
+        for (g, yes, no) in [(&g1, b"1", b"2"), (&g2, b"2", b"1")] {
+            let mut m = crate::Matcher::new(g.clone());
+            assert!(m.accept_bytes(yes).is_ok() && m.is_accepting());
+            let mut m = crate::Matcher::new(g.clone());
+            assert!(m.accept_bytes(no).is_err());
+        }
+        assert!(Arc::ptr_eq(&g1, &cache.grammar(&v, schema, &one).unwrap()));
+        let e = match cache.grammar(&v, schema, &with(None)) {
+            Ok(_) => panic!("compiled without the document"),
+            Err(e) => e,
+        };
+        assert!(e.message().contains("points outside the document"), "{e}");
+        assert_eq!(cache.stats().entries, 2);
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //!
 //! | limit | default | option | where |
 //! |---|---|---|---|
-//! | source text | [`MAX_SOURCE_BYTES`] (64 MiB) | - | every kind |
+//! | source text | [`MAX_SOURCE_BYTES`] (64 MiB), with `json_documents` | - | every kind |
 //! | compile time | 10,000 ms | `max_compile_ms` | front ends and compiler, checked in every loop that can run long ([`Deadline`], [`Meter`]) |
 //! | one trigger pattern's compile time | [`TRIGGER_MAX_COMPILE_MS`] | - | `cg_triggers_new` (each pattern or word) |
 //! | automaton states | 1,000,000, plus one per byte of a GBNF source (a literal is a state per byte) | `max_states` | the compiled grammar |
@@ -50,7 +50,8 @@ pub const TRIGGER_MAX_COMPILE_MS: u64 = 250;
 /// it and `json_schema_suite::multiple_of_large_divisors_llama3`.
 pub const MAX_MULTIPLE_OF_STATES: usize = 100_000;
 
-/// Longest source text `cg_compile` takes.
+/// Longest source text `cg_compile` takes (JSON Schema: the schema and
+/// its `json_documents` together).
 pub const MAX_SOURCE_BYTES: usize = 64 << 20;
 
 /// Default for `cg_compile_options.max_mask_steps`: the parser steps (an

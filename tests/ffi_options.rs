@@ -736,3 +736,204 @@ fn lenient_still_refuses_what_it_must() {
     o.flags = CG_JSON_LENIENT;
     assert!(s.compile_with(&o, "").is_err());
 }
+
+// ---------------------------------------------------------------------------
+// json_documents
+
+fn documents_options(documents: Option<&CStr>) -> cg_compile_options {
+    let mut o = defaults();
+    o.kind = CG_KIND_JSON_SCHEMA;
+    o.json_documents = documents.map_or(std::ptr::null(), CStr::as_ptr);
+    o
+}
+
+/// Documents a validator's registry would hold: a draft-7 document with
+/// its own definitions and a relative reference to a sibling document, a
+/// recursive document under a URN, and one that refers back to the
+/// schema.
+const DOCUMENTS: &str = r##"{
+    "http://example.com/schemas/address.json": {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "properties": {
+            "street": {"type": "string"},
+            "zip": {"$ref": "#/definitions/zip"},
+            "country": {"$ref": "countries.json#/$defs/code"}
+        },
+        "required": ["street", "zip"],
+        "additionalProperties": false,
+        "definitions": {
+            "zip": {"type": "string", "pattern": "^[0-9]{5}$"},
+            "short": {"$ref": "#/definitions/zip", "maxLength": 2}
+        }
+    },
+    "http://example.com/schemas/countries.json": {
+        "$defs": {"code": {"enum": ["FR", "DE"]}}
+    },
+    "urn:example:tree": {
+        "type": "object",
+        "properties": {
+            "value": {"type": "integer"},
+            "children": {"type": "array", "items": {"$ref": "#"}}
+        },
+        "required": ["value"],
+        "additionalProperties": false
+    },
+    "http://example.com/schemas/back.json": {
+        "anyOf": [{"type": "null"}, {"$ref": "http://example.com/root.json"}]
+    }
+}"##;
+
+#[test]
+fn documents_are_reached_by_ref() {
+    let s = Setup::new();
+    let docs = CString::new(DOCUMENTS).unwrap();
+    let o = documents_options(Some(&docs));
+    let schema = r#"{"type": "object",
+        "properties": {
+            "home": {"$ref": "http://example.com/schemas/address.json"},
+            "tree": {"$ref": "urn:example:tree"},
+            "zip": {"$ref": "http://example.com/schemas/address.json#/definitions/short"}
+        },
+        "additionalProperties": false}"#;
+    let g = s.compile_with(&o, schema).unwrap_or_else(|e| panic!("{e}"));
+    s.expect(
+        &g,
+        "documents",
+        &[
+            r#"{"home": {"street": "Main St", "zip": "12345"}}"#,
+            r#"{"home": {"street": "x", "zip": "00000", "country": "FR"}}"#,
+            r#"{"tree": {"value": 1, "children": [{"value": 2, "children": []}]}}"#,
+            // Draft 7 (the document's $schema): a $ref hides maxLength.
+            r#"{"zip": "12345"}"#,
+        ],
+        &[
+            r#"{"home": {"street": "Main St"}}"#,
+            r#"{"home": {"street": "x", "zip": "1234"}}"#,
+            r#"{"home": {"street": "x", "zip": "12345", "country": "US"}}"#,
+            r#"{"home": {"street": "x", "zip": "12345", "extra": 1}}"#,
+            r#"{"tree": {"value": 1.5}}"#,
+            r#"{"tree": {"value": 1, "children": [{"children": []}]}}"#,
+            r#"{"zip": "1"}"#,
+        ],
+    );
+
+    // A document refers back to the schema (by the schema's $id):
+    // recursion across documents.
+    let schema = r#"{"$id": "http://example.com/root.json", "type": "object",
+        "properties": {"next": {"$ref": "schemas/back.json"}, "n": {"type": "integer"}},
+        "required": ["n"], "additionalProperties": false}"#;
+    let g = s.compile_with(&o, schema).unwrap_or_else(|e| panic!("{e}"));
+    s.expect(
+        &g,
+        "back",
+        &[
+            r#"{"n": 1}"#,
+            r#"{"n": 1, "next": null}"#,
+            r#"{"n": 1, "next": {"n": 2, "next": {"n": 3}}}"#,
+        ],
+        &[r#"{"n": 1, "next": {}}"#, r#"{"n": 1, "next": {"n": "2"}}"#],
+    );
+}
+
+#[test]
+fn documents_errors() {
+    let s = Setup::new();
+    let schema = r#"{"$ref": "http://example.com/a.json"}"#;
+    let fails = |docs: &CStr, want: &str, code: i32| {
+        let e = s
+            .compile_with(&documents_options(Some(docs)), schema)
+            .err()
+            .unwrap_or_else(|| panic!("{docs:?} must fail"));
+        assert!(e.contains(want), "{docs:?}: {e}");
+        assert!(e.contains("json_documents"), "{docs:?}: {e}");
+        assert_eq!(cg_last_error_code(), code, "{docs:?}: {e}");
+    };
+    fails(
+        cr#"{"http://example.com/a.json": "#,
+        "not valid JSON",
+        CG_ERR_PARSE,
+    );
+    fails(c"[1, 2]", "must be a JSON object", CG_ERR_INVALID_ARGUMENT);
+    fails(
+        cr#"{"a.json": {"type": "integer"}}"#,
+        "'a.json' is not an absolute URI",
+        CG_ERR_INVALID_ARGUMENT,
+    );
+    fails(
+        cr#"{"http://example.com/a.json#/x": {}}"#,
+        "has a fragment",
+        CG_ERR_INVALID_ARGUMENT,
+    );
+    fails(
+        cr#"{"http://example.com/a.json": 5}"#,
+        "is not a schema",
+        CG_ERR_INVALID_ARGUMENT,
+    );
+    fails(c"\xff", "UTF-8", CG_ERR_INVALID_ARGUMENT);
+
+    // A reference to a document not given: today's refusal.
+    let other = cr#"{"http://example.com/b.json": {"type": "integer"}}"#;
+    let e = s
+        .compile_with(&documents_options(Some(other)), schema)
+        .err()
+        .unwrap();
+    assert!(e.contains("points outside the document"), "{e}");
+    assert_eq!(cg_last_error_code(), CG_ERR_UNSUPPORTED);
+    // Metaschemas are documents like any other: refused unless given.
+    let e = s
+        .compile_with(
+            &documents_options(Some(other)),
+            r#"{"$ref": "https://json-schema.org/draft/2020-12/schema"}"#,
+        )
+        .err()
+        .unwrap();
+    assert!(e.contains("points outside the document"), "{e}");
+
+    // An error inside a document names where it is.
+    let broken =
+        cr##"{"http://example.com/a.json": {"$defs": {"x": {"type": 5}}, "$ref": "#/$defs/x"}}"##;
+    let e = s
+        .compile_with(&documents_options(Some(broken)), schema)
+        .err()
+        .unwrap();
+    assert!(e.contains("http://example.com/a.json#/$defs/x"), "{e}");
+
+    // Only JSON Schema takes documents.
+    for (kind, source) in [
+        (CG_KIND_GBNF, "root ::= \"a\""),
+        (CG_KIND_REGEX, "a"),
+        (CG_KIND_ANY_JSON, ""),
+    ] {
+        let mut o = documents_options(Some(other));
+        o.kind = kind;
+        let e = s.compile_with(&o, source).err().unwrap();
+        assert!(e.contains("json_documents does not apply"), "{e}");
+        assert_eq!(cg_last_error_code(), CG_ERR_INVALID_ARGUMENT);
+    }
+
+    // The documents count with the source against the source size limit.
+    let mut big = String::from(r#"{"http://example.com/a.json": {"type": "integer"}"#);
+    big.push_str(&" ".repeat(cgram::limits::MAX_SOURCE_BYTES - big.len()));
+    big.push('}');
+    let big = CString::new(big).unwrap();
+    let e = s
+        .compile_with(&documents_options(Some(&big)), schema)
+        .err()
+        .unwrap();
+    assert!(e.contains("json_documents"), "{e}");
+    assert_eq!(cg_last_error_code(), CG_ERR_LIMIT);
+
+    // Nothing is left behind: the same options with good documents work,
+    // and an older caller (a struct_size without json_documents) has
+    // none, whatever lies past its struct.
+    let good = cr#"{"http://example.com/a.json": {"type": "integer"}}"#;
+    let g = s
+        .compile_with(&documents_options(Some(good)), schema)
+        .unwrap();
+    s.expect(&g, "good", &["12", "-3"], &["1.5", "\"x\""]);
+    let mut o = documents_options(Some(good));
+    o.struct_size = std::mem::offset_of!(cg_compile_options, json_documents) as u32;
+    let e = s.compile_with(&o, schema).err().unwrap();
+    assert!(e.contains("points outside the document"), "{e}");
+}

@@ -3,7 +3,10 @@
 //! real Llama 3 tokenizer: for every schema cgram compiles, every valid
 //! instance must pass every mask and end accepting, and every invalid one
 //! must be rejected somewhere. Schemas cgram refuses must be refused with
-//! an error (counted per file).
+//! an error (counted per file). Every compile gets the suite's `remotes/`
+//! as extra documents (`json_documents`), each under
+//! `http://localhost:1234/<its path>`, where the suite's validators serve
+//! them.
 //!
 //! Also here, ignored by default: a MaskBench runner
 //! (`cargo test --release --test json_schema_suite -- --ignored maskbench`)
@@ -33,6 +36,38 @@ fn options() -> CompileOptions {
         kind: Kind::JsonSchema,
         max_compile_ms: 20_000,
         ..Default::default()
+    }
+}
+
+/// The suite's `remotes/` as a `json_documents` object: every file under
+/// `http://localhost:1234/` and its path.
+fn remote_documents() -> Arc<str> {
+    fn add(dir: &Path, rel: &str, out: &mut serde_json::Map<String, Value>) {
+        let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().collect();
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let p = e.path();
+            if p.is_dir() {
+                add(&p, &format!("{rel}{name}/"), out);
+            } else if name.ends_with(".json") {
+                let v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap())
+                    .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                out.insert(format!("http://localhost:1234/{rel}{name}"), v);
+            }
+        }
+    }
+    let mut docs = serde_json::Map::new();
+    add(&suite_dir().join("remotes"), "", &mut docs);
+    assert!(docs.len() > 50, "remotes/ has {} documents", docs.len());
+    serde_json::to_string(&docs).unwrap().into()
+}
+
+/// [`options`] with the suite's remote documents.
+fn suite_options(documents: &Arc<str>) -> CompileOptions {
+    CompileOptions {
+        json_documents: Some(documents.clone()),
+        ..options()
     }
 }
 
@@ -104,6 +139,8 @@ fn run_draft(draft: &str) {
     let mut skips: Vec<String> = Vec::new();
     let mut known: Vec<String> = Vec::new();
     let mut refusals: Vec<String> = Vec::new();
+    let documents = remote_documents();
+    let options = suite_options(&documents);
     for file in suite_files(draft) {
         let rel = file
             .strip_prefix(dir.join("tests").join(draft))
@@ -127,7 +164,7 @@ fn run_draft(draft: &str) {
             }
             let schema = serde_json::to_string(&schema_value).unwrap();
             c.schemas += 1;
-            let g = match compile(&vocab, schema.as_bytes(), &options()) {
+            let g = match compile(&vocab, schema.as_bytes(), &options) {
                 Ok(g) => g,
                 Err(e) if is_unsatisfiable(e.message()) => {
                     // "Nothing is valid" is a verdict too: right when the

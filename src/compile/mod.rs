@@ -92,6 +92,11 @@ pub struct CompileOptions {
     /// A mask fails with a limit error past this many parser steps
     /// (`u64::MAX`: no limit; see [`crate::matcher::work`]).
     pub max_mask_steps: u64,
+    /// JSON Schema: extra documents that `$ref`s may reach, the text of a
+    /// JSON object mapping absolute URIs to schema documents (see
+    /// [`crate::json_schema::parse_documents`]); `None`: none. Counted
+    /// with the source against [`limits::MAX_SOURCE_BYTES`].
+    pub json_documents: Option<std::sync::Arc<str>>,
 }
 
 pub use crate::limits::{DEFAULT_MAX_COMPILE_MS, DEFAULT_MAX_STATES};
@@ -107,6 +112,7 @@ impl Default for CompileOptions {
             max_compile_ms: DEFAULT_MAX_COMPILE_MS,
             max_states: DEFAULT_MAX_STATES,
             max_mask_steps: limits::DEFAULT_MAX_MASK_STEPS,
+            json_documents: None,
         }
     }
 }
@@ -916,6 +922,15 @@ pub fn compile(
             limits::MAX_SOURCE_BYTES
         )));
     }
+    let documents_len = options.json_documents.as_deref().map_or(0, str::len);
+    if source.len() + documents_len > limits::MAX_SOURCE_BYTES {
+        return Err(Error::limit(format!(
+            "the source ({} bytes) and json_documents ({documents_len} bytes) are more than \
+             the limit of {} bytes together",
+            source.len(),
+            limits::MAX_SOURCE_BYTES
+        )));
+    }
     let text = std::str::from_utf8(source).map_err(|e| {
         Error::invalid(format!(
             "the source is not valid UTF-8 (byte offset {})",
@@ -1001,6 +1016,11 @@ fn check_flags(o: &CompileOptions) -> Result<()> {
             "flags {other:#x} do not apply to {kind} sources"
         )));
     }
+    if o.json_documents.is_some() && o.kind != Kind::JsonSchema {
+        return Err(Error::invalid(format!(
+            "json_documents does not apply to {kind} sources"
+        )));
+    }
     if o.json_layout.is_some() {
         if !matches!(o.kind, Kind::JsonSchema | Kind::AnyJson) {
             return Err(Error::invalid(format!(
@@ -1026,6 +1046,7 @@ fn json_options(o: &CompileOptions) -> crate::json_schema::JsonOptions {
         strict_integers: o.flags & FLAG_JSON_STRICT_INTEGERS != 0,
         lenient: o.flags & FLAG_JSON_LENIENT != 0,
         layout: o.json_layout.clone(),
+        documents: o.json_documents.clone(),
     }
 }
 

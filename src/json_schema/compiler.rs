@@ -127,6 +127,14 @@ pub fn at(ptr: &str) -> String {
 }
 
 fn kw_err(kind: ErrorKind, kw: &str, ptr: &str, reason: impl std::fmt::Display) -> Error {
+    let reason = reason.to_string();
+    // The deadline met inside the node algebra comes back as its message:
+    // it stays a limit, wherever it surfaces.
+    let kind = if reason.starts_with("compilation took longer than") {
+        ErrorKind::Limit
+    } else {
+        kind
+    };
     Error::new(kind, format!("{kw} at {}: {reason}", at(ptr)))
 }
 
@@ -411,7 +419,7 @@ impl<'a> Compiler<'a> {
                 )))
             }
         };
-        let draft = self.doc.draft;
+        let draft = self.doc.draft(id);
         // Drafts 4 to 7: a $ref replaces every sibling keyword.
         if draft <= Draft::D7 {
             if let Some(r) = m.get("$ref") {
@@ -474,7 +482,7 @@ impl<'a> Compiler<'a> {
         }
         // Dependencies (objects only).
         for kw in ["dependentRequired", "dependentSchemas", "dependencies"] {
-            let Some(Value::Object(deps)) = m.get(kw) else {
+            let Some(Value::Object(deps)) = m.get(kw).filter(|_| draft.has_keyword(kw)) else {
                 continue;
             };
             if node.obj.is_empty() {
@@ -701,7 +709,7 @@ impl<'a> Compiler<'a> {
         let Value::Object(m) = self.doc.value(id) else {
             return Ok(());
         };
-        let draft = self.doc.draft;
+        let draft = self.doc.draft(id);
         let ptr = at(self.doc.ptr(id)).to_string();
         for kw in [
             "anyOf",
@@ -1087,7 +1095,7 @@ impl<'a> Compiler<'a> {
         m: &Map<String, Value>,
         ptr: &str,
     ) -> Result<Option<ObjShape>> {
-        let draft = self.doc.draft;
+        let draft = self.doc.draft(id);
         let has = |k: &str| draft.has_keyword(k) && m.contains_key(k);
         if !(has("properties")
             || has("patternProperties")
@@ -1282,7 +1290,10 @@ impl<'a> Compiler<'a> {
             }
             None => {}
         }
-        if let Some(Value::Array(a)) = m.get("prefixItems") {
+        let prefix_items = m
+            .get("prefixItems")
+            .filter(|_| self.doc.draft(id).has_keyword("prefixItems"));
+        if let Some(Value::Array(a)) = prefix_items {
             any = true;
             shape.prefix.clear();
             for i in 0..a.len() {
@@ -1301,16 +1312,16 @@ impl<'a> Compiler<'a> {
             any = true;
             shape.max = Some(as_count(v).ok_or_else(|| bad("maxItems", ptr, "not a count"))?);
         }
-        if self.doc.draft.has_keyword("contains") && m.contains_key("contains") {
+        if self.doc.draft(id).has_keyword("contains") && m.contains_key("contains") {
             any = true;
             let min = match m.get("minContains") {
-                Some(v) if self.doc.draft >= Draft::D2019 => {
+                Some(v) if self.doc.draft(id) >= Draft::D2019 => {
                     as_count(v).ok_or_else(|| bad("minContains", ptr, "not a count"))?
                 }
                 _ => 1,
             };
             let max = match m.get("maxContains") {
-                Some(v) if self.doc.draft >= Draft::D2019 => {
+                Some(v) if self.doc.draft(id) >= Draft::D2019 => {
                     Some(as_count(v).ok_or_else(|| bad("maxContains", ptr, "not a count"))?)
                 }
                 _ => None,

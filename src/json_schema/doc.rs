@@ -1,12 +1,19 @@
-//! The schema document: subschema locations, base URIs, `$id`s and
-//! anchors, and `$ref` resolution within the document.
+//! The schema document and the extra documents its references may reach:
+//! subschema locations, base URIs, `$id`s and anchors, and `$ref`
+//! resolution.
 //!
-//! Every subschema is identified by its JSON pointer in the document (the
-//! place a keyword "sits" for error messages). Base URIs follow RFC 3986
-//! resolution of `$id` (`id` in draft 4); `$anchor`, `$dynamicAnchor` and
-//! draft-6/7 plain-name `$id`s (`"#foo"`) name subschemas. A `$ref` is
-//! resolved against the base URI of the schema holding it; references to
-//! anything outside the document (other files, remote URLs) are refused.
+//! Every subschema is identified by its document and its JSON pointer in
+//! it (the place a keyword "sits" for error messages). Base URIs follow
+//! RFC 3986 resolution of `$id` (`id` in draft 4); `$anchor`,
+//! `$dynamicAnchor` and draft-6/7 plain-name `$id`s (`"#foo"`) name
+//! subschemas. A `$ref` is resolved against the base URI of the schema
+//! holding it. Extra documents ([`super::JsonOptions::documents`]) are
+//! schema resources whose base URI is the URI they were given under; each
+//! follows its own `$schema` (the schema's draft when it has none), and is
+//! indexed the same way when a reference first reaches it (the documents
+//! reachable from the schema are indexed before compiling, so that the
+//! dynamic anchors among them are known). References to anything else
+//! (other files, remote URLs, metaschemas not given) are refused.
 
 use std::collections::HashMap;
 
@@ -26,6 +33,23 @@ pub enum Draft {
 }
 
 impl Draft {
+    /// The draft a `$schema` names; `None` without one. Unknown
+    /// metaschemas get 2020-12 semantics.
+    pub fn of_schema(root: &Value) -> Option<Draft> {
+        let s = root.get("$schema")?.as_str()?;
+        Some(if s.contains("draft-04") || s.contains("draft-03") {
+            Draft::D4
+        } else if s.contains("draft-06") {
+            Draft::D6
+        } else if s.contains("draft-07") {
+            Draft::D7
+        } else if s.contains("2019-09") {
+            Draft::D2019
+        } else {
+            Draft::D2020
+        })
+    }
+
     /// Whether `kw` is a keyword of this draft. Only the keywords that
     /// drafts added after draft 4 are listed: an older draft ignores them,
     /// as its validators do.
@@ -33,6 +57,8 @@ impl Draft {
         match kw {
             "const" | "contains" | "propertyNames" => self >= Draft::D6,
             "if" | "then" | "else" => self >= Draft::D7,
+            "dependentRequired" | "dependentSchemas" => self >= Draft::D2019,
+            "prefixItems" => self >= Draft::D2020,
             _ => true,
         }
     }
@@ -40,19 +66,39 @@ impl Draft {
 
 pub struct Entry<'a> {
     pub value: &'a Value,
-    /// JSON pointer from the document root.
+    /// JSON pointer from the root of its document.
     pub ptr: String,
+    /// Where it is, for messages: `ptr` in the schema, `uri#ptr` in an
+    /// extra document.
+    pub loc: String,
     /// Absolute base URI (no fragment).
     pub base: String,
+    /// Its document: 0 the schema, `i + 1` extra document `i`.
+    pub doc: u32,
 }
 
+/// One extra document: the absolute URI it is given under, and its
+/// value (an object or a boolean).
+pub type Document = (String, Value);
+
 pub struct Doc<'a> {
-    pub root: &'a Value,
-    pub draft: Draft,
+    /// The root of each document (0: the schema).
+    roots: Vec<&'a Value>,
+    /// The draft of each document.
+    drafts: Vec<Draft>,
+    /// Retrieval URI of each extra document (index `doc - 1`).
+    extra_uris: Vec<&'a str>,
+    /// Whether each document is indexed (the schema always is).
+    loaded: Vec<bool>,
     pub entries: Vec<Entry<'a>>,
-    by_ptr: HashMap<String, u32>,
+    /// Entry of each JSON pointer, per document.
+    by_ptr: Vec<HashMap<String, u32>>,
     /// Resource URIs (no fragment) and anchors (`uri#name`).
     uris: HashMap<String, u32>,
+    /// The resource URIs each extra document declares with `$id`s, by
+    /// document (made on the first reference that no retrieval URI
+    /// matches).
+    declared: Option<HashMap<String, u32>>,
 }
 
 pub fn escape_segment(s: &str) -> String {
@@ -60,43 +106,125 @@ pub fn escape_segment(s: &str) -> String {
 }
 
 impl<'a> Doc<'a> {
-    pub fn new(root: &'a Value) -> Doc<'a> {
-        let draft = match root.get("$schema").and_then(|v| v.as_str()) {
-            Some(s) if s.contains("draft-04") || s.contains("draft-03") => Draft::D4,
-            Some(s) if s.contains("draft-06") => Draft::D6,
-            Some(s) if s.contains("draft-07") => Draft::D7,
-            Some(s) if s.contains("2019-09") => Draft::D2019,
-            _ => Draft::D2020,
-        };
-        let mut d = Doc {
-            root,
-            draft,
-            entries: Vec::new(),
-            by_ptr: HashMap::new(),
-            uris: HashMap::new(),
-        };
-        d.walk(root, String::new(), DEFAULT_BASE.to_string());
+    /// The schema `root`, with `extra` documents its references may reach.
+    pub fn new(root: &'a Value, extra: &'a [Document]) -> Doc<'a> {
+        let mut d = Doc::unindexed(root, extra);
+        d.walk(0, root, String::new(), DEFAULT_BASE.to_string());
         d.uris.entry(DEFAULT_BASE.to_string()).or_insert(0);
+        d.load_reachable();
         d
     }
 
-    fn id_keyword(&self) -> &'static str {
-        if self.draft == Draft::D4 {
-            "id"
-        } else {
-            "$id"
+    /// Every document known, none indexed.
+    fn unindexed(root: &'a Value, extra: &'a [Document]) -> Doc<'a> {
+        let draft = Draft::of_schema(root).unwrap_or(Draft::D2020);
+        let mut roots = vec![root];
+        let mut drafts = vec![draft];
+        for (_, v) in extra {
+            roots.push(v);
+            drafts.push(Draft::of_schema(v).unwrap_or(draft));
+        }
+        let n = roots.len();
+        Doc {
+            roots,
+            drafts,
+            extra_uris: extra.iter().map(|(u, _)| u.as_str()).collect(),
+            loaded: (0..n).map(|i| i == 0).collect(),
+            entries: Vec::new(),
+            by_ptr: vec![HashMap::new(); n],
+            uris: HashMap::new(),
+            declared: None,
         }
     }
 
+    /// The draft of the schema `id` (that of its document).
+    pub fn draft(&self, id: u32) -> Draft {
+        self.drafts[self.entries[id as usize].doc as usize]
+    }
+
+    /// Indexes every extra document a reference of an indexed schema
+    /// reaches, until none is left.
+    fn load_reachable(&mut self) {
+        if self.extra_uris.is_empty() {
+            return;
+        }
+        let mut i = 0;
+        while i < self.entries.len() {
+            if let Value::Object(m) = self.entries[i].value {
+                for kw in ["$ref", "$recursiveRef", "$dynamicRef"] {
+                    if let Some(Value::String(r)) = m.get(kw) {
+                        let target = resolve(&self.entries[i].base, r);
+                        let (doc, _) = split_fragment(&target);
+                        if !self.uris.contains_key(doc) {
+                            let doc = doc.to_string();
+                            self.load(&doc);
+                        }
+                    }
+                }
+            }
+            i += 1;
+        }
+    }
+
+    /// Indexes the extra document that `uri` names: the one given under
+    /// that URI, else one declaring it as an `$id` inside. Returns whether
+    /// one was found.
+    fn load(&mut self, uri: &str) -> bool {
+        let n = self.extra_uris.len();
+        if let Some(i) = (0..n).find(|&i| !self.loaded[i + 1] && self.extra_uris[i] == uri) {
+            self.load_doc(i + 1);
+            return true;
+        }
+        let declared = self.declared.get_or_insert_with(|| {
+            // Every document indexed once, apart, to see what it declares.
+            let mut probe = Doc {
+                roots: self.roots.clone(),
+                drafts: self.drafts.clone(),
+                extra_uris: self.extra_uris.clone(),
+                loaded: vec![false; n + 1],
+                entries: Vec::new(),
+                by_ptr: vec![HashMap::new(); n + 1],
+                uris: HashMap::new(),
+                declared: None,
+            };
+            for d in 1..=n {
+                probe.load_doc(d);
+            }
+            probe
+                .uris
+                .iter()
+                .filter(|(u, _)| !u.contains('#'))
+                .map(|(u, &id)| (u.clone(), probe.entries[id as usize].doc))
+                .collect()
+        });
+        match declared.get(uri) {
+            Some(&d) if !self.loaded[d as usize] => {
+                self.load_doc(d as usize);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn load_doc(&mut self, doc: usize) {
+        self.loaded[doc] = true;
+        let uri = self.extra_uris[doc - 1];
+        let first = self.entries.len() as u32;
+        self.walk(doc as u32, self.roots[doc], String::new(), uri.to_string());
+        self.uris.entry(uri.to_string()).or_insert(first);
+    }
+
     /// Registers one schema (its `$id` and anchors) and returns its id.
-    fn register(&mut self, v: &'a Value, ptr: String, parent_base: String) -> u32 {
+    fn register(&mut self, doc: u32, v: &'a Value, ptr: String, parent_base: String) -> u32 {
+        let draft = self.drafts[doc as usize];
         let mut base = parent_base;
         if let Value::Object(m) = v {
-            let ref_hides_id = self.draft <= Draft::D7 && m.contains_key("$ref");
-            if let Some(Value::String(id)) = m.get(self.id_keyword()) {
+            let ref_hides_id = draft <= Draft::D7 && m.contains_key("$ref");
+            let id_keyword = if draft == Draft::D4 { "id" } else { "$id" };
+            if let Some(Value::String(id)) = m.get(id_keyword) {
                 if !ref_hides_id {
                     let resolved = resolve(&base, id);
-                    let (doc, frag) = split_fragment(&resolved);
+                    let (res, frag) = split_fragment(&resolved);
                     if id.starts_with('#') {
                         // A plain-name fragment (drafts 6/7): an anchor.
                         if !frag.is_empty() {
@@ -105,7 +233,7 @@ impl<'a> Doc<'a> {
                             self.uris.entry(key).or_insert(n);
                         }
                     } else {
-                        base = doc.to_string();
+                        base = res.to_string();
                         let n = self.entries.len() as u32;
                         self.uris.entry(base.clone()).or_insert(n);
                         if !frag.is_empty() && !frag.starts_with('/') {
@@ -122,17 +250,24 @@ impl<'a> Doc<'a> {
             }
         }
         let id = self.entries.len() as u32;
-        self.by_ptr.insert(ptr.clone(), id);
+        self.by_ptr[doc as usize].insert(ptr.clone(), id);
+        let loc = if doc == 0 {
+            ptr.clone()
+        } else {
+            format!("{}#{ptr}", self.extra_uris[doc as usize - 1])
+        };
         self.entries.push(Entry {
             value: v,
             ptr,
+            loc,
             base,
+            doc,
         });
         id
     }
 
-    fn walk(&mut self, v: &'a Value, ptr: String, parent_base: String) {
-        let id = self.register(v, ptr.clone(), parent_base);
+    fn walk(&mut self, doc: u32, v: &'a Value, ptr: String, parent_base: String) {
+        let id = self.register(doc, v, ptr.clone(), parent_base);
         let base = self.entries[id as usize].base.clone();
         let Value::Object(m) = v else { return };
         for (k, sub) in m {
@@ -144,6 +279,7 @@ impl<'a> Doc<'a> {
                         for (name, s) in mm {
                             if s.is_object() || s.is_boolean() {
                                 self.walk(
+                                    doc,
                                     s,
                                     format!("{kp}/{}", escape_segment(name)),
                                     base.clone(),
@@ -155,10 +291,10 @@ impl<'a> Doc<'a> {
                 "items" | "prefixItems" | "allOf" | "anyOf" | "oneOf" => match sub {
                     Value::Array(a) => {
                         for (i, s) in a.iter().enumerate() {
-                            self.walk(s, format!("{kp}/{i}"), base.clone());
+                            self.walk(doc, s, format!("{kp}/{i}"), base.clone());
                         }
                     }
-                    s => self.walk(s, kp, base.clone()),
+                    s => self.walk(doc, s, kp, base.clone()),
                 },
                 "additionalProperties"
                 | "not"
@@ -170,41 +306,46 @@ impl<'a> Doc<'a> {
                 | "additionalItems"
                 | "unevaluatedProperties"
                 | "unevaluatedItems"
-                | "contentSchema" => self.walk(sub, kp, base.clone()),
+                | "contentSchema" => self.walk(doc, sub, kp, base.clone()),
                 _ => {}
             }
         }
     }
 
-    /// The schema at a JSON pointer (registering it on first use: a
-    /// `$ref` may point anywhere, e.g. into an unknown keyword).
-    pub fn at_pointer(&mut self, ptr: &str) -> Option<u32> {
-        if let Some(&id) = self.by_ptr.get(ptr) {
+    /// The schema at a JSON pointer of document `doc` (registering it on
+    /// first use: a `$ref` may point anywhere, e.g. into an unknown
+    /// keyword).
+    fn at_pointer(&mut self, doc: u32, ptr: &str) -> Option<u32> {
+        if let Some(&id) = self.by_ptr[doc as usize].get(ptr) {
             return Some(id);
         }
         let (parent, _) = ptr.rsplit_once('/')?;
-        let parent_id = self.at_pointer(parent)?;
-        let value: &'a Value = self.root.pointer(ptr)?;
+        let parent_id = self.at_pointer(doc, parent)?;
+        let value: &'a Value = self.roots[doc as usize].pointer(ptr)?;
         let base = self.entries[parent_id as usize].base.clone();
-        Some(self.register(value, ptr.to_string(), base))
+        Some(self.register(doc, value, ptr.to_string(), base))
     }
 
     /// A child schema: `ptr` of `id` followed by the segments.
     pub fn child(&mut self, id: u32, segments: &[&str]) -> Option<u32> {
-        let mut p = self.entries[id as usize].ptr.clone();
+        let e = &self.entries[id as usize];
+        let doc = e.doc;
+        let mut p = e.ptr.clone();
         for s in segments {
             p.push('/');
             p.push_str(&escape_segment(s));
         }
-        self.at_pointer(&p)
+        self.at_pointer(doc, &p)
     }
 
     pub fn value(&self, id: u32) -> &'a Value {
         self.entries[id as usize].value
     }
 
+    /// Where schema `id` is, for messages: its JSON pointer, preceded by
+    /// `uri#` in an extra document.
     pub fn ptr(&self, id: u32) -> &str {
-        &self.entries[id as usize].ptr
+        &self.entries[id as usize].loc
     }
 
     /// Resolves a `$ref` found in schema `id`.
@@ -213,20 +354,30 @@ impl<'a> Doc<'a> {
         let target = resolve(&base, reference);
         let (doc, frag) = split_fragment(&target);
         let frag = percent_decode(frag);
+        if !self.uris.contains_key(doc) {
+            self.load(doc);
+        }
         let Some(&root) = self.uris.get(doc) else {
             return Err(format!(
                 "reference '{reference}' points outside the document ({doc}); \
-                 remote references are not supported"
+                 remote references are not supported (no document of that URI was \
+                 given in json_documents)"
             ));
         };
         if frag.is_empty() {
             return Ok(root);
         }
         if frag.starts_with('/') {
-            let p = format!("{}{}", self.entries[root as usize].ptr, frag);
-            return self
-                .at_pointer(&p)
-                .ok_or_else(|| format!("reference '{reference}': nothing at {p}"));
+            let e = &self.entries[root as usize];
+            let (d, p) = (e.doc, format!("{}{}", e.ptr, frag));
+            return self.at_pointer(d, &p).ok_or_else(|| {
+                let shown = if d == 0 {
+                    p.clone()
+                } else {
+                    format!("{doc}#{p}")
+                };
+                format!("reference '{reference}': nothing at {shown}")
+            });
         }
         self.uris
             .get(&format!("{doc}#{frag}"))
@@ -248,6 +399,16 @@ impl<'a> Doc<'a> {
             })
             .count()
     }
+}
+
+/// Whether `u` is an absolute URI: it starts with a scheme.
+pub fn is_absolute(u: &str) -> bool {
+    parse(u).scheme.is_some()
+}
+
+/// `u` with its dot segments removed (RFC 3986, 5.2.4).
+pub fn normalize(u: &str) -> String {
+    resolve("", u)
 }
 
 fn split_fragment(u: &str) -> (&str, &str) {
@@ -443,7 +604,7 @@ mod tests {
                 "b": {"$id": "b.json", "$defs": {"c": {"type": "string"}}}}}"##,
         )
         .unwrap();
-        let mut d = Doc::new(&v);
+        let mut d = Doc::new(&v, &[]);
         let a = d.resolve_ref(0, "#A").unwrap();
         assert_eq!(d.ptr(a), "/$defs/a");
         let c = d.resolve_ref(0, "b.json#/$defs/c").unwrap();
@@ -451,5 +612,51 @@ mod tests {
         assert!(d.resolve_ref(0, "http://other/x.json").is_err());
         let a2 = d.resolve_ref(0, "#/$defs/a").unwrap();
         assert_eq!(d.ptr(a2), "/$defs/a");
+    }
+
+    #[test]
+    fn extra_documents() {
+        let v: Value = serde_json::from_str(
+            r##"{"$schema": "https://json-schema.org/draft/2019-09/schema",
+                "$ref": "http://h/dir/a.json"}"##,
+        )
+        .unwrap();
+        let docs: Vec<Document> = serde_json::from_str::<Vec<(String, Value)>>(
+            r##"[["http://h/dir/a.json", {"$schema": "http://json-schema.org/draft-07/schema#",
+                    "definitions": {"b": {"$ref": "sub/b.json"}}}],
+                ["http://h/dir/sub/b.json", {"$id": "http://h/real.json",
+                    "$defs": {"c": {"$anchor": "C"}}, "$ref": "dir/a.json"}],
+                ["http://h/unused.json", {"$recursiveAnchor": true}],
+                ["http://h/hidden.json", {"$id": "http://h/alias.json",
+                    "$defs": {"s": {"type": "string"}}}]]"##,
+        )
+        .unwrap();
+        let mut d = Doc::new(&v, &docs);
+        // Reachable documents are indexed up front, the unused one not.
+        assert_eq!(d.has_dynamic_anchor(None), 0);
+        let a = d.resolve_ref(0, "http://h/dir/a.json").unwrap();
+        assert_eq!(d.ptr(a), "http://h/dir/a.json#");
+        assert_eq!((d.draft(0), d.draft(a)), (Draft::D2019, Draft::D7));
+        let b = d.resolve_ref(a, "#/definitions/b").unwrap();
+        assert_eq!(d.ptr(b), "http://h/dir/a.json#/definitions/b");
+        // Relative to the retrieval URI; inside, the $id is the base.
+        let broot = d.resolve_ref(b, "sub/b.json").unwrap();
+        assert_eq!(d.ptr(broot), "http://h/dir/sub/b.json#");
+        assert_eq!(d.draft(broot), Draft::D2019, "no $schema: the schema's");
+        assert_eq!(d.resolve_ref(0, "http://h/real.json").unwrap(), broot);
+        let c = d.resolve_ref(broot, "#C").unwrap();
+        assert_eq!(d.ptr(c), "http://h/dir/sub/b.json#/$defs/c");
+        assert_eq!(d.resolve_ref(broot, "dir/a.json").unwrap(), a);
+        assert!(d
+            .resolve_ref(0, "http://h/other.json")
+            .unwrap_err()
+            .contains("points outside the document"));
+        // A document found by an $id inside it.
+        let s = d.resolve_ref(0, "http://h/alias.json#/$defs/s").unwrap();
+        assert_eq!(d.ptr(s), "http://h/hidden.json#/$defs/s");
+        assert_eq!(d.has_dynamic_anchor(None), 0);
+        // Reached only now.
+        d.resolve_ref(0, "http://h/unused.json").unwrap();
+        assert_eq!(d.has_dynamic_anchor(None), 1);
     }
 }

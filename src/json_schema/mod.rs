@@ -67,7 +67,8 @@
 //! older tuple form with `additionalItems`). A keyword a later draft added
 //! is ignored under an earlier one, as its validators do (`const`,
 //! `contains`, `propertyNames` from draft 6; `if`/`then`/`else` from draft
-//! 7). Annotations (`title`,
+//! 7; `dependentRequired`, `dependentSchemas` from 2019-09; `prefixItems`
+//! from 2020-12). Annotations (`title`,
 //! `description`, `default`, `examples`, `$comment`, ...) and unknown
 //! keywords (MaskBench disables keywords by prefixing `_`) are ignored.
 //!
@@ -106,8 +107,11 @@
 //! - References: `$ref` (JSON pointers, `$id` base URIs, `$anchor`,
 //!   draft-6/7 plain-name ids, recursion through properties and items),
 //!   `$defs`/`definitions`; in drafts 4-7 a `$ref` hides its siblings.
-//!   References outside the document are refused, as is dynamic
-//!   scoping.
+//!   Other documents are reached only when the caller gives them
+//!   ([`JsonOptions::documents`], [`parse_documents`]): each is indexed
+//!   like the schema under its own URI and compiled under its own
+//!   `$schema` (the schema's draft without one). References to any other
+//!   document (nothing is fetched) are refused, as is dynamic scoping.
 //! - `unevaluatedProperties`/`unevaluatedItems`: exact when what is
 //!   evaluated is known without the instance: the names (`properties`,
 //!   `patternProperties`) and item prefixes listed by the schema and the
@@ -133,6 +137,8 @@ mod minimize;
 mod node;
 pub mod number;
 pub mod strings;
+
+use std::sync::Arc;
 
 use crate::limits::Deadline;
 use serde_json::Value;
@@ -162,6 +168,10 @@ pub struct JsonOptions {
     /// One fixed whitespace layout ([`layout`]); `None`: whitespace as
     /// `compact` and `max_whitespace` say.
     pub layout: Option<layout::FixedLayout>,
+    /// Extra documents a `$ref` may reach: the text of a JSON object
+    /// mapping absolute URIs to schema documents ([`parse_documents`]);
+    /// `None`: none (a reference outside the schema is refused).
+    pub documents: Option<Arc<str>>,
 }
 
 /// A keyword left out in lenient mode ([`JsonOptions::lenient`]).
@@ -169,7 +179,9 @@ pub struct JsonOptions {
 pub struct Dropped {
     /// The keyword, e.g. `uniqueItems`.
     pub keyword: String,
-    /// The JSON pointer of the schema holding it (`""`: the root).
+    /// The JSON pointer of the schema holding it (`""`: the root); in an
+    /// extra document ([`JsonOptions::documents`]), preceded by the
+    /// document's URI and `#`.
     pub pointer: String,
     /// Why it could not be enforced.
     pub reason: String,
@@ -191,34 +203,98 @@ pub fn to_grammar_reporting(
     options: &JsonOptions,
     deadline: &Deadline,
 ) -> Result<(ir::Grammar, Vec<Dropped>)> {
-    let value: Value = serde_json::from_str(schema).map_err(|e| {
+    let value: Value = read_json(schema, "the schema")?;
+    let documents = match &options.documents {
+        Some(text) => parse_documents(text)?,
+        None => Vec::new(),
+    };
+    compile_value(&value, &documents, options, deadline)
+}
+
+/// Reads JSON text (`what`: "the schema", for messages).
+fn read_json(text: &str, what: &str) -> Result<Value> {
+    serde_json::from_str(text).map_err(|e| {
         // serde_json stops at its fixed nesting limit with a syntax error;
-        // the schema may well be valid JSON, so say which limit it hit.
+        // the text may well be valid JSON, so say which limit it hit.
         if e.to_string().starts_with("recursion limit exceeded") {
             Error::limit(format!(
-                "the schema nests more than {MAX_SCHEMA_NESTING} arrays and objects deep \
+                "{what} nests more than {MAX_SCHEMA_NESTING} arrays and objects deep \
                  (line {}, column {})",
                 e.line(),
                 e.column()
             ))
         } else {
-            Error::parse(format!("the schema is not valid JSON: {e}"))
+            Error::parse(format!("{what} is not valid JSON: {e}"))
         }
-    })?;
-    compile_value(&value, options, deadline)
+    })
+}
+
+/// Reads the extra documents of [`JsonOptions::documents`]: a JSON object
+/// whose keys are absolute URIs (with a scheme, without a fragment; an
+/// empty fragment `#` is dropped) and whose values are schemas (objects
+/// or booleans), e.g. `{"http://example.com/a.json": {"type":
+/// "integer"}}`. A document's URI is its base URI; its own `$id`s,
+/// anchors, JSON pointers and `$schema` work as in the schema. Invalid
+/// JSON is a parse error; anything else malformed an invalid argument,
+/// naming the key.
+pub fn parse_documents(text: &str) -> Result<Vec<doc::Document>> {
+    let value = read_json(text, "json_documents")?;
+    let Value::Object(m) = value else {
+        return Err(Error::invalid(format!(
+            "json_documents must be a JSON object mapping absolute URIs to schema documents, \
+             not {}",
+            json_kind(&value)
+        )));
+    };
+    let mut docs = Vec::with_capacity(m.len());
+    for (key, v) in m {
+        let uri = key.strip_suffix('#').unwrap_or(&key);
+        if !doc::is_absolute(uri) {
+            return Err(Error::invalid(format!(
+                "json_documents: the key '{key}' is not an absolute URI (a document is named \
+                 by a URI with a scheme, such as 'http://example.com/a.json')"
+            )));
+        }
+        if uri.contains('#') {
+            return Err(Error::invalid(format!(
+                "json_documents: the key '{key}' has a fragment (a document's URI has none)"
+            )));
+        }
+        if !(v.is_object() || v.is_boolean()) {
+            return Err(Error::invalid(format!(
+                "json_documents: the document of '{key}' is not a schema (an object or a \
+                 boolean) but {}",
+                json_kind(&v)
+            )));
+        }
+        docs.push((doc::normalize(uri), v));
+    }
+    Ok(docs)
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }
 
 /// The grammar of any JSON value.
 pub fn any_json_grammar(options: &JsonOptions) -> Result<ir::Grammar> {
-    Ok(compile_value(&Value::Bool(true), options, &Deadline::none())?.0)
+    Ok(compile_value(&Value::Bool(true), &[], options, &Deadline::none())?.0)
 }
 
 fn compile_value(
     value: &Value,
+    documents: &[doc::Document],
     options: &JsonOptions,
     deadline: &Deadline,
 ) -> Result<(ir::Grammar, Vec<Dropped>)> {
-    let doc = doc::Doc::new(value);
+    let doc = doc::Doc::new(value, documents);
     let mut c = compiler::Compiler::new(doc, options, *deadline);
     let root_term = node::Term::Loc(0);
     let n = c.eval(&root_term)?;
