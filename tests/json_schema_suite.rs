@@ -586,3 +586,58 @@ fn multiple_of_large_divisors_llama3() {
     };
     assert!(e.message().contains("100000 states"), "{e}");
 }
+
+/// A length bound beside a `pattern`/`format` counts code points next to
+/// the pattern's automaton: the schemas MaskBench refused for it compile
+/// with the Llama 3 vocabulary (time printed), and masks agree with the
+/// bounds on instances walked token by token, at the bound and one past.
+#[test]
+fn counted_lengths_llama3() {
+    let vocab = common::real_vocab("llama3");
+    let tok = tokenizers::Tokenizer::from_file(common::tokenizer_path("llama3")).unwrap();
+    let mut mask = vec![0u32; vocab.mask_words()];
+    let quoted = |s: String| format!("\"{s}\"");
+    let words = |n: usize, w: &str| quoted(vec![w; n].join(" "));
+    let cases: Vec<(&str, Vec<String>, Vec<String>)> = vec![
+        (
+            r#"{"type": "string", "format": "email", "maxLength": 1024}"#,
+            vec![
+                quoted("jane.doe@example.com".into()),
+                quoted(format!("{}@example.com", "a".repeat(1012))),
+                quoted(format!("{}@example.com", "\\u0061".repeat(1012))),
+            ],
+            vec![
+                quoted(format!("{}@example.com", "a".repeat(1013))),
+                quoted("jane.doe.example.com".into()),
+            ],
+        ),
+        (
+            r#"{"type": "string", "minLength": 1, "maxLength": 500, "pattern": "^(?:\\S+\\s+){0,49}\\S+$"}"#,
+            vec![words(50, "word"), words(50, "abcdefghi"), quoted("x".into())],
+            vec![words(51, "w"), words(50, "abcdefghij"), quoted(String::new())],
+        ),
+        (
+            r#"{"type": "string", "maxLength": 32767, "pattern": "^data:image/(png|jpeg);base64,[0-9a-zA-Z+/=]*$"}"#,
+            vec![
+                quoted(format!("data:image/png;base64,{}", "QUJD".repeat(8000))),
+                quoted(format!("data:image/png;base64,{}", "A".repeat(32745))),
+            ],
+            vec![quoted(format!("data:image/png;base64,{}", "A".repeat(32746)))],
+        ),
+    ];
+    for (schema, yes, no) in &cases {
+        let t0 = std::time::Instant::now();
+        let g = compile(&vocab, schema.as_bytes(), &options())
+            .unwrap_or_else(|e| panic!("{schema}: {e}"));
+        println!("{schema}: compiled in {} ms", t0.elapsed().as_millis());
+        for (texts, valid) in [(yes, true), (no, false)] {
+            for t in texts.iter() {
+                let enc = tok.encode(t.as_str(), false).unwrap();
+                let (accepted, inconsistent) = walk_tokens(&g, enc.get_ids(), &mut mask);
+                assert!(!inconsistent, "{schema} {t}: mask and accept disagree");
+                let head: String = t.chars().take(60).collect();
+                assert_eq!(accepted, valid, "{schema}: {head}...");
+            }
+        }
+    }
+}
