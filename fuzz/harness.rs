@@ -1207,6 +1207,27 @@ pub fn regex_compile(data: &[u8]) {
     })();
 }
 
+/// Removes the `cgram-fuzz-PID-N` folders of processes that are gone:
+/// each fuzzing process (and libFuzzer starts many) writes its inputs to
+/// its own folder, which nothing else removes.
+fn remove_folders_of_dead_processes(tmp: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix("cgram-fuzz-")) else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next() else {
+            continue;
+        };
+        if !std::path::Path::new("/proc").join(pid).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
 /// `tokenizer_json`: the input is a tokenizer file, then optionally a NUL
 /// and a `tokenizer_config.json`, then optionally a NUL and a
 /// `generation_config.json`, written to a private folder and loaded with
@@ -1217,8 +1238,9 @@ pub fn tokenizer_json(data: &[u8]) {
         static DIR: PathBuf = {
             static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
             let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let d = std::env::temp_dir()
-                .join(format!("cgram-fuzz-{}-{n}", std::process::id()));
+            let tmp = std::env::temp_dir();
+            remove_folders_of_dead_processes(&tmp);
+            let d = tmp.join(format!("cgram-fuzz-{}-{n}", std::process::id()));
             std::fs::create_dir_all(&d).expect("temp dir");
             d
         };

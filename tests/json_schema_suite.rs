@@ -613,8 +613,16 @@ fn counted_lengths_llama3() {
         ),
         (
             r#"{"type": "string", "minLength": 1, "maxLength": 500, "pattern": "^(?:\\S+\\s+){0,49}\\S+$"}"#,
-            vec![words(50, "word"), words(50, "abcdefghi"), quoted("x".into())],
-            vec![words(51, "w"), words(50, "abcdefghij"), quoted(String::new())],
+            vec![
+                words(50, "word"),
+                words(50, "abcdefghi"),
+                quoted("x".into()),
+            ],
+            vec![
+                words(51, "w"),
+                words(50, "abcdefghij"),
+                quoted(String::new()),
+            ],
         ),
         (
             r#"{"type": "string", "maxLength": 32767, "pattern": "^data:image/(png|jpeg);base64,[0-9a-zA-Z+/=]*$"}"#,
@@ -622,7 +630,10 @@ fn counted_lengths_llama3() {
                 quoted(format!("data:image/png;base64,{}", "QUJD".repeat(8000))),
                 quoted(format!("data:image/png;base64,{}", "A".repeat(32745))),
             ],
-            vec![quoted(format!("data:image/png;base64,{}", "A".repeat(32746)))],
+            vec![quoted(format!(
+                "data:image/png;base64,{}",
+                "A".repeat(32746)
+            ))],
         ),
     ];
     for (schema, yes, no) in &cases {
