@@ -1620,6 +1620,53 @@ mod tests {
     use crate::compile::lexeme::DfaLimits;
     use crate::ir::{CharClass, Expr};
 
+    /// `state`'s cached token sets are brute force over the vocabulary:
+    /// inside = the DFA reads the whole token; exits = (token, d) where
+    /// the lexeme can end after `d >= 1` bytes and cannot read the token
+    /// through.
+    fn assert_token_sets_are_brute_force(vocab: &Vocab, dfa: &LexemeDfa, state: u32, what: &str) {
+        let info = lexeme_state_info(vocab, dfa, state);
+        let mut inside = vec![0u32; vocab.mask_words()];
+        info.inside.or_into(&mut inside);
+        let mut exits = std::collections::BTreeSet::new();
+        for e in info.exits.iter() {
+            let trie = vocab.trie();
+            let mut r = trie.subtree_tokens(e.node);
+            if e.below {
+                r.start = trie.nodes()[e.node as usize + 1].tok_start;
+            }
+            for &t in &trie.token_ids()[r.start as usize..r.end as usize] {
+                exits.insert((t, e.depth as usize));
+            }
+        }
+        let mut want_exits = std::collections::BTreeSet::new();
+        for t in 0..vocab.len() as u32 {
+            let bytes = vocab.token_bytes(t);
+            let mut q = state;
+            let mut ends = Vec::new();
+            for (d, &b) in bytes.iter().enumerate() {
+                if d > 0 && dfa.is_final_state(q) {
+                    ends.push(d);
+                }
+                q = dfa.next(q, b);
+                if q == DEAD {
+                    break;
+                }
+            }
+            let reads = q != DEAD;
+            assert_eq!(
+                inside[(t / 32) as usize] >> (t % 32) & 1 == 1,
+                reads,
+                "{what} state {state} token {:?}",
+                String::from_utf8_lossy(bytes)
+            );
+            if !reads {
+                want_exits.extend(ends.into_iter().map(|d| (t, d)));
+            }
+        }
+        assert_eq!(exits, want_exits, "{what} state {state}");
+    }
+
     /// Every state's token sets of lexemes whose states read letters into
     /// different states (names and their complement, "contains",
     /// letters-then-digits, a count) equal brute force over a vocabulary
@@ -1723,46 +1770,7 @@ mod tests {
                         _ => {}
                     }
                 }
-                let info = lexeme_state_info(&vocab, &dfa, state);
-                let mut inside = vec![0u32; vocab.mask_words()];
-                info.inside.or_into(&mut inside);
-                let mut exits = std::collections::BTreeSet::new();
-                for e in info.exits.iter() {
-                    let trie = vocab.trie();
-                    let mut r = trie.subtree_tokens(e.node);
-                    if e.below {
-                        r.start = trie.nodes()[e.node as usize + 1].tok_start;
-                    }
-                    for &t in &trie.token_ids()[r.start as usize..r.end as usize] {
-                        exits.insert((t, e.depth as usize));
-                    }
-                }
-                let mut want_exits = std::collections::BTreeSet::new();
-                for t in 0..vocab.len() as u32 {
-                    let bytes = vocab.token_bytes(t);
-                    let mut q = state;
-                    let mut ends = Vec::new();
-                    for (d, &b) in bytes.iter().enumerate() {
-                        if d > 0 && dfa.is_final_state(q) {
-                            ends.push(d);
-                        }
-                        q = dfa.next(q, b);
-                        if q == DEAD {
-                            break;
-                        }
-                    }
-                    let reads = q != DEAD;
-                    assert_eq!(
-                        inside[(t / 32) as usize] >> (t % 32) & 1 == 1,
-                        reads,
-                        "{expr:?} state {state} token {:?}",
-                        String::from_utf8_lossy(bytes)
-                    );
-                    if !reads {
-                        want_exits.extend(ends.into_iter().map(|d| (t, d)));
-                    }
-                }
-                assert_eq!(exits, want_exits, "{expr:?} state {state}");
+                assert_token_sets_are_brute_force(&vocab, &dfa, state, &format!("{expr:?}"));
             }
         }
         assert!(
@@ -1852,46 +1860,7 @@ mod tests {
                 i += 1;
             }
             for &state in &states {
-                let info = lexeme_state_info(&vocab, &dfa, state);
-                let mut inside = vec![0u32; vocab.mask_words()];
-                info.inside.or_into(&mut inside);
-                let mut exits = std::collections::BTreeSet::new();
-                for e in info.exits.iter() {
-                    let trie = vocab.trie();
-                    let mut r = trie.subtree_tokens(e.node);
-                    if e.below {
-                        r.start = trie.nodes()[e.node as usize + 1].tok_start;
-                    }
-                    for &t in &trie.token_ids()[r.start as usize..r.end as usize] {
-                        exits.insert((t, e.depth as usize));
-                    }
-                }
-                let mut want_exits = std::collections::BTreeSet::new();
-                for t in 0..vocab.len() as u32 {
-                    let bytes = vocab.token_bytes(t);
-                    let mut q = state;
-                    let mut ends = Vec::new();
-                    for (d, &b) in bytes.iter().enumerate() {
-                        if d > 0 && dfa.is_final_state(q) {
-                            ends.push(d);
-                        }
-                        q = dfa.next(q, b);
-                        if q == DEAD {
-                            break;
-                        }
-                    }
-                    let reads = q != DEAD;
-                    assert_eq!(
-                        inside[(t / 32) as usize] >> (t % 32) & 1 == 1,
-                        reads,
-                        "{min}..{max:?} state {state} token {:?}",
-                        String::from_utf8_lossy(bytes)
-                    );
-                    if !reads {
-                        want_exits.extend(ends.into_iter().map(|d| (t, d)));
-                    }
-                }
-                assert_eq!(exits, want_exits, "{min}..{max:?} state {state}");
+                assert_token_sets_are_brute_force(&vocab, &dfa, state, &format!("{min}..{max:?}"));
             }
         }
     }

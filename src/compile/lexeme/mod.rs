@@ -1026,6 +1026,28 @@ impl LexemeCache {
         expr: &Expr,
         limits: &DfaLimits,
     ) -> Result<Option<Arc<LexemeDfa>>> {
+        self.interned(expr, || {
+            let table = if has_boolean(expr) {
+                boolean::table_of(expr, limits, self)?
+            } else {
+                match table_from_hir_within(&to_hir(expr), limits)? {
+                    Some(t) => Arc::new(t),
+                    None => return Ok(None),
+                }
+            };
+            let mut built = LexemeDfa::from_table_by(&table, &limits.deadline)?;
+            built.counting = has_counting(expr);
+            Ok(Some(built))
+        })
+    }
+
+    /// The lexeme interned under `expr`, or the one `build` makes (`None`:
+    /// none), interned unless another thread interned one meanwhile.
+    fn interned(
+        &self,
+        expr: &Expr,
+        build: impl FnOnce() -> Result<Option<LexemeDfa>>,
+    ) -> Result<Option<Arc<LexemeDfa>>> {
         {
             let store = &mut *self.store.lock().unwrap();
             if let Some(l) = lookup(&mut store.lexemes, &mut store.clock, expr) {
@@ -1033,16 +1055,9 @@ impl LexemeCache {
                 return Ok(Some(l));
             }
         }
-        let table = if has_boolean(expr) {
-            boolean::table_of(expr, limits, self)?
-        } else {
-            match table_from_hir_within(&to_hir(expr), limits)? {
-                Some(t) => Arc::new(t),
-                None => return Ok(None),
-            }
+        let Some(built) = build()? else {
+            return Ok(None);
         };
-        let mut built = LexemeDfa::from_table_by(&table, &limits.deadline)?;
-        built.counting = has_counting(expr);
         let built = Arc::new(built);
         let store = &mut *self.store.lock().unwrap();
         if let Some(l) = lookup(&mut store.lexemes, &mut store.clock, expr) {
@@ -1070,37 +1085,23 @@ impl LexemeCache {
         max: Option<u32>,
         limits: &DfaLimits,
     ) -> Result<Option<Arc<LexemeDfa>>> {
-        {
-            let store = &mut *self.store.lock().unwrap();
-            if let Some(l) = lookup(&mut store.lexemes, &mut store.clock, expr) {
-                store.recount_now_and_then();
-                return Ok(Some(l));
-            }
-        }
-        let Some(body) = self.string_body() else {
-            return Ok(None);
-        };
-        let table = self.table(pattern, limits)?;
-        let Some((product, inside, boundary)) =
-            counted::pair_with_any_string(&table, body, &limits.deadline)?
-        else {
-            return Ok(None);
-        };
-        let mut built = LexemeDfa::from_table_by(&product, &limits.deadline)?;
-        let mut meter = limits.deadline.meter();
-        built.counter = Some(Box::new(Counter::new(
-            &built, inside, boundary, min, max, &mut meter,
-        )?));
-        let built = Arc::new(built);
-        let store = &mut *self.store.lock().unwrap();
-        if let Some(l) = lookup(&mut store.lexemes, &mut store.clock, expr) {
-            return Ok(Some(l));
-        }
-        if let Some(entry) = store.admit(expr, &built) {
-            store.lexemes.insert(expr.clone(), entry);
-            store.evict_over_budget();
-        }
-        Ok(Some(built))
+        self.interned(expr, || {
+            let Some(body) = self.string_body() else {
+                return Ok(None);
+            };
+            let table = self.table(pattern, limits)?;
+            let Some((product, inside, boundary)) =
+                counted::pair_with_any_string(&table, body, &limits.deadline)?
+            else {
+                return Ok(None);
+            };
+            let mut built = LexemeDfa::from_table_by(&product, &limits.deadline)?;
+            let mut meter = limits.deadline.meter();
+            built.counter = Some(Box::new(Counter::new(
+                &built, inside, boundary, min, max, &mut meter,
+            )?));
+            Ok(Some(built))
+        })
     }
 
     /// The DFA table of any regular expression, intersections and
