@@ -1620,6 +1620,27 @@ mod tests {
     use crate::compile::lexeme::DfaLimits;
     use crate::ir::{CharClass, Expr};
 
+    /// The pieces of `alphabet`, and `n` random strings of 2 to `longest +
+    /// 1` of them (xorshift from `seed`), as a vocabulary.
+    fn random_vocab(alphabet: &[&str], mut seed: u64, n: usize, longest: usize) -> Vocab {
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        let mut tokens: Vec<Vec<u8>> = alphabet.iter().map(|s| s.as_bytes().to_vec()).collect();
+        for _ in 0..n {
+            let len = 2 + next(longest);
+            let t: String = (0..len).map(|_| alphabet[next(alphabet.len())]).collect();
+            tokens.push(t.into_bytes());
+        }
+        tokens.sort();
+        tokens.dedup();
+        let flags = vec![0; tokens.len()];
+        Vocab::new(tokens, flags, Vec::new()).unwrap()
+    }
+
     /// `state`'s cached token sets are brute force over the vocabulary:
     /// inside = the DFA reads the whole token; exits = (token, d) where
     /// the lexeme can end after `d >= 1` bytes and cannot read the token
@@ -1675,25 +1696,12 @@ mod tests {
     /// read the token through.
     #[test]
     fn lexeme_token_sets_match_brute_force() {
-        let alphabet: Vec<&str> =
-            vec!["a", "b", "c", "n", "e", "t", "_", "1", "\"", "\\", "u", "é"];
-        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = |n: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n as u64) as usize
-        };
-        let mut tokens: Vec<Vec<u8>> = alphabet.iter().map(|s| s.as_bytes().to_vec()).collect();
-        for _ in 0..1500 {
-            let len = 2 + next(5);
-            let t: String = (0..len).map(|_| alphabet[next(alphabet.len())]).collect();
-            tokens.push(t.into_bytes());
-        }
-        tokens.sort();
-        tokens.dedup();
-        let flags = vec![0; tokens.len()];
-        let vocab = Vocab::new(tokens, flags, Vec::new()).unwrap();
+        let vocab = random_vocab(
+            &["a", "b", "c", "n", "e", "t", "_", "1", "\"", "\\", "u", "é"],
+            0x9E37_79B9_7F4A_7C15,
+            1500,
+            5,
+        );
         let letters = Expr::Class(CharClass::from_ranges([(0x61, 0x7a), (0x5f, 0x5f)]));
         let contains = Expr::seq(vec![
             Expr::literal("\""),
@@ -1785,26 +1793,14 @@ mod tests {
     /// characters and quotes, near both bounds and far from them.
     #[test]
     fn counted_token_sets_match_brute_force() {
-        let alphabet: Vec<&str> = vec![
-            "a", "b", " ", "\"", "\\", "u", "0", "d", "8", "3", "e", "é", "😀", "\\u00e9", "n",
-        ];
-        let mut seed = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = |n: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n as u64) as usize
-        };
-        let mut tokens: Vec<Vec<u8>> = alphabet.iter().map(|s| s.as_bytes().to_vec()).collect();
-        for _ in 0..1200 {
-            let len = 2 + next(6);
-            let t: String = (0..len).map(|_| alphabet[next(alphabet.len())]).collect();
-            tokens.push(t.into_bytes());
-        }
-        tokens.sort();
-        tokens.dedup();
-        let flags = vec![0; tokens.len()];
-        let vocab = Vocab::new(tokens, flags, Vec::new()).unwrap();
+        let vocab = random_vocab(
+            &[
+                "a", "b", " ", "\"", "\\", "u", "0", "d", "8", "3", "e", "é", "😀", "\\u00e9", "n",
+            ],
+            0x2545_F491_4F6C_DD1D,
+            1200,
+            6,
+        );
         let any = Expr::Class(CharClass::any());
         let quoted = |e: Expr| {
             Expr::seq(vec![
