@@ -936,3 +936,75 @@ fn one_of_with_hundreds_of_shapes() {
         ],
     );
 }
+
+#[test]
+fn dynamic_ref_follows_the_outermost_anchor_in_scope() {
+    // A generic list whose item type the entering resource chooses.
+    let generic = r##""list": {"$id": "list", "type": "array", "items": {"$dynamicRef": "#item"},
+            "$defs": {"d": {"$dynamicAnchor": "item"}}}"##;
+    check(
+        &format!(
+            r##"{{"$id": "https://x.test/root", "$ref": "list",
+                "$defs": {{"s": {{"$dynamicAnchor": "item", "type": "string"}}, {generic}}}}}"##
+        ),
+        &[r#"["a", "b"]"#, "[]"],
+        &[r#"["a", 1]"#, "[[]]"],
+    );
+    // Two resources reach the same list: each binds its own item type.
+    check(
+        &format!(
+            r##"{{"$id": "https://x.test/root", "type": "object",
+                "properties": {{"n": {{"$ref": "nums"}}, "s": {{"$ref": "strs"}}}},
+                "$defs": {{{generic},
+                  "nums": {{"$id": "nums", "$ref": "list",
+                    "$defs": {{"i": {{"$dynamicAnchor": "item", "type": "number"}}}}}},
+                  "strs": {{"$id": "strs", "$ref": "list",
+                    "$defs": {{"i": {{"$dynamicAnchor": "item", "type": "string"}}}}}}}}}}"##
+        ),
+        &[r#"{"n": [1, 2], "s": ["a"]}"#],
+        &[r#"{"n": ["a"]}"#, r#"{"s": [1]}"#],
+    );
+    // Without the bookend (no $dynamicAnchor at the initial target) it is
+    // a $ref.
+    check(
+        r##"{"$id": "https://x.test/root", "$ref": "list",
+            "$defs": {"s": {"$dynamicAnchor": "item", "type": "string"},
+              "list": {"$id": "list", "type": "array", "items": {"$dynamicRef": "#item"},
+                "$defs": {"d": {"$anchor": "item", "type": "integer"}}}}}"##,
+        &["[1, 2]"],
+        &[r#"["a"]"#],
+    );
+    // Recursion through the dynamic reference terminates.
+    check(
+        r##"{"$id": "https://x.test/root", "$dynamicAnchor": "node", "$ref": "tree",
+            "properties": {"v": {"type": "integer"}},
+            "$defs": {"tree": {"$id": "tree", "$dynamicAnchor": "node", "type": "object",
+              "properties": {"kids": {"type": "array", "items": {"$dynamicRef": "#node"}}}}}}"##,
+        &[r#"{"v": 1, "kids": [{"v": 2, "kids": []}]}"#],
+        &[r#"{"v": 1, "kids": [{"v": "x"}]}"#],
+    );
+}
+
+#[test]
+fn recursive_ref_follows_the_outermost_recursive_anchor() {
+    let schema = |outer: bool| {
+        format!(
+            r##"{{"$schema": "https://json-schema.org/draft/2019-09/schema",
+                "$id": "https://x.test/root", "$recursiveAnchor": {outer},
+                "anyOf": [{{"type": "integer"}}, {{"$ref": "tree"}}],
+                "$defs": {{"tree": {{"$id": "tree", "$recursiveAnchor": true,
+                  "anyOf": [{{"type": "string"}},
+                    {{"type": "object", "additionalProperties": {{"$recursiveRef": "#"}}}}]}}}}}}"##
+        )
+    };
+    check(
+        &schema(true),
+        &["1", r#"{"a": 1}"#, r#"{"a": {"b": 2}}"#, r#"{"a": "s"}"#],
+        &["null", r#"{"a": null}"#],
+    );
+    check(
+        &schema(false),
+        &["1", r#"{"a": "s"}"#, r#"{"a": {"b": "s"}}"#],
+        &[r#"{"a": 1}"#, r#"{"a": {"b": 2}}"#],
+    );
+}

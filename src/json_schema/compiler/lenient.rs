@@ -82,7 +82,7 @@ impl Compiler<'_> {
     /// location inside it ("" when it has none, as the root's).
     pub(super) fn term_pointer(&self, t: &Term) -> String {
         match t {
-            Term::Loc(id) => self.doc.ptr(*id).to_string(),
+            Term::Loc(id, _) => self.doc.ptr(*id).to_string(),
             Term::Not(x) => self.term_pointer(x),
             Term::And(v) => v
                 .iter()
@@ -120,7 +120,7 @@ impl Compiler<'_> {
     /// one to restore after.
     pub(super) fn emitting_begin(&mut self, t: &Term) -> Option<u32> {
         let outer = self.emitting;
-        if let Term::Loc(id) = t {
+        if let Term::Loc(id, _) = t {
             self.emitting = Some(*id);
         }
         outer
