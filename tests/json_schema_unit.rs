@@ -823,14 +823,94 @@ fn unevaluated_statically_known() {
         &[r#"["a", 1]"#, r#"["a"]"#],
         &[r#"["a", 1, 2]"#, r#"["a", "b"]"#],
     );
-    refused(
-        r#"{"anyOf": [{"properties": {"a": {}}}, {"properties": {"b": {}}}],
+}
+
+#[test]
+fn unevaluated_by_cases() {
+    // anyOf: every branch that matches evaluates its names.
+    check(
+        r#"{"anyOf": [{"properties": {"a": {"type": "integer"}}},
+                      {"properties": {"b": {"type": "string"}}, "required": ["b"]}],
             "unevaluatedProperties": false}"#,
-        "depends on the instance",
+        &[
+            r#"{"a": 1}"#,
+            r#"{"b": "x"}"#,
+            r#"{"a": 1, "b": "x"}"#,
+            "{}",
+            "1",
+        ],
+        &[
+            r#"{"c": 1}"#,
+            r#"{"a": 1, "b": 2}"#,
+            r#"{"a": "x", "b": "y"}"#,
+        ],
     );
+    // oneOf: the one branch that matches.
+    check(
+        r#"{"oneOf": [{"properties": {"a": {"const": 1}}, "required": ["a"]},
+                      {"properties": {"b": {"const": 2}}, "required": ["b"]}],
+            "unevaluatedProperties": false}"#,
+        &[r#"{"a": 1}"#, r#"{"b": 2}"#],
+        &[
+            r#"{"a": 1, "b": 3}"#,
+            r#"{"a": 1, "c": 0}"#,
+            r#"{"a": 1, "b": 2}"#,
+        ],
+    );
+    // if/then/else: if and then, or else; if alone still annotates.
+    check(
+        r#"{"if": {"properties": {"k": {"const": "t"}}, "required": ["k"]},
+            "then": {"properties": {"t": {}}}, "else": {"properties": {"e": {}}},
+            "unevaluatedProperties": false}"#,
+        &[r#"{"k": "t", "t": 1}"#, r#"{"e": 1}"#, "{}"],
+        &[
+            r#"{"k": "t", "e": 1}"#,
+            r#"{"k": "u", "e": 1}"#,
+            r#"{"t": 1}"#,
+        ],
+    );
+    check(
+        r#"{"if": {"patternProperties": {"^x": {"type": "string"}}},
+            "unevaluatedProperties": false}"#,
+        &[r#"{"xa": "s"}"#, "{}"],
+        &[r#"{"xa": 1}"#, r#"{"y": "s"}"#],
+    );
+    // dependentSchemas: those of the properties present.
+    check(
+        r#"{"properties": {"a": {}}, "dependentSchemas": {"a": {"properties": {"b": {}}}},
+            "unevaluatedProperties": false}"#,
+        &[r#"{"a": 1, "b": 2}"#, r#"{"a": 1}"#],
+        &[r#"{"b": 2}"#, r#"{"a": 1, "c": 2}"#],
+    );
+    // Items: anyOf of prefixes, and contains.
+    check(
+        r#"{"anyOf": [{"prefixItems": [true, {"const": 1}]}, {"items": {"type": "string"}}],
+            "unevaluatedItems": {"type": "boolean"}}"#,
+        &["[0, 1]", r#"["a", "b"]"#, "[0, 1, true]"],
+        &["[0, 2]", r#"[true, 1, "s"]"#, "[0, 1, 2]", "[true, false]"],
+    );
+    check(
+        r#"{"contains": {"type": "string"}, "unevaluatedItems": {"type": "integer"}}"#,
+        &[r#"["a", 1]"#, r#"[1, "b", 2]"#],
+        &["[1, 2]", r#"["a", null]"#],
+    );
+    // Annotations of a failing anyOf branch are dropped, also inside not.
+    check(
+        r#"{"not": {"anyOf": [true, {"properties": {"f": true}}],
+                    "unevaluatedProperties": false}}"#,
+        &[r#"{"g": 1}"#, r#"{"f": 1, "g": 1}"#],
+        &[r#"{"f": 1}"#, "{}", "1"],
+    );
+    // Past 64 cases the keyword is refused.
+    let branches: Vec<String> = (0..7)
+        .map(|i| format!(r#"{{"properties": {{"p{i}": {{}}}}, "required": ["p{i}"]}}"#))
+        .collect();
     refused(
-        r#"{"contains": {"type": "string"}, "unevaluatedItems": false}"#,
-        "contains",
+        &format!(
+            r#"{{"anyOf": [{}], "unevaluatedProperties": false}}"#,
+            branches.join(", ")
+        ),
+        "more than 64 ways",
     );
 }
 

@@ -24,6 +24,7 @@ mod integers;
 mod layout;
 mod lenient;
 mod ordered;
+mod unevaluated;
 
 /// Most IR rules one schema may produce.
 const MAX_RULES: usize = 100_000;
@@ -196,15 +197,6 @@ struct Scopes {
     ids: FastMap<Vec<(String, u32)>, u32>,
     /// (context, resource root) to the context after entering it.
     entered: FastMap<(u32, u32), u32>,
-}
-
-/// Properties or items evaluated statically (see `Compiler::evaluated`).
-#[derive(Default)]
-struct Evaluated {
-    names: BTreeSet<String>,
-    patterns: Vec<String>,
-    prefix: usize,
-    all: bool,
 }
 
 fn as_count(v: &Value) -> Option<u32> {
@@ -725,141 +717,20 @@ impl<'a> Compiler<'a> {
                     if vacuous {
                         continue;
                     }
-                    let mut ev = Evaluated::default();
-                    let mut seen = FastSet::default();
-                    if let Err(why) = self.evaluated(id, props, true, &mut ev, &mut seen) {
+                    match self.unevaluated(id, props, &ptr) {
+                        Ok(Some(n)) => and(&mut node, &n, kw)?,
+                        Ok(None) => {}
                         // Lenient: the keyword is left out.
-                        self.leave_out(unsup(kw, &ptr, why), kw, &ptr)?;
-                        continue;
+                        Err(e) if matches!(e.kind(), ErrorKind::Unsupported | ErrorKind::Limit) => {
+                            self.check_time()?;
+                            self.leave_out(e, kw, &ptr)?;
+                        }
+                        Err(e) => return Err(e),
                     }
-                    let u_id = self.doc.child(id, &[kw]).unwrap();
-                    let u = self.loc(u_id);
-                    let mut n = Node::any();
-                    if props {
-                        if ev.all {
-                            continue;
-                        }
-                        let mut rest = StrLang::Lits(ev.names).not();
-                        for p in &ev.patterns {
-                            let e = self
-                                .pattern_expr(p)
-                                .map_err(|e| kw_err(e.kind(), kw, &ptr, e.message()))?;
-                            rest = rest.and(&StrLang::from_expr(e).not());
-                        }
-                        let done = rest.not();
-                        n.obj = ObjShape {
-                            extra: vec![(rest, u), (done, Term::True)],
-                            ..ObjShape::any()
-                        }
-                        .simplify()
-                        .into_iter()
-                        .collect();
-                    } else {
-                        if ev.all {
-                            continue;
-                        }
-                        n.arr = ArrShape {
-                            prefix: vec![Term::True; ev.prefix],
-                            rest: u,
-                            ..ArrShape::any()
-                        }
-                        .simplify()
-                        .into_iter()
-                        .collect();
-                    }
-                    and(&mut node, &n, kw)?;
                 }
             }
         }
         Ok(node)
-    }
-
-    /// What the schema at `id` and the schemas applied in place with it
-    /// (`allOf`, `$ref`) evaluate, for `unevaluatedProperties` (`props`)
-    /// or `unevaluatedItems`: exact only when that is known without the
-    /// instance, so a dynamic applicator (`anyOf`, `oneOf`, `if`,
-    /// `dependentSchemas`, `contains`, dynamic references) is refused
-    /// with the reason. `not` yields no annotations and is skipped.
-    fn evaluated(
-        &mut self,
-        id: u32,
-        props: bool,
-        top: bool,
-        ev: &mut Evaluated,
-        seen: &mut FastSet<u32>,
-    ) -> std::result::Result<(), String> {
-        if !seen.insert(id) {
-            return Ok(());
-        }
-        let Value::Object(m) = self.doc.value(id) else {
-            return Ok(());
-        };
-        let draft = self.doc.draft;
-        let ptr = at(self.doc.ptr(id)).to_string();
-        for kw in [
-            "anyOf",
-            "oneOf",
-            "if",
-            "dependentSchemas",
-            "$dynamicRef",
-            "$recursiveRef",
-        ] {
-            if m.contains_key(kw) {
-                return Err(format!(
-                    "what is evaluated depends on the instance ({kw} at {ptr}): \
-                     only properties and items listed statically (with allOf and $ref) \
-                     are supported"
-                ));
-            }
-        }
-        if props {
-            if let Some(Value::Object(p)) = m.get("properties") {
-                ev.names.extend(p.keys().cloned());
-            }
-            if let Some(Value::Object(p)) = m.get("patternProperties") {
-                ev.patterns.extend(p.keys().cloned());
-            }
-            if m.contains_key("additionalProperties")
-                || (!top && m.contains_key("unevaluatedProperties"))
-            {
-                ev.all = true;
-            }
-        } else {
-            if m.contains_key("contains") {
-                return Err(format!(
-                    "the items contains evaluates depend on the instance (contains at {ptr})"
-                ));
-            }
-            let prefix_items = m.get("prefixItems").filter(|_| draft >= Draft::D2020);
-            match (prefix_items, m.get("items")) {
-                (Some(Value::Array(a)), None) => ev.prefix = ev.prefix.max(a.len()),
-                (_, Some(Value::Array(a))) => {
-                    ev.prefix = ev.prefix.max(a.len());
-                    if m.contains_key("additionalItems") {
-                        ev.all = true;
-                    }
-                }
-                (_, Some(_)) => ev.all = true,
-                _ => {}
-            }
-            if !top && m.contains_key("unevaluatedItems") {
-                ev.all = true;
-            }
-        }
-        if let Some(Value::Array(a)) = m.get("allOf") {
-            for i in 0..a.len() {
-                if let Some(sub) = self.doc.child(id, &["allOf", &i.to_string()]) {
-                    self.evaluated(sub, props, false, ev, seen)?;
-                }
-            }
-        }
-        if draft >= Draft::D2019 {
-            if let Some(Value::String(r)) = m.get("$ref") {
-                let target = self.doc.resolve_ref(id, r)?;
-                self.evaluated(target, props, false, ev, seen)?;
-            }
-        }
-        Ok(())
     }
 
     fn ref_target(&mut self, id: u32, kw: &str, r: &Value, ptr: &str) -> Result<u32> {
