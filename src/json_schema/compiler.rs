@@ -141,12 +141,17 @@ fn bad(kw: &str, ptr: &str, reason: impl std::fmt::Display) -> Error {
 
 /// Errors from the node algebra (limits or inexpressible negations).
 fn algebra(kw: &str, ptr: &str, reason: String) -> Error {
-    let kind = if reason.starts_with("more than") {
+    kw_err(algebra_kind(&reason), kw, ptr, reason)
+}
+
+/// The kind of an error of the node algebra: its limits and the compile
+/// deadline (which it checks) are limits, the rest inexpressible.
+fn algebra_kind(reason: &str) -> ErrorKind {
+    if reason.starts_with("more than") || reason.starts_with("compilation took longer") {
         ErrorKind::Limit
     } else {
         ErrorKind::Unsupported
-    };
-    kw_err(kind, kw, ptr, reason)
+    }
 }
 
 pub struct Compiler<'a> {

@@ -27,6 +27,9 @@ impl Compiler<'_> {
     /// `error`, or returns `error` when not lenient. The evaluation under
     /// way is marked widened.
     pub(super) fn leave_out(&mut self, error: Error, kw: &str, ptr: &str) -> Result<()> {
+        // The node algebra reports its deadline as a reason: past the
+        // deadline, that is the error.
+        self.check_time()?;
         if !self.opts.lenient {
             return Err(error);
         }

@@ -30,7 +30,7 @@ use serde_json::{Map, Value};
 use super::super::doc::Draft;
 use super::super::node::{ArrShape, Node, ObjShape, Term};
 use super::super::strings::StrLang;
-use super::{at, kw_err, Compiler};
+use super::{algebra_kind, at, kw_err, Compiler};
 use crate::error::{Error, ErrorKind, Result};
 
 /// Most cases one `unevaluated*` keyword is expanded into.
@@ -105,11 +105,7 @@ impl Case {
 
 /// An error of the node algebra.
 fn algebra(e: String) -> Error {
-    if e.starts_with("more than") {
-        Error::limit(e)
-    } else {
-        Error::unsupported(e)
-    }
+    Error::new(algebra_kind(&e), e)
 }
 
 impl Compiler<'_> {
