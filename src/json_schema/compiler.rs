@@ -722,8 +722,8 @@ impl<'a> Compiler<'a> {
                     if vacuous {
                         continue;
                     }
-                    match self.unevaluated(id, props, &ptr) {
-                        Ok(Some(n)) => and(&mut node, &n, kw)?,
+                    match self.unevaluated(id, props, &ptr, &node) {
+                        Ok(Some(n)) => node = n,
                         Ok(None) => {}
                         // Lenient: the keyword is left out.
                         Err(e) if matches!(e.kind(), ErrorKind::Unsupported | ErrorKind::Limit) => {

@@ -109,10 +109,17 @@ fn algebra(e: String) -> Error {
 }
 
 impl Compiler<'_> {
-    /// The node `unevaluatedProperties` (`props`) or `unevaluatedItems`
-    /// of the schema at `id` (being evaluated) adds, `None` when it adds
-    /// nothing. Errors are the keyword's: a lenient caller leaves it out.
-    pub(super) fn unevaluated(&mut self, id: u32, props: bool, ptr: &str) -> Result<Option<Node>> {
+    /// `node` (of the schema at `id`, being evaluated) with its
+    /// `unevaluatedProperties` (`props`) or `unevaluatedItems`, `None`
+    /// when that adds nothing. Errors are the keyword's: a lenient caller
+    /// leaves it out.
+    pub(super) fn unevaluated(
+        &mut self,
+        id: u32,
+        props: bool,
+        ptr: &str,
+        node: &Node,
+    ) -> Result<Option<Node>> {
         let kw = if props {
             "unevaluatedProperties"
         } else {
@@ -140,7 +147,10 @@ impl Compiler<'_> {
             };
             acc = acc.or(&n).map_err(|e| wrap(algebra(e)))?;
         }
-        Ok(Some(acc))
+        let n = node
+            .and(&acc, &self.deadline)
+            .map_err(|e| wrap(algebra(e)))?;
+        Ok(Some(n))
     }
 
     /// The values whose members (or items) outside `ev` match `u`.
