@@ -1088,3 +1088,24 @@ fn recursive_ref_follows_the_outermost_recursive_anchor() {
         &[r#"{"a": 1}"#, r#"{"a": {"b": 2}}"#],
     );
 }
+
+#[test]
+fn contains_evaluates_items_from_2020_12_only() {
+    let schema = |draft: &str| {
+        format!(
+            r#"{{"$schema": "https://json-schema.org/draft/{draft}/schema",
+                "contains": {{"type": "string"}}, "unevaluatedItems": false}}"#
+        )
+    };
+    check(
+        &schema("2020-12"),
+        &[r#"["a", "b"]"#],
+        &[r#"["a", 1]"#, "[]"],
+    );
+    // 2019-09: contains annotates nothing for unevaluatedItems.
+    check(
+        &schema("2019-09"),
+        &["1"],
+        &["[]", r#"["a"]"#, r#"["a", "b"]"#],
+    );
+}

@@ -296,7 +296,8 @@ impl Compiler<'_> {
             if !top && m.contains_key("unevaluatedItems") {
                 own.all = true;
             }
-            if draft.has_keyword("contains") && m.contains_key("contains") {
+            // 2020-12 made contains annotate the items it matches.
+            if draft >= Draft::D2020 && m.contains_key("contains") {
                 let sub = child(self, &["contains"])?;
                 own.contains.insert(self.loc(sub));
             }
