@@ -1109,3 +1109,12 @@ fn contains_evaluates_items_from_2020_12_only() {
         &["[]", r#"["a"]"#, r#"["a", "b"]"#],
     );
 }
+
+#[test]
+fn dynamic_ref_inside_an_unknown_keyword_is_refused() {
+    refused(
+        r##"{"$ref": "#/x/y", "x": {"y": {"$dynamicRef": "#a"}},
+            "$defs": {"a": {"$dynamicAnchor": "a", "type": "string"}}}"##,
+        "dynamic reference outside",
+    );
+}

@@ -202,6 +202,9 @@ struct Scopes {
     ids: FastMap<Vec<(String, u32)>, u32>,
     /// (context, resource root) to the context after entering it.
     entered: FastMap<(u32, u32), u32>,
+    /// The anchor names dynamic references in the document use ("" for
+    /// `$recursiveRef`): only these are bound.
+    names: BTreeSet<String>,
 }
 
 fn as_count(v: &Value) -> Option<u32> {
@@ -225,9 +228,12 @@ impl<'a> Compiler<'a> {
             ctxs: vec![Vec::new()],
             ids: FastMap::default(),
             entered: FastMap::default(),
+            names: BTreeSet::new(),
         };
         scopes.ids.insert(Vec::new(), 0);
-        for (res, name, id) in doc.dynamic_anchors() {
+        let (anchors, names) = doc.dynamic_anchors();
+        scopes.names = names;
+        for (res, name, id) in anchors {
             scopes.anchors.entry(res).or_default().push((name, id));
         }
         Compiler {
@@ -305,9 +311,9 @@ impl<'a> Compiler<'a> {
     /// initial target (the "bookend"), goes to the outermost resource in
     /// the dynamic scope declaring the same anchor; otherwise it is a
     /// `$ref`.
-    fn dynamic_target(&self, kw: &str, r: &Value, initial: u32) -> u32 {
+    fn dynamic_target(&self, kw: &str, r: &Value, initial: u32) -> Result<u32> {
         let Value::Object(t) = self.doc.value(initial) else {
-            return initial;
+            return Ok(initial);
         };
         let name = match (kw, self.doc.draft) {
             ("$recursiveRef", Draft::D2019)
@@ -318,20 +324,29 @@ impl<'a> Compiler<'a> {
             }
             ("$dynamicRef", Draft::D2020) => {
                 let Some((_, f)) = r.as_str().and_then(|x| x.rsplit_once('#')) else {
-                    return initial;
+                    return Ok(initial);
                 };
                 if f.is_empty() || t.get("$dynamicAnchor").and_then(|a| a.as_str()) != Some(f) {
-                    return initial;
+                    return Ok(initial);
                 }
                 f
             }
-            _ => return initial,
+            _ => return Ok(initial),
         };
         let s = self.scopes.borrow();
-        s.ctxs[self.ctx as usize]
+        if !s.names.contains(name) {
+            // A reference outside the subschemas the document walk found
+            // (inside an unknown keyword): its anchors were not bound.
+            return Err(Error::unsupported(format!(
+                "{kw} '{}': a dynamic reference outside the known subschema keywords \
+                 is not supported",
+                r.as_str().unwrap_or_default()
+            )));
+        }
+        Ok(s.ctxs[self.ctx as usize]
             .iter()
             .find(|(n, _)| n == name)
-            .map_or(initial, |(_, e)| *e)
+            .map_or(initial, |(_, e)| *e))
     }
 
     fn val(&mut self, v: &Value) -> Term {
@@ -633,7 +648,13 @@ impl<'a> Compiler<'a> {
             for kw in ["$recursiveRef", "$dynamicRef"] {
                 let Some(r) = m.get(kw) else { continue };
                 if let Some(target) = self.ref_or_leave(id, kw, r, &ptr)? {
-                    let target = self.dynamic_target(kw, r, target);
+                    let target = match self.dynamic_target(kw, r, target) {
+                        Ok(t) => t,
+                        Err(e) => {
+                            self.leave_out(unsup(kw, &ptr, e.message()), kw, &ptr)?;
+                            continue;
+                        }
+                    };
                     let n = self.eval(&self.loc(target))?;
                     and(&mut node, &n, kw)?;
                 }

@@ -246,7 +246,9 @@ impl<'a> Doc<'a> {
     /// `$dynamicRef` fragment uses, and (2019-09) resource roots with
     /// `$recursiveAnchor: true` under the name "" when some
     /// `$recursiveRef` exists.
-    pub fn dynamic_anchors(&self) -> Vec<(u32, String, u32)> {
+    /// Also returns the names used ("" for `$recursiveRef`).
+    #[allow(clippy::type_complexity)]
+    pub fn dynamic_anchors(&self) -> (Vec<(u32, String, u32)>, std::collections::BTreeSet<String>) {
         let mut used = std::collections::BTreeSet::new();
         let mut recursive = false;
         for e in &self.entries {
@@ -278,7 +280,10 @@ impl<'a> Doc<'a> {
                 out.push((id, String::new(), id));
             }
         }
-        out
+        if recursive {
+            used.insert(String::new());
+        }
+        (out, used)
     }
 }
 

@@ -323,7 +323,7 @@ impl Compiler<'_> {
             for kw in ["$recursiveRef", "$dynamicRef"] {
                 if let Some(r) = m.get(kw) {
                     let target = self.ref_target(id, kw, r, &ptr)?;
-                    let target = self.dynamic_target(kw, r, target);
+                    let target = self.dynamic_target(kw, r, target)?;
                     parts.push(self.cases_in(target, props, stack)?);
                 }
             }
