@@ -1118,3 +1118,27 @@ fn dynamic_ref_inside_an_unknown_keyword_is_refused() {
         "dynamic reference outside",
     );
 }
+
+#[test]
+fn unevaluated_through_shared_references_expands_each_once() {
+    // 24 levels, each referring to the next twice: 2^24 paths.
+    let n = 24;
+    let defs: Vec<String> = (0..n)
+        .map(|i| {
+            let next = if i + 1 < n {
+                format!(
+                    r##", "allOf": [{{"$ref": "#/$defs/d{0}"}}, {{"$ref": "#/$defs/d{0}"}}]"##,
+                    i + 1
+                )
+            } else {
+                String::new()
+            };
+            format!(r#""d{i}": {{"properties": {{"p{i}": {{}}}}{next}}}"#)
+        })
+        .collect();
+    let schema = format!(
+        r##"{{"$defs": {{{}}}, "$ref": "#/$defs/d0", "unevaluatedProperties": false}}"##,
+        defs.join(", ")
+    );
+    check(&schema, &[r#"{"p0": 1, "p23": 2}"#], &[r#"{"q": 1}"#]);
+}

@@ -32,6 +32,7 @@ use super::super::node::{ArrShape, Node, ObjShape, Term};
 use super::super::strings::StrLang;
 use super::{algebra_kind, at, kw_err, Compiler};
 use crate::error::{Error, ErrorKind, Result};
+use crate::hash::FastMap;
 
 /// Most cases one `unevaluated*` keyword is expanded into.
 const MAX_CASES: usize = 64;
@@ -89,6 +90,7 @@ impl Evaluated {
 }
 
 /// A case: when `cond` holds (`None`: always), at least `ev` is evaluated.
+#[derive(Clone)]
 struct Case {
     cond: Option<Node>,
     ev: Evaluated,
@@ -101,6 +103,15 @@ impl Case {
             ev: Evaluated::default(),
         }
     }
+}
+
+/// One expansion's walk: the schemas under way (an in-place cycle is
+/// refused) and the cases of those done (a schema reached along several
+/// paths is expanded once).
+#[derive(Default)]
+struct Walk {
+    stack: Vec<Term>,
+    done: FastMap<Term, Vec<Case>>,
 }
 
 /// An error of the node algebra.
@@ -126,8 +137,8 @@ impl Compiler<'_> {
             "unevaluatedItems"
         };
         let wrap = |e: Error| kw_err(e.kind(), kw, ptr, e.message());
-        let mut stack = Vec::new();
-        let cases = self.cases(id, props, true, &mut stack).map_err(wrap)?;
+        let mut walk = Walk::default();
+        let cases = self.cases(id, props, true, &mut walk).map_err(wrap)?;
         if cases.iter().any(|c| c.cond.is_none() && c.ev.all) {
             return Ok(None);
         }
@@ -218,16 +229,15 @@ impl Compiler<'_> {
     /// context) and the schemas applied in place with it evaluate. `top`:
     /// the schema holding the keyword (its own `unevaluated*` is the one
     /// being built).
-    fn cases(
-        &mut self,
-        id: u32,
-        props: bool,
-        top: bool,
-        stack: &mut Vec<Term>,
-    ) -> Result<Vec<Case>> {
+    fn cases(&mut self, id: u32, props: bool, top: bool, w: &mut Walk) -> Result<Vec<Case>> {
         self.check_time()?;
         let me = Term::Loc(id, self.ctx);
-        if stack.contains(&me) {
+        if !top {
+            if let Some(c) = w.done.get(&me) {
+                return Ok(c.clone());
+            }
+        }
+        if w.stack.contains(&me) {
             return Err(Error::unsupported(format!(
                 "what is evaluated at {} depends on itself (an in-place reference cycle)",
                 at(self.doc.ptr(id))
@@ -236,18 +246,21 @@ impl Compiler<'_> {
         let Value::Object(m) = self.doc.value(id) else {
             return Ok(vec![Case::nothing()]);
         };
-        stack.push(me);
-        let r = self.cases_of(id, m, props, top, stack);
-        stack.pop();
+        w.stack.push(me.clone());
+        let r = self.cases_of(id, m, props, top, w);
+        w.stack.pop();
+        if let (Ok(c), false) = (&r, top) {
+            w.done.insert(me, c.clone());
+        }
         r
     }
 
     /// [`cases`](Self::cases) of a subschema or reference target `sub`,
     /// entered from the schema being looked at.
-    fn cases_in(&mut self, sub: u32, props: bool, stack: &mut Vec<Term>) -> Result<Vec<Case>> {
+    fn cases_in(&mut self, sub: u32, props: bool, w: &mut Walk) -> Result<Vec<Case>> {
         let ctx = self.enter(self.ctx, sub);
         let outer = std::mem::replace(&mut self.ctx, ctx);
-        let r = self.cases(sub, props, false, stack);
+        let r = self.cases(sub, props, false, w);
         self.ctx = outer;
         r
     }
@@ -258,7 +271,7 @@ impl Compiler<'_> {
         m: &Map<String, Value>,
         props: bool,
         top: bool,
-        stack: &mut Vec<Term>,
+        w: &mut Walk,
     ) -> Result<Vec<Case>> {
         let draft = self.doc.draft;
         let ptr = self.doc.ptr(id).to_string();
@@ -312,19 +325,19 @@ impl Compiler<'_> {
         if let Some(Value::Array(a)) = m.get("allOf") {
             for i in 0..a.len() {
                 let sub = child(self, &["allOf", &i.to_string()])?;
-                parts.push(self.cases_in(sub, props, stack)?);
+                parts.push(self.cases_in(sub, props, w)?);
             }
         }
         if draft >= Draft::D2019 {
             if let Some(r) = m.get("$ref") {
                 let target = self.ref_target(id, "$ref", r, &ptr)?;
-                parts.push(self.cases_in(target, props, stack)?);
+                parts.push(self.cases_in(target, props, w)?);
             }
             for kw in ["$recursiveRef", "$dynamicRef"] {
                 if let Some(r) = m.get(kw) {
                     let target = self.ref_target(id, kw, r, &ptr)?;
                     let target = self.dynamic_target(kw, r, target)?;
-                    parts.push(self.cases_in(target, props, stack)?);
+                    parts.push(self.cases_in(target, props, w)?);
                 }
             }
         }
@@ -333,7 +346,7 @@ impl Compiler<'_> {
             let mut contrib = vec![Case::nothing()];
             for i in 0..a.len() {
                 let sub = child(self, &["anyOf", &i.to_string()])?;
-                let Some(opts) = self.branch(sub, None, props, stack)? else {
+                let Some(opts) = self.branch(sub, None, props, w)? else {
                     continue;
                 };
                 let more = self.product(&contrib, &opts)?;
@@ -347,7 +360,7 @@ impl Compiler<'_> {
             let mut contrib = Vec::new();
             for i in 0..a.len() {
                 let sub = child(self, &["oneOf", &i.to_string()])?;
-                match self.branch(sub, None, props, stack)? {
+                match self.branch(sub, None, props, w)? {
                     Some(opts) => contrib.extend(opts),
                     None => contrib.push(Case::nothing()),
                 }
@@ -357,11 +370,11 @@ impl Compiler<'_> {
         // if: `if` and `then` when it matches, `else` when not.
         if draft.has_keyword("if") && m.contains_key("if") {
             let if_id = child(self, &["if"])?;
-            let l_if = self.cases_in(if_id, props, stack)?;
+            let l_if = self.cases_in(if_id, props, w)?;
             let l_then = match m.contains_key("then") {
                 true => {
                     let sub = child(self, &["then"])?;
-                    self.cases_in(sub, props, stack)?
+                    self.cases_in(sub, props, w)?
                 }
                 false => vec![Case::nothing()],
             };
@@ -369,7 +382,7 @@ impl Compiler<'_> {
             let l_else = match m.contains_key("else") {
                 true => {
                     let sub = child(self, &["else"])?;
-                    self.cases_in(sub, props, stack)?
+                    self.cases_in(sub, props, w)?
                 }
                 false => vec![Case::nothing()],
             };
@@ -424,7 +437,7 @@ impl Compiler<'_> {
                     .simplify()
                     .into_iter()
                     .collect();
-                    let Some(opts) = self.branch(sub, Some(present), props, stack)? else {
+                    let Some(opts) = self.branch(sub, Some(present), props, w)? else {
                         continue;
                     };
                     let more = self.product(&contrib, &opts)?;
@@ -449,9 +462,9 @@ impl Compiler<'_> {
         sub: u32,
         when: Option<Node>,
         props: bool,
-        stack: &mut Vec<Term>,
+        w: &mut Walk,
     ) -> Result<Option<Vec<Case>>> {
-        let cases = self.cases_in(sub, props, stack)?;
+        let cases = self.cases_in(sub, props, w)?;
         if cases.iter().all(|c| c.ev.is_empty()) {
             return Ok(None);
         }
