@@ -823,14 +823,94 @@ fn unevaluated_statically_known() {
         &[r#"["a", 1]"#, r#"["a"]"#],
         &[r#"["a", 1, 2]"#, r#"["a", "b"]"#],
     );
-    refused(
-        r#"{"anyOf": [{"properties": {"a": {}}}, {"properties": {"b": {}}}],
+}
+
+#[test]
+fn unevaluated_by_cases() {
+    // anyOf: every branch that matches evaluates its names.
+    check(
+        r#"{"anyOf": [{"properties": {"a": {"type": "integer"}}},
+                      {"properties": {"b": {"type": "string"}}, "required": ["b"]}],
             "unevaluatedProperties": false}"#,
-        "depends on the instance",
+        &[
+            r#"{"a": 1}"#,
+            r#"{"b": "x"}"#,
+            r#"{"a": 1, "b": "x"}"#,
+            "{}",
+            "1",
+        ],
+        &[
+            r#"{"c": 1}"#,
+            r#"{"a": 1, "b": 2}"#,
+            r#"{"a": "x", "b": "y"}"#,
+        ],
     );
+    // oneOf: the one branch that matches.
+    check(
+        r#"{"oneOf": [{"properties": {"a": {"const": 1}}, "required": ["a"]},
+                      {"properties": {"b": {"const": 2}}, "required": ["b"]}],
+            "unevaluatedProperties": false}"#,
+        &[r#"{"a": 1}"#, r#"{"b": 2}"#],
+        &[
+            r#"{"a": 1, "b": 3}"#,
+            r#"{"a": 1, "c": 0}"#,
+            r#"{"a": 1, "b": 2}"#,
+        ],
+    );
+    // if/then/else: if and then, or else; if alone still annotates.
+    check(
+        r#"{"if": {"properties": {"k": {"const": "t"}}, "required": ["k"]},
+            "then": {"properties": {"t": {}}}, "else": {"properties": {"e": {}}},
+            "unevaluatedProperties": false}"#,
+        &[r#"{"k": "t", "t": 1}"#, r#"{"e": 1}"#, "{}"],
+        &[
+            r#"{"k": "t", "e": 1}"#,
+            r#"{"k": "u", "e": 1}"#,
+            r#"{"t": 1}"#,
+        ],
+    );
+    check(
+        r#"{"if": {"patternProperties": {"^x": {"type": "string"}}},
+            "unevaluatedProperties": false}"#,
+        &[r#"{"xa": "s"}"#, "{}"],
+        &[r#"{"xa": 1}"#, r#"{"y": "s"}"#],
+    );
+    // dependentSchemas: those of the properties present.
+    check(
+        r#"{"properties": {"a": {}}, "dependentSchemas": {"a": {"properties": {"b": {}}}},
+            "unevaluatedProperties": false}"#,
+        &[r#"{"a": 1, "b": 2}"#, r#"{"a": 1}"#],
+        &[r#"{"b": 2}"#, r#"{"a": 1, "c": 2}"#],
+    );
+    // Items: anyOf of prefixes, and contains.
+    check(
+        r#"{"anyOf": [{"prefixItems": [true, {"const": 1}]}, {"items": {"type": "string"}}],
+            "unevaluatedItems": {"type": "boolean"}}"#,
+        &["[0, 1]", r#"["a", "b"]"#, "[0, 1, true]"],
+        &["[0, 2]", r#"[true, 1, "s"]"#, "[0, 1, 2]", "[true, false]"],
+    );
+    check(
+        r#"{"contains": {"type": "string"}, "unevaluatedItems": {"type": "integer"}}"#,
+        &[r#"["a", 1]"#, r#"[1, "b", 2]"#],
+        &["[1, 2]", r#"["a", null]"#],
+    );
+    // Annotations of a failing anyOf branch are dropped, also inside not.
+    check(
+        r#"{"not": {"anyOf": [true, {"properties": {"f": true}}],
+                    "unevaluatedProperties": false}}"#,
+        &[r#"{"g": 1}"#, r#"{"f": 1, "g": 1}"#],
+        &[r#"{"f": 1}"#, "{}", "1"],
+    );
+    // Past 64 cases the keyword is refused.
+    let branches: Vec<String> = (0..7)
+        .map(|i| format!(r#"{{"properties": {{"p{i}": {{}}}}, "required": ["p{i}"]}}"#))
+        .collect();
     refused(
-        r#"{"contains": {"type": "string"}, "unevaluatedItems": false}"#,
-        "contains",
+        &format!(
+            r#"{{"anyOf": [{}], "unevaluatedProperties": false}}"#,
+            branches.join(", ")
+        ),
+        "more than 64 ways",
     );
 }
 
@@ -998,4 +1078,130 @@ fn counted_length_beside_a_pattern() {
         &["[]", "[null, \"http://a.b/c\", \"https://x.y\"]"],
         &["[\"not a uri\"]"],
     );
+}
+
+#[test]
+fn dynamic_ref_follows_the_outermost_anchor_in_scope() {
+    // A generic list whose item type the entering resource chooses.
+    let generic = r##""list": {"$id": "list", "type": "array", "items": {"$dynamicRef": "#item"},
+            "$defs": {"d": {"$dynamicAnchor": "item"}}}"##;
+    check(
+        &format!(
+            r##"{{"$id": "https://x.test/root", "$ref": "list",
+                "$defs": {{"s": {{"$dynamicAnchor": "item", "type": "string"}}, {generic}}}}}"##
+        ),
+        &[r#"["a", "b"]"#, "[]"],
+        &[r#"["a", 1]"#, "[[]]"],
+    );
+    // Two resources reach the same list: each binds its own item type.
+    check(
+        &format!(
+            r##"{{"$id": "https://x.test/root", "type": "object",
+                "properties": {{"n": {{"$ref": "nums"}}, "s": {{"$ref": "strs"}}}},
+                "$defs": {{{generic},
+                  "nums": {{"$id": "nums", "$ref": "list",
+                    "$defs": {{"i": {{"$dynamicAnchor": "item", "type": "number"}}}}}},
+                  "strs": {{"$id": "strs", "$ref": "list",
+                    "$defs": {{"i": {{"$dynamicAnchor": "item", "type": "string"}}}}}}}}}}"##
+        ),
+        &[r#"{"n": [1, 2], "s": ["a"]}"#],
+        &[r#"{"n": ["a"]}"#, r#"{"s": [1]}"#],
+    );
+    // Without the bookend (no $dynamicAnchor at the initial target) it is
+    // a $ref.
+    check(
+        r##"{"$id": "https://x.test/root", "$ref": "list",
+            "$defs": {"s": {"$dynamicAnchor": "item", "type": "string"},
+              "list": {"$id": "list", "type": "array", "items": {"$dynamicRef": "#item"},
+                "$defs": {"d": {"$anchor": "item", "type": "integer"}}}}}"##,
+        &["[1, 2]"],
+        &[r#"["a"]"#],
+    );
+    // Recursion through the dynamic reference terminates.
+    check(
+        r##"{"$id": "https://x.test/root", "$dynamicAnchor": "node", "$ref": "tree",
+            "properties": {"v": {"type": "integer"}},
+            "$defs": {"tree": {"$id": "tree", "$dynamicAnchor": "node", "type": "object",
+              "properties": {"kids": {"type": "array", "items": {"$dynamicRef": "#node"}}}}}}"##,
+        &[r#"{"v": 1, "kids": [{"v": 2, "kids": []}]}"#],
+        &[r#"{"v": 1, "kids": [{"v": "x"}]}"#],
+    );
+}
+
+#[test]
+fn recursive_ref_follows_the_outermost_recursive_anchor() {
+    let schema = |outer: bool| {
+        format!(
+            r##"{{"$schema": "https://json-schema.org/draft/2019-09/schema",
+                "$id": "https://x.test/root", "$recursiveAnchor": {outer},
+                "anyOf": [{{"type": "integer"}}, {{"$ref": "tree"}}],
+                "$defs": {{"tree": {{"$id": "tree", "$recursiveAnchor": true,
+                  "anyOf": [{{"type": "string"}},
+                    {{"type": "object", "additionalProperties": {{"$recursiveRef": "#"}}}}]}}}}}}"##
+        )
+    };
+    check(
+        &schema(true),
+        &["1", r#"{"a": 1}"#, r#"{"a": {"b": 2}}"#, r#"{"a": "s"}"#],
+        &["null", r#"{"a": null}"#],
+    );
+    check(
+        &schema(false),
+        &["1", r#"{"a": "s"}"#, r#"{"a": {"b": "s"}}"#],
+        &[r#"{"a": 1}"#, r#"{"a": {"b": 2}}"#],
+    );
+}
+
+#[test]
+fn contains_evaluates_items_from_2020_12_only() {
+    let schema = |draft: &str| {
+        format!(
+            r#"{{"$schema": "https://json-schema.org/draft/{draft}/schema",
+                "contains": {{"type": "string"}}, "unevaluatedItems": false}}"#
+        )
+    };
+    check(
+        &schema("2020-12"),
+        &[r#"["a", "b"]"#],
+        &[r#"["a", 1]"#, "[]"],
+    );
+    // 2019-09: contains annotates nothing for unevaluatedItems.
+    check(
+        &schema("2019-09"),
+        &["1"],
+        &["[]", r#"["a"]"#, r#"["a", "b"]"#],
+    );
+}
+
+#[test]
+fn dynamic_ref_inside_an_unknown_keyword_is_refused() {
+    refused(
+        r##"{"$ref": "#/x/y", "x": {"y": {"$dynamicRef": "#a"}},
+            "$defs": {"a": {"$dynamicAnchor": "a", "type": "string"}}}"##,
+        "dynamic reference outside",
+    );
+}
+
+#[test]
+fn unevaluated_through_shared_references_expands_each_once() {
+    // 24 levels, each referring to the next twice: 2^24 paths.
+    let n = 24;
+    let defs: Vec<String> = (0..n)
+        .map(|i| {
+            let next = if i + 1 < n {
+                format!(
+                    r##", "allOf": [{{"$ref": "#/$defs/d{0}"}}, {{"$ref": "#/$defs/d{0}"}}]"##,
+                    i + 1
+                )
+            } else {
+                String::new()
+            };
+            format!(r#""d{i}": {{"properties": {{"p{i}": {{}}}}{next}}}"#)
+        })
+        .collect();
+    let schema = format!(
+        r##"{{"$defs": {{{}}}, "$ref": "#/$defs/d0", "unevaluatedProperties": false}}"##,
+        defs.join(", ")
+    );
+    check(&schema, &[r#"{"p0": 1, "p23": 2}"#], &[r#"{"q": 1}"#]);
 }

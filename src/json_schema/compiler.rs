@@ -1,6 +1,7 @@
 //! From schema keywords to nodes ([`eval_schema`](Compiler::eval_schema))
 //! and from nodes to IR rules ([`rule_for`](Compiler::rule_for)).
 
+use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::rc::Rc;
 
@@ -23,11 +24,15 @@ mod integers;
 mod layout;
 mod lenient;
 mod ordered;
+mod unevaluated;
 
 /// Most IR rules one schema may produce.
 const MAX_RULES: usize = 100_000;
 /// Most node evaluations (guards against combinatorial schemas).
 const MAX_EVALS: usize = 200_000;
+/// Most dynamic contexts (combinations of `$dynamicAnchor` bindings) one
+/// schema may be evaluated in.
+const MAX_CONTEXTS: usize = 4_096;
 /// Most classes of property names that `patternProperties` split names
 /// into (combinations of matched patterns).
 const MAX_PATTERN_CLASSES: usize = 64;
@@ -148,12 +153,17 @@ fn bad(kw: &str, ptr: &str, reason: impl std::fmt::Display) -> Error {
 
 /// Errors from the node algebra (limits or inexpressible negations).
 fn algebra(kw: &str, ptr: &str, reason: String) -> Error {
-    let kind = if reason.starts_with("more than") {
+    kw_err(algebra_kind(&reason), kw, ptr, reason)
+}
+
+/// The kind of an error of the node algebra: its limits and the compile
+/// deadline (which it checks) are limits, the rest inexpressible.
+fn algebra_kind(reason: &str) -> ErrorKind {
+    if reason.starts_with("more than") || reason.starts_with("compilation took longer") {
         ErrorKind::Limit
     } else {
         ErrorKind::Unsupported
-    };
-    kw_err(kind, kw, ptr, reason)
+    }
 }
 
 pub struct Compiler<'a> {
@@ -184,15 +194,29 @@ pub struct Compiler<'a> {
     unique_sites: FastMap<ArrShape, String>,
     /// The schema location whose rule is being emitted (for reports).
     emitting: Option<u32>,
+    /// The dynamic context of the schema being evaluated, and all of them.
+    ctx: u32,
+    scopes: RefCell<Scopes>,
 }
 
-/// Properties or items evaluated statically (see `Compiler::evaluated`).
-#[derive(Default)]
-struct Evaluated {
+/// Dynamic scopes, statically: the target of a `$dynamicRef` (or
+/// `$recursiveRef`) depends only on which schema resources the path from
+/// the root entered, and there the outermost one declaring the anchor
+/// wins. A context keeps, per anchor name, that first binding; entering a
+/// resource binds the names it declares that are still unbound. Each
+/// subschema is evaluated once per context it is reached in (its
+/// [`Term::Loc`]), so recursion still ends: contexts are finitely many.
+struct Scopes {
+    /// Per resource root: the (name, schema) anchors it declares.
+    anchors: FastMap<u32, Vec<(String, u32)>>,
+    /// Interned contexts, sorted bindings; 0 is the empty one.
+    ctxs: Vec<Vec<(String, u32)>>,
+    ids: FastMap<Vec<(String, u32)>, u32>,
+    /// (context, resource root) to the context after entering it.
+    entered: FastMap<(u32, u32), u32>,
+    /// The anchor names dynamic references in the document use ("" for
+    /// `$recursiveRef`): only these are bound.
     names: BTreeSet<String>,
-    patterns: Vec<String>,
-    prefix: usize,
-    all: bool,
 }
 
 fn as_count(v: &Value) -> Option<u32> {
@@ -211,6 +235,19 @@ fn as_count(v: &Value) -> Option<u32> {
 
 impl<'a> Compiler<'a> {
     pub fn new(doc: Doc<'a>, opts: &JsonOptions, deadline: Deadline) -> Compiler<'a> {
+        let mut scopes = Scopes {
+            anchors: FastMap::default(),
+            ctxs: vec![Vec::new()],
+            ids: FastMap::default(),
+            entered: FastMap::default(),
+            names: BTreeSet::new(),
+        };
+        scopes.ids.insert(Vec::new(), 0);
+        let (anchors, names) = doc.dynamic_anchors();
+        scopes.names = names;
+        for (res, name, id) in anchors {
+            scopes.anchors.entry(res).or_default().push((name, id));
+        }
         Compiler {
             doc,
             opts: opts.clone(),
@@ -233,7 +270,96 @@ impl<'a> Compiler<'a> {
             saw_widened: false,
             unique_sites: FastMap::default(),
             emitting: None,
+            ctx: 0,
+            scopes: RefCell::new(scopes),
         }
+    }
+
+    /// The term of the document root.
+    pub fn root_term(&self) -> Term {
+        self.loc(0)
+    }
+
+    /// The term of the schema at `id` reached from the schema being
+    /// evaluated (as a subschema or a reference target): in the current
+    /// dynamic context, with the resource of `id` entered.
+    fn loc(&self, id: u32) -> Term {
+        Term::Loc(id, self.enter(self.ctx, id))
+    }
+
+    /// The context `ctx` after entering the resource holding `id`.
+    fn enter(&self, ctx: u32, id: u32) -> u32 {
+        let mut guard = self.scopes.borrow_mut();
+        let s = &mut *guard;
+        if s.anchors.is_empty() {
+            return 0;
+        }
+        let res = self.doc.resource_of(id);
+        if let Some(&c) = s.entered.get(&(ctx, res)) {
+            return c;
+        }
+        let mut binding = s.ctxs[ctx as usize].clone();
+        if let Some(list) = s.anchors.get(&res) {
+            for (name, e) in list {
+                if !binding.iter().any(|(n, _)| n == name) {
+                    binding.push((name.clone(), *e));
+                }
+            }
+        }
+        binding.sort();
+        let next = s.ctxs.len() as u32;
+        let c = *s.ids.entry(binding.clone()).or_insert(next);
+        if c == next {
+            s.ctxs.push(binding);
+        }
+        s.entered.insert((ctx, res), c);
+        c
+    }
+
+    /// Where a `$recursiveRef` (2019-09) or `$dynamicRef` (2020-12) of
+    /// schema `from`, whose static target is `initial`, leads in the
+    /// current context. A
+    /// `$recursiveRef` to a resource with `$recursiveAnchor: true`, or a
+    /// `$dynamicRef` whose fragment names a `$dynamicAnchor` of its
+    /// initial target (the "bookend"), goes to the outermost resource in
+    /// the dynamic scope declaring the same anchor; otherwise it is a
+    /// `$ref`.
+    fn dynamic_target(&self, kw: &str, r: &Value, from: u32, initial: u32) -> Result<u32> {
+        let Value::Object(t) = self.doc.value(initial) else {
+            return Ok(initial);
+        };
+        let name = match (kw, self.doc.draft(from)) {
+            ("$recursiveRef", Draft::D2019)
+                if r.as_str() == Some("#")
+                    && t.get("$recursiveAnchor") == Some(&Value::Bool(true)) =>
+            {
+                ""
+            }
+            ("$dynamicRef", Draft::D2020) => {
+                let Some((_, f)) = r.as_str().and_then(|x| x.rsplit_once('#')) else {
+                    return Ok(initial);
+                };
+                if f.is_empty() || t.get("$dynamicAnchor").and_then(|a| a.as_str()) != Some(f) {
+                    return Ok(initial);
+                }
+                f
+            }
+            _ => return Ok(initial),
+        };
+        let s = self.scopes.borrow();
+        if !s.names.contains(name) {
+            // A reference outside the subschemas the document walk found
+            // (inside an unknown keyword): its anchors were not bound.
+            return Err(Error::unsupported(format!(
+                "{kw} '{}': a dynamic reference outside the known subschema keywords \
+                 is not supported",
+                r.as_str().unwrap_or_default()
+            )));
+        }
+        Ok(s.ctxs[self.ctx as usize]
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(initial, |(_, e)| *e))
     }
 
     fn val(&mut self, v: &Value) -> Term {
@@ -249,7 +375,7 @@ impl<'a> Compiler<'a> {
 
     fn ptr_of(&self, t: &Term) -> String {
         match t {
-            Term::Loc(id) => at(self.doc.ptr(*id)),
+            Term::Loc(id, _) => at(self.doc.ptr(*id)),
             Term::Not(x) => format!("not({})", self.ptr_of(x)),
             Term::And(v) => v
                 .iter()
@@ -279,6 +405,11 @@ impl<'a> Compiler<'a> {
                 "the schema needs more than {MAX_EVALS} subschema combinations"
             )));
         }
+        if self.scopes.borrow().ctxs.len() > MAX_CONTEXTS {
+            return Err(Error::limit(format!(
+                "dynamic references need more than {MAX_CONTEXTS} dynamic scopes"
+            )));
+        }
         if !self.in_progress.insert(t.clone()) {
             return Err(Error::unsupported(format!(
                 "$ref: the schema at {} refers to itself without an intervening \
@@ -299,7 +430,12 @@ impl<'a> Compiler<'a> {
         Ok(match t {
             Term::True => Node::any(),
             Term::False | Term::Unlisted => Node::none(),
-            Term::Loc(id) => self.eval_schema(*id)?,
+            Term::Loc(id, ctx) => {
+                let outer = std::mem::replace(&mut self.ctx, *ctx);
+                let r = self.eval_schema(*id);
+                self.ctx = outer;
+                r?
+            }
             Term::Val(v) => {
                 let v = self.vals[*v as usize].clone();
                 self.value_node(&v)?
@@ -426,7 +562,7 @@ impl<'a> Compiler<'a> {
                 let Some(target) = self.ref_or_leave(id, "$ref", r, &ptr)? else {
                     return Ok(Node::any());
                 };
-                let n = self.eval(&Term::Loc(target))?;
+                let n = self.eval(&self.loc(target))?;
                 return Ok((*n).clone());
             }
         }
@@ -505,7 +641,7 @@ impl<'a> Compiler<'a> {
                             .doc
                             .child(id, &[kw, name])
                             .ok_or_else(|| bad(kw, &ptr, "missing subschema"))?;
-                        let s = self.eval(&Term::Loc(sub))?;
+                        let s = self.eval(&self.loc(sub))?;
                         self.dependency_node(name, std::slice::from_ref(name), Some(&s))
                     }
                     _ => return Err(bad(kw, &ptr, "a dependency must be an array or a schema")),
@@ -518,56 +654,35 @@ impl<'a> Compiler<'a> {
         if draft >= Draft::D2019 {
             if let Some(r) = m.get("$ref") {
                 if let Some(target) = self.ref_or_leave(id, "$ref", r, &ptr)? {
-                    let n = self.eval(&Term::Loc(target))?;
+                    let n = self.eval(&self.loc(target))?;
                     and(&mut node, &n, "$ref")?;
                 }
             }
-            if let Some(r) = m.get("$recursiveRef") {
-                let target = if self.doc.has_dynamic_anchor(None) > 0 {
-                    let e = unsup(
-                        "$recursiveRef",
-                        &ptr,
-                        "dynamic scoping ($recursiveAnchor) is not supported",
-                    );
-                    self.leave_out(e, "$recursiveRef", &ptr)?;
-                    None
-                } else {
-                    self.ref_or_leave(id, "$recursiveRef", r, &ptr)?
-                };
-                if let Some(target) = target {
-                    let n = self.eval(&Term::Loc(target))?;
-                    and(&mut node, &n, "$recursiveRef")?;
-                }
-            }
-            if let Some(r) = m.get("$dynamicRef") {
-                let name = r.as_str().and_then(|s| s.rsplit_once('#')).map(|x| x.1);
-                let target = if name.is_some_and(|n| self.doc.has_dynamic_anchor(Some(n)) > 1) {
-                    let e = unsup(
-                        "$dynamicRef",
-                        &ptr,
-                        "dynamic scoping (several $dynamicAnchor of one name) is not supported",
-                    );
-                    self.leave_out(e, "$dynamicRef", &ptr)?;
-                    None
-                } else {
-                    self.ref_or_leave(id, "$dynamicRef", r, &ptr)?
-                };
-                if let Some(target) = target {
-                    let n = self.eval(&Term::Loc(target))?;
-                    and(&mut node, &n, "$dynamicRef")?;
+            for kw in ["$recursiveRef", "$dynamicRef"] {
+                let Some(r) = m.get(kw) else { continue };
+                if let Some(target) = self.ref_or_leave(id, kw, r, &ptr)? {
+                    let target = match self.dynamic_target(kw, r, id, target) {
+                        Ok(t) => t,
+                        Err(e) => {
+                            self.leave_out(unsup(kw, &ptr, e.message()), kw, &ptr)?;
+                            continue;
+                        }
+                    };
+                    let n = self.eval(&self.loc(target))?;
+                    and(&mut node, &n, kw)?;
                 }
             }
         }
         if let Some(v) = m.get("allOf") {
             for sub in self.subschemas(id, "allOf", v, &ptr)? {
-                let n = self.eval(&Term::Loc(sub))?;
+                let n = self.eval(&self.loc(sub))?;
                 and(&mut node, &n, "allOf")?;
             }
         }
         if let Some(v) = m.get("anyOf") {
             let mut acc = Node::none();
             for sub in self.subschemas(id, "anyOf", v, &ptr)? {
-                let n = self.eval(&Term::Loc(sub))?;
+                let n = self.eval(&self.loc(sub))?;
                 acc = acc.or(&n).map_err(|e| algebra("anyOf", &ptr, e))?;
             }
             and(&mut node, &acc, "anyOf")?;
@@ -579,8 +694,8 @@ impl<'a> Compiler<'a> {
         }
         if let Some(Value::Object(_) | Value::Bool(_)) = m.get("not") {
             let sub = self.doc.child(id, &["not"]).unwrap();
-            let n = self.eval(&Term::Loc(sub))?;
-            let neg = if self.is_widened(&Term::Loc(sub)) {
+            let n = self.eval(&self.loc(sub))?;
+            let neg = if self.is_widened(&self.loc(sub)) {
                 let e = unsup("not", &ptr, "a keyword inside it was left out");
                 self.leave_out(e, "not", &ptr)?;
                 None
@@ -600,7 +715,7 @@ impl<'a> Compiler<'a> {
         if known("if") && (m.contains_key("then") || m.contains_key("else")) {
             let get = |c: &mut Self, k: &str| -> Result<Rc<Node>> {
                 match c.doc.child(id, &[k]) {
-                    Some(sub) if m.contains_key(k) => c.eval(&Term::Loc(sub)),
+                    Some(sub) if m.contains_key(k) => c.eval(&c.loc(sub)),
                     _ => Ok(Rc::new(Node::any())),
                 }
             };
@@ -609,7 +724,7 @@ impl<'a> Compiler<'a> {
             let e = get(self, "else")?;
             let err = |e: String| algebra("if", &ptr, e);
             let yes = i.and(&t, &self.deadline).map_err(err)?;
-            let if_term = self.doc.child(id, &["if"]).map(Term::Loc);
+            let if_term = self.doc.child(id, &["if"]).map(|x| self.loc(x));
             let not_i = if if_term.is_some_and(|x| self.is_widened(&x)) {
                 let e = unsup("if", &ptr, "a keyword inside it was left out");
                 self.leave_out(e, "if", &ptr)?;
@@ -641,140 +756,20 @@ impl<'a> Compiler<'a> {
                     if vacuous {
                         continue;
                     }
-                    let mut ev = Evaluated::default();
-                    let mut seen = FastSet::default();
-                    if let Err(why) = self.evaluated(id, props, true, &mut ev, &mut seen) {
+                    match self.unevaluated(id, props, &ptr, &node) {
+                        Ok(Some(n)) => node = n,
+                        Ok(None) => {}
                         // Lenient: the keyword is left out.
-                        self.leave_out(unsup(kw, &ptr, why), kw, &ptr)?;
-                        continue;
+                        Err(e) if matches!(e.kind(), ErrorKind::Unsupported | ErrorKind::Limit) => {
+                            self.check_time()?;
+                            self.leave_out(e, kw, &ptr)?;
+                        }
+                        Err(e) => return Err(e),
                     }
-                    let u = Term::Loc(self.doc.child(id, &[kw]).unwrap());
-                    let mut n = Node::any();
-                    if props {
-                        if ev.all {
-                            continue;
-                        }
-                        let mut rest = StrLang::Lits(ev.names).not();
-                        for p in &ev.patterns {
-                            let e = self
-                                .pattern_expr(p)
-                                .map_err(|e| kw_err(e.kind(), kw, &ptr, e.message()))?;
-                            rest = rest.and(&StrLang::from_expr(e).not());
-                        }
-                        let done = rest.not();
-                        n.obj = ObjShape {
-                            extra: vec![(rest, u), (done, Term::True)],
-                            ..ObjShape::any()
-                        }
-                        .simplify()
-                        .into_iter()
-                        .collect();
-                    } else {
-                        if ev.all {
-                            continue;
-                        }
-                        n.arr = ArrShape {
-                            prefix: vec![Term::True; ev.prefix],
-                            rest: u,
-                            ..ArrShape::any()
-                        }
-                        .simplify()
-                        .into_iter()
-                        .collect();
-                    }
-                    and(&mut node, &n, kw)?;
                 }
             }
         }
         Ok(node)
-    }
-
-    /// What the schema at `id` and the schemas applied in place with it
-    /// (`allOf`, `$ref`) evaluate, for `unevaluatedProperties` (`props`)
-    /// or `unevaluatedItems`: exact only when that is known without the
-    /// instance, so a dynamic applicator (`anyOf`, `oneOf`, `if`,
-    /// `dependentSchemas`, `contains`, dynamic references) is refused
-    /// with the reason. `not` yields no annotations and is skipped.
-    fn evaluated(
-        &mut self,
-        id: u32,
-        props: bool,
-        top: bool,
-        ev: &mut Evaluated,
-        seen: &mut FastSet<u32>,
-    ) -> std::result::Result<(), String> {
-        if !seen.insert(id) {
-            return Ok(());
-        }
-        let Value::Object(m) = self.doc.value(id) else {
-            return Ok(());
-        };
-        let draft = self.doc.draft(id);
-        let ptr = at(self.doc.ptr(id)).to_string();
-        for kw in [
-            "anyOf",
-            "oneOf",
-            "if",
-            "dependentSchemas",
-            "$dynamicRef",
-            "$recursiveRef",
-        ] {
-            if m.contains_key(kw) {
-                return Err(format!(
-                    "what is evaluated depends on the instance ({kw} at {ptr}): \
-                     only properties and items listed statically (with allOf and $ref) \
-                     are supported"
-                ));
-            }
-        }
-        if props {
-            if let Some(Value::Object(p)) = m.get("properties") {
-                ev.names.extend(p.keys().cloned());
-            }
-            if let Some(Value::Object(p)) = m.get("patternProperties") {
-                ev.patterns.extend(p.keys().cloned());
-            }
-            if m.contains_key("additionalProperties")
-                || (!top && m.contains_key("unevaluatedProperties"))
-            {
-                ev.all = true;
-            }
-        } else {
-            if m.contains_key("contains") {
-                return Err(format!(
-                    "the items contains evaluates depend on the instance (contains at {ptr})"
-                ));
-            }
-            let prefix_items = m.get("prefixItems").filter(|_| draft >= Draft::D2020);
-            match (prefix_items, m.get("items")) {
-                (Some(Value::Array(a)), None) => ev.prefix = ev.prefix.max(a.len()),
-                (_, Some(Value::Array(a))) => {
-                    ev.prefix = ev.prefix.max(a.len());
-                    if m.contains_key("additionalItems") {
-                        ev.all = true;
-                    }
-                }
-                (_, Some(_)) => ev.all = true,
-                _ => {}
-            }
-            if !top && m.contains_key("unevaluatedItems") {
-                ev.all = true;
-            }
-        }
-        if let Some(Value::Array(a)) = m.get("allOf") {
-            for i in 0..a.len() {
-                if let Some(sub) = self.doc.child(id, &["allOf", &i.to_string()]) {
-                    self.evaluated(sub, props, false, ev, seen)?;
-                }
-            }
-        }
-        if draft >= Draft::D2019 {
-            if let Some(Value::String(r)) = m.get("$ref") {
-                let target = self.doc.resolve_ref(id, r)?;
-                self.evaluated(target, props, false, ev, seen)?;
-            }
-        }
-        Ok(())
     }
 
     fn ref_target(&mut self, id: u32, kw: &str, r: &Value, ptr: &str) -> Result<u32> {
@@ -806,7 +801,7 @@ impl<'a> Compiler<'a> {
     fn one_of(&mut self, subs: &[u32], ctx: &Node, ptr: &str) -> Result<Node> {
         let mut branches = Vec::new();
         for &s in subs {
-            let n = self.eval(&Term::Loc(s))?;
+            let n = self.eval(&self.loc(s))?;
             let n = n
                 .and(ctx, &self.deadline)
                 .map_err(|e| algebra("oneOf", ptr, e))?;
@@ -830,7 +825,7 @@ impl<'a> Compiler<'a> {
                 if negs[j].is_none() {
                     // Each branch is excluded as its objects are emitted:
                     // closed where the flag closes them.
-                    let neg = if self.is_widened(&Term::Loc(subs[j])) {
+                    let neg = if self.is_widened(&self.loc(subs[j])) {
                         Err("a keyword inside it was left out".to_string())
                     } else {
                         branches[j].hardened().not(&self.deadline)
@@ -1123,11 +1118,14 @@ impl<'a> Compiler<'a> {
                     )
                 })?;
                 let sub = self.doc.child(id, &["patternProperties", p]).unwrap();
-                patterns.push((e, Term::Loc(sub)));
+                patterns.push((e, self.loc(sub)));
             }
         }
         let additional = match m.get("additionalProperties") {
-            Some(_) => Term::Loc(self.doc.child(id, &["additionalProperties"]).unwrap()),
+            Some(_) => {
+                let sub = self.doc.child(id, &["additionalProperties"]).unwrap();
+                self.loc(sub)
+            }
             // The flag closes only schemas that list names themselves
             // (wrappers of `$ref`/`anyOf` stay open), and softly: see
             // `Term::Unlisted`.
@@ -1157,7 +1155,7 @@ impl<'a> Compiler<'a> {
             };
             for (k, _) in p {
                 let sub = self.doc.child(id, &["properties", k]).unwrap();
-                let mut parts = vec![Term::Loc(sub)];
+                let mut parts = vec![self.loc(sub)];
                 for (e, t) in &patterns {
                     if super::strings::matches(e, k) {
                         parts.push(t.clone());
@@ -1242,7 +1240,7 @@ impl<'a> Compiler<'a> {
         };
         if has("propertyNames") {
             let sub = self.doc.child(id, &["propertyNames"]).unwrap();
-            let n = self.eval(&Term::Loc(sub))?;
+            let n = self.eval(&self.loc(sub))?;
             let names = n.str.clone();
             for (k, t) in shape.props.iter_mut() {
                 if !names.contains(k) {
@@ -1271,7 +1269,8 @@ impl<'a> Compiler<'a> {
         let mut shape = ArrShape::any();
         let mut any = false;
         let child = |c: &mut Self, segs: &[&str]| -> Term {
-            Term::Loc(c.doc.child(id, segs).expect("walked subschema"))
+            let sub = c.doc.child(id, segs).expect("walked subschema");
+            c.loc(sub)
         };
         match m.get("items") {
             Some(Value::Array(a)) => {
@@ -1406,7 +1405,7 @@ impl<'a> Compiler<'a> {
             return Ok(r);
         }
         let name = match t {
-            Term::Loc(id) => format!("schema:{}", at(self.doc.ptr(*id))),
+            Term::Loc(id, _) => format!("schema:{}", at(self.doc.ptr(*id))),
             _ => format!("combo#{}", self.b.len()),
         };
         let r = self.new_rule(name)?;

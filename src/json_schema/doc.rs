@@ -385,19 +385,57 @@ impl<'a> Doc<'a> {
             .ok_or_else(|| format!("reference '{reference}': no anchor '{frag}'"))
     }
 
-    /// Whether some schema declares `$recursiveAnchor: true` or a
-    /// `$dynamicAnchor` (dynamic scoping is then needed).
-    pub fn has_dynamic_anchor(&self, name: Option<&str>) -> usize {
-        self.entries
-            .iter()
-            .filter(|e| match (e.value, name) {
-                (Value::Object(m), None) => m.get("$recursiveAnchor") == Some(&Value::Bool(true)),
-                (Value::Object(m), Some(n)) => {
-                    m.get("$dynamicAnchor").and_then(|v| v.as_str()) == Some(n)
+    /// The root of the schema resource holding `id` (the schema whose
+    /// `$id` set its base URI; the document root when none did).
+    pub fn resource_of(&self, id: u32) -> u32 {
+        let base = &self.entries[id as usize].base;
+        self.uris.get(base).copied().unwrap_or(0)
+    }
+
+    /// The dynamic anchors a dynamic context may bind, as (resource root,
+    /// name, schema): `$dynamicAnchor`s (2020-12) whose name some
+    /// `$dynamicRef` fragment uses, and (2019-09) resource roots with
+    /// `$recursiveAnchor: true` under the name "" when some
+    /// `$recursiveRef` exists.
+    /// Also returns the names used ("" for `$recursiveRef`).
+    #[allow(clippy::type_complexity)]
+    pub fn dynamic_anchors(&self) -> (Vec<(u32, String, u32)>, std::collections::BTreeSet<String>) {
+        let mut used = std::collections::BTreeSet::new();
+        let mut recursive = false;
+        for (i, e) in self.entries.iter().enumerate() {
+            let Value::Object(m) = e.value else { continue };
+            let draft = self.draft(i as u32);
+            if draft == Draft::D2020 {
+                if let Some(Value::String(r)) = m.get("$dynamicRef") {
+                    if let Some((_, f)) = r.rsplit_once('#') {
+                        if !f.is_empty() && !f.starts_with('/') {
+                            used.insert(f.to_string());
+                        }
+                    }
                 }
-                _ => false,
-            })
-            .count()
+            }
+            recursive |= draft == Draft::D2019 && m.contains_key("$recursiveRef");
+        }
+        let mut out = Vec::new();
+        for (i, e) in self.entries.iter().enumerate() {
+            let Value::Object(m) = e.value else { continue };
+            let id = i as u32;
+            if let Some(Value::String(a)) = m.get("$dynamicAnchor") {
+                if used.contains(a) {
+                    out.push((self.resource_of(id), a.clone(), id));
+                }
+            }
+            if recursive
+                && m.get("$recursiveAnchor") == Some(&Value::Bool(true))
+                && self.resource_of(id) == id
+            {
+                out.push((id, String::new(), id));
+            }
+        }
+        if recursive {
+            used.insert(String::new());
+        }
+        (out, used)
     }
 }
 

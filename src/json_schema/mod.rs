@@ -296,7 +296,7 @@ fn compile_value(
 ) -> Result<(ir::Grammar, Vec<Dropped>)> {
     let doc = doc::Doc::new(value, documents);
     let mut c = compiler::Compiler::new(doc, options, *deadline);
-    let root_term = node::Term::Loc(0);
+    let root_term = c.root_term();
     let n = c.eval(&root_term)?;
     if n.hardened().is_empty() {
         return Err(Error::invalid(

@@ -35,8 +35,10 @@ const MAX_SHAPE_PAIRS: usize = 16_384;
 pub enum Term {
     True,
     False,
-    /// The schema at a document location.
-    Loc(u32),
+    /// The schema at a document location, in a dynamic context (which
+    /// `$dynamicAnchor`/`$recursiveAnchor` bindings the path from the root
+    /// entered: 0 when none; see `Compiler::enter`).
+    Loc(u32, u32),
     /// Exactly one JSON value (from `const` / `enum`).
     Val(u32),
     Not(Box<Term>),
@@ -70,7 +72,7 @@ impl Term {
         // name in; negations and `true` do not.
         if parts
             .iter()
-            .any(|t| matches!(t, Term::Loc(_) | Term::Val(_)))
+            .any(|t| matches!(t, Term::Loc(..) | Term::Val(_)))
         {
             parts.retain(|t| *t != Term::Unlisted);
         }
@@ -722,7 +724,7 @@ mod tests {
     #[test]
     fn negation_round_trip_shapes() {
         let mut s = ObjShape::any();
-        s.props.push(("a".into(), Term::Loc(1)));
+        s.props.push(("a".into(), Term::Loc(1, 0)));
         s.required.insert("a".into());
         let n = s.negate().unwrap();
         assert_eq!(n.len(), 2);

@@ -27,6 +27,9 @@ impl Compiler<'_> {
     /// `error`, or returns `error` when not lenient. The evaluation under
     /// way is marked widened.
     pub(super) fn leave_out(&mut self, error: Error, kw: &str, ptr: &str) -> Result<()> {
+        // The node algebra reports its deadline as a reason: past the
+        // deadline, that is the error.
+        self.check_time()?;
         if !self.opts.lenient {
             return Err(error);
         }
@@ -82,7 +85,7 @@ impl Compiler<'_> {
     /// location inside it ("" when it has none, as the root's).
     pub(super) fn term_pointer(&self, t: &Term) -> String {
         match t {
-            Term::Loc(id) => self.doc.ptr(*id).to_string(),
+            Term::Loc(id, _) => self.doc.ptr(*id).to_string(),
             Term::Not(x) => self.term_pointer(x),
             Term::And(v) => v
                 .iter()
@@ -120,7 +123,7 @@ impl Compiler<'_> {
     /// one to restore after.
     pub(super) fn emitting_begin(&mut self, t: &Term) -> Option<u32> {
         let outer = self.emitting;
-        if let Term::Loc(id) = t {
+        if let Term::Loc(id, _) = t {
             self.emitting = Some(*id);
         }
         outer
