@@ -252,7 +252,11 @@ fn is_productive(e: &Expr, productive: &[bool]) -> bool {
         Expr::Ref(r) => productive[*r as usize],
         // Decided exactly once the lexeme DFA is built (empty ones are
         // trimmed then).
-        Expr::And(_) | Expr::Not(_) | Expr::JsonStrings(_) | Expr::DecimalMultiple(_) => true,
+        Expr::And(_)
+        | Expr::Not(_)
+        | Expr::JsonStrings(_)
+        | Expr::DecimalMultiple(_)
+        | Expr::Rfc3339(_) => true,
     }
 }
 
@@ -374,7 +378,11 @@ pub(crate) fn collect_refs(e: &Expr) -> Vec<RuleId> {
 fn has_boolean(e: &Expr, boolean: &[bool]) -> bool {
     match e {
         // Built as DFAs directly (see `lexeme::json_string`).
-        Expr::And(_) | Expr::Not(_) | Expr::JsonStrings(_) | Expr::DecimalMultiple(_) => true,
+        Expr::And(_)
+        | Expr::Not(_)
+        | Expr::JsonStrings(_)
+        | Expr::DecimalMultiple(_)
+        | Expr::Rfc3339(_) => true,
         Expr::Ref(r) => boolean[*r as usize],
         _ => {
             let mut found = false;
@@ -419,6 +427,9 @@ fn expanded_size(e: &Expr, sizes: &[usize]) -> usize {
         Expr::JsonStrings(js) => js.values().iter().map(|v| v.len() + 1).sum::<usize>() + 2,
         // Built directly as a table: its size is not an expression's.
         Expr::DecimalMultiple(_) => 32,
+        // Weighs what its expression over JSON spellings did, so that
+        // limits and runs decide as they did for it.
+        Expr::Rfc3339(_) => 32_000,
         _ => {
             let mut n = 1usize;
             e.for_each_child(|c| n = n.saturating_add(expanded_size(c, sizes)));
@@ -434,7 +445,7 @@ fn has_loop(e: &Expr, looping: &[bool]) -> bool {
         // Boolean operations are only done on DFAs: always a lexeme.
         Expr::And(_) | Expr::Not(_) => true,
         Expr::JsonStrings(js) => js.negated(),
-        Expr::DecimalMultiple(_) => true,
+        Expr::DecimalMultiple(_) | Expr::Rfc3339(_) => true,
         _ => {
             let mut found = false;
             e.for_each_child(|c| found |= has_loop(c, looping));

@@ -14,7 +14,7 @@
 use std::collections::BTreeSet;
 
 pub use crate::ir::{encode, encode_class};
-use crate::ir::{CharClass, Expr, MAX_CHAR};
+use crate::ir::{CharClass, Expr, Rfc3339, TextForm, MAX_CHAR};
 
 /// A set of decoded strings.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -241,6 +241,18 @@ fn ends(e: &Expr, s: &[u32], start: usize) -> BTreeSet<usize> {
         | Expr::Token(_)
         | Expr::JsonStrings(_)
         | Expr::DecimalMultiple(_) => {}
+        Expr::Rfc3339(r) => {
+            let text: String = s[start..]
+                .iter()
+                .filter_map(|&c| char::from_u32(c))
+                .collect();
+            let cuts = text.char_indices().map(|(i, _)| i).chain([text.len()]);
+            for (n, i) in cuts.enumerate() {
+                if crate::compile::lexeme::rfc3339_accepts(r, &text[..i]) {
+                    out.insert(start + n);
+                }
+            }
+        }
         Expr::Literal(l) => {
             let lc: Vec<u32> = l.chars().map(|c| c as u32).collect();
             if s.len() >= start + lc.len() && s[start..start + lc.len()] == lc[..] {
@@ -372,7 +384,13 @@ pub fn encode_lang(l: &StrLang) -> Expr {
         }
         StrLang::Re(e) => encode(e),
     };
-    let quoted = |e: Expr| Expr::seq(vec![Expr::literal("\""), e, Expr::literal("\"")]);
+    let quoted = |e: Expr| match e {
+        Expr::Rfc3339(r) if r.form == TextForm::Spelled => Expr::Rfc3339(Rfc3339 {
+            form: TextForm::Quoted,
+            ..r
+        }),
+        e => Expr::seq(vec![Expr::literal("\""), e, Expr::literal("\"")]),
+    };
     match body {
         // The quotes are fixed, so they distribute over an intersection,
         // and `"` ¬Y `"` within the other (quoted) parts is ¬(`"` Y `"`):

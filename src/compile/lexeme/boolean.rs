@@ -31,6 +31,9 @@ pub fn table_of(e: &Expr, limits: &DfaLimits, cache: &LexemeCache) -> Result<Arc
     if let Expr::JsonStrings(js) = e {
         return Ok(Arc::new(super::json_string::table(js, &limits.deadline)?));
     }
+    if let Expr::Rfc3339(r) = e {
+        return Ok(super::rfc3339::table(r));
+    }
     if let Expr::DecimalMultiple(m) = e {
         return Ok(Arc::new(minimize(
             &super::multiple::table(m),
