@@ -361,6 +361,11 @@ pub fn canonical_json(s: &str) -> String {
 /// names, "any other name") become [`Expr::JsonStrings`] nodes, which the
 /// lexeme builder makes DFAs of directly, without their spellings.
 pub fn encode_lang(l: &StrLang) -> Expr {
+    if let StrLang::Re(e @ Expr::And(_)) = l {
+        if let Some(e) = rfc3339_within_lengths(e) {
+            return encode_lang(&StrLang::Re(e));
+        }
+    }
     if l.is_any() {
         return Expr::json_strings(Vec::new(), true);
     }
@@ -408,6 +413,52 @@ pub fn encode_lang(l: &StrLang) -> Expr {
         ),
         body => quoted(body),
     }
+}
+
+/// A `time` or `date-time` ([`Expr::Rfc3339`]) intersected with length
+/// bounds: a lower bound they all meet is dropped; with any other bound
+/// the leap seconds are taken at 23:59 UTC only ([`LeapSeconds::Utc`]),
+/// since remembering the local time and the length of a fraction at once
+/// takes hundreds of thousands of states. `None` when there is no such
+/// pair.
+///
+/// [`LeapSeconds::Utc`]: crate::regex::formats::LeapSeconds::Utc
+fn rfc3339_within_lengths(e: &Expr) -> Option<Expr> {
+    fn flatten(e: &Expr, out: &mut Vec<Expr>) {
+        match e {
+            Expr::And(v) => v.iter().for_each(|x| flatten(x, out)),
+            x => out.push(x.clone()),
+        }
+    }
+    let mut parts = Vec::new();
+    flatten(e, &mut parts);
+    let r = parts.iter().find_map(|p| match p {
+        Expr::Rfc3339(r) if r.form == TextForm::Chars => Some(*r),
+        _ => None,
+    })?;
+    let is_length = |p: &Expr| matches!(p, Expr::Repeat { expr, .. } if matches!(&**expr, Expr::Class(c) if is_full(c)));
+    if !parts.iter().any(is_length) {
+        return None;
+    }
+    // `00:00:00Z`, `0000-01-01T00:00:00Z`.
+    let shortest = if r.date { 20 } else { 9 };
+    parts.retain(
+        |p| !matches!(p, Expr::Repeat { min, max: None, .. } if is_length(p) && *min <= shortest),
+    );
+    if parts.iter().any(is_length) {
+        let utc = crate::regex::formats::FormatOptions {
+            leap_seconds: crate::regex::formats::LeapSeconds::Utc,
+            ..Default::default()
+        };
+        let format = if r.date { "date-time" } else { "time" };
+        let rule = crate::regex::formats::format_expr_with(format, &utc)?;
+        for p in parts.iter_mut() {
+            if *p == Expr::Rfc3339(r) {
+                *p = rule.clone();
+            }
+        }
+    }
+    Some(Expr::and(parts))
 }
 
 /// The strings of an alternation of literals (the form of a listed set).

@@ -372,9 +372,10 @@ mod tests {
         }
         for f in SUPPORTED {
             // Plain regular expressions, so that the compiler may split
-            // them; the exact options intersect (a leap second's local
-            // time with its offset, hostname lengths).
-            assert!(!super::super::has_boolean(&format_expr(f).unwrap()), "{f}");
+            // them, but `time` and `date-time` (a leaf whose DFA is built
+            // directly); the exact options intersect (hostname lengths).
+            let boolean = super::super::has_boolean(&format_expr(f).unwrap());
+            assert_eq!(boolean, matches!(*f, "time" | "date-time"), "{f}");
             let exact = format_expr_with(f, &FormatOptions::exact()).unwrap();
             let boolean = super::super::has_boolean(&exact);
             assert_eq!(
@@ -383,6 +384,13 @@ mod tests {
                 "{f}"
             );
         }
+        let utc = FormatOptions {
+            leap_seconds: LeapSeconds::Utc,
+            ..FormatOptions::default()
+        };
+        assert!(!super::super::has_boolean(
+            &format_expr_with("date-time", &utc).unwrap()
+        ));
         assert!(format_expr("int32").is_none());
         assert!(format_expr("regex").is_none());
     }
