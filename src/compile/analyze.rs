@@ -195,7 +195,8 @@ pub fn analyze(g: &Grammar) -> Result<Analysis> {
                 && exp_size[r] > INLINE_MAX_SIZE
                 && exp_size[r] <= LITERAL_SET_MAX_SIZE
                 && hint != LexemeHint::Never;
-            if (boolean[r] && exp_size[r] <= LEXEME_MAX_SIZE) || big_literal_set {
+            let rfc3339 = matches!(g.rules[r].body, Expr::Rfc3339(_));
+            if (boolean[r] && exp_size[r] <= LEXEME_MAX_SIZE) || big_literal_set || rfc3339 {
                 RuleClass::Lexeme
             } else if !regular[r]
                 || exp_size[r] > LEXEME_MAX_SIZE
@@ -427,9 +428,10 @@ fn expanded_size(e: &Expr, sizes: &[usize]) -> usize {
         Expr::JsonStrings(js) => js.values().iter().map(|v| v.len() + 1).sum::<usize>() + 2,
         // Built directly as a table: its size is not an expression's.
         Expr::DecimalMultiple(_) => 32,
-        // Weighs what its expression over JSON spellings did, so that
-        // limits and runs decide as they did for it.
-        Expr::Rfc3339(_) => 32_000,
+        // Never part of a larger lexeme (a run, the scalars of a schema
+        // without `type`): a lexeme of its own, so that its DFA (66,000
+        // states) and token sets are built once and shared.
+        Expr::Rfc3339(_) => LEXEME_MAX_SIZE + 1,
         _ => {
             let mut n = 1usize;
             e.for_each_child(|c| n = n.saturating_add(expanded_size(c, sizes)));
