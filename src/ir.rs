@@ -200,6 +200,15 @@ pub struct Rfc3339 {
     pub form: TextForm,
 }
 
+impl Rfc3339 {
+    /// Whether `text` is in the language (code points for
+    /// [`TextForm::Chars`], else JSON text), by its DFA: for tests and
+    /// reference matchers.
+    pub fn matches(&self, text: &str) -> bool {
+        crate::compile::lexeme::rfc3339_accepts(self, text)
+    }
+}
+
 /// What an [`Expr::Rfc3339`] matches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum TextForm {

@@ -10,7 +10,7 @@
 //! | format | rule |
 //! |---|---|
 //! | `date` | RFC 3339 `full-date`: `YYYY-MM-DD`, ASCII digits, year 0000-9999 (RFC 3339's `date-fullyear` is any 4 digits; Python's `datetime` rejects 0000), month 01-12, day within the month, 29 February only in leap years (divisible by 4, centuries only when divisible by 400, decided on the digits: 0000 is a leap year). |
-//! | `time` | RFC 3339 `full-time`: `HH:MM:SS`, optional `.` and one or more digits, then `Z`/`z` or `+HH:MM`/`-HH:MM` (hours 00-23, minutes 00-59). Leap seconds per [`LeapSeconds`]: by default second `60` only at `23:59` with a zero offset ([`LeapSeconds::Utc`]); RFC 3339's rule (section 5.7, and the suite's) also takes `15:59:60-08:00` (23:59 in UTC, [`LeapSeconds::Exact`]), which costs an automaton of about 11,000 states (66,000 over JSON spellings); Python rejects every leap second ([`LeapSeconds::Reject`]). |
+//! | `time` | RFC 3339 `full-time`: `HH:MM:SS`, optional `.` and one or more digits, then `Z`/`z` or `+HH:MM`/`-HH:MM` (hours 00-23, minutes 00-59). Leap seconds per [`LeapSeconds`]: by default RFC 3339's rule (section 5.7, and the suite's): second `60` when the time in UTC is 23:59, `15:59:60-08:00` included ([`LeapSeconds::Exact`], an [`Expr::Rfc3339`] leaf whose automaton of about 11,000 states, 66,000 over JSON spellings, is built directly); [`LeapSeconds::Utc`] takes them only at `23:59` with a zero offset; Python rejects every leap second ([`LeapSeconds::Reject`]). |
 //! | `date-time` | `date`, `T` or `t`, `time`. |
 //! | `duration` | RFC 3339 Appendix A (ISO 8601): `P` then `nY[nM[nD]]`, `nM[nD]` or `nD`, optionally followed by `T` and `nH[nM[nS]]`, `nM[nS]` or `nS`; or `PT...` alone; or `PnW`. Integers only, uppercase designators. |
 //! | `email` | RFC 5321 `Mailbox`: a dot-string of `atext` atoms or a quoted string (`qtextSMTP`, `\` pairs), `@`, then a domain (labels of letters, digits and inner hyphens, separated by dots) or an address literal `[IPv4]` / `[IPv6:addr]` (`IPv6` in any case). The ABNF only: no length limits, no general address literals. Python accepts any string containing `@`. |
@@ -82,24 +82,25 @@ pub enum LeapSeconds {
     /// 60 when the time in UTC is 23:59, whatever the offset
     /// (`15:59:60-08:00`). The DFA must remember the hour and minute until
     /// it reads the offset: about 11,000 states over characters, about
-    /// 66,000 over the JSON spellings of a string (21 MB of a 128k
-    /// vocabulary's cache, 0.2 s to build for each lexeme that holds it).
+    /// 66,000 over the JSON spellings of a string. [`format_expr_with`]
+    /// gives an [`Expr::Rfc3339`] leaf, whose DFA the lexeme builder makes
+    /// directly (about 15 ms, once per process) instead of from the
+    /// intersections of [`pattern_with`] (0.2-0.4 s per lexeme).
     #[default]
     Exact,
     /// Second 60 only at 23:59 with offset `Z`, `z`, `+00:00` or `-00:00`
     /// (a subset of `Exact`: no invalid time is accepted; a leap second
-    /// written with a non-zero offset is refused). The default until the
-    /// exact automaton is cheap enough: it would cost every schema with a
-    /// `date-time` 0.2 s of compilation.
+    /// written with a non-zero offset is refused). A plain regular
+    /// expression; the JSON Schema compiler uses it when a length bound
+    /// would count the fraction of an exact automaton.
     Utc,
     /// No leap seconds, as Python's `jsonschema` (rfc3339-validator) does.
     Reject,
 }
 
 /// Options of [`format_expr_with`]. The default is exact for every format
-/// but leap seconds with a non-zero offset (see [`LeapSeconds::Utc`]) and
-/// `hostname`'s total length; [`FormatOptions::exact`] also has those, at
-/// the cost of automata with tens of thousands of states.
+/// but `hostname`'s total length; [`FormatOptions::exact`] also has that,
+/// at the cost of an automaton with tens of thousands of states.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct FormatOptions {
     pub leap_seconds: LeapSeconds,
