@@ -389,13 +389,21 @@ pub fn encode_lang(l: &StrLang) -> Expr {
         }
         StrLang::Re(e) => encode(e),
     };
-    let quoted = |e: Expr| match e {
-        Expr::Rfc3339(r) if r.form == TextForm::Spelled => Expr::Rfc3339(Rfc3339 {
-            form: TextForm::Quoted,
-            ..r
-        }),
-        e => Expr::seq(vec![Expr::literal("\""), e, Expr::literal("\"")]),
-    };
+    // A date-time quoted is a leaf of its own, and the quotes go into
+    // alternatives that hold one: the date-time stays a lexeme shared by
+    // every schema, not part of a larger DFA.
+    fn quoted(e: Expr) -> Expr {
+        match e {
+            Expr::Rfc3339(r) if r.form == TextForm::Spelled => Expr::Rfc3339(Rfc3339 {
+                form: TextForm::Quoted,
+                ..r
+            }),
+            Expr::Alt(v) if v.iter().any(|x| matches!(x, Expr::Rfc3339(_))) => {
+                Expr::alt(v.into_iter().map(quoted).collect())
+            }
+            e => Expr::seq(vec![Expr::literal("\""), e, Expr::literal("\"")]),
+        }
+    }
     match body {
         // The quotes are fixed, so they distribute over an intersection,
         // and `"` ¬Y `"` within the other (quoted) parts is ¬(`"` Y `"`):
