@@ -241,6 +241,7 @@ fn ends(e: &Expr, s: &[u32], start: usize) -> BTreeSet<usize> {
         | Expr::Token(_)
         | Expr::JsonStrings(_)
         | Expr::DecimalMultiple(_) => {}
+        Expr::Rfc3339(r) if r.form != TextForm::Chars => {}
         Expr::Rfc3339(r) => {
             let text: String = s[start..]
                 .iter()

@@ -12,7 +12,7 @@
 //! process for each form.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use super::{minimize, table_from_hir, to_hir, DfaLimits, Table, DEAD};
 use crate::hash::FastMap;
@@ -304,28 +304,44 @@ fn quoted(s: &Builder) -> Builder {
     b
 }
 
-/// The DFA of `r`, built once per process.
+/// The automaton over code points (about 11,000 states), built once per
+/// process: its table is small (under a megabyte) and [`accepts`] runs
+/// it.
+fn chars_cached(date: bool) -> Arc<(Builder, Table)> {
+    static CACHE: [OnceLock<Arc<(Builder, Table)>>; 2] = [OnceLock::new(), OnceLock::new()];
+    CACHE[usize::from(date)]
+        .get_or_init(|| {
+            let b = chars(date);
+            let t = b.table();
+            Arc::new((b, t))
+        })
+        .clone()
+}
+
+/// The DFA of `r`. The JSON forms (66,000 states, about 7 MB) are built
+/// anew (about 15 ms), not kept here: the lexeme cache keeps their
+/// lexemes within its budget, shared by every schema of a vocabulary.
 pub fn table(r: &Rfc3339) -> Arc<Table> {
-    static CACHE: OnceLock<Mutex<HashMap<Rfc3339, Arc<Table>>>> = OnceLock::new();
-    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
-    if let Some(t) = cache.lock().unwrap().get(r) {
-        return t.clone();
+    let c = chars_cached(r.date);
+    match r.form {
+        TextForm::Chars => Arc::new(c.1.clone()),
+        TextForm::Spelled => Arc::new(spelled(&c.0).table()),
+        TextForm::Quoted => Arc::new(quoted(&spelled(&c.0)).table()),
     }
-    let c = chars(r.date);
-    let b = match r.form {
-        TextForm::Chars => c,
-        TextForm::Spelled => spelled(&c),
-        TextForm::Quoted => quoted(&spelled(&c)),
-    };
-    let t = Arc::new(b.table());
-    cache.lock().unwrap().insert(*r, t.clone());
-    t
 }
 
 /// Whether `r` matches `text` (code points for [`TextForm::Chars`], else
 /// the JSON text).
 pub fn accepts(r: &Rfc3339, text: &str) -> bool {
-    let t = table(r);
+    let c = chars_cached(r.date);
+    let built;
+    let t = match r.form {
+        TextForm::Chars => &c.1,
+        _ => {
+            built = table(r);
+            &*built
+        }
+    };
     let mut s = 0u32;
     for &byte in text.as_bytes() {
         s = t.next(s, byte);
