@@ -183,6 +183,41 @@ pub enum Expr {
     /// a residue automaton, built directly as a DFA (its regular
     /// expression grows exponentially with the divisor).
     DecimalMultiple(DecimalMultiple),
+    /// RFC 3339 `full-time` or `date-time` with the exact leap-second
+    /// rule (see `regex::formats`), as a leaf: as an expression it is
+    /// about 2,000 nodes over code points and 32,000 over JSON spellings,
+    /// which every schema holding a date-time would copy, hash and spell
+    /// again. The lexeme builder makes its DFA directly (once per
+    /// process); the reference matchers expand it.
+    Rfc3339(Rfc3339),
+}
+
+/// See [`Expr::Rfc3339`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Rfc3339 {
+    /// `date-time` (else `time`).
+    pub date: bool,
+    pub form: TextForm,
+}
+
+impl Rfc3339 {
+    /// Whether `text` is in the language (code points for
+    /// [`TextForm::Chars`], else JSON text), by its DFA: for tests and
+    /// reference matchers.
+    pub fn matches(&self, text: &str) -> bool {
+        crate::compile::lexeme::rfc3339_accepts(self, text)
+    }
+}
+
+/// What an [`Expr::Rfc3339`] matches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TextForm {
+    /// The code points of the string.
+    Chars,
+    /// Every JSON spelling of them, without quotes (`encode`).
+    Spelled,
+    /// The same between quotes: a whole JSON string.
+    Quoted,
 }
 
 /// See [`Expr::DecimalMultiple`].
@@ -325,7 +360,8 @@ impl Expr {
             | Expr::Class(_)
             | Expr::Token(_)
             | Expr::JsonStrings(_)
-            | Expr::DecimalMultiple(_) => false,
+            | Expr::DecimalMultiple(_)
+            | Expr::Rfc3339(_) => false,
             Expr::Ref(r) => rules.get(*r as usize).copied().unwrap_or(false),
             Expr::Literal(s) => s.is_empty(),
             Expr::Seq(v) | Expr::And(v) => v.iter().all(|c| c.nullable_given(rules)),

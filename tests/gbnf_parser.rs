@@ -168,6 +168,20 @@ impl RefMatcher<'_> {
                 }
             }
             Expr::JsonStrings(js) => out = self.ends(&js.spelled(), i),
+            Expr::Rfc3339(r) => {
+                for j in i..=self.input.len() {
+                    let text: Option<String> = self.input[i..j]
+                        .iter()
+                        .map(|s| match s {
+                            Sym::Char(c) => char::from_u32(*c),
+                            _ => None,
+                        })
+                        .collect();
+                    if text.is_some_and(|t| r.matches(&t)) {
+                        out.insert(j);
+                    }
+                }
+            }
             Expr::DecimalMultiple(m) => {
                 for j in i..=self.input.len() {
                     let text: Option<Vec<u8>> = self.input[i..j]

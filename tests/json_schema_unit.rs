@@ -1070,6 +1070,19 @@ fn counted_length_beside_a_pattern() {
         &[hundred.as_str(), many.as_str()],
         &[short.as_str()],
     );
+    // A date-time beside a bound: counted, the leap second at 23:59 UTC.
+    let stamp = r#"{"type":"string","format":"date-time","maxLength":100}"#;
+    let fraction = format!("\"2024-06-30T12:00:00.{}Z\"", "1".repeat(80));
+    let too_long = format!("\"2024-06-30T12:00:00.{}Z\"", "1".repeat(81));
+    check(
+        stamp,
+        &["\"2016-12-31T23:59:60Z\"", fraction.as_str()],
+        &[
+            "\"2016-12-31T22:59:60Z\"",
+            too_long.as_str(),
+            "\"2016-12-31\"",
+        ],
+    );
     // Beside other types, in arrays and objects.
     let mixed =
         r#"{"type":"array","items":{"type":["string","null"],"format":"uri","maxLength":2000}}"#;

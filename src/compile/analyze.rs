@@ -196,7 +196,12 @@ pub fn analyze(g: &Grammar) -> Result<Analysis> {
                 && exp_size[r] <= LITERAL_SET_MAX_SIZE
                 && hint != LexemeHint::Never;
             let counted = matches!(hint, LexemeHint::Counted { .. }) && regular[r];
-            if (boolean[r] && exp_size[r] <= LEXEME_MAX_SIZE) || big_literal_set || counted {
+            let rfc3339 = matches!(g.rules[r].body, Expr::Rfc3339(_));
+            if (boolean[r] && exp_size[r] <= LEXEME_MAX_SIZE)
+                || big_literal_set
+                || counted
+                || rfc3339
+            {
                 RuleClass::Lexeme
             } else if !regular[r]
                 || exp_size[r] > LEXEME_MAX_SIZE
@@ -253,7 +258,11 @@ fn is_productive(e: &Expr, productive: &[bool]) -> bool {
         Expr::Ref(r) => productive[*r as usize],
         // Decided exactly once the lexeme DFA is built (empty ones are
         // trimmed then).
-        Expr::And(_) | Expr::Not(_) | Expr::JsonStrings(_) | Expr::DecimalMultiple(_) => true,
+        Expr::And(_)
+        | Expr::Not(_)
+        | Expr::JsonStrings(_)
+        | Expr::DecimalMultiple(_)
+        | Expr::Rfc3339(_) => true,
     }
 }
 
@@ -375,7 +384,11 @@ pub(crate) fn collect_refs(e: &Expr) -> Vec<RuleId> {
 fn has_boolean(e: &Expr, boolean: &[bool]) -> bool {
     match e {
         // Built as DFAs directly (see `lexeme::json_string`).
-        Expr::And(_) | Expr::Not(_) | Expr::JsonStrings(_) | Expr::DecimalMultiple(_) => true,
+        Expr::And(_)
+        | Expr::Not(_)
+        | Expr::JsonStrings(_)
+        | Expr::DecimalMultiple(_)
+        | Expr::Rfc3339(_) => true,
         Expr::Ref(r) => boolean[*r as usize],
         _ => {
             let mut found = false;
@@ -420,6 +433,10 @@ fn expanded_size(e: &Expr, sizes: &[usize]) -> usize {
         Expr::JsonStrings(js) => js.values().iter().map(|v| v.len() + 1).sum::<usize>() + 2,
         // Built directly as a table: its size is not an expression's.
         Expr::DecimalMultiple(_) => 32,
+        // Never part of a larger lexeme (a run, the scalars of a schema
+        // without `type`): a lexeme of its own, so that its DFA (66,000
+        // states) and token sets are built once and shared.
+        Expr::Rfc3339(_) => LEXEME_MAX_SIZE + 1,
         _ => {
             let mut n = 1usize;
             e.for_each_child(|c| n = n.saturating_add(expanded_size(c, sizes)));
@@ -435,7 +452,7 @@ fn has_loop(e: &Expr, looping: &[bool]) -> bool {
         // Boolean operations are only done on DFAs: always a lexeme.
         Expr::And(_) | Expr::Not(_) => true,
         Expr::JsonStrings(js) => js.negated(),
-        Expr::DecimalMultiple(_) => true,
+        Expr::DecimalMultiple(_) | Expr::Rfc3339(_) => true,
         _ => {
             let mut found = false;
             e.for_each_child(|c| found |= has_loop(c, looping));

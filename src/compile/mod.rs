@@ -406,7 +406,11 @@ impl<'g> Lowering<'g> {
             // Intersection, complement and sets of JSON strings exist only
             // as DFAs: inside a parser rule (one too large to be a lexeme
             // as a whole) each is a lexeme of its own.
-            Expr::And(_) | Expr::Not(_) | Expr::JsonStrings(_) | Expr::DecimalMultiple(_) => {
+            Expr::And(_)
+            | Expr::Not(_)
+            | Expr::JsonStrings(_)
+            | Expr::DecimalMultiple(_)
+            | Expr::Rfc3339(_) => {
                 if !is_regular_expr(e, &self.analysis.regular) {
                     return Err(Error::unsupported(
                         "intersection and complement are only supported on regular parts \

@@ -255,7 +255,11 @@ impl<'a> RtnBuilder<'a> {
                 next
             }
             Expr::JsonStrings(js) if !js.negated() => self.expr(&js.spelled(), from, to)?,
-            Expr::And(_) | Expr::Not(_) | Expr::JsonStrings(_) | Expr::DecimalMultiple(_) => {
+            Expr::And(_)
+            | Expr::Not(_)
+            | Expr::JsonStrings(_)
+            | Expr::DecimalMultiple(_)
+            | Expr::Rfc3339(_) => {
                 return Err(Error::unsupported(
                     "intersection and complement are only supported on regular parts",
                 ))

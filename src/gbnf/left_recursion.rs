@@ -118,7 +118,8 @@ fn leftmost_refs(e: &Expr, nullable: &[bool], out: &mut Vec<RuleId>) {
         | Expr::Class(_)
         | Expr::Token(_)
         | Expr::JsonStrings(_)
-        | Expr::DecimalMultiple(_) => {}
+        | Expr::DecimalMultiple(_)
+        | Expr::Rfc3339(_) => {}
     }
 }
 

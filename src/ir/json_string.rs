@@ -255,6 +255,13 @@ pub fn encode(e: &Expr) -> Expr {
         Expr::Not(x) => Expr::and(vec![valid_content(), Expr::complement(encode(x))]),
         // Already JSON text (only `encode_lang` makes it), or not text;
         // number texts (`DecimalMultiple`) are never string contents.
+        Expr::Rfc3339(r) => match r.form {
+            super::TextForm::Chars => Expr::Rfc3339(super::Rfc3339 {
+                form: super::TextForm::Spelled,
+                ..*r
+            }),
+            _ => Expr::Nothing,
+        },
         Expr::Ref(_) | Expr::Token(_) | Expr::JsonStrings(_) | Expr::DecimalMultiple(_) => {
             Expr::Nothing
         }

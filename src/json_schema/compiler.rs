@@ -2261,7 +2261,12 @@ fn empty_atom() -> NumAtom {
 /// A language that is a length bound and something else: the something
 /// else and the bound (the intersection of every length part).
 fn counted_length(l: &StrLang) -> Option<(StrLang, u32, Option<u32>)> {
-    let StrLang::Re(Expr::And(parts)) = l else {
+    let StrLang::Re(e @ Expr::And(_)) = l else {
+        return None;
+    };
+    // A `time`/`date-time` beside a bound takes its bounded form.
+    let e = super::strings::rfc3339_within_lengths(e).unwrap_or_else(|| e.clone());
+    let Expr::And(parts) = &e else {
         return None;
     };
     let (mut lo, mut hi) = (0u32, None::<u32>);

@@ -47,6 +47,7 @@ impl Hash for Shape<'_> {
             Expr::Token(t) => t.hash(h),
             Expr::JsonStrings(js) => js.hash(h),
             Expr::DecimalMultiple(m) => m.hash(h),
+            Expr::Rfc3339(r) => r.hash(h),
             Expr::Seq(v) | Expr::Alt(v) | Expr::And(v) => {
                 v.len().hash(h);
                 v.iter().for_each(|x| Shape(x).hash(h));

@@ -14,7 +14,7 @@
 use std::collections::BTreeSet;
 
 pub use crate::ir::{encode, encode_class};
-use crate::ir::{CharClass, Expr, MAX_CHAR};
+use crate::ir::{CharClass, Expr, Rfc3339, TextForm, MAX_CHAR};
 
 /// A set of decoded strings.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -241,6 +241,19 @@ fn ends(e: &Expr, s: &[u32], start: usize) -> BTreeSet<usize> {
         | Expr::Token(_)
         | Expr::JsonStrings(_)
         | Expr::DecimalMultiple(_) => {}
+        Expr::Rfc3339(r) if r.form != TextForm::Chars => {}
+        Expr::Rfc3339(r) => {
+            let text: String = s[start..]
+                .iter()
+                .filter_map(|&c| char::from_u32(c))
+                .collect();
+            let cuts = text.char_indices().map(|(i, _)| i).chain([text.len()]);
+            for (n, i) in cuts.enumerate() {
+                if crate::compile::lexeme::rfc3339_accepts(r, &text[..i]) {
+                    out.insert(start + n);
+                }
+            }
+        }
         Expr::Literal(l) => {
             let lc: Vec<u32> = l.chars().map(|c| c as u32).collect();
             if s.len() >= start + lc.len() && s[start..start + lc.len()] == lc[..] {
@@ -349,6 +362,11 @@ pub fn canonical_json(s: &str) -> String {
 /// names, "any other name") become [`Expr::JsonStrings`] nodes, which the
 /// lexeme builder makes DFAs of directly, without their spellings.
 pub fn encode_lang(l: &StrLang) -> Expr {
+    if let StrLang::Re(e @ Expr::And(_)) = l {
+        if let Some(e) = rfc3339_within_lengths(e) {
+            return encode_lang(&StrLang::Re(e));
+        }
+    }
     if l.is_any() {
         return Expr::json_strings(Vec::new(), true);
     }
@@ -372,7 +390,21 @@ pub fn encode_lang(l: &StrLang) -> Expr {
         }
         StrLang::Re(e) => encode(e),
     };
-    let quoted = |e: Expr| Expr::seq(vec![Expr::literal("\""), e, Expr::literal("\"")]);
+    // A date-time quoted is a leaf of its own, and the quotes go into
+    // alternatives that hold one: the date-time stays a lexeme shared by
+    // every schema, not part of a larger DFA.
+    fn quoted(e: Expr) -> Expr {
+        match e {
+            Expr::Rfc3339(r) if r.form == TextForm::Spelled => Expr::Rfc3339(Rfc3339 {
+                form: TextForm::Quoted,
+                ..r
+            }),
+            Expr::Alt(v) if v.iter().any(|x| matches!(x, Expr::Rfc3339(_))) => {
+                Expr::alt(v.into_iter().map(quoted).collect())
+            }
+            e => Expr::seq(vec![Expr::literal("\""), e, Expr::literal("\"")]),
+        }
+    }
     match body {
         // The quotes are fixed, so they distribute over an intersection,
         // and `"` ¬Y `"` within the other (quoted) parts is ¬(`"` Y `"`):
@@ -390,6 +422,52 @@ pub fn encode_lang(l: &StrLang) -> Expr {
         ),
         body => quoted(body),
     }
+}
+
+/// A `time` or `date-time` ([`Expr::Rfc3339`]) intersected with length
+/// bounds: a lower bound they all meet is dropped; with any other bound
+/// the leap seconds are taken at 23:59 UTC only ([`LeapSeconds::Utc`]),
+/// since remembering the local time and the length of a fraction at once
+/// takes hundreds of thousands of states. `None` when there is no such
+/// pair.
+///
+/// [`LeapSeconds::Utc`]: crate::regex::formats::LeapSeconds::Utc
+pub fn rfc3339_within_lengths(e: &Expr) -> Option<Expr> {
+    fn flatten(e: &Expr, out: &mut Vec<Expr>) {
+        match e {
+            Expr::And(v) => v.iter().for_each(|x| flatten(x, out)),
+            x => out.push(x.clone()),
+        }
+    }
+    let mut parts = Vec::new();
+    flatten(e, &mut parts);
+    let r = parts.iter().find_map(|p| match p {
+        Expr::Rfc3339(r) if r.form == TextForm::Chars => Some(*r),
+        _ => None,
+    })?;
+    let is_length = |p: &Expr| matches!(p, Expr::Repeat { expr, .. } if matches!(&**expr, Expr::Class(c) if is_full(c)));
+    if !parts.iter().any(is_length) {
+        return None;
+    }
+    // `00:00:00Z`, `0000-01-01T00:00:00Z`.
+    let shortest = if r.date { 20 } else { 9 };
+    parts.retain(
+        |p| !matches!(p, Expr::Repeat { min, max: None, .. } if is_length(p) && *min <= shortest),
+    );
+    if parts.iter().any(is_length) {
+        let utc = crate::regex::formats::FormatOptions {
+            leap_seconds: crate::regex::formats::LeapSeconds::Utc,
+            ..Default::default()
+        };
+        let format = if r.date { "date-time" } else { "time" };
+        let rule = crate::regex::formats::format_expr_with(format, &utc)?;
+        for p in parts.iter_mut() {
+            if *p == Expr::Rfc3339(r) {
+                *p = rule.clone();
+            }
+        }
+    }
+    Some(Expr::and(parts))
 }
 
 /// The strings of an alternation of literals (the form of a listed set).

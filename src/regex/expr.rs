@@ -260,6 +260,11 @@ pub fn edge_chars(e: &Expr, last: bool) -> CharClass {
         | Expr::Token(_)
         | Expr::JsonStrings(_)
         | Expr::DecimalMultiple(_) => CharClass::empty(),
+        // Digits first; digits, `Z` or `z` last.
+        Expr::Rfc3339(r) if r.form == crate::ir::TextForm::Chars => {
+            CharClass::from_ranges([(0x30, 0x39), (0x5A, 0x5A), (0x7A, 0x7A)])
+        }
+        Expr::Rfc3339(_) => CharClass::empty(),
         Expr::Literal(s) => {
             let c = if last {
                 s.chars().last()
@@ -417,6 +422,10 @@ fn derive(e: &Expr, c: u32) -> Expr {
         | Expr::Token(_)
         | Expr::JsonStrings(_)
         | Expr::DecimalMultiple(_) => Expr::Nothing,
+        Expr::Rfc3339(r) if r.form == crate::ir::TextForm::Chars => {
+            derive(&super::formats::rfc3339_regex(r.date), c)
+        }
+        Expr::Rfc3339(_) => Expr::Nothing,
         Expr::Literal(s) => {
             let mut it = s.chars();
             match it.next() {

@@ -56,7 +56,7 @@
 //!
 //! See [`format_expr`] and the [`formats`] module.
 
-mod expr;
+pub(crate) mod expr;
 pub mod formats;
 mod parser;
 pub mod translate;
@@ -162,7 +162,7 @@ pub fn format_expr(format: &str) -> Option<Expr> {
 /// [`crate::ir::LexemeHint::Always`]; other front ends embedding these
 /// expressions should do the same.
 pub fn has_boolean(e: &Expr) -> bool {
-    if matches!(e, Expr::And(_) | Expr::Not(_)) {
+    if matches!(e, Expr::And(_) | Expr::Not(_) | Expr::Rfc3339(_)) {
         return true;
     }
     let mut found = false;

@@ -335,7 +335,11 @@ impl Lower<'_> {
             }
             // Its plain spelling (the set itself, not its complement).
             Expr::JsonStrings(js) if !js.negated() => self.seq(&js.spelled(), ctx, out),
-            Expr::And(_) | Expr::Not(_) | Expr::JsonStrings(_) | Expr::DecimalMultiple(_) => {
+            Expr::And(_)
+            | Expr::Not(_)
+            | Expr::JsonStrings(_)
+            | Expr::DecimalMultiple(_)
+            | Expr::Rfc3339(_) => {
                 panic!("reference: intersection, complement and residue automata are not supported")
             }
             Expr::Token(ts) => {

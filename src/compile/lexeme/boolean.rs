@@ -31,6 +31,9 @@ pub fn table_of(e: &Expr, limits: &DfaLimits, cache: &LexemeCache) -> Result<Arc
     if let Expr::JsonStrings(js) = e {
         return Ok(Arc::new(super::json_string::table(js, &limits.deadline)?));
     }
+    if let Expr::Rfc3339(r) = e {
+        return Ok(super::rfc3339::table(r));
+    }
     if let Expr::DecimalMultiple(m) = e {
         return Ok(Arc::new(minimize(
             &super::multiple::table(m),
@@ -74,6 +77,24 @@ pub fn table_of(e: &Expr, limits: &DfaLimits, cache: &LexemeCache) -> Result<Arc
                 } else {
                     p
                 });
+            }
+            return Ok(acc);
+        }
+        // A date-time among small alternatives (the scalars of a schema
+        // with a `format` and no `type`): the union of the DFAs, without
+        // a subset construction over the date-time's 66,000 states.
+        Expr::Alt(v) if v.iter().any(|x| matches!(x, Expr::Rfc3339(_))) => {
+            let (leaves, rest): (Vec<&Expr>, Vec<&Expr>) =
+                v.iter().partition(|x| matches!(x, Expr::Rfc3339(_)));
+            let mut acc = table_of(leaves[0], limits, cache)?;
+            for x in leaves.iter().skip(1) {
+                let t = table_of(x, limits, cache)?;
+                acc = Arc::new(union(&acc, &t, limits)?);
+            }
+            if !rest.is_empty() {
+                let rest = Expr::alt(rest.into_iter().cloned().collect());
+                let t = table_of(&rest, limits, cache)?;
+                acc = Arc::new(union(&acc, &t, limits)?);
             }
             return Ok(acc);
         }
@@ -167,6 +188,60 @@ fn product(a: &Table, b: &Table, limits: &DfaLimits) -> Result<Table> {
             }
             let next = order.len() as u32;
             let id = id_of(ta, tb, next);
+            if id == next {
+                if order.len() >= MAX_STATES {
+                    return Err(too_large());
+                }
+                order.push((ta, tb));
+            }
+            trans.push(id);
+        }
+        i += 1;
+    }
+    Ok(Table {
+        classes,
+        num_classes,
+        trans,
+        is_final,
+    })
+}
+
+/// Union: the product automaton where either side may have stopped.
+fn union(a: &Table, b: &Table, limits: &DfaLimits) -> Result<Table> {
+    let mut pair_class = vec![u16::MAX; a.num_classes * b.num_classes];
+    let mut classes = [0u8; 256];
+    let mut reps: Vec<u8> = Vec::new();
+    for byte in 0..=255u8 {
+        let key =
+            a.classes[byte as usize] as usize * b.num_classes + b.classes[byte as usize] as usize;
+        if pair_class[key] == u16::MAX {
+            pair_class[key] = reps.len() as u16;
+            reps.push(byte);
+        }
+        classes[byte as usize] = pair_class[key] as u8;
+    }
+    let num_classes = reps.len();
+    let mut ids: FastMap<(u32, u32), u32> = FastMap::default();
+    ids.insert((0, 0), 0);
+    let mut order = vec![(0u32, 0u32)];
+    let mut trans = Vec::new();
+    let mut is_final = Vec::new();
+    let mut meter = limits.deadline.meter();
+    let step = |t: &Table, s: u32, byte: u8| if s == DEAD { DEAD } else { t.next(s, byte) };
+    let fin = |t: &Table, s: u32| s != DEAD && t.is_final[s as usize];
+    let mut i = 0;
+    while i < order.len() {
+        meter.step(num_classes)?;
+        let (sa, sb) = order[i];
+        is_final.push(fin(a, sa) || fin(b, sb));
+        for &byte in &reps {
+            let (ta, tb) = (step(a, sa, byte), step(b, sb, byte));
+            if ta == DEAD && tb == DEAD {
+                trans.push(DEAD);
+                continue;
+            }
+            let next = order.len() as u32;
+            let id = *ids.entry((ta, tb)).or_insert(next);
             if id == next {
                 if order.len() >= MAX_STATES {
                     return Err(too_large());
@@ -473,6 +548,23 @@ mod tests {
         let mut st = d.start;
         st = d.next(st, 0xff);
         assert_eq!(st, DEAD);
+    }
+
+    #[test]
+    fn union_with_a_date_time() {
+        use crate::ir::{Rfc3339, TextForm};
+        let dt = Expr::Rfc3339(Rfc3339 {
+            date: true,
+            form: TextForm::Quoted,
+        });
+        let e = Expr::alt(vec![Expr::literal("null"), dt, Expr::literal("12")]);
+        let d = dfa(&e);
+        for ok in ["null", "12", "\"2024-12-31T15:59:60-08:00\""] {
+            assert!(accepts(&d, ok), "{ok}");
+        }
+        for bad in ["nul", "1", "\"2024-12-31T15:59:60-07:00\"", "\"\""] {
+            assert!(!accepts(&d, bad), "{bad}");
+        }
     }
 
     #[test]

@@ -31,6 +31,9 @@ mod determinize;
 mod json_string;
 mod minimize;
 mod multiple;
+mod rfc3339;
+
+pub use rfc3339::accepts as rfc3339_accepts;
 
 pub use counted::Counter;
 pub use minimize::minimize;
@@ -1211,7 +1214,8 @@ pub fn to_hir(expr: &Expr) -> Hir {
         | Expr::And(_)
         | Expr::Not(_)
         | Expr::JsonStrings(_)
-        | Expr::DecimalMultiple(_) => {
+        | Expr::DecimalMultiple(_)
+        | Expr::Rfc3339(_) => {
             unreachable!("lexemes are built from expanded regular expressions")
         }
     }
@@ -1783,7 +1787,11 @@ fn has_counting(e: &Expr) -> bool {
 pub fn has_boolean(e: &Expr) -> bool {
     if matches!(
         e,
-        Expr::And(_) | Expr::Not(_) | Expr::JsonStrings(_) | Expr::DecimalMultiple(_)
+        Expr::And(_)
+            | Expr::Not(_)
+            | Expr::JsonStrings(_)
+            | Expr::DecimalMultiple(_)
+            | Expr::Rfc3339(_)
     ) {
         return true;
     }

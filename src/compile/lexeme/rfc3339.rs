@@ -1,0 +1,465 @@
+//! The DFA of an [`Expr::Rfc3339`](crate::ir::Expr) (`time` and
+//! `date-time` with RFC 3339's leap seconds), built directly.
+//!
+//! A leap second (`:60`) is valid when the local time minus the offset is
+//! 23:59, so the automaton remembers the local hour and minute until the
+//! offset: 1,440 states per position from the minute to the offset, about
+//! 11,000 over code points and 66,000 over JSON spellings (a digit may be
+//! written `\u0036`). As the intersections of `regex::formats` the subset
+//! constructions and minimizations took 0.2-0.4 s; here the states are
+//! laid out by hand (named by what they remember, hence distinct), the
+//! spellings added around each state, and the table built once per
+//! process for each form.
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use super::{minimize, table_from_hir, to_hir, DfaLimits, Table, DEAD};
+use crate::hash::FastMap;
+use crate::ir::{Rfc3339, TextForm};
+use crate::limits::Deadline;
+
+/// A DFA under construction: sparse edges, state 0 the start.
+#[derive(Clone, Default)]
+struct Builder {
+    edges: Vec<Vec<(u8, u32)>>,
+    is_final: Vec<bool>,
+}
+
+impl Builder {
+    fn add(&mut self) -> u32 {
+        self.edges.push(Vec::new());
+        self.is_final.push(false);
+        (self.edges.len() - 1) as u32
+    }
+
+    fn edge(&mut self, from: u32, byte: u8, to: u32) {
+        self.edges[from as usize].push((byte, to));
+    }
+
+    fn digits(&mut self, from: u32, lo: u8, hi: u8, to: u32) {
+        for d in lo..=hi {
+            self.edge(from, b'0' + d, to);
+        }
+    }
+
+    fn table(&self) -> Table {
+        // Bytes whose columns are equal share a class.
+        let mut columns: Vec<Vec<(u32, u32)>> = vec![Vec::new(); 256];
+        for (s, edges) in self.edges.iter().enumerate() {
+            for &(b, t) in edges {
+                columns[b as usize].push((s as u32, t));
+            }
+        }
+        let mut ids: HashMap<&[(u32, u32)], u8> = HashMap::new();
+        let mut classes = [0u8; 256];
+        let mut reps: Vec<u8> = Vec::new();
+        for b in 0..256usize {
+            let next = reps.len() as u8;
+            let id = *ids.entry(&columns[b]).or_insert(next);
+            if id == next {
+                reps.push(b as u8);
+            }
+            classes[b] = id;
+        }
+        let k = reps.len();
+        let mut trans = vec![DEAD; self.edges.len() * k];
+        for (s, edges) in self.edges.iter().enumerate() {
+            for &(b, t) in edges {
+                trans[s * k + classes[b as usize] as usize] = t;
+            }
+        }
+        Table {
+            classes,
+            num_classes: k,
+            trans,
+            is_final: self.is_final.clone(),
+        }
+    }
+}
+
+/// `HH:MM:SS`, an optional fraction, then `Z`, `z` or `+HH:MM`/`-HH:MM`,
+/// from `start`; second 60 only when the time in UTC is 23:59.
+fn time(b: &mut Builder, start: u32) {
+    let end = b.add();
+    b.is_final[end as usize] = true;
+    // Seconds 00-59, fraction and any offset: the same whatever the time.
+    let (sec, frac0) = (b.add(), b.add());
+    let (dot, frac) = (b.add(), b.add());
+    b.digits(sec, 0, 9, frac0);
+    b.edge(frac0, b'.', dot);
+    b.digits(dot, 0, 9, frac);
+    b.digits(frac, 0, 9, frac);
+    let sign = b.add();
+    let (h01, h2, hh, colon, m) = (b.add(), b.add(), b.add(), b.add(), b.add());
+    for q in [frac0, frac] {
+        for c in [b'Z', b'z', b'+', b'-'] {
+            b.edge(q, c, if c.is_ascii_alphabetic() { end } else { sign });
+        }
+    }
+    b.digits(sign, 0, 1, h01);
+    b.digits(sign, 2, 2, h2);
+    b.digits(h01, 0, 9, hh);
+    b.digits(h2, 0, 3, hh);
+    b.edge(hh, b':', colon);
+    b.digits(colon, 0, 5, m);
+    b.digits(m, 0, 9, end);
+    // One offset `HH:MM` exactly: states by what is left to read.
+    let last: Vec<u32> = (0..10u8)
+        .map(|d| {
+            let s = b.add();
+            b.edge(s, b'0' + d, end);
+            s
+        })
+        .collect();
+    let minute: Vec<u32> = (0..60usize)
+        .map(|mm| {
+            let s = b.add();
+            b.edge(s, b'0' + (mm / 10) as u8, last[mm % 10]);
+            s
+        })
+        .collect();
+    let after_hour: Vec<u32> = (0..60usize)
+        .map(|mm| {
+            let s = b.add();
+            b.edge(s, b':', minute[mm]);
+            s
+        })
+        .collect();
+    let mut second_digit: Vec<u32> = vec![DEAD; 600];
+    let mut offset: Vec<u32> = vec![DEAD; 1440];
+    let mut exact_offset = |b: &mut Builder, x: usize| -> u32 {
+        if offset[x] == DEAD {
+            let (hh, mm) = (x / 60, x % 60);
+            let i = (hh % 10) * 60 + mm;
+            if second_digit[i] == DEAD {
+                second_digit[i] = b.add();
+                b.edge(second_digit[i], b'0' + (hh % 10) as u8, after_hour[mm]);
+            }
+            offset[x] = b.add();
+            b.edge(offset[x], b'0' + (hh / 10) as u8, second_digit[i]);
+        }
+        offset[x]
+    };
+    // The local time, remembered.
+    let first: Vec<u32> = (0..3u8)
+        .map(|d| {
+            let s = b.add();
+            b.edge(start, b'0' + d, s);
+            s
+        })
+        .collect();
+    for h in 0..24usize {
+        let hour = b.add();
+        b.edge(first[h / 10], b'0' + (h % 10) as u8, hour);
+        let hc = b.add();
+        b.edge(hour, b':', hc);
+        for m1 in 0..6usize {
+            let tens = b.add();
+            b.edge(hc, b'0' + m1 as u8, tens);
+            for m2 in 0..10usize {
+                let t = h * 60 + m1 * 10 + m2;
+                let (hm, hmc, six, leap, ldot, lfrac) =
+                    (b.add(), b.add(), b.add(), b.add(), b.add(), b.add());
+                b.edge(tens, b'0' + m2 as u8, hm);
+                b.edge(hm, b':', hmc);
+                b.digits(hmc, 0, 5, sec);
+                b.edge(hmc, b'6', six);
+                b.edge(six, b'0', leap);
+                b.edge(leap, b'.', ldot);
+                b.digits(ldot, 0, 9, lfrac);
+                b.digits(lfrac, 0, 9, lfrac);
+                // Offset +o with t - o = 23:59, or -o with t + o = 23:59.
+                let plus = exact_offset(b, (t + 1) % 1440);
+                let minus = exact_offset(b, 1439 - t);
+                for q in [leap, lfrac] {
+                    if t == 1439 {
+                        b.edge(q, b'Z', end);
+                        b.edge(q, b'z', end);
+                    }
+                    b.edge(q, b'+', plus);
+                    b.edge(q, b'-', minus);
+                }
+            }
+        }
+    }
+}
+
+/// The code points of `time` or `date-time`.
+fn chars(date: bool) -> Builder {
+    let mut b = Builder::default();
+    let start = b.add();
+    if !date {
+        time(&mut b, start);
+        return b;
+    }
+    // The date from its regular expression (about a hundred states).
+    let pattern = crate::regex::formats::pattern("date").unwrap_or_default();
+    let expr = crate::regex::to_expr(&pattern, crate::regex::Anchoring::Full)
+        .expect("the built-in date pattern translates");
+    let t = table_from_hir(&to_hir(&expr), &DfaLimits::default())
+        .and_then(|t| minimize(&t, &Deadline::none()))
+        .expect("the date automaton is small");
+    // Its states after ours (its start is ours).
+    let base = b.edges.len() as u32 - 1;
+    for _ in 1..t.num_states() {
+        b.add();
+    }
+    let t_start = b.add();
+    for s in 0..t.num_states() as u32 {
+        for byte in 0..128u8 {
+            let to = t.next(s, byte);
+            if to != DEAD {
+                b.edge(base + s, byte, base + to);
+            }
+        }
+        if t.is_final[s as usize] {
+            b.edge(base + s, b'T', t_start);
+            b.edge(base + s, b't', t_start);
+        }
+    }
+    time(&mut b, t_start);
+    b
+}
+
+/// Every JSON spelling of the strings of `c` (printable ASCII without `"`
+/// and `\`): each character also as `\u00XX` (hex digits in either case),
+/// `/` also as `\/`. A state's escapes depend on its transitions only,
+/// shared by states that have the same.
+fn spelled(c: &Builder) -> Builder {
+    let mut b = c.clone();
+    let mut escapes: FastMap<Vec<(u8, u32)>, u32> = FastMap::default();
+    let mut last_digit: FastMap<Vec<(u8, u32)>, u32> = FastMap::default();
+    let hex = |v: u8| -> Vec<u8> {
+        match v {
+            0..=9 => vec![b'0' + v],
+            _ => vec![b'a' + v - 10, b'A' + v - 10],
+        }
+    };
+    for q in 0..c.edges.len() {
+        let mut row = c.edges[q].clone();
+        if row.is_empty() {
+            continue;
+        }
+        row.sort_unstable();
+        let e1 = match escapes.get(&row) {
+            Some(&e1) => e1,
+            None => {
+                let (e1, e2, e3, e4) = (b.add(), b.add(), b.add(), b.add());
+                b.edge(e1, b'u', e2);
+                b.edge(e2, b'0', e3);
+                b.edge(e3, b'0', e4);
+                let mut by_high: Vec<Vec<(u8, u32)>> = vec![Vec::new(); 8];
+                for &(ch, t) in &row {
+                    if ch == b'/' {
+                        b.edge(e1, b'/', t);
+                    }
+                    for lo in hex(ch & 15) {
+                        by_high[(ch >> 4) as usize].push((lo, t));
+                    }
+                }
+                for (high, mut lows) in by_high.into_iter().enumerate() {
+                    if lows.is_empty() {
+                        continue;
+                    }
+                    lows.sort_unstable();
+                    let e5 = match last_digit.get(&lows) {
+                        Some(&e5) => e5,
+                        None => {
+                            let e5 = b.add();
+                            b.edges[e5 as usize] = lows.clone();
+                            last_digit.insert(lows, e5);
+                            e5
+                        }
+                    };
+                    b.edge(e4, b'0' + high as u8, e5);
+                }
+                escapes.insert(row, e1);
+                e1
+            }
+        };
+        b.edge(q as u32, b'\\', e1);
+    }
+    b
+}
+
+/// `"`, a string of `s`, `"`.
+fn quoted(s: &Builder) -> Builder {
+    let mut b = Builder::default();
+    let start = b.add();
+    for (q, edges) in s.edges.iter().enumerate() {
+        b.edges
+            .push(edges.iter().map(|&(c, t)| (c, t + 1)).collect());
+        b.is_final.push(false);
+        let _ = q;
+    }
+    let end = b.add();
+    b.is_final[end as usize] = true;
+    b.edge(start, b'"', 1);
+    for (q, &f) in s.is_final.iter().enumerate() {
+        if f {
+            b.edge(q as u32 + 1, b'"', end);
+        }
+    }
+    b
+}
+
+/// The automaton over code points (about 11,000 states), built once per
+/// process: its table is small (under a megabyte) and [`accepts`] runs
+/// it.
+fn chars_cached(date: bool) -> Arc<(Builder, Table)> {
+    static CACHE: [OnceLock<Arc<(Builder, Table)>>; 2] = [OnceLock::new(), OnceLock::new()];
+    CACHE[usize::from(date)]
+        .get_or_init(|| {
+            let b = chars(date);
+            let t = b.table();
+            Arc::new((b, t))
+        })
+        .clone()
+}
+
+/// The DFA of `r`. The JSON forms (66,000 states, about 7 MB) are built
+/// anew (about 15 ms), not kept here: the lexeme cache keeps their
+/// lexemes within its budget, shared by every schema of a vocabulary.
+pub fn table(r: &Rfc3339) -> Arc<Table> {
+    let c = chars_cached(r.date);
+    match r.form {
+        TextForm::Chars => Arc::new(c.1.clone()),
+        TextForm::Spelled => Arc::new(spelled(&c.0).table()),
+        TextForm::Quoted => Arc::new(quoted(&spelled(&c.0)).table()),
+    }
+}
+
+/// Whether `r` matches `text` (code points for [`TextForm::Chars`], else
+/// the JSON text).
+pub fn accepts(r: &Rfc3339, text: &str) -> bool {
+    let c = chars_cached(r.date);
+    let built;
+    let t = match r.form {
+        TextForm::Chars => &c.1,
+        _ => {
+            built = table(r);
+            &*built
+        }
+    };
+    let mut s = 0u32;
+    for &byte in text.as_bytes() {
+        s = t.next(s, byte);
+        if s == DEAD {
+            return false;
+        }
+    }
+    t.is_final[s as usize]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::regex::expr::matches;
+    use crate::regex::formats::rfc3339_regex;
+
+    fn r(date: bool, form: TextForm) -> Rfc3339 {
+        Rfc3339 { date, form }
+    }
+
+    #[test]
+    fn leap_seconds_with_offsets() {
+        let t = r(false, TextForm::Chars);
+        for (s, ok) in [
+            ("23:59:60Z", true),
+            ("23:59:60z", true),
+            ("23:59:60.123Z", true),
+            ("15:59:60-08:00", true),
+            ("00:29:60+00:30", true),
+            ("01:29:60+01:30", true),
+            ("00:29:60-23:30", true),
+            ("23:59:60+00:00", true),
+            ("23:59:60-00:00", true),
+            ("00:00:60+00:01", true),
+            ("23:59:60+01:00", false),
+            ("22:59:60Z", false),
+            ("15:59:60-07:00", false),
+            ("15:59:60+08:00", false),
+            ("23:58:60Z", false),
+            ("23:59:61Z", false),
+            ("23:59:60", false),
+            ("12:00:00.5+05:30", true),
+            ("12:00:00", false),
+            ("24:00:00Z", false),
+        ] {
+            assert_eq!(accepts(&t, s), ok, "time {s}");
+            let quoted = format!("\"{s}\"");
+            assert_eq!(
+                accepts(&r(false, TextForm::Quoted), &quoted),
+                ok,
+                "{quoted}"
+            );
+            let dt = format!("2024-12-31T{s}");
+            assert_eq!(accepts(&r(true, TextForm::Chars), &dt), ok, "{dt}");
+        }
+        // Escapes.
+        let q = r(true, TextForm::Quoted);
+        assert!(accepts(&q, "\"1998-12-31T15:59:\\u0036\\u0030-08:00\""));
+        assert!(accepts(
+            &q,
+            "\"1998-12-31\\u0074\\u0031\\u0035:59:60\\u002D08:00\""
+        ));
+        assert!(!accepts(&q, "\"1998-12-31T15:59:\\u0036\\u0030-07:00\""));
+        assert!(!accepts(&q, "\"1998-12-31T15:59:\\u0036\\u0030-08:00"));
+        assert!(!accepts(&q, "1998-12-31T15:59:60-08:00"));
+        assert!(!accepts(&q, "\"1998-02-29T00:00:00Z\""));
+        assert!(accepts(&q, "\"2000-02-29T00:00:00Z\""));
+    }
+
+    /// Every local time with the offsets that make it 23:59 UTC and
+    /// offsets near them, against the regular expression of the rule.
+    #[test]
+    fn agrees_with_the_intersections() {
+        let t = r(false, TextForm::Chars);
+        let e = rfc3339_regex(false);
+        let offset = |sign: char, total: u32| format!("{sign}{:02}:{:02}", total / 60, total % 60);
+        for local in 0..1440u32 {
+            let hm = format!("{:02}:{:02}:60", local / 60, local % 60);
+            let plus = (local + 1) % 1440;
+            let minus = (1439 + 1440 - local) % 1440;
+            for (off, ok) in [
+                (offset('+', plus), true),
+                (offset('-', minus), true),
+                (offset('+', (plus + 1) % 1440), false),
+                (offset('+', (plus + 60) % 1440), false),
+                (offset('-', (minus + 1) % 1440), false),
+                (offset('-', (minus + 1380) % 1440), false),
+                (offset('-', plus), plus == minus),
+                ("Z".to_string(), local == 1439),
+            ] {
+                let text = format!("{hm}{off}");
+                assert_eq!(accepts(&t, &text), ok, "time {text}");
+                if local % 97 == 0 {
+                    assert_eq!(matches(&e, &text), ok, "regex {text}");
+                    let spelled: String = text
+                        .chars()
+                        .map(|c| format!("\\u{:04x}", c as u32))
+                        .collect();
+                    assert_eq!(
+                        accepts(&r(false, TextForm::Spelled), &spelled),
+                        ok,
+                        "{spelled}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// The tables are minimal: the states are named by what they
+    /// remember.
+    #[test]
+    fn minimal() {
+        for date in [false, true] {
+            for form in [TextForm::Chars, TextForm::Spelled, TextForm::Quoted] {
+                let t = table(&r(date, form));
+                let m = minimize(&t, &Deadline::none()).unwrap();
+                assert_eq!(m.num_states(), t.num_states(), "{date} {form:?}");
+            }
+        }
+    }
+}
