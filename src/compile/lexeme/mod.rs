@@ -275,18 +275,34 @@ impl LexemeDfa {
         ))
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn next(&self, state: u32, byte: u8) -> u32 {
+        // The table's step stays a few instructions, inlined in every trie
+        // walk; a counted lexeme's is out of line.
+        if self.counter.is_none() {
+            self.trans[state as usize * self.num_classes + self.classes[byte as usize] as usize]
+        } else {
+            self.next_counted(state, byte)
+        }
+    }
+
+    /// [`Self::next`] of a lexeme without a [`Counter`] (not checked):
+    /// the table's step alone, for the shared string automata's walks.
+    #[inline(always)]
+    pub fn table_next(&self, state: u32, byte: u8) -> u32 {
+        self.trans[state as usize * self.num_classes + self.classes[byte as usize] as usize]
+    }
+
+    #[inline(never)]
+    fn next_counted(&self, state: u32, byte: u8) -> u32 {
         match &self.counter {
-            None => {
-                self.trans[state as usize * self.num_classes + self.classes[byte as usize] as usize]
-            }
             Some(c) => c.next(self, state, byte),
+            None => DEAD,
         }
     }
 
     /// Whether the lexeme can end in `state`.
-    #[inline]
+    #[inline(always)]
     pub fn is_final_state(&self, state: u32) -> bool {
         match &self.counter {
             None => self.is_final[state as usize],
@@ -295,12 +311,17 @@ impl LexemeDfa {
     }
 
     /// The bytes with a transition out of `state`.
-    #[inline]
+    #[inline(always)]
     pub fn first_bytes_of(&self, state: u32) -> ByteSet {
         match &self.counter {
             None => self.first_bytes[state as usize],
-            Some(c) => c.first_bytes(self, state),
+            Some(c) => self.first_bytes_counted(c, state),
         }
+    }
+
+    #[inline(never)]
+    fn first_bytes_counted(&self, c: &Counter, state: u32) -> ByteSet {
+        c.first_bytes(self, state)
     }
 
     /// States of the table (a counted lexeme has more, see
@@ -394,7 +415,7 @@ impl LexemeDfa {
 
     /// The byte groups whose strings of up to `height` bytes `state`
     /// reads whole (see [`SafeGroups`]).
-    #[inline]
+    #[inline(always)]
     pub fn safe_bytes(&self, trie: &TokenTrie, state: u32, height: u16) -> u64 {
         match self.table_state_for_walks(trie, state, height) {
             Some(s) => self.safe_groups(trie).groups(s, height),
@@ -403,7 +424,7 @@ impl LexemeDfa {
     }
 
     /// The same by characters.
-    #[inline]
+    #[inline(always)]
     pub fn safe_chars(&self, trie: &TokenTrie, state: u32, height: u16) -> u64 {
         match self.table_state_for_walks(trie, state, height) {
             Some(s) => self.char_safe_groups(trie).groups(s, height),
@@ -415,12 +436,17 @@ impl LexemeDfa {
     /// to `height` bytes: itself, or for a counted lexeme the state
     /// without its count where no such string can reach a bound (else
     /// `None`: no shortcut).
-    #[inline]
+    #[inline(always)]
     fn table_state_for_walks(&self, trie: &TokenTrie, state: u32, height: u16) -> Option<u32> {
         match &self.counter {
             None => Some(state),
-            Some(c) => c.free_state(state, height as usize, trie.max_len()),
+            Some(c) => Self::free_state_counted(c, trie, state, height),
         }
+    }
+
+    #[inline(never)]
+    fn free_state_counted(c: &Counter, trie: &TokenTrie, state: u32, height: u16) -> Option<u32> {
+        c.free_state(state, height as usize, trie.max_len())
     }
 
     /// Every string below trie node `i` can be read from `state` (which
@@ -871,6 +897,7 @@ impl StringCounts {
     /// between the quotes times the characters read (`read * m + q`, a
     /// character being read when the walk returns to the state after the
     /// opening quote), and states that cannot end are dead.
+    #[inline(always)]
     pub fn next(&self, lang: CountedString, from: u32, byte: u8) -> u32 {
         if from == Self::END {
             return DEAD;
@@ -878,7 +905,7 @@ impl StringCounts {
         let (any, content) = (&self.any, &self.states.content);
         let m = content.len() as u32;
         let (read, q) = (from / m, from % m);
-        let t = any.next(content[q as usize], byte);
+        let t = any.table_next(content[q as usize], byte);
         if t == DEAD {
             DEAD
         } else if any.is_final[t as usize] {
@@ -924,7 +951,9 @@ impl StringCounts {
     /// reach) and then goes on in one state, whatever the count: that
     /// state (`Some(DEAD)` for "exactly" languages, which read no quote).
     /// A lexeme may read more after the quote (an array item's whitespace).
+    /// `dfa` has no [`Counter`] (its table is read directly).
     pub fn accepts_counted(&self, dfa: &LexemeDfa, state: u32, lang: CountedString) -> Option<u32> {
+        debug_assert!(dfa.counter.is_none());
         let reps = class_pair_reps(dfa, &self.any);
         let mut pairs: crate::hash::FastSet<(u32, u32)> = Default::default();
         let mut stack = vec![(state, Self::START)];
@@ -935,7 +964,7 @@ impl StringCounts {
                 return None;
             }
             for &byte in &reps {
-                let (s2, t2) = (dfa.next(s, byte), self.next(lang, t, byte));
+                let (s2, t2) = (dfa.table_next(s, byte), self.next(lang, t, byte));
                 if (s2 == DEAD) != (t2 == DEAD) {
                     return None;
                 }
