@@ -134,22 +134,31 @@ fn complement(t: &Table) -> Table {
     }
 }
 
-/// Intersection: the product automaton, explored from the start pair.
-fn product(a: &Table, b: &Table, limits: &DfaLimits) -> Result<Table> {
-    // Joint byte classes.
+/// The byte classes of a product of two automata, given as (byte ->
+/// class, number of classes): one class per pair of classes some byte
+/// has, and one byte of each.
+pub(super) fn joint_classes(
+    a: (&[u8; 256], usize),
+    b: (&[u8; 256], usize),
+) -> ([u8; 256], Vec<u8>) {
     // (`u16`: there can be 256 classes, so no `u8` is free for "none yet".)
-    let mut pair_class = vec![u16::MAX; a.num_classes * b.num_classes];
+    let mut pair_class = vec![u16::MAX; a.1 * b.1];
     let mut classes = [0u8; 256];
     let mut reps: Vec<u8> = Vec::new();
     for byte in 0..=255u8 {
-        let key =
-            a.classes[byte as usize] as usize * b.num_classes + b.classes[byte as usize] as usize;
+        let key = a.0[byte as usize] as usize * b.1 + b.0[byte as usize] as usize;
         if pair_class[key] == u16::MAX {
             pair_class[key] = reps.len() as u16;
             reps.push(byte);
         }
         classes[byte as usize] = pair_class[key] as u8;
     }
+    (classes, reps)
+}
+
+/// Intersection: the product automaton, explored from the start pair.
+fn product(a: &Table, b: &Table, limits: &DfaLimits) -> Result<Table> {
+    let (classes, reps) = joint_classes((&a.classes, a.num_classes), (&b.classes, b.num_classes));
     let num_classes = reps.len();
     // Pair ids: a dense table when the pairs are few, else a map.
     let dense_len = a.num_states() * b.num_states();
@@ -208,18 +217,7 @@ fn product(a: &Table, b: &Table, limits: &DfaLimits) -> Result<Table> {
 
 /// Union: the product automaton where either side may have stopped.
 fn union(a: &Table, b: &Table, limits: &DfaLimits) -> Result<Table> {
-    let mut pair_class = vec![u16::MAX; a.num_classes * b.num_classes];
-    let mut classes = [0u8; 256];
-    let mut reps: Vec<u8> = Vec::new();
-    for byte in 0..=255u8 {
-        let key =
-            a.classes[byte as usize] as usize * b.num_classes + b.classes[byte as usize] as usize;
-        if pair_class[key] == u16::MAX {
-            pair_class[key] = reps.len() as u16;
-            reps.push(byte);
-        }
-        classes[byte as usize] = pair_class[key] as u8;
-    }
+    let (classes, reps) = joint_classes((&a.classes, a.num_classes), (&b.classes, b.num_classes));
     let num_classes = reps.len();
     let mut ids: FastMap<(u32, u32), u32> = FastMap::default();
     ids.insert((0, 0), 0);

@@ -418,22 +418,10 @@ pub(super) fn pair_with_any_string(
     let any = &*body.dfa;
     let content = super::ContentStates::new(any, body.state);
     let mut meter = deadline.meter();
-    // Classes of the product: distinct pairs of the two DFAs' classes.
-    let mut pair_class: FastMap<(u8, u8), u8> = FastMap::default();
-    let mut classes = [0u8; 256];
-    let mut reps: Vec<u8> = Vec::new();
-    for b in 0..=255u8 {
-        let key = (pattern.classes[b as usize], any.classes[b as usize]);
-        let n = pair_class.len();
-        if n > 255 && !pair_class.contains_key(&key) {
-            return Ok(None);
-        }
-        let c = *pair_class.entry(key).or_insert_with(|| {
-            reps.push(b);
-            n as u8
-        });
-        classes[b as usize] = c;
-    }
+    let (classes, reps) = super::boolean::joint_classes(
+        (&pattern.classes, pattern.num_classes),
+        (&any.classes, any.num_classes),
+    );
     let k = reps.len();
     if pattern.num_states() == 0 || any.start == DEAD {
         return Ok(None);
