@@ -361,6 +361,34 @@ fn uri_template() -> String {
     format!("(?:{literals}|{expression})*")
 }
 
+/// Leap seconds against RFC 3339's rule, for tests: every local time
+/// `hh:mm:60` with the offsets that make it 23:59 UTC, and offsets one
+/// minute, one hour or a sign away from them, as (local minute of the
+/// day, `hh:mm:60`, offset, valid).
+#[cfg(test)]
+pub(crate) fn leap_second_cases() -> Vec<(u32, String, String, bool)> {
+    let offset = |sign: char, total: u32| format!("{sign}{:02}:{:02}", total / 60, total % 60);
+    let mut cases = Vec::new();
+    for local in 0..1440u32 {
+        let hm = format!("{:02}:{:02}:60", local / 60, local % 60);
+        let plus = (local + 1) % 1440;
+        let minus = (1439 + 1440 - local) % 1440;
+        for (off, ok) in [
+            (offset('+', plus), true),
+            (offset('-', minus), true),
+            (offset('+', (plus + 1) % 1440), false),
+            (offset('+', (plus + 60) % 1440), false),
+            (offset('-', (minus + 1) % 1440), false),
+            (offset('-', (minus + 1380) % 1440), false),
+            (offset('-', plus), plus == minus),
+            ("Z".to_string(), local == 1439),
+        ] {
+            cases.push((local, hm.clone(), off, ok));
+        }
+    }
+    cases
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::expr::matches;
@@ -459,27 +487,12 @@ mod tests {
         // Every local time with the offsets that make it 23:59 UTC, and
         // offsets one minute, one hour or a sign away from them.
         let t = format_expr_with("time", &FormatOptions::exact()).unwrap();
-        let offset = |sign: char, total: u32| format!("{sign}{:02}:{:02}", total / 60, total % 60);
-        for local in 0..1440u32 {
-            let hm = format!("{:02}:{:02}:60", local / 60, local % 60);
-            let plus = (local + 1) % 1440;
-            let minus = (1439 + 1440 - local) % 1440;
-            for (off, ok) in [
-                (offset('+', plus), true),
-                (offset('-', minus), true),
-                (offset('+', (plus + 1) % 1440), false),
-                (offset('+', (plus + 60) % 1440), false),
-                (offset('-', (minus + 1) % 1440), false),
-                (offset('-', (minus + 1380) % 1440), false),
-                (offset('-', plus), plus == minus),
-                ("Z".to_string(), local == 1439),
-            ] {
-                let text = format!("{hm}{off}");
+        for (local, hm, off, ok) in leap_second_cases() {
+            let text = format!("{hm}{off}");
+            assert_eq!(matches(&t, &text), ok, "time {text}");
+            if local % 8 == 0 {
+                let text = format!("{hm}.25{off}");
                 assert_eq!(matches(&t, &text), ok, "time {text}");
-                if local % 8 == 0 {
-                    let text = format!("{hm}.25{off}");
-                    assert_eq!(matches(&t, &text), ok, "time {text}");
-                }
             }
         }
         let utc = FormatOptions {
