@@ -1218,3 +1218,65 @@ fn unevaluated_through_shared_references_expands_each_once() {
     );
     check(&schema, &[r#"{"p0": 1, "p23": 2}"#], &[r#"{"q": 1}"#]);
 }
+
+/// Negations of tagged alternatives (`if`/`then` chains, `not` of an
+/// `anyOf`) are taken away from their context one alternative at a time:
+/// built whole, each doubled or tripled the alternatives (2^14 and 3^12
+/// here, past the limit of 1,024).
+#[test]
+fn tagged_negations_stay_small() {
+    let chain: Vec<String> = (0..14)
+        .map(|i| {
+            format!(
+                r#"{{"if":{{"properties":{{"kind":{{"const":"k{i}"}}}}}},
+                    "then":{{"properties":{{"a{i}":{{"type":"integer"}}}},"required":["a{i}"]}}}}"#
+            )
+        })
+        .collect();
+    let schema = format!(
+        r#"{{"type":"object","required":["kind"],"properties":{{"kind":{{"type":"string"}}}},
+            "allOf":[{}]}}"#,
+        chain.join(",")
+    );
+    check(
+        &schema,
+        &[
+            r#"{"kind":"k3","a3":1}"#,
+            r#"{"kind":"k13","a13":-2,"a5":"x"}"#,
+            r#"{"kind":"other"}"#,
+        ],
+        &[
+            r#"{"kind":"k3"}"#,
+            r#"{"kind":"k3","a3":"x"}"#,
+            r#"{"kind":"k0","a1":1}"#,
+            r#"{"a3":1}"#,
+        ],
+    );
+
+    let branches: Vec<String> = (0..12)
+        .map(|i| {
+            format!(
+                r#"{{"properties":{{"kind":{{"const":"k{i}"}},"x{i}":{{"type":"integer"}}}},
+                    "required":["kind","x{i}"]}}"#
+            )
+        })
+        .collect();
+    let schema = format!(
+        r#"{{"type":"object","required":["kind"],"not":{{"anyOf":[{}]}}}}"#,
+        branches.join(",")
+    );
+    check(
+        &schema,
+        &[
+            r#"{"kind":"k1","x1":"s"}"#,
+            r#"{"kind":"k1"}"#,
+            r#"{"kind":"z","x1":1}"#,
+            r#"{"kind":"k1","x2":1}"#,
+        ],
+        &[
+            r#"{"kind":"k1","x1":1}"#,
+            r#"{"kind":"k11","x11":0}"#,
+            r#"{}"#,
+        ],
+    );
+}

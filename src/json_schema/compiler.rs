@@ -20,6 +20,7 @@ use crate::limits::Deadline;
 
 // The options of `JsonOptions` that change what is emitted, each in its
 // own module (they see the compiler's fields).
+mod difference;
 mod integers;
 mod layout;
 mod lenient;
@@ -61,7 +62,7 @@ const COUNTED_FROM: u32 = 64;
 /// negated `additionalProperties` / `patternProperties`) on one object:
 /// its states track which are met, and a member may meet several at once
 /// (a variant per set).
-const MAX_NEEDS: usize = 4;
+const MAX_NEEDS: usize = 6;
 /// Which of an object shape's `need`s are met: bit `i` for `need[i]`.
 type NeedsMet = u32;
 
@@ -116,7 +117,7 @@ impl MemberCount {
 /// The needs an object of the shape must meet in the end (past
 /// [`MAX_NEEDS`], lenient mode enforces the first ones only).
 fn all_needs(s: &ObjShape) -> NeedsMet {
-    (1 << s.need.len().min(MAX_NEEDS)) - 1
+    (1 << s.needs_reduced().len().min(MAX_NEEDS)) - 1
 }
 /// Most distinct values of a `uniqueItems` domain.
 const MAX_UNIQUE_DOMAIN: usize = 12;
@@ -172,6 +173,20 @@ pub struct Compiler<'a> {
     vals: Vec<Value>,
     val_ids: FastMap<String, u32>,
     nodes: FastMap<Term, Rc<Node>>,
+    /// Terms whose evaluation failed, with the error: emptiness tests ask
+    /// for them again and again, and a failure (a negation past the
+    /// limits) can be as slow as a success.
+    failed: FastMap<Term, Error>,
+    /// Whether the evaluation under way met a term already in progress:
+    /// its failure then depends on where the evaluation started, and is
+    /// not remembered in `failed`.
+    met_cycle: bool,
+    /// Shapes looked into by `difference::may_hold`, against its budget.
+    emptiness_tests: usize,
+    /// Set while `difference::may_hold` looks into a shape: member schemas
+    /// that would take costly intersections are then not evaluated (see
+    /// `Compiler::cheap_to_eval`).
+    frugal: bool,
     in_progress: FastSet<Term>,
     evals: usize,
     pub b: GrammarBuilder,
@@ -254,6 +269,10 @@ impl<'a> Compiler<'a> {
             vals: Vec::new(),
             val_ids: FastMap::default(),
             nodes: FastMap::default(),
+            failed: FastMap::default(),
+            met_cycle: false,
+            emptiness_tests: 0,
+            frugal: false,
             in_progress: FastSet::default(),
             evals: 0,
             b: GrammarBuilder::new(),
@@ -398,6 +417,9 @@ impl<'a> Compiler<'a> {
             self.widen_use(t);
             return Ok(n);
         }
+        if let Some(e) = self.failed.get(t) {
+            return Err(e.clone());
+        }
         self.evals += 1;
         self.check_time()?;
         if self.evals > MAX_EVALS {
@@ -411,6 +433,7 @@ impl<'a> Compiler<'a> {
             )));
         }
         if !self.in_progress.insert(t.clone()) {
+            self.met_cycle = true;
             return Err(Error::unsupported(format!(
                 "$ref: the schema at {} refers to itself without an intervening \
                  property or item (an infinite loop)",
@@ -418,9 +441,18 @@ impl<'a> Compiler<'a> {
             )));
         }
         let outer = self.widen_begin();
+        let outer_cycle = std::mem::take(&mut self.met_cycle);
         let r = self.eval_uncached(t);
         self.widen_end(t, outer);
         self.in_progress.remove(t);
+        if let Err(e) = &r {
+            // Neither the deadline nor a cycle through a term in progress
+            // is a property of the term.
+            if !self.met_cycle && self.check_time().is_ok() {
+                self.failed.insert(t.clone(), e.clone());
+            }
+        }
+        self.met_cycle |= outer_cycle;
         let n = Rc::new(r?);
         self.nodes.insert(t.clone(), n.clone());
         Ok(n)
@@ -445,12 +477,23 @@ impl<'a> Compiler<'a> {
                 self.negation(x, &n)?
             }
             Term::And(v) => {
+                // The negated parts last: each is taken away from what the
+                // others leave (see `difference`), never built whole.
                 let mut acc = Node::any();
-                for x in v {
+                for x in v.iter().filter(|x| !matches!(x, Term::Not(_))) {
                     let n = self.eval(x)?;
                     acc = acc
                         .and(&n, &self.deadline)
                         .map_err(|e| Error::limit(format!("combining {}: {e}", self.ptr_of(t))))?;
+                }
+                for x in v {
+                    if let Term::Not(x) = x {
+                        if acc.is_empty() {
+                            break;
+                        }
+                        let n = self.eval(x)?;
+                        acc = self.without(acc, x, &n)?;
+                    }
                 }
                 acc
             }
@@ -567,31 +610,24 @@ impl<'a> Compiler<'a> {
             }
         }
         let mut node = Node::any();
-        let deadline = self.deadline;
-        let and = |node: &mut Node, other: &Node, kw: &str| -> Result<()> {
-            *node = node
-                .and(other, &deadline)
-                .map_err(|e| algebra(kw, &ptr, e))?;
-            Ok(())
-        };
 
         // const / enum first: their key order is the most likely order of
         // an instance's properties.
         let known = |kw: &str| draft.has_keyword(kw) && m.contains_key(kw);
         if let Some(c) = m.get("const").filter(|_| known("const")) {
             let n = self.value_node(c)?;
-            and(&mut node, &n, "const")?;
+            self.meet(&mut node, &n, "const", &ptr)?;
         }
         if let Some(e) = m.get("enum") {
             let Value::Array(vals) = e else {
                 return Err(bad("enum", &ptr, "not an array"));
             };
             let n = self.values_node(vals)?;
-            and(&mut node, &n, "enum")?;
+            self.meet(&mut node, &n, "enum", &ptr)?;
         }
         if let Some(t) = m.get("type") {
             let n = type_node(t, draft).map_err(|e| bad("type", &ptr, e))?;
-            and(&mut node, &n, "type")?;
+            self.meet(&mut node, &n, "type", &ptr)?;
         }
         // Type-specific keywords.
         if let Some(s) = self.string_keywords(m, &ptr)? {
@@ -606,14 +642,14 @@ impl<'a> Compiler<'a> {
             if let Some(shape) = self.object_keywords(id, m, &ptr)? {
                 let mut n = Node::any();
                 n.obj = shape.simplify().into_iter().collect();
-                and(&mut node, &n, "properties")?;
+                self.meet(&mut node, &n, "properties", &ptr)?;
             }
         }
         if !node.arr.is_empty() {
             if let Some(shape) = self.array_keywords(id, m, &ptr)? {
                 let mut n = Node::any();
                 n.arr = shape.simplify().into_iter().collect();
-                and(&mut node, &n, "items")?;
+                self.meet(&mut node, &n, "items", &ptr)?;
             }
         }
         // Dependencies (objects only).
@@ -647,7 +683,7 @@ impl<'a> Compiler<'a> {
                     _ => return Err(bad(kw, &ptr, "a dependency must be an array or a schema")),
                 }
                 .map_err(|e| algebra(kw, &ptr, e))?;
-                and(&mut node, &n, kw)?;
+                self.meet(&mut node, &n, kw, &ptr)?;
             }
         }
         // Applicators.
@@ -655,7 +691,7 @@ impl<'a> Compiler<'a> {
             if let Some(r) = m.get("$ref") {
                 if let Some(target) = self.ref_or_leave(id, "$ref", r, &ptr)? {
                     let n = self.eval(&self.loc(target))?;
-                    and(&mut node, &n, "$ref")?;
+                    self.meet(&mut node, &n, "$ref", &ptr)?;
                 }
             }
             for kw in ["$recursiveRef", "$dynamicRef"] {
@@ -669,14 +705,14 @@ impl<'a> Compiler<'a> {
                         }
                     };
                     let n = self.eval(&self.loc(target))?;
-                    and(&mut node, &n, kw)?;
+                    self.meet(&mut node, &n, kw, &ptr)?;
                 }
             }
         }
         if let Some(v) = m.get("allOf") {
             for sub in self.subschemas(id, "allOf", v, &ptr)? {
                 let n = self.eval(&self.loc(sub))?;
-                and(&mut node, &n, "allOf")?;
+                self.meet(&mut node, &n, "allOf", &ptr)?;
             }
         }
         if let Some(v) = m.get("anyOf") {
@@ -685,31 +721,24 @@ impl<'a> Compiler<'a> {
                 let n = self.eval(&self.loc(sub))?;
                 acc = acc.or(&n).map_err(|e| algebra("anyOf", &ptr, e))?;
             }
-            and(&mut node, &acc, "anyOf")?;
+            self.meet(&mut node, &acc, "anyOf", &ptr)?;
         }
         if let Some(v) = m.get("oneOf") {
             let subs = self.subschemas(id, "oneOf", v, &ptr)?;
             let n = self.one_of(&subs, &node, &ptr)?;
-            and(&mut node, &n, "oneOf")?;
+            self.meet(&mut node, &n, "oneOf", &ptr)?;
         }
         if let Some(Value::Object(_) | Value::Bool(_)) = m.get("not") {
             let sub = self.doc.child(id, &["not"]).unwrap();
             let n = self.eval(&self.loc(sub))?;
-            let neg = if self.is_widened(&self.loc(sub)) {
+            if self.is_widened(&self.loc(sub)) {
                 let e = unsup("not", &ptr, "a keyword inside it was left out");
                 self.leave_out(e, "not", &ptr)?;
-                None
             } else {
-                match n.not(&self.deadline) {
-                    Ok(neg) => Some(neg),
-                    Err(e) => {
-                        self.leave_out(unsup("not", &ptr, e), "not", &ptr)?;
-                        None
-                    }
+                match self.minus(&node, &n)? {
+                    Ok(rest) => node = rest,
+                    Err(e) => self.leave_out(unsup("not", &ptr, e), "not", &ptr)?,
                 }
-            };
-            if let Some(neg) = neg {
-                and(&mut node, &neg, "not")?;
             }
         }
         if known("if") && (m.contains_key("then") || m.contains_key("else")) {
@@ -723,24 +752,27 @@ impl<'a> Compiler<'a> {
             let t = get(self, "then")?;
             let e = get(self, "else")?;
             let err = |e: String| algebra("if", &ptr, e);
-            let yes = i.and(&t, &self.deadline).map_err(err)?;
+            let yes = node
+                .and(&i, &self.deadline)
+                .and_then(|n| n.and(&t, &self.deadline))
+                .map_err(err)?;
+            let yes = self.prune_empty(yes)?;
+            let with_else = node.and(&e, &self.deadline).map_err(err)?;
             let if_term = self.doc.child(id, &["if"]).map(|x| self.loc(x));
-            let not_i = if if_term.is_some_and(|x| self.is_widened(&x)) {
+            let no = if if_term.is_some_and(|x| self.is_widened(&x)) {
                 let e = unsup("if", &ptr, "a keyword inside it was left out");
                 self.leave_out(e, "if", &ptr)?;
-                Node::any()
+                with_else
             } else {
-                match i.not(&self.deadline) {
+                match self.minus(&with_else, &i)? {
                     Ok(n) => n,
                     Err(e) => {
                         self.leave_out(unsup("if", &ptr, e), "if", &ptr)?;
-                        Node::any()
+                        with_else
                     }
                 }
             };
-            let no = not_i.and(&e, &self.deadline).map_err(err)?;
-            let n = yes.or(&no).map_err(err)?;
-            and(&mut node, &n, "if")?;
+            node = yes.or(&no).map_err(err)?;
         }
         for kw in ["unevaluatedProperties", "unevaluatedItems"] {
             match m.get(kw) {
@@ -809,7 +841,6 @@ impl<'a> Compiler<'a> {
         }
         let k = branches.len();
         let mut acc = Node::none();
-        let mut negs: Vec<Option<Node>> = vec![None; k];
         for i in 0..k {
             let mut cur = branches[i].clone();
             for j in 0..k {
@@ -822,35 +853,28 @@ impl<'a> Compiler<'a> {
                 if self.is_empty_deep(&both, 3)? {
                     continue;
                 }
-                if negs[j].is_none() {
-                    // Each branch is excluded as its objects are emitted:
-                    // closed where the flag closes them.
-                    let neg = if self.is_widened(&self.loc(subs[j])) {
-                        Err("a keyword inside it was left out".to_string())
-                    } else {
-                        branches[j].hardened().not(&self.deadline)
-                    };
-                    let neg = match neg {
-                        Ok(neg) => neg,
-                        Err(e) => {
-                            let e = unsup(
-                                "oneOf",
-                                ptr,
-                                format!(
-                                    "branches {i} and {j} may overlap, and excluding branch {j} \
-                                     needs its negation: {e}"
-                                ),
-                            );
-                            // Lenient: branch i keeps its overlap with j.
-                            self.leave_out(e, "oneOf", ptr)?;
-                            Node::any()
-                        }
-                    };
-                    negs[j] = Some(neg);
+                // Each branch is excluded as its objects are emitted:
+                // closed where the flag closes them.
+                let rest = if self.is_widened(&self.loc(subs[j])) {
+                    Err("a keyword inside it was left out".to_string())
+                } else {
+                    self.minus(&cur, &branches[j].hardened())?
+                };
+                match rest {
+                    Ok(rest) => cur = rest,
+                    Err(e) => {
+                        let e = unsup(
+                            "oneOf",
+                            ptr,
+                            format!(
+                                "branches {i} and {j} may overlap, and excluding branch {j} \
+                                 needs its negation: {e}"
+                            ),
+                        );
+                        // Lenient: branch i keeps its overlap with j.
+                        self.leave_out(e, "oneOf", ptr)?;
+                    }
                 }
-                cur = cur
-                    .and(negs[j].as_ref().unwrap(), &self.deadline)
-                    .map_err(|e| algebra("oneOf", ptr, e))?;
             }
             acc = acc.or(&cur).map_err(|e| algebra("oneOf", ptr, e))?;
         }
@@ -860,14 +884,24 @@ impl<'a> Compiler<'a> {
     /// Whether a node accepts nothing, looking `depth` levels into member
     /// schemas (false when unsure).
     fn is_empty_deep(&mut self, n: &Node, depth: u32) -> Result<bool> {
-        let n = &n.hardened();
         if n.null || n.bools != 0 || !n.num.is_empty() || !n.str.is_empty() {
             return Ok(false);
         }
+        // As emitted: unlisted names closed.
+        fn hardened(s: &ObjShape) -> Option<std::borrow::Cow<'_, ObjShape>> {
+            if s.has_unlisted() {
+                s.hardened().map(std::borrow::Cow::Owned)
+            } else {
+                Some(std::borrow::Cow::Borrowed(s))
+            }
+        }
         if depth == 0 {
-            return Ok(n.is_empty());
+            return Ok(n.arr.is_empty() && !n.obj.iter().any(|s| hardened(s).is_some()));
         }
         for s in &n.obj {
+            let Some(s) = hardened(s) else {
+                continue;
+            };
             let mut empty = false;
             for r in &s.required {
                 let t = s.value_for(r);
@@ -897,6 +931,9 @@ impl<'a> Compiler<'a> {
 
     fn term_empty(&mut self, t: &Term, depth: u32) -> Result<bool> {
         if self.in_progress.contains(t) {
+            return Ok(false);
+        }
+        if self.frugal && !self.nodes.contains_key(t) && !self.cheap_to_eval(t)? {
             return Ok(false);
         }
         match self.eval(t) {
@@ -1963,7 +2000,8 @@ impl<'a> Compiler<'a> {
         s: &ObjShape,
     ) -> Result<Option<(Vec<(Vec<(Expr, NeedsMet)>, bool)>, Vec<(Expr, NeedsMet)>)>> {
         let colon = self.key_sep();
-        let needs = if s.need.len() > MAX_NEEDS {
+        let reduced = s.needs_reduced();
+        let needs = if reduced.len() > MAX_NEEDS {
             let e = Error::unsupported(format!(
                 "not: more than {MAX_NEEDS} negated additionalProperties / \
                  patternProperties on one object are not supported"
@@ -1971,9 +2009,9 @@ impl<'a> Compiler<'a> {
             // Lenient: only the first ones are enforced.
             let ptr = self.emitting_pointer();
             self.leave_out(e, "not", &ptr)?;
-            &s.need[..MAX_NEEDS]
+            &reduced[..MAX_NEEDS]
         } else {
-            &s.need[..]
+            &reduced[..]
         };
         // The non-empty sets of needs one member may meet at once: a
         // variant per set whose names and values intersect.

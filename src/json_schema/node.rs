@@ -78,6 +78,12 @@ impl Term {
         }
         parts.sort();
         parts.dedup();
+        if parts.iter().any(|t| match t {
+            Term::Not(x) => parts.binary_search(x).is_ok(),
+            _ => false,
+        }) {
+            return Term::False;
+        }
         match parts.len() {
             0 => Term::True,
             1 => parts.pop().unwrap(),
@@ -429,6 +435,7 @@ impl ObjShape {
         {
             return None;
         }
+
         // Listed optional names that may not appear and no class would take
         // anyway need no listing.
         let extra = &self.extra;
@@ -458,6 +465,41 @@ impl ObjShape {
     /// The shape with unlisted names rejected (see [`Term::Unlisted`]).
     pub fn hardened(&self) -> Option<ObjShape> {
         self.map_terms(Term::hardened)
+    }
+
+    /// The shape with unlisted names allowed: the widest it can become
+    /// once intersected with schemas that list more names.
+    pub fn opened(&self) -> Option<ObjShape> {
+        self.map_terms(Term::opened)
+    }
+
+    /// Whether a member schema is [`Term::Unlisted`] or holds it (only
+    /// under [`super::JsonOptions::no_extra_properties`]): otherwise the
+    /// shape is its own hardened and opened form.
+    pub fn has_unlisted(&self) -> bool {
+        let unlisted = |t: &Term| match t {
+            Term::Unlisted => true,
+            Term::And(v) => v.contains(&Term::Unlisted),
+            _ => false,
+        };
+        self.props.iter().any(|(_, t)| unlisted(t)) || self.extra.iter().any(|(_, t)| unlisted(t))
+    }
+
+    /// The needs without those met whenever another one is: (L, T)
+    /// follows from (L', T') when L' ⊆ L and T' ⊆ T.
+    pub fn needs_reduced(&self) -> Vec<(StrLang, Term)> {
+        let follows = |a: &(StrLang, Term), b: &(StrLang, Term)| {
+            b.0.is_subset(&a.0) && (a.1 == Term::True || a.1 == b.1)
+        };
+        let mut kept: Vec<(StrLang, Term)> = Vec::new();
+        for n in &self.need {
+            if kept.iter().any(|k| follows(n, k)) {
+                continue;
+            }
+            kept.retain(|k| !follows(k, n));
+            kept.push(n.clone());
+        }
+        kept
     }
 
     fn all_extra_allowed(&self) -> bool {
@@ -539,6 +581,60 @@ impl ObjShape {
     }
 }
 
+/// What the difference of two unions of shapes needs from a shape type
+/// (see `Compiler::minus`).
+pub trait Shape: Clone + Eq + std::hash::Hash {
+    /// The intersection; `None` when provably empty.
+    fn meet(&self, o: &Self) -> Option<Self>;
+    /// The values of this type the shape rejects, as a union of shapes.
+    fn complement(&self) -> Result<Vec<Self>, String>;
+    /// The widest this shape can become in later intersections, for
+    /// emptiness tests that must stay true (see [`Term::Unlisted`]).
+    fn widest(self) -> Option<Self>;
+    /// A node holding this shape alone.
+    fn alone(self) -> Node;
+}
+
+impl Shape for ArrShape {
+    fn meet(&self, o: &Self) -> Option<Self> {
+        self.and(o)
+    }
+    fn complement(&self) -> Result<Vec<Self>, String> {
+        self.negate()
+    }
+    fn widest(self) -> Option<Self> {
+        Some(self)
+    }
+    fn alone(self) -> Node {
+        Node {
+            arr: vec![self],
+            ..Node::none()
+        }
+    }
+}
+
+impl Shape for ObjShape {
+    fn meet(&self, o: &Self) -> Option<Self> {
+        self.and(o)
+    }
+    fn complement(&self) -> Result<Vec<Self>, String> {
+        self.negate()
+    }
+    fn widest(self) -> Option<Self> {
+        if self.has_unlisted() {
+            self.opened()
+        } else {
+            Some(self)
+        }
+    }
+    fn alone(self) -> Node {
+        Node {
+            obj: vec![self],
+            ..Node::none()
+        }
+    }
+}
+
 /// The instances of a schema, by JSON type.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Node {
@@ -552,7 +648,7 @@ pub struct Node {
     pub obj: Vec<ObjShape>,
 }
 
-fn too_many() -> String {
+pub fn too_many() -> String {
     format!("more than {MAX_SHAPES} alternatives of one type after combining subschemas")
 }
 

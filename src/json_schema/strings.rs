@@ -130,6 +130,24 @@ impl StrLang {
         }
     }
 
+    /// Provably a subset of `o` (false does not mean it is not).
+    pub fn is_subset(&self, o: &StrLang) -> bool {
+        if o.is_any() || self.is_empty() || self == o {
+            return true;
+        }
+        match (self, o) {
+            (StrLang::Lits(a), _) => a.iter().all(|s| o.contains(s)),
+            // ¬X ⊆ ¬Y when Y ⊆ X, for finite X and Y.
+            (StrLang::Re(Expr::Not(x)), StrLang::Re(Expr::Not(y))) => {
+                match (finite_strings(x, 256), finite_strings(y, 256)) {
+                    (Some(x), Some(y)) => y.is_subset(&x),
+                    _ => false,
+                }
+            }
+            _ => false,
+        }
+    }
+
     /// Whether `s` is in the set.
     pub fn contains(&self, s: &str) -> bool {
         match self {
