@@ -11,7 +11,9 @@ use super::decimal::Dec;
 use super::doc::{Doc, Draft};
 use super::node::{ArrShape, Contains, Node, ObjShape, Term};
 use super::number::{multiple_of, NumAtom};
-use super::strings::{canonical_json, encode, encode_lang, is_full, length, StrLang};
+use super::strings::{
+    canonical_json, encode, encode_lang, is_full, length, literal_prefix, StrLang,
+};
 use super::JsonOptions;
 use crate::error::{Error, ErrorKind, Result};
 use crate::hash::{FastMap, FastSet};
@@ -303,7 +305,16 @@ impl<'a> Compiler<'a> {
     /// evaluated (as a subschema or a reference target): in the current
     /// dynamic context, with the resource of `id` entered.
     fn loc(&self, id: u32) -> Term {
-        Term::Loc(id, self.enter(self.ctx, id))
+        // Boolean schemas as constants, so that the algebra sees through
+        // them: the negation of `additionalProperties: false` is `true`.
+        // (Under `no_extra_properties`, `true` and `{}` stay locations: a
+        // location lets a listed name in, `Term::True` does not.)
+        match self.doc.value(id) {
+            Value::Bool(false) => Term::False,
+            Value::Bool(true) if !self.opts.no_extra_properties => Term::True,
+            Value::Object(m) if m.is_empty() && !self.opts.no_extra_properties => Term::True,
+            _ => Term::Loc(id, self.enter(self.ctx, id)),
+        }
     }
 
     /// The context `ctx` after entering the resource holding `id`.
@@ -1221,12 +1232,23 @@ impl<'a> Compiler<'a> {
         // Classes of unlisted names: the combinations of matched patterns,
         // split one pattern at a time, dropping provably empty parts.
         let mut classes: Vec<(StrLang, Vec<usize>)> = vec![(StrLang::any(), Vec::new())];
+        // Two patterns whose leading texts differ (neither a prefix of the
+        // other) match no name in common.
+        let prefixes: Vec<String> = patterns.iter().map(|(e, _)| literal_prefix(e)).collect();
+        let apart = |i: usize, j: usize| {
+            let (a, b) = (&prefixes[i], &prefixes[j]);
+            !a.starts_with(b.as_str()) && !b.starts_with(a.as_str())
+        };
         for (i, (e, _)) in patterns.iter().enumerate() {
             let p = StrLang::from_expr(e.clone());
             let not_p = p.not();
             let mut next = Vec::new();
             for (l, ms) in classes {
-                let yes = l.and(&p);
+                let yes = if ms.iter().any(|&j| apart(i, j)) {
+                    StrLang::none()
+                } else {
+                    l.and(&p)
+                };
                 if !yes.is_empty() {
                     let mut m2 = ms.clone();
                     m2.push(i);

@@ -49,7 +49,7 @@
 //!   (one lexeme with a state per position would be large). A bound of 64
 //!   or more beside a `pattern` or `format` is a count of code points next
 //!   to the pattern's automaton (`compile::lexeme::Counter`), not their
-//!   product: up to 2^26 (pattern states x (bound + 1)) pairs. Any bound
+//!   product: up to 2^27 (pattern states x (bound + 1)) pairs. Any bound
 //!   above 1,280,000 is refused (limit). `time` and `date-time`
 //!   take leap seconds by RFC 3339's rule: `:60` when the time in UTC is
 //!   23:59, whatever the offset (`15:59:60-08:00`). The automaton

@@ -435,6 +435,20 @@ impl ObjShape {
         {
             return None;
         }
+        // A need no member may meet: no listed name and no class of
+        // unlisted names in its language.
+        let can_meet = |l: &StrLang| {
+            self.props
+                .iter()
+                .any(|(k, t)| *t != Term::False && l.contains(k))
+                || self
+                    .extra
+                    .iter()
+                    .any(|(le, t)| *t != Term::False && !le.and(l).is_empty())
+        };
+        if !self.need.iter().all(|(l, _)| can_meet(l)) {
+            return None;
+        }
 
         // Listed optional names that may not appear and no class would take
         // anyway need no listing.

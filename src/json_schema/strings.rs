@@ -92,7 +92,7 @@ impl StrLang {
                 ])))
             }
             (StrLang::Re(a), StrLang::Re(b)) => {
-                if *a == Expr::Nothing || *b == Expr::Nothing {
+                if *a == Expr::Nothing || *b == Expr::Nothing || prefixes_apart(a, b) {
                     StrLang::Re(Expr::Nothing)
                 } else if a == b {
                     self.clone()
@@ -371,6 +371,52 @@ pub fn canonical_json(s: &str) -> String {
         }
     }
     out.push('"');
+    out
+}
+
+/// Whether `a` and `b` provably share no string: some conjunct of each
+/// starts with a text the other's does not (`^table ` against `^view `).
+fn prefixes_apart(a: &Expr, b: &Expr) -> bool {
+    fn conjuncts(e: &Expr) -> Vec<String> {
+        match e {
+            Expr::And(parts) => parts.iter().map(literal_prefix).collect(),
+            e => vec![literal_prefix(e)],
+        }
+    }
+    let (pa, pb) = (conjuncts(a), conjuncts(b));
+    pa.iter().filter(|x| !x.is_empty()).any(|x| {
+        pb.iter()
+            .any(|y| !x.starts_with(y.as_str()) && !y.starts_with(x.as_str()))
+    })
+}
+
+/// A prefix every string of `e` starts with (from its leading literal
+/// text; empty when there is none). Patterns anchored at a word
+/// (`^table `, `^view `) are told apart by it.
+pub fn literal_prefix(e: &Expr) -> String {
+    let mut out = String::new();
+    fn walk(e: &Expr, out: &mut String) -> bool {
+        match e {
+            Expr::Literal(s) => {
+                out.push_str(s);
+                true
+            }
+            Expr::Empty => true,
+            Expr::Class(c) if c.count() == 1 => match c.ranges().first() {
+                Some(&(lo, _)) => match char::from_u32(lo) {
+                    Some(ch) => {
+                        out.push(ch);
+                        true
+                    }
+                    None => false,
+                },
+                None => false,
+            },
+            Expr::Seq(parts) => parts.iter().all(|p| walk(p, out)),
+            _ => false,
+        }
+    }
+    walk(e, &mut out);
     out
 }
 

@@ -36,7 +36,7 @@ use crate::limits::Meter;
 
 /// Most (states x counts) pairs of one counted lexeme: the liveness table
 /// holds a bit per pair.
-pub const MAX_COUNTED_PAIRS: usize = 1 << 26;
+pub const MAX_COUNTED_PAIRS: usize = 1 << 27;
 
 /// Token sets kept per counted lexeme (by state and count class); past
 /// it, new ones are computed for each mask and dropped.
