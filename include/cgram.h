@@ -550,7 +550,7 @@ struct cg_vocab *cg_vocab_clone(const struct cg_vocab *vocab);
 
 /**
  * Sets the byte budget of the vocabulary's lexeme cache (default
- * 128 MiB; 0 keeps nothing, `SIZE_MAX` has no bound) and evicts down to it.
+ * 192 MiB; 0 keeps nothing, `SIZE_MAX` has no bound) and evicts down to it.
  *
  * Every vocabulary keeps the lexeme automata its grammars were built
  * from, with the token sets masks computed for their states, so that the

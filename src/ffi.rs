@@ -937,7 +937,7 @@ pub unsafe extern "C" fn cg_vocab_clone(vocab: *const cg_vocab) -> *mut cg_vocab
 }
 
 /// Sets the byte budget of the vocabulary's lexeme cache (default
-/// 128 MiB; 0 keeps nothing, `SIZE_MAX` has no bound) and evicts down to it.
+/// 192 MiB; 0 keeps nothing, `SIZE_MAX` has no bound) and evicts down to it.
 ///
 /// Every vocabulary keeps the lexeme automata its grammars were built
 /// from, with the token sets masks computed for their states, so that the

@@ -48,7 +48,7 @@ mod soak;
 
 fn usage() -> ! {
     eprintln!(
-        "usage: cgram-bench gbnf --tokenizer T.json --grammar G.gbnf [--root NAME] [--repeat N] [--batch-threads N] [--trigger-word W]... [--trigger-pattern P]... TEXT_FILE...\n       cgram-bench maskbench --tokenizer T.json [--limit N] [--every K] [--filter PREFIX] [--compact] [--strict] [--verbose] [--per-file OUT.tsv] [--cpu-clock] [--top N] [--max-mask-steps N] DIR\n       cgram-bench replay --tokenizer T.json [--test I] [--token N] [--repeat R] [--cpu-clock] FILE\n       cgram-bench soak --tokenizer T.json [--schemas DIR] [--pool N] [--gbnf G]... [--gbnf-json G]... [--tokens N] [--seed S] [--max-output N] [--rows N] [--warmup-percent P] [--tolerance-mb M] [--tolerance-percent P] [--cache-budget BYTES] [--lexeme-budget BYTES] [--vocab-every N] [--dump OUT.jsonl]"
+        "usage: cgram-bench gbnf --tokenizer T.json --grammar G.gbnf [--root NAME] [--repeat N] [--batch-threads N] [--trigger-word W]... [--trigger-pattern P]... TEXT_FILE...\n       cgram-bench maskbench --tokenizer T.json [--limit N] [--every K] [--filter PREFIX] [--compact] [--strict] [--verbose] [--per-file OUT.tsv] [--cpu-clock] [--top N] [--max-mask-steps N] [--lexeme-budget BYTES] DIR\n       cgram-bench replay --tokenizer T.json [--test I] [--token N] [--repeat R] [--cpu-clock] FILE\n       cgram-bench soak --tokenizer T.json [--schemas DIR] [--pool N] [--gbnf G]... [--gbnf-json G]... [--tokens N] [--seed S] [--max-output N] [--rows N] [--warmup-percent P] [--tolerance-mb M] [--tolerance-percent P] [--cache-budget BYTES] [--lexeme-budget BYTES] [--vocab-every N] [--dump OUT.jsonl]"
     );
     std::process::exit(2)
 }
@@ -78,12 +78,17 @@ fn maskbench_main(args: &[String]) {
         cpu_clock: false,
         top: 20,
         max_mask_steps: None,
+        lexeme_budget: None,
     };
     let mut i = 0;
     while i < args.len() {
         match args[i].as_str() {
             "--tokenizer" => {
                 opts.tokenizer = text_after(args, i).into();
+                i += 1;
+            }
+            "--lexeme-budget" => {
+                opts.lexeme_budget = Some(number_after(args, i));
                 i += 1;
             }
             "--limit" => {

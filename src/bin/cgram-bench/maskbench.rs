@@ -34,6 +34,9 @@ pub struct Options {
     /// The grammars' `max_mask_steps` (how much of the budget real
     /// schemas use: masks over it count as errors).
     pub max_mask_steps: Option<u64>,
+    /// The vocabulary's lexeme cache budget in bytes (default: the
+    /// library's).
+    pub lexeme_budget: Option<usize>,
 }
 
 #[derive(Default)]
@@ -132,6 +135,9 @@ pub fn run(opts: &Options) {
             std::process::exit(1)
         }),
     );
+    if let Some(b) = opts.lexeme_budget {
+        vocab.set_cache_budget(b);
+    }
     println!(
         "vocab: {} tokens, loaded in {:.1} ms",
         vocab.len(),
@@ -175,6 +181,15 @@ pub fn run(opts: &Options) {
         over(5.0)
     );
     print_stats("TBM", t.tbm_us);
+    let c = vocab.cache_stats();
+    println!(
+        "lexeme cache: {} lexemes, {} parts, {:.1} of {:.1} MiB, {} evictions",
+        c.lexemes,
+        c.parts,
+        c.bytes as f64 / (1 << 20) as f64,
+        c.budget as f64 / (1 << 20) as f64,
+        c.evictions
+    );
     let mut errs: Vec<(&String, &usize)> = t.compile_errors.iter().collect();
     errs.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
     println!("compile errors by reason:");
