@@ -604,15 +604,15 @@ fn draft4_integers_have_no_fraction_or_exponent() {
 /// the offset; year 0000 is a date (and a leap year).
 #[test]
 fn rfc3339_leap_seconds_and_year_zero() {
-    // Leap seconds at 23:59 UTC with a zero offset; with another offset
-    // (`15:59:60-08:00`, valid by RFC 3339) they are rejected for now: a
-    // known wrong verdict of issue 18 (see `LeapSeconds::Utc`).
+    // Leap seconds where the time in UTC is 23:59:60, whatever the
+    // offset.
     check(
         r#"{"format": "time"}"#,
         &[
             r#""23:59:60Z""#,
             r#""23:59:60.5+00:00""#,
             r#""23:59:60-00:00""#,
+            r#""15:59:60-08:00""#,
         ],
         &[
             r#""22:59:60Z""#,
@@ -622,9 +622,29 @@ fn rfc3339_leap_seconds_and_year_zero() {
     );
     check(
         r#"{"format": "date-time"}"#,
-        &[r#""1998-12-31T23:59:60Z""#],
+        &[
+            r#""1998-12-31T23:59:60Z""#,
+            r#""1998-12-31T15:59:60-08:00""#,
+        ],
         &[r#""1998-12-31T23:59:60-08:00""#],
     );
+    // Beside a length bound, small or large, the rule stays exact: the
+    // count is kept next to the automaton.
+    for max in [27, 30, 63, 64, 1000] {
+        let schema = format!(r#"{{"type":"string","format":"date-time","maxLength":{max}}}"#);
+        // 25 code points without a fraction, 26 + n with n digits.
+        let fraction = |n: usize| format!("\"1998-12-31T15:59:60.{}-08:00\"", "5".repeat(n));
+        let (fits, over) = (fraction(max - 26), fraction(max - 25));
+        check(
+            &schema,
+            &[
+                r#""1998-12-31T23:59:60Z""#,
+                r#""1998-12-31T15:59:60-08:00""#,
+                fits.as_str(),
+            ],
+            &[r#""1998-12-31T23:59:60-08:00""#, over.as_str()],
+        );
+    }
     check(
         r#"{"format": "date"}"#,
         &[r#""0000-01-01""#, r#""0000-02-29""#],
@@ -1070,7 +1090,7 @@ fn counted_length_beside_a_pattern() {
         &[hundred.as_str(), many.as_str()],
         &[short.as_str()],
     );
-    // A date-time beside a bound: counted, the leap second at 23:59 UTC.
+    // A date-time beside a bound: counted, leap seconds by RFC 3339.
     let stamp = r#"{"type":"string","format":"date-time","maxLength":100}"#;
     let fraction = format!("\"2024-06-30T12:00:00.{}Z\"", "1".repeat(79));
     let too_long = format!("\"2024-06-30T12:00:00.{}Z\"", "1".repeat(80));

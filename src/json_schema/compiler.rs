@@ -60,6 +60,10 @@ const MAX_CHUNKS: u32 = 40_000;
 /// its code points beside the pattern's automaton (see
 /// [`LexemeHint::Counted`]) instead of multiplying the two automata.
 const COUNTED_FROM: u32 = 64;
+/// Length bounds below which a `time`/`date-time` keeps the exact
+/// leap-second rule (counted beside its 66,000-state automaton: under
+/// 2^26 (state, count) pairs).
+const EXACT_RFC3339_BELOW: u32 = 1024;
 /// Most "some member with a name in L has a value in T" conditions (from
 /// negated `additionalProperties` / `patternProperties`) on one object:
 /// its states track which are met, and a member may meet several at once
@@ -1514,7 +1518,9 @@ impl<'a> Compiler<'a> {
                 }
                 _ => match counted_length(&n.str) {
                     Some((rest, lo, hi))
-                        if lo >= COUNTED_FROM || hi.is_some_and(|h| h >= COUNTED_FROM) =>
+                        if lo >= COUNTED_FROM
+                            || hi.is_some_and(|h| h >= COUNTED_FROM)
+                            || holds_rfc3339(&rest) =>
                     {
                         composite.push(Expr::Ref(self.counted_string(&rest, lo, hi)?));
                     }
@@ -2324,31 +2330,64 @@ fn counted_length(l: &StrLang) -> Option<(StrLang, u32, Option<u32>)> {
     let StrLang::Re(e @ Expr::And(_)) = l else {
         return None;
     };
-    // A `time`/`date-time` beside a bound takes its bounded form.
-    let e = super::strings::rfc3339_within_lengths(e).unwrap_or_else(|| e.clone());
+    // A `time`/`date-time` beside a bound stays exact when counted (its
+    // lower bounds all strings meet dropped); past EXACT_RFC3339_BELOW
+    // the count beside its 66,000 states would pass the counter's limit,
+    // and it takes the UTC-only leap-second rule.
+    let exact = match length_bounds(e) {
+        Some((lo, hi)) => hi.unwrap_or(lo) < EXACT_RFC3339_BELOW,
+        None => true,
+    };
+    let e = super::strings::rfc3339_within_lengths(e, exact).unwrap_or_else(|| e.clone());
+    let (lo, hi) = length_bounds(&e)?;
     let Expr::And(parts) = &e else {
         return None;
     };
-    let (mut lo, mut hi) = (0u32, None::<u32>);
-    let mut rest = Vec::new();
-    let mut bounded = false;
-    for p in parts {
-        match pure_length(&StrLang::Re(p.clone())) {
-            Some((a, b)) => {
-                bounded = true;
-                lo = lo.max(a);
-                hi = match (hi, b) {
-                    (Some(x), Some(y)) => Some(x.min(y)),
-                    (x, y) => x.or(y),
-                };
-            }
-            None => rest.push(p.clone()),
-        }
-    }
-    if !bounded || rest.is_empty() || hi.is_some_and(|h| h < lo) {
+    let rest: Vec<Expr> = parts
+        .iter()
+        .filter(|p| pure_length(&StrLang::Re((*p).clone())).is_none())
+        .cloned()
+        .collect();
+    if rest.is_empty() || hi.is_some_and(|h| h < lo) {
         return None;
     }
     Some((StrLang::Re(Expr::and(rest)), lo, hi))
+}
+
+/// The length bounds among the parts of an intersection (the largest
+/// minimum, the smallest maximum), `None` when no part is one.
+fn length_bounds(e: &Expr) -> Option<(u32, Option<u32>)> {
+    let Expr::And(parts) = e else {
+        return None;
+    };
+    let mut bounds = None;
+    for p in parts {
+        if let Some((a, b)) = pure_length(&StrLang::Re(p.clone())) {
+            let (lo, hi): (u32, Option<u32>) = bounds.unwrap_or((0, None));
+            bounds = Some((
+                lo.max(a),
+                match (hi, b) {
+                    (Some(x), Some(y)) => Some(x.min(y)),
+                    (x, y) => x.or(y),
+                },
+            ));
+        }
+    }
+    bounds
+}
+
+/// Whether a string language holds an exact `time`/`date-time` leaf,
+/// which is counted beside its automaton whatever the bound (its product
+/// with a length would be too large).
+fn holds_rfc3339(l: &StrLang) -> bool {
+    let StrLang::Re(e) = l else {
+        return false;
+    };
+    match e {
+        Expr::Rfc3339(_) => true,
+        Expr::And(parts) => parts.iter().any(|p| matches!(p, Expr::Rfc3339(_))),
+        _ => false,
+    }
 }
 
 fn pure_length(l: &StrLang) -> Option<(u32, Option<u32>)> {

@@ -56,9 +56,12 @@
 //!   remembers the local time until the offset (66,000 states over JSON
 //!   spellings): it is built directly ([`crate::ir::Expr::Rfc3339`]) once
 //!   per process and is a lexeme of its own, shared by every schema. With
-//!   a `maxLength` (or a `minLength` above the shortest time) a leap
-//!   second is taken only at 23:59 with a zero offset: counting the
-//!   fraction's digits too would take hundreds of thousands of states.
+//!   a length bound under 1,024 (or a `minLength` above the shortest
+//!   time) the length is counted next to that automaton, and the rule
+//!   stays exact; this costs 0.1 to 0.6 s to compile the first time per
+//!   vocabulary and bound, and about 19 MB of lexeme cache. Past 1,024 a
+//!   leap second is taken only at 23:59 with a zero offset: the count
+//!   beside 66,000 states would pass the counter's limit.
 //! - Numbers in the schema itself are read as IEEE doubles (their shortest
 //!   round-trip decimal is the bound).
 //!

@@ -427,7 +427,7 @@ pub fn literal_prefix(e: &Expr) -> String {
 /// lexeme builder makes DFAs of directly, without their spellings.
 pub fn encode_lang(l: &StrLang) -> Expr {
     if let StrLang::Re(e @ Expr::And(_)) = l {
-        if let Some(e) = rfc3339_within_lengths(e) {
+        if let Some(e) = rfc3339_within_lengths(e, false) {
             return encode_lang(&StrLang::Re(e));
         }
     }
@@ -489,14 +489,15 @@ pub fn encode_lang(l: &StrLang) -> Expr {
 }
 
 /// A `time` or `date-time` ([`Expr::Rfc3339`]) intersected with length
-/// bounds: a lower bound they all meet is dropped; with any other bound
-/// the leap seconds are taken at 23:59 UTC only ([`LeapSeconds::Utc`]),
-/// since remembering the local time and the length of a fraction at once
-/// takes hundreds of thousands of states. `None` when there is no such
-/// pair.
+/// bounds: a lower bound they all meet is dropped. With any other bound,
+/// unless `keep_exact` (a count kept beside the automaton, see
+/// `LexemeHint::Counted`), the leap seconds are taken at 23:59 UTC only
+/// ([`LeapSeconds::Utc`]): a product automaton remembering the local time
+/// and the length of a fraction at once takes hundreds of thousands of
+/// states. `None` when there is no such pair.
 ///
 /// [`LeapSeconds::Utc`]: crate::regex::formats::LeapSeconds::Utc
-pub fn rfc3339_within_lengths(e: &Expr) -> Option<Expr> {
+pub fn rfc3339_within_lengths(e: &Expr, keep_exact: bool) -> Option<Expr> {
     fn flatten(e: &Expr, out: &mut Vec<Expr>) {
         match e {
             Expr::And(v) => v.iter().for_each(|x| flatten(x, out)),
@@ -518,7 +519,7 @@ pub fn rfc3339_within_lengths(e: &Expr) -> Option<Expr> {
     parts.retain(
         |p| !matches!(p, Expr::Repeat { min, max: None, .. } if is_length(p) && *min <= shortest),
     );
-    if parts.iter().any(is_length) {
+    if !keep_exact && parts.iter().any(is_length) {
         let utc = crate::regex::formats::FormatOptions {
             leap_seconds: crate::regex::formats::LeapSeconds::Utc,
             ..Default::default()
