@@ -191,7 +191,8 @@ pub struct Compiler<'a> {
     emptiness_tests: usize,
     /// Set while `difference::may_hold` looks into a shape: member schemas
     /// that would take costly intersections are then not evaluated (see
-    /// `Compiler::cheap_to_eval`).
+    /// `Compiler::cheap_to_eval`); evaluations it does start are not
+    /// affected.
     frugal: bool,
     in_progress: FastSet<Term>,
     evals: usize,
@@ -457,7 +458,11 @@ impl<'a> Compiler<'a> {
         }
         let outer = self.widen_begin();
         let outer_cycle = std::mem::take(&mut self.met_cycle);
+        // An evaluation is thorough whoever asks: the node cached for `t`
+        // does not depend on where it was first needed.
+        let outer_frugal = std::mem::take(&mut self.frugal);
         let r = self.eval_uncached(t);
+        self.frugal = outer_frugal;
         self.widen_end(t, outer);
         self.in_progress.remove(t);
         if let Err(e) = &r {

@@ -74,8 +74,9 @@ impl Compiler<'_> {
         Ok(())
     }
 
-    /// `n` without its provably empty shapes (looked for only among two
-    /// or more of a type: a single shape is kept for its error message).
+    /// `n` without its provably empty shapes, looked for only where there
+    /// are two or more of a type (a lone shape multiplies nothing, and
+    /// each test costs evaluations).
     pub(super) fn prune_empty(&mut self, mut n: Node) -> Result<Node> {
         if n.obj.len() > 1 {
             let mut kept = Vec::with_capacity(n.obj.len());
@@ -229,6 +230,13 @@ impl Compiler<'_> {
         let mut seen: BTreeSet<String> = BTreeSet::new();
         let (mut null, mut bools) = (false, 0u8);
         for t in tags {
+            // A name left unlisted (`Term::Unlisted`) changes meaning as
+            // it is intersected: no tag.
+            if matches!(t, Term::Unlisted)
+                || matches!(t, Term::And(v) if v.contains(&Term::Unlisted))
+            {
+                return Ok(false);
+            }
             let n = match self.eval(t) {
                 Ok(n) => n,
                 Err(e) if matches!(e.kind(), ErrorKind::Unsupported | ErrorKind::Limit) => {
