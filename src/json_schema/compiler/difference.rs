@@ -26,6 +26,7 @@
 //! whatever it is later intersected with.
 
 use std::collections::BTreeSet;
+use std::rc::Rc;
 
 use super::super::node::{too_many, Node, ObjShape, Shape, Term, MAX_SHAPES};
 use super::super::number::{set_and, set_not};
@@ -237,13 +238,8 @@ impl Compiler<'_> {
             {
                 return Ok(false);
             }
-            let n = match self.eval(t) {
-                Ok(n) => n,
-                Err(e) if matches!(e.kind(), ErrorKind::Unsupported | ErrorKind::Limit) => {
-                    self.check_time()?;
-                    return Ok(false);
-                }
-                Err(e) => return Err(e),
+            let Some(n) = self.eval_if_expressible(t)? else {
+                return Ok(false);
             };
             let StrLang::Lits(strs) = &n.str else {
                 return Ok(false);
@@ -321,18 +317,26 @@ impl Compiler<'_> {
             if !matches!(x, Term::Loc(..) | Term::Val(_)) && !self.nodes.contains_key(x) {
                 return Ok(false);
             }
-            let n = match self.eval(x) {
-                Ok(n) => n,
-                Err(e) if matches!(e.kind(), ErrorKind::Unsupported | ErrorKind::Limit) => {
-                    self.check_time()?;
-                    return Ok(false);
-                }
-                Err(e) => return Err(e),
+            let Some(n) = self.eval_if_expressible(x)? else {
+                return Ok(false);
             };
             objs = objs.saturating_mul(n.obj.len().max(1));
             arrs = arrs.saturating_mul(n.arr.len().max(1));
         }
         Ok(objs <= MAX_TEST_PAIRS && arrs <= MAX_TEST_PAIRS)
+    }
+
+    /// The node of `t`, or `None` when the algebra cannot express it (an
+    /// inexpressible negation, a limit); the deadline stays an error.
+    fn eval_if_expressible(&mut self, t: &Term) -> Result<Option<Rc<Node>>> {
+        match self.eval(t) {
+            Ok(n) => Ok(Some(n)),
+            Err(e) if matches!(e.kind(), ErrorKind::Unsupported | ErrorKind::Limit) => {
+                self.check_time()?;
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Whether a shape may hold an instance, now or once intersected with

@@ -100,23 +100,7 @@ impl Compiler<'_> {
     /// any value when that negation cannot be expressed or `x` was
     /// widened.
     pub(super) fn negation(&mut self, x: &Term, n: &Node) -> Result<Node> {
-        let ptr = self.term_pointer(x);
-        if self.is_widened(x) {
-            let e = Error::unsupported(format!(
-                "the negation of {} cannot be enforced once a keyword inside it was left out",
-                at(&ptr)
-            ));
-            self.leave_out(e, "not", &ptr)?;
-            return Ok(Node::any());
-        }
-        match self.minus(&Node::any(), n)? {
-            Ok(neg) => Ok(neg),
-            Err(e) => {
-                let e = Error::unsupported(format!("not of {}: {e}", self.ptr_of(x)));
-                self.leave_out(e, "not", &ptr)?;
-                Ok(Node::any())
-            }
-        }
+        self.without(Node::any(), x, n)
     }
 
     /// `acc` without the instances of `x` (whose node is `n`): the node of
