@@ -15,8 +15,9 @@
 //!    (`(^a|b)c`, `(x($|/))*`, `a^b`) come out exact.
 //! 2. **Lookarounds** and the context conditions left at the edges of such
 //!    sub-patterns become conditions on the prefix before a position
-//!    (`Lb`: `^`, lookbehind, the left half of `\b`) or on the suffix after
-//!    it (`La`: `$`, lookahead, the right half of `\b`). A sequence is split
+//!    (`Conditioned::Lookbehind`: `^`, lookbehind, the left half of `\b`)
+//!    or on the suffix after it (`Conditioned::Lookahead`: `$`, lookahead,
+//!    the right half of `\b`). A sequence is split
 //!    at a point with only prefix conditions to its left and only suffix
 //!    conditions to its right; the left part is built forwards, threading
 //!    the language of "everything before" (`P·v1 ∩ Q`), the right part
@@ -104,7 +105,7 @@ pub(crate) fn translate(node: &Node, prefix: Expr, suffix: Expr, d: &Deadline) -
         node
     };
     let p = lower(node, d)?;
-    let e = t(&p, prefix, suffix, d)?;
+    let e = in_context(&p, prefix, suffix, d)?;
     check_size(&e)?;
     Ok(e)
 }
@@ -178,19 +179,19 @@ fn plain(n: &Node) -> Expr {
 struct Local {
     d: Dims,
     /// Left-context kinds (rows).
-    pv: Vec<Ctx>,
+    left_kinds: Vec<Ctx>,
     /// Right-context kinds (columns).
-    nv: Vec<Ctx>,
+    right_kinds: Vec<Ctx>,
     /// Rows that a consumed character produces (its kind as a left
     /// context for what follows).
-    pct: Vec<usize>,
+    left_after_char: Vec<usize>,
     /// Columns a consumed character produces.
-    nct: Vec<usize>,
+    right_after_char: Vec<usize>,
 }
 
 impl Local {
     fn new(d: Dims) -> Local {
-        let (pv, pct) = if d.word {
+        let (left_kinds, left_after_char) = if d.word {
             if d.start {
                 (vec![Ctx::Start, Ctx::W, Ctx::N], vec![1, 2])
             } else {
@@ -201,7 +202,7 @@ impl Local {
         } else {
             (vec![Ctx::Any], vec![0])
         };
-        let (nv, nct) = if d.word {
+        let (right_kinds, right_after_char) = if d.word {
             if d.end {
                 (vec![Ctx::End, Ctx::W, Ctx::N], vec![1, 2])
             } else {
@@ -214,10 +215,10 @@ impl Local {
         };
         Local {
             d,
-            pv,
-            nv,
-            pct,
-            nct,
+            left_kinds,
+            right_kinds,
+            left_after_char,
+            right_after_char,
         }
     }
 
@@ -279,11 +280,13 @@ impl Local {
 
     /// Only one character kind on the left, and it is any character.
     fn trivial_p(&self) -> bool {
-        self.pct.len() == 1 && self.class(self.pv[self.pct[0]]) == CharClass::any()
+        self.left_after_char.len() == 1
+            && self.class(self.left_kinds[self.left_after_char[0]]) == CharClass::any()
     }
 
     fn trivial_q(&self) -> bool {
-        self.nct.len() == 1 && self.class(self.nv[self.nct[0]]) == CharClass::any()
+        self.right_after_char.len() == 1
+            && self.class(self.right_kinds[self.right_after_char[0]]) == CharClass::any()
     }
 }
 
@@ -299,7 +302,7 @@ impl Lang {
     fn get(&self, l: &Local, a: usize, b: usize) -> &Expr {
         match self {
             Lang::U(e) => e,
-            Lang::M(v) => &v[a * l.nv.len() + b],
+            Lang::M(v) => &v[a * l.right_kinds.len() + b],
         }
     }
 }
@@ -316,12 +319,12 @@ fn matrix(n: &Node, l: &Local, d: &Deadline) -> Result<Lang> {
     if !has_assert(n) {
         return Ok(Lang::U(plain(n)));
     }
-    let (np, nn) = (l.pv.len(), l.nv.len());
+    let (np, nn) = (l.left_kinds.len(), l.right_kinds.len());
     let from_pred = |f: &dyn Fn(Ctx, Ctx) -> bool| {
         let mut v = Vec::with_capacity(np * nn);
         for a in 0..np {
             for b in 0..nn {
-                v.push(if f(l.pv[a], l.nv[b]) {
+                v.push(if f(l.left_kinds[a], l.right_kinds[b]) {
                     Expr::Empty
                 } else {
                     Expr::Nothing
@@ -480,7 +483,7 @@ fn compose(x: &Lang, y: &Lang, l: &Local, d: &Deadline) -> Result<Lang> {
     if let (Lang::U(a), Lang::U(b)) = (x, y) {
         return Ok(Lang::U(seq(vec![a.clone(), b.clone()])));
     }
-    let (np, nn) = (l.pv.len(), l.nv.len());
+    let (np, nn) = (l.left_kinds.len(), l.right_kinds.len());
     let tp = l.trivial_p();
     let tq = l.trivial_q();
     let mut out = Vec::with_capacity(np * nn);
@@ -507,8 +510,8 @@ fn compose(x: &Lang, y: &Lang, l: &Local, d: &Deadline) -> Result<Lang> {
             // "v1 empty" (or "v2 empty") and "both empty" merge into the
             // whole of Y (or X), sparing a split into empty and non-empty
             // parts. Prefer the merge that leaves nothing else behind.
-            let m12 = tq && xab.nullable() && x.get(l, a, l.nct[0]).nullable();
-            let m13 = tp && yab.nullable() && y.get(l, l.pct[0], b).nullable();
+            let m12 = tq && xab.nullable() && x.get(l, a, l.right_after_char[0]).nullable();
+            let m13 = tp && yab.nullable() && y.get(l, l.left_after_char[0], b).nullable();
             if m12 && !(m13 && *yab == Expr::Empty) {
                 // v1 = ε with either context after it: all of Y.
                 add(&mut terms, yab.clone())?;
@@ -521,21 +524,21 @@ fn compose(x: &Lang, y: &Lang, l: &Local, d: &Deadline) -> Result<Lang> {
                 terms.push(Expr::Empty);
             }
             if !done12 {
-                for &q in &l.nct {
+                for &q in &l.right_after_char {
                     if x.get(l, a, q).nullable() {
-                        add(&mut terms, restrict_first(yab, &l.class(l.nv[q])))?;
+                        add(&mut terms, restrict_first(yab, &l.class(l.right_kinds[q])))?;
                     }
                 }
             }
             if !done13 {
-                for &p in &l.pct {
+                for &p in &l.left_after_char {
                     if y.get(l, p, b).nullable() {
-                        add(&mut terms, restrict_last(xab, &l.class(l.pv[p])))?;
+                        add(&mut terms, restrict_last(xab, &l.class(l.left_kinds[p])))?;
                     }
                 }
             }
-            for &p in &l.pct {
-                for &q in &l.nct {
+            for &p in &l.left_after_char {
+                for &q in &l.right_after_char {
                     let left = x.get(l, a, q);
                     let right = y.get(l, p, b);
                     if matches!(left, Expr::Nothing) || matches!(right, Expr::Nothing) {
@@ -544,8 +547,8 @@ fn compose(x: &Lang, y: &Lang, l: &Local, d: &Deadline) -> Result<Lang> {
                     add(
                         &mut terms,
                         seq(vec![
-                            restrict_last(left, &l.class(l.pv[p])),
-                            restrict_first(right, &l.class(l.nv[q])),
+                            restrict_last(left, &l.class(l.left_kinds[p])),
+                            restrict_first(right, &l.class(l.right_kinds[q])),
                         ]),
                     )?;
                 }
@@ -562,7 +565,7 @@ fn compose(x: &Lang, y: &Lang, l: &Local, d: &Deadline) -> Result<Lang> {
 
 /// The identity of [`compose`]: the empty match, in any context.
 fn identity(l: &Local) -> Lang {
-    Lang::M(vec![Expr::Empty; l.pv.len() * l.nv.len()])
+    Lang::M(vec![Expr::Empty; l.left_kinds.len() * l.right_kinds.len()])
 }
 
 /// `X{min,max}` on context matrices. Empty iterations after the minimum,
@@ -587,7 +590,7 @@ fn closure(
     if max == Some(min) {
         return Ok(mandatory);
     }
-    let (np, nn) = (l.pv.len(), l.nv.len());
+    let (np, nn) = (l.left_kinds.len(), l.right_kinds.len());
     // The boundary matrices (and the paths through them at the end) copy
     // the body's entries once per pair of contexts: each copy is a step
     // (the deadline is checked), and past [`MAX_BOUNDARY_WORK`] of them
@@ -607,9 +610,9 @@ fn closure(
     let xg = |a: usize, b: usize| &xp[a * nn + b];
     // Boundary states between two non-empty iterations.
     let states: Vec<(usize, usize)> = l
-        .pct
+        .left_after_char
         .iter()
-        .flat_map(|&p| l.nct.iter().map(move |&q| (p, q)))
+        .flat_map(|&p| l.right_after_char.iter().map(move |&q| (p, q)))
         .collect();
     let ns = states.len();
     // First iteration: from the outer left context to a boundary.
@@ -617,7 +620,7 @@ fn closure(
         .map(|a| {
             states
                 .iter()
-                .map(|&(p, q)| made(restrict_last(xg(a, q), &l.class(l.pv[p]))))
+                .map(|&(p, q)| made(restrict_last(xg(a, q), &l.class(l.left_kinds[p]))))
                 .collect::<Result<_>>()
         })
         .collect::<Result<_>>()?;
@@ -629,8 +632,8 @@ fn closure(
                 .iter()
                 .map(|&(p2, q2)| {
                     made(restrict_first(
-                        &restrict_last(xg(p, q2), &l.class(l.pv[p2])),
-                        &l.class(l.nv[q]),
+                        &restrict_last(xg(p, q2), &l.class(l.left_kinds[p2])),
+                        &l.class(l.right_kinds[q]),
                     ))
                 })
                 .collect::<Result<_>>()
@@ -641,7 +644,7 @@ fn closure(
         .iter()
         .map(|&(p, q)| {
             (0..nn)
-                .map(|b| made(restrict_first(xg(p, b), &l.class(l.nv[q]))))
+                .map(|b| made(restrict_first(xg(p, b), &l.class(l.right_kinds[q]))))
                 .collect::<Result<_>>()
         })
         .collect::<Result<_>>()?;
@@ -811,12 +814,12 @@ fn alternatives(e: &Expr) -> Vec<Expr> {
 /// A context matrix as conditions at the edges: alternatives common to
 /// every context stay plain, the rest is guarded by prefix and suffix
 /// conditions describing the contexts.
-fn to_p(lang: Lang, l: &Local, at: usize, d: &Deadline) -> Result<P> {
+fn to_p(lang: Lang, l: &Local, at: usize, d: &Deadline) -> Result<Conditioned> {
     let v = match lang {
-        Lang::U(e) => return Ok(P::Plain(e)),
+        Lang::U(e) => return Ok(Conditioned::Plain(e)),
         Lang::M(v) => v,
     };
-    let (np, nn) = (l.pv.len(), l.nv.len());
+    let (np, nn) = (l.left_kinds.len(), l.right_kinds.len());
     let alts: Vec<Vec<Expr>> = v.iter().map(alternatives).collect();
     let mut common: Vec<Expr> = Vec::new();
     for e in &alts[0] {
@@ -834,9 +837,9 @@ fn to_p(lang: Lang, l: &Local, at: usize, d: &Deadline) -> Result<P> {
             .cloned()
             .collect()));
     }
-    let mut out: Vec<P> = Vec::new();
+    let mut out: Vec<Conditioned> = Vec::new();
     if !common.is_empty() {
-        out.push(P::Plain(alt(common)));
+        out.push(Conditioned::Plain(alt(common)));
     }
     // Group contexts by residual.
     let mut groups: Vec<(Expr, Vec<(usize, usize)>)> = Vec::new();
@@ -853,19 +856,21 @@ fn to_p(lang: Lang, l: &Local, at: usize, d: &Deadline) -> Result<P> {
             }
         }
     }
-    let lb = |rows: &[usize]| -> Option<P> {
+    let lb = |rows: &[usize]| -> Option<Conditioned> {
         if rows.len() == np {
             return None;
         }
-        let parts: Vec<(Expr, (CharClass, bool))> = rows.iter().map(|&a| l.pre(l.pv[a])).collect();
-        Some(P::Lb(cond_union(parts, at)))
+        let parts: Vec<(Expr, (CharClass, bool))> =
+            rows.iter().map(|&a| l.pre(l.left_kinds[a])).collect();
+        Some(Conditioned::Lookbehind(cond_union(parts, at)))
     };
-    let la = |cols: &[usize]| -> Option<P> {
+    let la = |cols: &[usize]| -> Option<Conditioned> {
         if cols.len() == nn {
             return None;
         }
-        let parts: Vec<(Expr, (CharClass, bool))> = cols.iter().map(|&b| l.suf(l.nv[b])).collect();
-        Some(P::La(cond_union(parts, at)))
+        let parts: Vec<(Expr, (CharClass, bool))> =
+            cols.iter().map(|&b| l.suf(l.right_kinds[b])).collect();
+        Some(Conditioned::Lookahead(cond_union(parts, at)))
     };
     for (r, pairs) in groups {
         let mut rows: Vec<usize> = pairs.iter().map(|p| p.0).collect();
@@ -877,24 +882,24 @@ fn to_p(lang: Lang, l: &Local, at: usize, d: &Deadline) -> Result<P> {
         if product {
             let mut items = Vec::new();
             items.extend(lb(&rows));
-            items.push(P::Plain(r));
+            items.push(Conditioned::Plain(r));
             items.extend(la(&cols));
-            out.push(P::Seq(items));
+            out.push(Conditioned::Seq(items));
         } else {
             for &a in &rows {
                 let cs: Vec<usize> = pairs.iter().filter(|p| p.0 == a).map(|p| p.1).collect();
                 let mut items = Vec::new();
                 items.extend(lb(&[a]));
-                items.push(P::Plain(r.clone()));
+                items.push(Conditioned::Plain(r.clone()));
                 items.extend(la(&cs));
-                out.push(P::Seq(items));
+                out.push(Conditioned::Seq(items));
             }
         }
     }
     Ok(match out.len() {
-        0 => P::Plain(Expr::Nothing),
+        0 => Conditioned::Plain(Expr::Nothing),
         1 => out.pop().unwrap(),
-        _ => P::Alt(out),
+        _ => Conditioned::Alt(out),
     })
 }
 
@@ -917,10 +922,11 @@ fn cond_union(parts: Vec<(Expr, (CharClass, bool))>, at: usize) -> Cond {
 // ---------------------------------------------------------------------------
 // Layer 2: prefix and suffix conditions.
 
-/// A condition on the text before (`Lb`) or after (`La`) a position.
+/// A condition on the text before (`Lookbehind`) or after (`Lookahead`)
+/// a position.
 #[derive(Clone, Debug)]
 struct Cond {
-    /// The prefixes (for `Lb`) or suffixes (for `La`) that satisfy it.
+    /// The prefixes (for `Lookbehind`) or suffixes (for `Lookahead`) that satisfy it.
     lang: Expr,
     /// When the condition only looks at the adjacent character: the
     /// classes it allows there, and whether the string's edge is allowed.
@@ -954,14 +960,14 @@ impl Cond {
 
 /// A pattern with its assertions turned into prefix and suffix conditions.
 #[derive(Clone, Debug)]
-enum P {
+enum Conditioned {
     Plain(Expr),
-    Lb(Cond),
-    La(Cond),
-    Seq(Vec<P>),
-    Alt(Vec<P>),
-    Rep {
-        body: Box<P>,
+    Lookbehind(Cond),
+    Lookahead(Cond),
+    Seq(Vec<Conditioned>),
+    Alt(Vec<Conditioned>),
+    Repeat {
+        body: Box<Conditioned>,
         min: u32,
         max: Option<u32>,
         at: usize,
@@ -969,73 +975,73 @@ enum P {
 }
 
 /// (has prefix conditions, has suffix conditions)
-fn kinds(p: &P) -> (bool, bool) {
+fn kinds(p: &Conditioned) -> (bool, bool) {
     match p {
-        P::Plain(_) => (false, false),
-        P::Lb(_) => (true, false),
-        P::La(_) => (false, true),
-        P::Seq(v) | P::Alt(v) => v.iter().fold((false, false), |(a, b), x| {
+        Conditioned::Plain(_) => (false, false),
+        Conditioned::Lookbehind(_) => (true, false),
+        Conditioned::Lookahead(_) => (false, true),
+        Conditioned::Seq(v) | Conditioned::Alt(v) => v.iter().fold((false, false), |(a, b), x| {
             let (c, d) = kinds(x);
             (a || c, b || d)
         }),
-        P::Rep { body, .. } => kinds(body),
+        Conditioned::Repeat { body, .. } => kinds(body),
     }
 }
 
-fn has_lb(p: &P) -> bool {
+fn has_lb(p: &Conditioned) -> bool {
     kinds(p).0
 }
 
-fn has_la(p: &P) -> bool {
+fn has_la(p: &Conditioned) -> bool {
     kinds(p).1
 }
 
 /// Reads no characters.
-fn zero_width(p: &P) -> bool {
+fn zero_width(p: &Conditioned) -> bool {
     match p {
-        P::Plain(e) => *e == Expr::Empty,
-        P::Lb(_) | P::La(_) => true,
-        P::Seq(v) | P::Alt(v) => v.iter().all(zero_width),
-        P::Rep { body, .. } => zero_width(body),
+        Conditioned::Plain(e) => *e == Expr::Empty,
+        Conditioned::Lookbehind(_) | Conditioned::Lookahead(_) => true,
+        Conditioned::Seq(v) | Conditioned::Alt(v) => v.iter().all(zero_width),
+        Conditioned::Repeat { body, .. } => zero_width(body),
     }
 }
 
-fn to_plain(p: &P) -> Option<Expr> {
+fn to_plain(p: &Conditioned) -> Option<Expr> {
     match p {
-        P::Plain(e) => Some(e.clone()),
-        P::Lb(_) | P::La(_) => None,
-        P::Seq(v) => Some(seq(v.iter().map(to_plain).collect::<Option<_>>()?)),
-        P::Alt(v) => Some(alt(v.iter().map(to_plain).collect::<Option<_>>()?)),
-        P::Rep { body, min, max, .. } => Some(repeat(to_plain(body)?, *min, *max)),
+        Conditioned::Plain(e) => Some(e.clone()),
+        Conditioned::Lookbehind(_) | Conditioned::Lookahead(_) => None,
+        Conditioned::Seq(v) => Some(seq(v.iter().map(to_plain).collect::<Option<_>>()?)),
+        Conditioned::Alt(v) => Some(alt(v.iter().map(to_plain).collect::<Option<_>>()?)),
+        Conditioned::Repeat { body, min, max, .. } => Some(repeat(to_plain(body)?, *min, *max)),
     }
 }
 
-fn first_at(p: &P) -> usize {
+fn first_at(p: &Conditioned) -> usize {
     match p {
-        P::Lb(c) | P::La(c) => c.at,
-        P::Seq(v) | P::Alt(v) => v
+        Conditioned::Lookbehind(c) | Conditioned::Lookahead(c) => c.at,
+        Conditioned::Seq(v) | Conditioned::Alt(v) => v
             .iter()
             .map(first_at)
             .find(|&a| a != usize::MAX)
             .unwrap_or(usize::MAX),
-        P::Rep { at, .. } => *at,
-        P::Plain(_) => usize::MAX,
+        Conditioned::Repeat { at, .. } => *at,
+        Conditioned::Plain(_) => usize::MAX,
     }
 }
 
-fn flatten_seq(items: Vec<P>) -> Vec<P> {
+fn flatten_seq(items: Vec<Conditioned>) -> Vec<Conditioned> {
     let mut out = Vec::with_capacity(items.len());
     for it in items {
         match it {
-            P::Seq(v) => out.extend(flatten_seq(v)),
-            P::Plain(Expr::Empty) => {}
+            Conditioned::Seq(v) => out.extend(flatten_seq(v)),
+            Conditioned::Plain(Expr::Empty) => {}
             other => out.push(other),
         }
     }
     out
 }
 
-fn lower(n: &Node, d: &Deadline) -> Result<P> {
+fn lower(n: &Node, d: &Deadline) -> Result<Conditioned> {
     d.check()?;
     if !n.has_look() {
         let mut dims = Dims::default();
@@ -1061,22 +1067,22 @@ fn lower(n: &Node, d: &Deadline) -> Result<P> {
             if !run.is_empty() {
                 out.push(lower(&Node::Seq(run), d)?);
             }
-            P::Seq(out)
+            Conditioned::Seq(out)
         }
-        Node::Alt(v) => P::Alt(v.iter().map(|x| lower(x, d)).collect::<Result<_>>()?),
+        Node::Alt(v) => Conditioned::Alt(v.iter().map(|x| lower(x, d)).collect::<Result<_>>()?),
         // Iterations of a body that reads nothing all test the same
         // position: ECMA-262 refuses empty iterations past the minimum, so
         // the loop is the body once (or nothing when the minimum is 0).
         Node::Repeat { node, min, .. } if zero_width_node(node) => {
             if *min == 0 {
-                P::Plain(Expr::Empty)
+                Conditioned::Plain(Expr::Empty)
             } else {
                 lower(node, d)?
             }
         }
         Node::Repeat {
             node, min, max, at, ..
-        } => P::Rep {
+        } => Conditioned::Repeat {
             body: Box::new(lower(node, d)?),
             min: *min,
             max: *max,
@@ -1122,7 +1128,13 @@ fn first_assert_at(n: &Node) -> usize {
 /// A lookaround as conditions. The body's own prefix conditions at its
 /// start (for a lookahead) hold at the lookahead's position, so they are
 /// hoisted out; the rest of the body becomes the suffix language.
-fn lower_look(behind: bool, negated: bool, body: &Node, at: usize, d: &Deadline) -> Result<P> {
+fn lower_look(
+    behind: bool,
+    negated: bool,
+    body: &Node,
+    at: usize,
+    d: &Deadline,
+) -> Result<Conditioned> {
     let pb = lower(body, d)?;
     // Branches: (conditions on the other side, the rest).
     let branches = if behind {
@@ -1134,9 +1146,9 @@ fn lower_look(behind: bool, negated: bool, body: &Node, at: usize, d: &Deadline)
     for (hoisted, rest) in branches {
         let h = (!hoisted.is_empty()).then(|| Cond::and(&hoisted));
         let lang = if behind {
-            fwd(&flatten_seq(vec![rest.clone()]), any_star(), d)?
+            append_all(&flatten_seq(vec![rest.clone()]), any_star(), d)?
         } else {
-            bwd(&flatten_seq(vec![rest.clone()]), any_star(), d)?
+            prepend_all(&flatten_seq(vec![rest.clone()]), any_star(), d)?
         };
         // A lookaround of one character class only looks next door.
         let local = match to_plain(&rest) {
@@ -1148,30 +1160,45 @@ fn lower_look(behind: bool, negated: bool, body: &Node, at: usize, d: &Deadline)
         };
         langs.push((h, Cond { lang, local, at }));
     }
-    let wrap = |c: Cond| if behind { P::Lb(c) } else { P::La(c) };
-    let wrap_other = |c: Cond| if behind { P::La(c) } else { P::Lb(c) };
+    let wrap = |c: Cond| {
+        if behind {
+            Conditioned::Lookbehind(c)
+        } else {
+            Conditioned::Lookahead(c)
+        }
+    };
+    let wrap_other = |c: Cond| {
+        if behind {
+            Conditioned::Lookahead(c)
+        } else {
+            Conditioned::Lookbehind(c)
+        }
+    };
     if !negated {
-        let alts: Vec<P> = langs
+        let alts: Vec<Conditioned> = langs
             .into_iter()
             .map(|(h, c)| {
-                let mut items: Vec<P> = h.into_iter().map(wrap_other).collect();
+                let mut items: Vec<Conditioned> = h.into_iter().map(wrap_other).collect();
                 items.push(wrap(c));
-                P::Seq(items)
+                Conditioned::Seq(items)
             })
             .collect();
         return Ok(if alts.len() == 1 {
             alts.into_iter().next().unwrap()
         } else {
-            P::Alt(alts)
+            Conditioned::Alt(alts)
         });
     }
     // not (H1 and C1 or H2 and C2 ...) = (not H1 or not C1) and ...
-    let mut items: Vec<P> = Vec::new();
+    let mut items: Vec<Conditioned> = Vec::new();
     let mut plain_conds: Vec<Cond> = Vec::new();
     for (h, c) in langs {
         match h {
             None => plain_conds.push(c),
-            Some(h) => items.push(P::Alt(vec![wrap_other(h.negate()), wrap(c.negate())])),
+            Some(h) => items.push(Conditioned::Alt(vec![
+                wrap_other(h.negate()),
+                wrap(c.negate()),
+            ])),
         }
     }
     if !plain_conds.is_empty() {
@@ -1194,7 +1221,7 @@ fn lower_look(behind: bool, negated: bool, body: &Node, at: usize, d: &Deadline)
     Ok(if items.len() == 1 {
         items.pop().unwrap()
     } else {
-        P::Seq(items)
+        Conditioned::Seq(items)
     })
 }
 
@@ -1202,27 +1229,27 @@ fn lower_look(behind: bool, negated: bool, body: &Node, at: usize, d: &Deadline)
 /// the edge, rest without such conditions). `front`: a lookahead body,
 /// whose prefix conditions must sit at its start; otherwise a lookbehind
 /// body, whose suffix conditions must sit at its end.
-fn split_edge(p: P, front: bool, at: usize) -> Result<Vec<(Vec<Cond>, P)>> {
-    let bad = |p: &P| if front { has_lb(p) } else { has_la(p) };
+fn split_edge(p: Conditioned, front: bool, at: usize) -> Result<Vec<(Vec<Cond>, Conditioned)>> {
+    let bad = |p: &Conditioned| if front { has_lb(p) } else { has_la(p) };
     if !bad(&p) {
         return Ok(vec![(Vec::new(), p)]);
     }
     match p {
-        P::Lb(c) if front => Ok(vec![(vec![c], P::Plain(Expr::Empty))]),
-        P::La(c) if !front => Ok(vec![(vec![c], P::Plain(Expr::Empty))]),
-        P::Alt(v) => {
+        Conditioned::Lookbehind(c) if front => Ok(vec![(vec![c], Conditioned::Plain(Expr::Empty))]),
+        Conditioned::Lookahead(c) if !front => Ok(vec![(vec![c], Conditioned::Plain(Expr::Empty))]),
+        Conditioned::Alt(v) => {
             let mut out = Vec::new();
             for x in v {
                 out.extend(split_edge(x, front, at)?);
             }
             Ok(out)
         }
-        P::Seq(items) => {
+        Conditioned::Seq(items) => {
             let mut items = flatten_seq(items);
             if !front {
                 items.reverse();
             }
-            let mut branches: Vec<(Vec<Cond>, Vec<P>)> = vec![(Vec::new(), Vec::new())];
+            let mut branches: Vec<(Vec<Cond>, Vec<Conditioned>)> = vec![(Vec::new(), Vec::new())];
             let mut i = 0;
             while i < items.len() && items[i..].iter().any(bad) {
                 let it = items[i].clone();
@@ -1259,7 +1286,7 @@ fn split_edge(p: P, front: bool, at: usize) -> Result<Vec<(Vec<Cond>, P)>> {
                 }
                 i += 1;
             }
-            let rest: Vec<P> = items[i..].to_vec();
+            let rest: Vec<Conditioned> = items[i..].to_vec();
             Ok(branches
                 .into_iter()
                 .map(|(c, mut r)| {
@@ -1267,7 +1294,7 @@ fn split_edge(p: P, front: bool, at: usize) -> Result<Vec<(Vec<Cond>, P)>> {
                     if !front {
                         r.reverse();
                     }
-                    (c, P::Seq(r))
+                    (c, Conditioned::Seq(r))
                 })
                 .collect())
         }
@@ -1280,18 +1307,18 @@ fn split_edge(p: P, front: bool, at: usize) -> Result<Vec<(Vec<Cond>, P)>> {
 
 /// The strings of a whole pattern `p` with `pfx` before it and `sfx`
 /// after it.
-fn t(p: &P, pfx: Expr, sfx: Expr, d: &Deadline) -> Result<Expr> {
+fn in_context(p: &Conditioned, pfx: Expr, sfx: Expr, d: &Deadline) -> Result<Expr> {
     d.check()?;
     match p {
-        P::Plain(e) => Ok(seq(vec![pfx, e.clone(), sfx])),
-        P::Seq(v) => t_seq(flatten_seq(v.clone()), pfx, sfx, d),
-        P::Alt(v) => {
+        Conditioned::Plain(e) => Ok(seq(vec![pfx, e.clone(), sfx])),
+        Conditioned::Seq(v) => in_context_seq(flatten_seq(v.clone()), pfx, sfx, d),
+        Conditioned::Alt(v) => {
             let mut plains = Vec::new();
             let mut out = Vec::new();
             for x in v {
                 match to_plain(x) {
                     Some(e) => plains.push(e),
-                    None => out.push(t(x, pfx.clone(), sfx.clone(), d)?),
+                    None => out.push(in_context(x, pfx.clone(), sfx.clone(), d)?),
                 }
             }
             if !plains.is_empty() {
@@ -1301,14 +1328,14 @@ fn t(p: &P, pfx: Expr, sfx: Expr, d: &Deadline) -> Result<Expr> {
             check_size(&e)?;
             Ok(e)
         }
-        other => t_seq(vec![other.clone()], pfx, sfx, d),
+        other => in_context_seq(vec![other.clone()], pfx, sfx, d),
     }
 }
 
 /// Merges one-character conditions into the neighbouring plain item:
 /// `(?=[a-z])\w+` is `[a-z]\w*`, and the `\b` in `\bfoo` only asks about
 /// the character before.
-fn resolve_local(items: Vec<P>) -> Vec<P> {
+fn resolve_local(items: Vec<Conditioned>) -> Vec<Conditioned> {
     let mut items = items;
     let mut changed = true;
     while changed {
@@ -1316,13 +1343,17 @@ fn resolve_local(items: Vec<P>) -> Vec<P> {
         let mut i = 0;
         while i + 1 < items.len() {
             let merged = match (&items[i], &items[i + 1]) {
-                (P::La(c), P::Plain(e)) if !e.nullable() && c.local.is_some() => {
+                (Conditioned::Lookahead(c), Conditioned::Plain(e))
+                    if !e.nullable() && c.local.is_some() =>
+                {
                     let (cls, _) = c.local.as_ref().unwrap();
-                    Some(P::Plain(restrict_first(e, cls)))
+                    Some(Conditioned::Plain(restrict_first(e, cls)))
                 }
-                (P::Plain(e), P::Lb(c)) if !e.nullable() && c.local.is_some() => {
+                (Conditioned::Plain(e), Conditioned::Lookbehind(c))
+                    if !e.nullable() && c.local.is_some() =>
+                {
                     let (cls, _) = c.local.as_ref().unwrap();
-                    Some(P::Plain(restrict_last(e, cls)))
+                    Some(Conditioned::Plain(restrict_last(e, cls)))
                 }
                 _ => None,
             };
@@ -1338,7 +1369,7 @@ fn resolve_local(items: Vec<P>) -> Vec<P> {
     items
 }
 
-fn t_seq(items: Vec<P>, pfx: Expr, sfx: Expr, d: &Deadline) -> Result<Expr> {
+fn in_context_seq(items: Vec<Conditioned>, pfx: Expr, sfx: Expr, d: &Deadline) -> Result<Expr> {
     d.check()?;
     let mut items = resolve_local(flatten_seq(items));
     // Zero-width conditions at the same position commute: move prefix
@@ -1366,11 +1397,11 @@ fn t_seq(items: Vec<P>, pfx: Expr, sfx: Expr, d: &Deadline) -> Result<Expr> {
     let last_lb = ks.iter().rposition(|k| k.0);
     let first_la = ks.iter().position(|k| k.1);
     match (last_lb, first_la) {
-        (None, _) => Ok(seq(vec![pfx, bwd(&items, sfx, d)?])),
-        (Some(_), None) => Ok(seq(vec![fwd(&items, pfx, d)?, sfx])),
+        (None, _) => Ok(seq(vec![pfx, prepend_all(&items, sfx, d)?])),
+        (Some(_), None) => Ok(seq(vec![append_all(&items, pfx, d)?, sfx])),
         (Some(l), Some(f)) if l < f => {
-            let left = fwd(&items[..=l], pfx, d)?;
-            let right = bwd(&items[l + 1..], sfx, d)?;
+            let left = append_all(&items[..=l], pfx, d)?;
+            let right = prepend_all(&items[l + 1..], sfx, d)?;
             let e = seq(vec![left, right]);
             check_size(&e)?;
             Ok(e)
@@ -1378,7 +1409,7 @@ fn t_seq(items: Vec<P>, pfx: Expr, sfx: Expr, d: &Deadline) -> Result<Expr> {
         (Some(l), Some(f)) => {
             // A suffix condition before a prefix condition: try splitting
             // an alternation between them into separate sequences.
-            if let Some(i) = (f..=l).find(|&i| matches!(items[i], P::Alt(_))) {
+            if let Some(i) = (f..=l).find(|&i| matches!(items[i], Conditioned::Alt(_))) {
                 return distribute(&items, i, pfx, sfx, d);
             }
             Err(unsupported(
@@ -1395,16 +1426,16 @@ fn t_seq(items: Vec<P>, pfx: Expr, sfx: Expr, d: &Deadline) -> Result<Expr> {
 
 /// `items` with item `i` (an alternation, or a bounded repetition written
 /// out as one) replaced by each of its branches in turn.
-fn distribute(items: &[P], i: usize, pfx: Expr, sfx: Expr, d: &Deadline) -> Result<Expr> {
-    let branches: Vec<P> = match &items[i] {
-        P::Alt(v) => v.clone(),
-        P::Rep {
+fn distribute(items: &[Conditioned], i: usize, pfx: Expr, sfx: Expr, d: &Deadline) -> Result<Expr> {
+    let branches: Vec<Conditioned> = match &items[i] {
+        Conditioned::Alt(v) => v.clone(),
+        Conditioned::Repeat {
             body,
             min,
             max: Some(max),
             ..
         } if *max <= 16 => (*min..=*max)
-            .map(|n| P::Seq(vec![(**body).clone(); n as usize]))
+            .map(|n| Conditioned::Seq(vec![(**body).clone(); n as usize]))
             .collect(),
         other => {
             return Err(unsupported(
@@ -1417,10 +1448,10 @@ fn distribute(items: &[P], i: usize, pfx: Expr, sfx: Expr, d: &Deadline) -> Resu
     let mut out = Vec::new();
     for b in branches {
         d.check()?;
-        let mut v: Vec<P> = items[..i].to_vec();
+        let mut v: Vec<Conditioned> = items[..i].to_vec();
         v.push(b);
         v.extend(items[i + 1..].iter().cloned());
-        out.push(t_seq(v, pfx.clone(), sfx.clone(), d)?);
+        out.push(in_context_seq(v, pfx.clone(), sfx.clone(), d)?);
         check_size(out.last().unwrap())?;
     }
     let e = alt(out);
@@ -1430,33 +1461,34 @@ fn distribute(items: &[P], i: usize, pfx: Expr, sfx: Expr, d: &Deadline) -> Resu
 
 /// `acc` (the language of everything before) followed by `items`, whose
 /// prefix conditions constrain what came before them.
-fn fwd(items: &[P], acc: Expr, d: &Deadline) -> Result<Expr> {
+fn append_all(items: &[Conditioned], acc: Expr, d: &Deadline) -> Result<Expr> {
     let mut acc = acc;
     for it in items {
-        acc = fwd1(it, acc, d)?;
+        acc = append(it, acc, d)?;
     }
     Ok(acc)
 }
 
-fn fwd1(p: &P, acc: Expr, d: &Deadline) -> Result<Expr> {
+/// `acc` followed by one item (see [`append_all`]).
+fn append(p: &Conditioned, acc: Expr, d: &Deadline) -> Result<Expr> {
     d.check()?;
     Ok(match p {
-        P::Plain(e) => seq(vec![acc, e.clone()]),
-        P::Lb(c) => and(vec![acc, c.lang.clone()]),
-        P::La(c) => {
+        Conditioned::Plain(e) => seq(vec![acc, e.clone()]),
+        Conditioned::Lookbehind(c) => and(vec![acc, c.lang.clone()]),
+        Conditioned::Lookahead(c) => {
             return Err(Error::new(
                 crate::error::ErrorKind::Internal,
                 format!("regex: misplaced suffix condition at offset {}", c.at),
             ))
         }
-        P::Seq(v) => fwd(&flatten_seq(v.clone()), acc, d)?,
-        P::Alt(v) => {
+        Conditioned::Seq(v) => append_all(&flatten_seq(v.clone()), acc, d)?,
+        Conditioned::Alt(v) => {
             let mut plains = Vec::new();
             let mut out = Vec::new();
             for x in v {
                 match to_plain(x) {
                     Some(e) => plains.push(e),
-                    None => out.push(fwd1(x, acc.clone(), d)?),
+                    None => out.push(append(x, acc.clone(), d)?),
                 }
             }
             if !plains.is_empty() {
@@ -1464,7 +1496,7 @@ fn fwd1(p: &P, acc: Expr, d: &Deadline) -> Result<Expr> {
             }
             alt(out)
         }
-        P::Rep { body, min, max, at } => {
+        Conditioned::Repeat { body, min, max, at } => {
             if let Some(e) = to_plain(body) {
                 return Ok(seq(vec![acc, repeat(e, *min, *max)]));
             }
@@ -1472,16 +1504,16 @@ fn fwd1(p: &P, acc: Expr, d: &Deadline) -> Result<Expr> {
             // where `acc` is still simple.
             let mut acc = acc;
             match max {
-                None => acc = fwd_star(body, acc, *at)?,
+                None => acc = append_star(body, acc, *at)?,
                 Some(m) => {
                     for _ in 0..m - min {
-                        acc = alt(vec![acc.clone(), fwd1(body, acc, d)?]);
+                        acc = alt(vec![acc.clone(), append(body, acc, d)?]);
                         check_size(&acc)?;
                     }
                 }
             }
             for _ in 0..*min {
-                acc = fwd1(body, acc, d)?;
+                acc = append(body, acc, d)?;
                 check_size(&acc)?;
             }
             acc
@@ -1491,33 +1523,34 @@ fn fwd1(p: &P, acc: Expr, d: &Deadline) -> Result<Expr> {
 
 /// `items` followed by `acc` (the language of everything after), whose
 /// suffix conditions constrain what comes after them.
-fn bwd(items: &[P], acc: Expr, d: &Deadline) -> Result<Expr> {
+fn prepend_all(items: &[Conditioned], acc: Expr, d: &Deadline) -> Result<Expr> {
     let mut acc = acc;
     for it in items.iter().rev() {
-        acc = bwd1(it, acc, d)?;
+        acc = prepend(it, acc, d)?;
     }
     Ok(acc)
 }
 
-fn bwd1(p: &P, acc: Expr, d: &Deadline) -> Result<Expr> {
+/// One item followed by `acc` (see [`prepend_all`]).
+fn prepend(p: &Conditioned, acc: Expr, d: &Deadline) -> Result<Expr> {
     d.check()?;
     Ok(match p {
-        P::Plain(e) => seq(vec![e.clone(), acc]),
-        P::La(c) => and(vec![acc, c.lang.clone()]),
-        P::Lb(c) => {
+        Conditioned::Plain(e) => seq(vec![e.clone(), acc]),
+        Conditioned::Lookahead(c) => and(vec![acc, c.lang.clone()]),
+        Conditioned::Lookbehind(c) => {
             return Err(Error::new(
                 crate::error::ErrorKind::Internal,
                 format!("regex: misplaced prefix condition at offset {}", c.at),
             ))
         }
-        P::Seq(v) => bwd(&flatten_seq(v.clone()), acc, d)?,
-        P::Alt(v) => {
+        Conditioned::Seq(v) => prepend_all(&flatten_seq(v.clone()), acc, d)?,
+        Conditioned::Alt(v) => {
             let mut plains = Vec::new();
             let mut out = Vec::new();
             for x in v {
                 match to_plain(x) {
                     Some(e) => plains.push(e),
-                    None => out.push(bwd1(x, acc.clone(), d)?),
+                    None => out.push(prepend(x, acc.clone(), d)?),
                 }
             }
             if !plains.is_empty() {
@@ -1525,22 +1558,22 @@ fn bwd1(p: &P, acc: Expr, d: &Deadline) -> Result<Expr> {
             }
             alt(out)
         }
-        P::Rep { body, min, max, at } => {
+        Conditioned::Repeat { body, min, max, at } => {
             if let Some(e) = to_plain(body) {
                 return Ok(seq(vec![repeat(e, *min, *max), acc]));
             }
             let mut acc = acc;
             match max {
-                None => acc = bwd_star(body, acc, *at)?,
+                None => acc = prepend_star(body, acc, *at)?,
                 Some(m) => {
                     for _ in 0..m - min {
-                        acc = alt(vec![acc.clone(), bwd1(body, acc, d)?]);
+                        acc = alt(vec![acc.clone(), prepend(body, acc, d)?]);
                         check_size(&acc)?;
                     }
                 }
             }
             for _ in 0..*min {
-                acc = bwd1(body, acc, d)?;
+                acc = prepend(body, acc, d)?;
                 check_size(&acc)?;
             }
             acc
@@ -1550,21 +1583,21 @@ fn bwd1(p: &P, acc: Expr, d: &Deadline) -> Result<Expr> {
 
 /// A loop body that reads exactly one character: (conditions before,
 /// the character class, conditions after).
-fn single_step(body: &P) -> Option<(Vec<Cond>, CharClass, Vec<Cond>)> {
+fn single_step(body: &Conditioned) -> Option<(Vec<Cond>, CharClass, Vec<Cond>)> {
     let items = resolve_local(flatten_seq(vec![body.clone()]));
     let pos = items.iter().position(|x| !zero_width(x))?;
     let class = match &items[pos] {
-        P::Plain(Expr::Class(c)) => c.clone(),
-        P::Plain(Expr::Literal(s)) if s.chars().count() == 1 => {
+        Conditioned::Plain(Expr::Class(c)) => c.clone(),
+        Conditioned::Plain(Expr::Literal(s)) if s.chars().count() == 1 => {
             CharClass::single(s.chars().next().unwrap() as u32)
         }
         _ => return None,
     };
-    let conds = |v: &[P]| -> Option<Vec<Cond>> {
+    let conds = |v: &[Conditioned]| -> Option<Vec<Cond>> {
         v.iter()
             .map(|x| match x {
-                P::Lb(c) | P::La(c) => Some(vec![c.clone()]),
-                P::Seq(s) if s.is_empty() => Some(Vec::new()),
+                Conditioned::Lookbehind(c) | Conditioned::Lookahead(c) => Some(vec![c.clone()]),
+                Conditioned::Seq(s) if s.is_empty() => Some(Vec::new()),
                 _ => None,
             })
             .collect::<Option<Vec<Vec<Cond>>>>()
@@ -1594,7 +1627,7 @@ fn star_error(at: usize, front: bool) -> Error {
 /// characters, so "every step's condition holds" is a condition on the
 /// whole string: no prefix that fails a condition is followed by steps
 /// only.
-fn fwd_star(body: &P, acc: Expr, at: usize) -> Result<Expr> {
+fn append_star(body: &Conditioned, acc: Expr, at: usize) -> Result<Expr> {
     if is_any_star(&acc) {
         // Zero iterations already give every string.
         return Ok(acc);
@@ -1618,8 +1651,8 @@ fn fwd_star(body: &P, acc: Expr, at: usize) -> Result<Expr> {
 }
 
 /// `body* · acc` where `body` has suffix conditions: the mirror of
-/// [`fwd_star`] (no string of `acc` may start with a `C` character).
-fn bwd_star(body: &P, acc: Expr, at: usize) -> Result<Expr> {
+/// [`append_star`] (no string of `acc` may start with a `C` character).
+fn prepend_star(body: &Conditioned, acc: Expr, at: usize) -> Result<Expr> {
     if is_any_star(&acc) {
         return Ok(acc);
     }
