@@ -11,9 +11,7 @@ use super::decimal::Dec;
 use super::doc::{Doc, Draft};
 use super::node::{ArrShape, Contains, Node, ObjShape, Term};
 use super::number::{multiple_of, NumAtom};
-use super::strings::{
-    canonical_json, encode, encode_lang, is_full, length, literal_prefix, StrLang,
-};
+use super::strings::{canonical_json, encode, encode_lang, is_full, length, StrLang};
 use super::JsonOptions;
 use crate::error::{Error, ErrorKind, Result};
 use crate::hash::{FastMap, FastSet};
@@ -61,8 +59,8 @@ const MAX_CHUNKS: u32 = 40_000;
 /// [`LexemeHint::Counted`]) instead of multiplying the two automata.
 const COUNTED_FROM: u32 = 64;
 /// Length bounds below which a `time`/`date-time` keeps the exact
-/// leap-second rule (counted beside its 66,000-state automaton: under
-/// 2^26 (state, count) pairs).
+/// leap-second rule (counted beside its 66,000-state automaton: at most
+/// about 68 million (state, count) pairs, under the counter's 2^27).
 const EXACT_RFC3339_BELOW: u32 = 1024;
 /// Most "some member with a name in L has a value in T" conditions (from
 /// negated `additionalProperties` / `patternProperties`) on one object:
@@ -1241,23 +1239,14 @@ impl<'a> Compiler<'a> {
         // Classes of unlisted names: the combinations of matched patterns,
         // split one pattern at a time, dropping provably empty parts.
         let mut classes: Vec<(StrLang, Vec<usize>)> = vec![(StrLang::any(), Vec::new())];
-        // Two patterns whose leading texts differ (neither a prefix of the
-        // other) match no name in common.
-        let prefixes: Vec<String> = patterns.iter().map(|(e, _)| literal_prefix(e)).collect();
-        let apart = |i: usize, j: usize| {
-            let (a, b) = (&prefixes[i], &prefixes[j]);
-            !a.starts_with(b.as_str()) && !b.starts_with(a.as_str())
-        };
         for (i, (e, _)) in patterns.iter().enumerate() {
             let p = StrLang::from_expr(e.clone());
             let not_p = p.not();
             let mut next = Vec::new();
             for (l, ms) in classes {
-                let yes = if ms.iter().any(|&j| apart(i, j)) {
-                    StrLang::none()
-                } else {
-                    l.and(&p)
-                };
+                // Empty when the patterns' leading texts differ (see
+                // `StrLang::and`).
+                let yes = l.and(&p);
                 if !yes.is_empty() {
                     let mut m2 = ms.clone();
                     m2.push(i);

@@ -375,15 +375,18 @@ pub fn canonical_json(s: &str) -> String {
 }
 
 /// Whether `a` and `b` provably share no string: some conjunct of each
-/// starts with a text the other's does not (`^table ` against `^view `).
+/// (nested intersections opened) starts with a text the other's does not
+/// (`^table ` against `^view `).
 fn prefixes_apart(a: &Expr, b: &Expr) -> bool {
-    fn conjuncts(e: &Expr) -> Vec<String> {
+    fn conjuncts(e: &Expr, out: &mut Vec<String>) {
         match e {
-            Expr::And(parts) => parts.iter().map(literal_prefix).collect(),
-            e => vec![literal_prefix(e)],
+            Expr::And(parts) => parts.iter().for_each(|p| conjuncts(p, out)),
+            e => out.push(literal_prefix(e)),
         }
     }
-    let (pa, pb) = (conjuncts(a), conjuncts(b));
+    let (mut pa, mut pb) = (Vec::new(), Vec::new());
+    conjuncts(a, &mut pa);
+    conjuncts(b, &mut pb);
     pa.iter().filter(|x| !x.is_empty()).any(|x| {
         pb.iter()
             .any(|y| !x.starts_with(y.as_str()) && !y.starts_with(x.as_str()))
@@ -393,7 +396,7 @@ fn prefixes_apart(a: &Expr, b: &Expr) -> bool {
 /// A prefix every string of `e` starts with (from its leading literal
 /// text; empty when there is none). Patterns anchored at a word
 /// (`^table `, `^view `) are told apart by it.
-pub fn literal_prefix(e: &Expr) -> String {
+fn literal_prefix(e: &Expr) -> String {
     let mut out = String::new();
     fn walk(e: &Expr, out: &mut String) -> bool {
         match e {

@@ -79,25 +79,24 @@ impl Compiler<'_> {
     /// are two or more of a type (a lone shape multiplies nothing, and
     /// each test costs evaluations).
     pub(super) fn prune_empty(&mut self, mut n: Node) -> Result<Node> {
-        if n.obj.len() > 1 {
-            let mut kept = Vec::with_capacity(n.obj.len());
-            for s in std::mem::take(&mut n.obj) {
-                if self.may_hold(Some(s.clone()))? {
-                    kept.push(s);
-                }
-            }
-            n.obj = kept;
-        }
-        if n.arr.len() > 1 {
-            let mut kept = Vec::with_capacity(n.arr.len());
-            for s in std::mem::take(&mut n.arr) {
-                if self.may_hold(Some(s.clone()))? {
-                    kept.push(s);
-                }
-            }
-            n.arr = kept;
-        }
+        n.obj = self.shapes_that_may_hold(std::mem::take(&mut n.obj))?;
+        n.arr = self.shapes_that_may_hold(std::mem::take(&mut n.arr))?;
         Ok(n)
+    }
+
+    /// The shapes of `xs` that may hold an instance (all of them when
+    /// there is one).
+    fn shapes_that_may_hold<S: Shape>(&mut self, xs: Vec<S>) -> Result<Vec<S>> {
+        if xs.len() < 2 {
+            return Ok(xs);
+        }
+        let mut kept = Vec::with_capacity(xs.len());
+        for s in xs {
+            if self.may_hold(Some(s.clone()))? {
+                kept.push(s);
+            }
+        }
+        Ok(kept)
     }
 
     /// The instances of `a` that `b` rejects. The inner error is the node
