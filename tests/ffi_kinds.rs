@@ -206,3 +206,43 @@ fn json_schema_kind_walks_real_tokens() {
         .unwrap_err();
     assert!(e.contains("uniqueItems"), "{e}");
 }
+
+/// Issue 18's last pieces through the C API on Llama 3 tokens: a
+/// `date-time` under a length bound keeps RFC 3339's leap seconds (an
+/// offset one included), and a `not` of 12 tagged objects (3^12
+/// alternatives when its complement was built whole) compiles.
+#[test]
+fn bounded_date_time_and_tagged_negation() {
+    let s = Setup::new();
+    s.check(
+        CG_KIND_JSON_SCHEMA,
+        0,
+        r#"{"type":"object","properties":{"at":{"type":"string","format":"date-time","maxLength":30}},"required":["at"]}"#,
+        &[
+            r#"{"at": "1998-12-31T15:59:60-08:00"}"#,
+            r#"{"at": "2024-06-30T12:00:00.1234Z"}"#,
+        ],
+        &[
+            r#"{"at": "1998-12-31T23:59:60-08:00"}"#,
+            r#"{"at": "1998-12-31T15:59:60.12345-08:00"}"#,
+        ],
+    );
+    let branches: Vec<String> = (0..12)
+        .map(|i| {
+            format!(
+                r#"{{"properties":{{"kind":{{"const":"k{i}"}},"x{i}":{{"type":"integer"}}}},"required":["kind","x{i}"]}}"#
+            )
+        })
+        .collect();
+    let schema = format!(
+        r#"{{"type":"object","required":["kind"],"not":{{"anyOf":[{}]}}}}"#,
+        branches.join(",")
+    );
+    s.check(
+        CG_KIND_JSON_SCHEMA,
+        0,
+        &schema,
+        &[r#"{"kind": "k3", "x3": "s"}"#, r#"{"kind": "z", "x1": 1}"#],
+        &[r#"{"kind": "k3", "x3": 4}"#, r#"{}"#],
+    );
+}
