@@ -28,8 +28,8 @@ use std::sync::{Arc, Mutex};
 
 use crate::compile::{self, CompileOptions, CompiledGrammar, Kind};
 use crate::error::Result;
-use crate::hash::FastMap;
 use crate::trigger::{TriggerSpec, Triggers};
+use crate::util::hash::FastMap;
 use crate::vocab::Vocab;
 
 /// The default budget: 256 MiB.

@@ -26,14 +26,15 @@ use adjacency::Adjacency;
 use analyze::{
     analyze, expand, is_loopish, is_regular_expr, simplified, Analysis, RuleClass, RunSize,
 };
-use lexeme::{ByteSet, DfaLimits, LexemeDfa};
+use lexeme::{DfaLimits, LexemeDfa};
 use rtn::{Edges, RtnBuilder, SState};
 
 use crate::error::{Error, Result};
-use crate::hash::FastMap;
 use crate::ir::{self, Expr, TokenSet};
 use crate::limits::{self, Deadline};
 use crate::matcher::tokens::{TokenInfo, TokenList};
+use crate::util::byteset::{self, ByteSet};
+use crate::util::hash::FastMap;
 use crate::vocab::Vocab;
 
 /// What kind of source text is being compiled.
@@ -750,7 +751,7 @@ fn trim(kinds: &[(String, RuleKind)], structural: &mut [SState], edges: &mut Edg
     for s in structural.iter_mut() {
         s.direct_first = [0; 4];
         for &(lo, hi, _) in edges.bytes(s) {
-            lexeme::byteset_insert_range(&mut s.direct_first, lo, hi);
+            byteset::byteset_insert_range(&mut s.direct_first, lo, hi);
         }
     }
     Ok(())
@@ -816,7 +817,7 @@ fn compute_follow(
 ) -> Vec<ByteSet> {
     let n = kinds.len();
     let m = structural.len();
-    let or = lexeme::byteset_union;
+    let or = byteset::byteset_union;
     // FIRST of each rule and each structural state (bytes that can be read
     // first), and whether the state can finish its rule without reading:
     // a fixpoint over a worklist of nodes (states `0..m`, rules `m..`), a
@@ -1066,7 +1067,7 @@ mod tests {
         edges: &Edges,
         nullable: &[bool],
     ) -> Vec<ByteSet> {
-        let or = lexeme::byteset_union;
+        let or = byteset::byteset_union;
         let mut rule_first = lexeme_first_bytes(kinds);
         let mut first: Vec<ByteSet> = structural.iter().map(|s| s.direct_first).collect();
         let mut empty: Vec<bool> = structural.iter().map(|s| s.is_final).collect();

@@ -23,8 +23,8 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use super::analyze::{collect_refs, has_token, tarjan};
-use crate::hash::FastMap;
 use crate::ir::{Expr, Grammar, LexemeHint, RuleId};
+use crate::util::hash::FastMap;
 
 /// Largest total size (expression nodes) of one group's solved bodies.
 pub const MAX_SOLVED_SIZE: usize = 20_000;

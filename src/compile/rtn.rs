@@ -5,9 +5,9 @@
 
 use regex_syntax::utf8::Utf8Sequences;
 
-use super::lexeme::{byteset_insert_range, ByteSet};
 use crate::error::{Error, Result};
 use crate::ir::{CharClass, Expr, TokenSet};
+use crate::util::byteset::{byteset_insert_range, ByteSet};
 
 /// An epsilon-free automaton state of a structural rule. Its edges are
 /// ranges of the grammar's [`Edges`].

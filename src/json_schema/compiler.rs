@@ -14,9 +14,9 @@ use super::number::{multiple_of, NumAtom};
 use super::strings::{canonical_json, encode, encode_lang, is_full, length, StrLang};
 use super::JsonOptions;
 use crate::error::{Error, ErrorKind, Result};
-use crate::hash::{FastMap, FastSet};
 use crate::ir::{CharClass, Expr, GrammarBuilder, LexemeHint, RuleId};
 use crate::limits::Deadline;
+use crate::util::hash::{FastMap, FastSet};
 
 // The options of `JsonOptions` that change what is emitted, each in its
 // own module (they see the compiler's fields).

@@ -10,9 +10,9 @@
 
 use std::hash::{Hash, Hasher};
 
-use crate::hash::FastMap;
 use crate::ir::graph::tarjan;
 use crate::ir::{Expr, Grammar, LexemeHint, Rule, RuleId};
+use crate::util::hash::FastMap;
 
 /// Calls `f` on every rule reference in `e`, in order, to rewrite it.
 fn for_each_ref_mut(e: &mut Expr, f: &mut impl FnMut(&mut RuleId)) {

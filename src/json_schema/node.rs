@@ -15,8 +15,8 @@
 
 use std::collections::BTreeSet;
 
-use crate::hash::FastSet;
 use crate::limits::Deadline;
+use crate::util::hash::FastSet;
 
 use super::number::{set_and, set_not, set_or, NumAtom};
 use super::strings::StrLang;

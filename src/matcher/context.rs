@@ -27,7 +27,7 @@ const MAX_EXIT_TOKENS: usize = 1 << 22;
 /// Most bytes of exit token sets kept per grammar (cleared past this).
 const MAX_EXIT_BYTES: usize = 4 * MAX_EXIT_TOKENS;
 
-type Map<K, V> = crate::hash::FastMap<K, V>;
+type Map<K, V> = crate::util::hash::FastMap<K, V>;
 
 #[derive(Default)]
 struct Inner {

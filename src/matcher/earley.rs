@@ -11,8 +11,9 @@
 //! top of a read-only chart, one per byte of a trie path, and pops them when
 //! the walk backtracks.
 
-use crate::compile::lexeme::{ByteSet, DEAD};
+use crate::compile::lexeme::DEAD;
 use crate::compile::{CompiledGrammar, RuleKind};
+use crate::util::byteset::ByteSet;
 
 /// Origin of the synthetic start item: its completion feeds nothing.
 pub const NO_ORIGIN: u32 = u32::MAX;
@@ -33,7 +34,7 @@ impl Item {
     }
 }
 
-pub type IntSet = crate::hash::FastSet<u64>;
+pub type IntSet = crate::util::hash::FastSet<u64>;
 
 /// Item sets by position.
 #[derive(Clone, Default, Debug)]
@@ -390,7 +391,7 @@ pub struct Walker<'a> {
     /// kernel and the epoch of the latest set its origins refer to (one
     /// last item holds the epoch, see [`Walker::memo_key`]); the origin of
     /// items predicted in the new set is written [`HERE`].
-    closures: crate::hash::FastMap<Box<[Item]>, Closed>,
+    closures: crate::util::hash::FastMap<Box<[Item]>, Closed>,
     /// The key of the kernel being pushed (reused: most pushes find their
     /// closure memoized and allocate nothing).
     key: Vec<Item>,

@@ -20,15 +20,15 @@ use earley::{Chart, Item, LexemeWalk, Scratch, Walker, NO_ORIGIN};
 pub use lazy::LazyMatcher;
 use tokens::{info_for, TokenList};
 
-use crate::compile::lexeme::ByteSet;
 use crate::compile::CompiledGrammar;
 use crate::error::{Error, ErrorKind, Result};
+use crate::util::byteset::ByteSet;
 
 /// Context ids (see [`context`]) of `(origin, rule)`: the callers in chart
 /// set `origin` of a rule started there. They depend only on sets up to
 /// `origin`, which never change while the output grows; rollback drops the
 /// entries it invalidates.
-type ContextMemo = crate::hash::FastMap<(u32, u32), u32>;
+type ContextMemo = crate::util::hash::FastMap<(u32, u32), u32>;
 
 /// Most `(state, context)` exit lists a matcher keeps for itself.
 const MATCHER_EXIT_CACHE: usize = 4096;
@@ -50,7 +50,7 @@ pub struct Matcher {
     /// without touching shared reference counts, so that matchers on
     /// different threads do not contend. Context ids are position-free, so
     /// entries survive rollbacks and resets.
-    exits: crate::hash::FastMap<(u32, u32), Arc<tokens::ExitTokens>>,
+    exits: crate::util::hash::FastMap<(u32, u32), Arc<tokens::ExitTokens>>,
     /// Number of chart sets after each accepted step.
     step_ends: Vec<u32>,
     /// End-of-sequence was accepted (at this many steps).

@@ -25,11 +25,10 @@
 use std::sync::Arc;
 
 use super::earley::{Chart, Item, LexemeWalk, Walker, CTX_ORIGIN, MAX_LEXEME_WALK};
-use crate::compile::lexeme::{
-    byteset_contains, ByteSet, CountedString, LexemeDfa, StringCounts, DEAD,
-};
+use crate::compile::lexeme::{CountedString, LexemeDfa, StringCounts, DEAD};
 use crate::compile::CompiledGrammar;
-use crate::hash::FastMap;
+use crate::util::byteset::{byteset_contains, ByteSet};
+use crate::util::hash::FastMap;
 use crate::vocab::trie::{byte_group, INSIDE_CHAR};
 use crate::vocab::{TokenTrie, Vocab};
 
@@ -483,7 +482,7 @@ impl TokenInfo {
 pub struct SeenSets {
     list: Vec<*const TokenInfo>,
     /// Past a few dozen sets (an object's states in one chart set).
-    set: crate::hash::FastSet<*const TokenInfo>,
+    set: crate::util::hash::FastSet<*const TokenInfo>,
 }
 
 impl SeenSets {
@@ -1837,7 +1836,7 @@ mod tests {
             assert!(dfa.counter.is_some());
             // Every state reachable within a few tokens.
             let mut states = vec![dfa.start];
-            let mut seen: crate::hash::FastSet<u32> = states.iter().copied().collect();
+            let mut seen: crate::util::hash::FastSet<u32> = states.iter().copied().collect();
             let mut i = 0;
             while i < states.len() && states.len() < 400 {
                 let q0 = states[i];

@@ -360,7 +360,7 @@ enum Frame {
 type LookSlots = Option<Vec<(u32, Option<usize>)>>;
 
 /// Results of lookaheads, by (program, position).
-type LookMemo = crate::hash::FastMap<(u32, usize), LookSlots>;
+type LookMemo = crate::util::hash::FastMap<(u32, usize), LookSlots>;
 
 struct Search<'a> {
     program: &'a Program,

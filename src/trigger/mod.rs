@@ -44,7 +44,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::compile::lexeme::{DfaLimits, Table, DEAD};
 use crate::error::{Error, Result};
-use crate::hash::FastMap;
+use crate::util::hash::FastMap;
 use crate::vocab::Vocab;
 use backtrack::Program;
 

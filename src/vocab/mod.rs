@@ -83,7 +83,7 @@ impl Vocab {
     ///
     /// Special tokens and tokens with no bytes never match text.
     pub fn new(tokens: Vec<Vec<u8>>, flags: Vec<u32>, eos: Vec<u32>) -> Result<Vocab> {
-        crate::allocator::configure();
+        crate::util::allocator::configure();
         if tokens.is_empty() {
             return Err(Error::invalid("a vocabulary needs at least one token"));
         }

@@ -12,9 +12,9 @@ use std::sync::Arc;
 
 use super::{has_boolean, minimize, DfaLimits, LexemeCache, Table, DEAD};
 use crate::error::{Error, Result};
-use crate::hash::FastMap;
 use crate::ir::{CharClass, Expr};
 use crate::limits::Meter;
+use crate::util::hash::FastMap;
 
 /// Most DFA states a boolean construction may create.
 const MAX_STATES: usize = 200_000;

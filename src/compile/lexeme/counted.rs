@@ -29,10 +29,11 @@
 
 use std::sync::{Mutex, OnceLock};
 
-use super::{byteset_union, ByteSet, LexemeDfa, DEAD};
+use super::{LexemeDfa, DEAD};
 use crate::error::{Error, Result};
-use crate::hash::FastMap;
 use crate::limits::Meter;
+use crate::util::byteset::{byteset_insert, byteset_union, ByteSet};
+use crate::util::hash::FastMap;
 
 /// Most (states x counts) pairs of one counted lexeme: the liveness table
 /// holds a bit per pair.
@@ -197,7 +198,7 @@ impl Counter {
         let mut class_reps = vec![0u8; k];
         for b in (0..=255u8).rev() {
             let c = dfa.classes[b as usize] as usize;
-            super::byteset_insert(&mut class_bytes[c], b);
+            byteset_insert(&mut class_bytes[c], b);
             class_reps[c] = b;
         }
         Ok(Counter {

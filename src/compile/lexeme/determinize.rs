@@ -11,7 +11,7 @@ use regex_automata::nfa::thompson::{State, Transition, NFA};
 use regex_automata::util::primitives::StateID;
 
 use super::{DfaLimits, Table, DEAD};
-use crate::hash::FastMap;
+use crate::util::hash::FastMap;
 
 /// Why a determinization stopped.
 pub enum Stop {

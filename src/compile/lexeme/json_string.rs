@@ -18,8 +18,8 @@
 use std::sync::Arc;
 
 use super::{Table, DEAD};
-use crate::hash::FastMap;
 use crate::ir::JsonStrings;
+use crate::util::hash::FastMap;
 
 /// A trie state, or one of these.
 type CpState = u32;

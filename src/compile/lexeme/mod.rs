@@ -18,10 +18,11 @@ use regex_syntax::hir::{self, Hir};
 
 use super::adjacency::Adjacency;
 use crate::error::{Error, Result};
-use crate::hash::FastMap;
 use crate::ir::{CharClass, Expr};
 use crate::matcher::context::SharedFreeExits;
 use crate::matcher::tokens::{SubtreeWalks, TokenChars, TokenInfo};
+use crate::util::byteset::{byteset_insert, ByteSet};
+use crate::util::hash::FastMap;
 use crate::vocab::trie::INSIDE_CHAR;
 use crate::vocab::TokenTrie;
 
@@ -40,43 +41,6 @@ pub use minimize::minimize;
 
 /// No transition.
 pub const DEAD: u32 = u32::MAX;
-
-/// Byte set as four 64-bit words.
-pub type ByteSet = [u64; 4];
-
-pub fn byteset_insert(set: &mut ByteSet, b: u8) {
-    set[(b >> 6) as usize] |= 1u64 << (b & 63);
-}
-
-/// Inserts the bytes `lo..=hi`, a word at a time.
-pub fn byteset_insert_range(set: &mut ByteSet, lo: u8, hi: u8) {
-    for (w, word) in set.iter_mut().enumerate() {
-        let (wlo, whi) = (w as u32 * 64, w as u32 * 64 + 63);
-        let (a, b) = ((lo as u32).max(wlo), (hi as u32).min(whi));
-        if a <= b {
-            let len = b - a + 1;
-            let bits = if len == 64 {
-                u64::MAX
-            } else {
-                ((1u64 << len) - 1) << (a - wlo)
-            };
-            *word |= bits;
-        }
-    }
-}
-
-/// Adds `b`'s bytes to `a`; whether `a` grew.
-pub fn byteset_union(a: &mut ByteSet, b: &ByteSet) -> bool {
-    let old = *a;
-    for (x, y) in a.iter_mut().zip(b) {
-        *x |= y;
-    }
-    old != *a
-}
-
-pub fn byteset_contains(set: &ByteSet, b: u8) -> bool {
-    set[(b >> 6) as usize] & (1u64 << (b & 63)) != 0
-}
 
 /// A lexeme's DFA in a compact table.
 pub struct LexemeDfa {
@@ -621,7 +585,7 @@ struct Pairing {
     /// A byte for each pair of classes the two DFAs give bytes.
     reps: Vec<u8>,
     /// Pairs of states reached together.
-    seen: crate::hash::FastSet<(u32, u32)>,
+    seen: crate::util::hash::FastSet<(u32, u32)>,
     stack: Vec<(u32, u32)>,
     /// Transitions followed by the last walk.
     steps: usize,
@@ -958,7 +922,7 @@ impl StringCounts {
     pub fn accepts_counted(&self, dfa: &LexemeDfa, state: u32, lang: CountedString) -> Option<u32> {
         debug_assert!(dfa.counter.is_none());
         let reps = class_pair_reps(dfa, &self.any);
-        let mut pairs: crate::hash::FastSet<(u32, u32)> = Default::default();
+        let mut pairs: crate::util::hash::FastSet<(u32, u32)> = Default::default();
         let mut stack = vec![(state, Self::START)];
         pairs.insert((state, Self::START));
         let mut after_quote = DEAD;
@@ -1963,27 +1927,6 @@ mod tests {
             }
         }
         true
-    }
-
-    #[test]
-    fn byte_ranges_insert_like_bytes() {
-        for (lo, hi) in [
-            (0u8, 255u8),
-            (0, 0),
-            (63, 64),
-            (5, 200),
-            (64, 127),
-            (128, 191),
-            (255, 255),
-            (10, 9),
-        ] {
-            let (mut a, mut b): (ByteSet, ByteSet) = ([0; 4], [0; 4]);
-            byteset_insert_range(&mut a, lo, hi);
-            for x in lo..=hi {
-                byteset_insert(&mut b, x);
-            }
-            assert_eq!(a, b, "{lo}..={hi}");
-        }
     }
 
     #[test]

@@ -15,9 +15,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use super::{minimize, table_from_hir, to_hir, DfaLimits, Table, DEAD};
-use crate::hash::FastMap;
 use crate::ir::{Rfc3339, TextForm};
 use crate::limits::Deadline;
+use crate::util::hash::FastMap;
 
 /// A DFA under construction: sparse edges, state 0 the start.
 #[derive(Clone, Default)]

@@ -33,7 +33,7 @@ use super::super::number::{set_and, set_not};
 use super::super::strings::StrLang;
 use super::{algebra, Compiler};
 use crate::error::{ErrorKind, Result};
-use crate::hash::FastSet;
+use crate::util::hash::FastSet;
 
 /// How deep into member schemas a shape is looked at to see that it holds
 /// no instance (as for `oneOf` overlaps).

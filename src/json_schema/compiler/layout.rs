@@ -11,8 +11,8 @@
 use super::super::layout::{FixedLayout, MAX_INDENT_DEPTH};
 use super::super::node::{ArrShape, ObjShape, Term};
 use super::Compiler;
-use crate::hash::FastMap;
 use crate::ir::{Expr, RuleId};
+use crate::util::hash::FastMap;
 
 type Caches = (
     FastMap<Term, RuleId>,

@@ -7,8 +7,8 @@
 
 use super::{all_needs, Compiler, MemberCount, NeedsMet, MAX_COUNT_STATES};
 use crate::error::{Error, Result};
-use crate::hash::FastMap;
 use crate::ir::{Expr, LexemeHint, RuleId};
+use crate::util::hash::FastMap;
 
 use super::super::node::ObjShape;
 

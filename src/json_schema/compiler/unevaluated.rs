@@ -32,7 +32,7 @@ use super::super::node::{ArrShape, Node, ObjShape, Term};
 use super::super::strings::StrLang;
 use super::{algebra_kind, at, kw_err, Compiler};
 use crate::error::{Error, ErrorKind, Result};
-use crate::hash::FastMap;
+use crate::util::hash::FastMap;
 
 /// Most cases one `unevaluated*` keyword is expanded into.
 const MAX_CASES: usize = 64;
