@@ -24,14 +24,16 @@ use std::ptr;
 use std::slice;
 use std::sync::{Arc, Once};
 
-use crate::compile::{
-    self, CompileOptions, CompiledGrammar, Kind, DEFAULT_MAX_COMPILE_MS, DEFAULT_MAX_STATES,
-    FLAG_GBNF_ALLOW_LEFT_RECURSION, FLAG_JSON_COMPACT, FLAG_JSON_LENIENT,
-    FLAG_JSON_NO_EXTRA_PROPERTIES, FLAG_JSON_ORDERED_PROPERTIES, FLAG_JSON_STRICT_INTEGERS,
-};
+use crate::compile::CompiledGrammar;
 use crate::error::{Error, ErrorKind, Result};
 use crate::grammar_cache::{self, GrammarCache};
+use crate::limits::{DEFAULT_MAX_COMPILE_MS, DEFAULT_MAX_STATES};
 use crate::matcher::{AnyMatcher, LazyMatcher, Matcher};
+use crate::source::{
+    self, CompileOptions, Kind, FLAG_GBNF_ALLOW_LEFT_RECURSION, FLAG_JSON_COMPACT,
+    FLAG_JSON_LENIENT, FLAG_JSON_NO_EXTRA_PROPERTIES, FLAG_JSON_ORDERED_PROPERTIES,
+    FLAG_JSON_STRICT_INTEGERS,
+};
 use crate::trigger::{TriggerSpec, Triggers};
 use crate::vocab::{Vocab, MAX_VOCAB_SIZE};
 
@@ -1057,7 +1059,7 @@ pub unsafe extern "C" fn cg_compile(
     guard_ptr("cg_compile", || {
         let vocab = vocab_ref(vocab)?;
         let (source, options) = compile_args(source, source_len, options)?;
-        let grammar = compile::compile(vocab, source, &options)?;
+        let grammar = source::compile(vocab, source, &options)?;
         Ok(into_handle(cg_grammar::new(grammar)))
     })
 }

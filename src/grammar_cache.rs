@@ -26,8 +26,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::compile::{self, CompileOptions, CompiledGrammar, Kind};
+use crate::compile::CompiledGrammar;
 use crate::error::Result;
+use crate::source::{self, CompileOptions, Kind};
 use crate::trigger::{TriggerSpec, Triggers};
 use crate::util::hash::FastMap;
 use crate::vocab::Vocab;
@@ -142,7 +143,7 @@ impl GrammarCache {
             documents_len: options.json_documents.as_deref().map_or(0, str::len),
         };
         let value = self.get_or(key, source, options.json_documents.as_ref(), || {
-            let g = compile::compile(vocab, source, options)?;
+            let g = source::compile(vocab, source, options)?;
             let bytes = g.memory();
             Ok((Value::Grammar(g), bytes))
         })?;

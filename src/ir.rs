@@ -420,6 +420,20 @@ impl Rule {
     }
 }
 
+/// A keyword of the source that the grammar leaves out, and why (JSON
+/// Schema in lenient mode, see `crate::json_schema::JsonOptions::lenient`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dropped {
+    /// The keyword, e.g. `uniqueItems`.
+    pub keyword: String,
+    /// The JSON pointer of the schema holding it (`""`: the root); in an
+    /// extra document (`crate::json_schema::JsonOptions::documents`), preceded by the
+    /// document's URI and `#`.
+    pub pointer: String,
+    /// Why it could not be enforced.
+    pub reason: String,
+}
+
 /// A whole grammar: rules and the start rule.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Grammar {

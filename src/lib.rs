@@ -15,11 +15,13 @@ pub mod json_schema;
 pub mod limits;
 pub mod matcher;
 pub mod regex;
+pub mod source;
 pub mod trigger;
 pub mod util;
 pub mod vocab;
 
-pub use compile::{compile, CompileOptions, CompiledGrammar, Kind};
+pub use compile::CompiledGrammar;
+pub use source::{compile, CompileOptions, Kind};
 
 /// See the `mimalloc` feature in `Cargo.toml`.
 #[cfg(feature = "mimalloc")]

@@ -7,8 +7,8 @@
 use std::ffi::{c_char, CStr};
 use std::ptr::{null, null_mut};
 
-use cgram::compile::{DEFAULT_MAX_COMPILE_MS, DEFAULT_MAX_STATES};
 use cgram::ffi::*;
+use cgram::limits::{DEFAULT_MAX_COMPILE_MS, DEFAULT_MAX_STATES};
 use cgram::ErrorKind;
 
 fn last_error() -> String {
@@ -129,14 +129,14 @@ fn constants_match_the_rust_api() {
         [0, 1, 2, 3]
     );
     assert_eq!(CG_TOKEN_SPECIAL, cgram::TOKEN_SPECIAL);
-    assert_eq!(CG_JSON_COMPACT, cgram::compile::FLAG_JSON_COMPACT);
+    assert_eq!(CG_JSON_COMPACT, cgram::source::FLAG_JSON_COMPACT);
     assert_eq!(
         CG_JSON_NO_EXTRA_PROPERTIES,
-        cgram::compile::FLAG_JSON_NO_EXTRA_PROPERTIES
+        cgram::source::FLAG_JSON_NO_EXTRA_PROPERTIES
     );
     assert_eq!(
         CG_GBNF_ALLOW_LEFT_RECURSION,
-        cgram::compile::FLAG_GBNF_ALLOW_LEFT_RECURSION
+        cgram::source::FLAG_GBNF_ALLOW_LEFT_RECURSION
     );
 }
 

@@ -14,7 +14,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use cgram::compile::{compile, CompileOptions, Kind, FLAG_JSON_LENIENT};
+use cgram::source::{compile, CompileOptions, Kind, FLAG_JSON_LENIENT};
 use cgram::{CompiledGrammar, ErrorKind, Matcher};
 use serde_json::Value;
 

@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use cgram::compile::{compile, CompileOptions, Kind};
+use cgram::source::{compile, CompileOptions, Kind};
 use cgram::{CompiledGrammar, Matcher, Vocab, TOKEN_SPECIAL};
 use serde_json::Value;
 

@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use cgram::compile::{compile, CompileOptions, Kind, FLAG_JSON_COMPACT};
+use cgram::source::{compile, CompileOptions, Kind, FLAG_JSON_COMPACT};
 use cgram::{CompiledGrammar, ErrorKind, Matcher, Vocab, TOKEN_SPECIAL};
 
 fn vocab() -> Arc<Vocab> {
@@ -664,7 +664,7 @@ fn hostname_format_is_refused() {
     // Lenient: the label rules alone (a superset: A-labels not decoded).
     let g = compile_with(
         r#"{"format": "hostname"}"#,
-        cgram::compile::FLAG_JSON_LENIENT,
+        cgram::source::FLAG_JSON_LENIENT,
     )
     .unwrap();
     assert_eq!(g.dropped().len(), 1);
@@ -690,7 +690,7 @@ fn uri_template_apostrophe_per_errata() {
 }
 
 fn check_closed(schema: &str, yes: &[&str], no: &[&str]) {
-    let g = compile_with(schema, cgram::compile::FLAG_JSON_NO_EXTRA_PROPERTIES)
+    let g = compile_with(schema, cgram::source::FLAG_JSON_NO_EXTRA_PROPERTIES)
         .unwrap_or_else(|e| panic!("schema {schema} failed: {e}"));
     for t in yes {
         assert!(accepts(&g, t), "schema {schema}: should accept {t}");

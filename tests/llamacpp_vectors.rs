@@ -22,8 +22,8 @@ use std::collections::BTreeSet;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use cgram::compile::{compile, CompileOptions, Kind, FLAG_GBNF_ALLOW_LEFT_RECURSION};
 use cgram::ir::{Expr, Grammar};
+use cgram::source::{compile, CompileOptions, Kind, FLAG_GBNF_ALLOW_LEFT_RECURSION};
 use cgram::{Matcher, Vocab, TOKEN_SPECIAL};
 use serde_json::Value;
 

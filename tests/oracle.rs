@@ -34,8 +34,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use cgram::compile::{compile, compile_ir, CompileOptions, IrOptions};
+use cgram::compile::{compile_ir, IrOptions};
 use cgram::ir::{CharClass, Expr, Grammar, GrammarBuilder};
+use cgram::source::{compile, CompileOptions};
 use cgram::{Matcher, Vocab};
 
 use common::reference::{

@@ -324,7 +324,7 @@ fn formats_match_the_suite_and_maskbench() {
 /// intersection (a lookahead) and errors with offsets.
 #[test]
 fn regex_kind_compiles_and_matches() {
-    use cgram::compile::{compile, CompileOptions, Kind};
+    use cgram::source::{compile, CompileOptions, Kind};
     let vocab = byte_vocab();
     let opts = CompileOptions {
         kind: Kind::Regex,

@@ -208,7 +208,7 @@ pub struct Compiler<'a> {
     /// Lenient mode: the keywords left out, the terms whose node left
     /// something out, whether the evaluation under way did, and where
     /// `uniqueItems` shapes come from (see `lenient`).
-    dropped: Vec<super::Dropped>,
+    dropped: Vec<crate::ir::Dropped>,
     widened: FastSet<Term>,
     saw_widened: bool,
     unique_sites: FastMap<ArrShape, String>,

@@ -128,7 +128,7 @@
 //!
 //! With [`JsonOptions::lenient`], a keyword refused above as impossible
 //! to enforce (not a limit) is left out instead and reported
-//! ([`Dropped`]); a negation of a schema that left something out is left
+//! ([`ir::Dropped`]); a negation of a schema that left something out is left
 //! out too, so the result only ever widens (`compiler`'s `lenient`).
 //!
 //! Combinatorial schemas hit limits (alternatives per node, rules,
@@ -179,19 +179,6 @@ pub struct JsonOptions {
     pub documents: Option<Arc<str>>,
 }
 
-/// A keyword left out in lenient mode ([`JsonOptions::lenient`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Dropped {
-    /// The keyword, e.g. `uniqueItems`.
-    pub keyword: String,
-    /// The JSON pointer of the schema holding it (`""`: the root); in an
-    /// extra document ([`JsonOptions::documents`]), preceded by the
-    /// document's URI and `#`.
-    pub pointer: String,
-    /// Why it could not be enforced.
-    pub reason: String,
-}
-
 /// Deepest nesting of arrays and objects a schema text may have (the limit
 /// of serde_json's reader, which keeps parsing off the end of the stack).
 pub const MAX_SCHEMA_NESTING: usize = 128;
@@ -207,7 +194,7 @@ pub fn to_grammar_reporting(
     schema: &str,
     options: &JsonOptions,
     deadline: &Deadline,
-) -> Result<(ir::Grammar, Vec<Dropped>)> {
+) -> Result<(ir::Grammar, Vec<ir::Dropped>)> {
     let value: Value = read_json(schema, "the schema")?;
     let documents = match &options.documents {
         Some(text) => parse_documents(text)?,
@@ -298,7 +285,7 @@ fn compile_value(
     documents: &[doc::Document],
     options: &JsonOptions,
     deadline: &Deadline,
-) -> Result<(ir::Grammar, Vec<Dropped>)> {
+) -> Result<(ir::Grammar, Vec<ir::Dropped>)> {
     let doc = doc::Doc::new(value, documents);
     let mut c = compiler::Compiler::new(doc, options, *deadline);
     let root_term = c.root_term();

@@ -104,7 +104,7 @@ fn maskbench_main(args: &[String]) {
                 i += 1;
             }
             "--compact" => opts.compact = true,
-            "--strict" => opts.flags |= cgram::compile::FLAG_JSON_NO_EXTRA_PROPERTIES,
+            "--strict" => opts.flags |= cgram::source::FLAG_JSON_NO_EXTRA_PROPERTIES,
             "--verbose" => opts.verbose = true,
             "--cpu-clock" => opts.cpu_clock = true,
             "--per-file" => {

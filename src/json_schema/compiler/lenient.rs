@@ -17,9 +17,9 @@
 //! later looks its operand up when it is evaluated.
 
 use super::super::node::{ArrShape, Node, Term};
-use super::super::Dropped;
 use super::{at, Compiler};
 use crate::error::{Error, ErrorKind, Result};
+use crate::ir::Dropped;
 use crate::ir::Expr;
 
 impl Compiler<'_> {

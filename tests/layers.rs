@@ -1,0 +1,557 @@
+//! The layers of `src/` import one way: each top-level module may use only
+//! the layers [`LAYERS`] lets it, so that no arrow runs against the flow
+//!
+//! ```text
+//! front ends -> IR -> compile -> token sets -> matcher -> ffi
+//! ```
+//!
+//! with the vocabulary and the floor (`util`, `error`, `limits`) below
+//! everything. ARCHITECTURE.md draws the same map.
+//!
+//! The test reads code, not comments: doc links may point anywhere (a
+//! limit's table naming the front end that enforces it is documentation,
+//! not a dependency). `#[cfg(test)]` items are left out too: a unit test
+//! may build its input with a higher layer (a lexeme test that writes its
+//! expression as a regex), the way an integration test would.
+//!
+//! A `use` against the table fails the test with the file and the path.
+//! [`KNOWN`] lists the arrows that still run the wrong way while issue 19
+//! moves the caches into their own layer; it may only shrink (an entry
+//! that no longer occurs fails the test too, so that it is removed).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// `(layer, top-level modules in it, layers it may import)`, from the
+/// bottom up. A layer may always import itself.
+const LAYERS: &[(&str, &[&str], &[&str])] = &[
+    ("floor", &["util", "error", "limits"], &[]),
+    ("vocab", &["vocab"], &["floor"]),
+    ("ir", &["ir"], &["floor"]),
+    (
+        "front ends",
+        &["gbnf", "json_schema", "regex"],
+        &["floor", "vocab", "ir"],
+    ),
+    ("compile", &["compile"], &["floor", "vocab", "ir"]),
+    (
+        "token sets",
+        &["tokensets"],
+        &["floor", "vocab", "ir", "compile"],
+    ),
+    (
+        "source",
+        &["source"],
+        &["floor", "vocab", "ir", "front ends", "compile"],
+    ),
+    (
+        "triggers",
+        &["trigger"],
+        &["floor", "vocab", "ir", "front ends", "compile"],
+    ),
+    (
+        "matcher",
+        &["matcher"],
+        &["floor", "vocab", "ir", "compile", "token sets", "triggers"],
+    ),
+    (
+        "grammar cache",
+        &["grammar_cache"],
+        &[
+            "floor",
+            "vocab",
+            "ir",
+            "front ends",
+            "compile",
+            "token sets",
+            "source",
+            "triggers",
+        ],
+    ),
+    (
+        "ffi",
+        &["ffi"],
+        &[
+            "floor",
+            "vocab",
+            "ir",
+            "front ends",
+            "compile",
+            "token sets",
+            "source",
+            "triggers",
+            "matcher",
+            "grammar cache",
+        ],
+    ),
+];
+
+/// Imports that still run against the flow: `(file, module imported)`.
+/// Each names the work that removes it.
+const KNOWN: &[(&str, &str)] = &[
+    // The per-state token sets and walks live on the automata
+    // (`LexemeDfa.infos`, `CompiledGrammar.structural_infos`, ...): they
+    // move to the token-set layer.
+    ("src/compile/lexeme/counted.rs", "matcher"),
+    ("src/compile/lexeme/mod.rs", "matcher"),
+    ("src/compile/mod.rs", "matcher"),
+    // The lexeme interner is a field of `Vocab`: it moves to the
+    // per-vocabulary engine of the token-set layer.
+    ("src/vocab/mod.rs", "compile"),
+    ("src/vocab/mod.rs", "matcher"),
+    // The RFC 3339 automaton reads the `date` format's regex and is the
+    // reference the IR and the JSON Schema front end check text with.
+    ("src/compile/lexeme/rfc3339.rs", "regex"),
+    ("src/ir.rs", "compile"),
+    ("src/json_schema/strings.rs", "compile"),
+];
+
+fn src_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// Every library source file (the benchmark binary uses the public API
+/// and is not a layer).
+fn library_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("reading src/") {
+        let path = entry.expect("reading src/").path();
+        if path.is_dir() {
+            if path != src_dir().join("bin") {
+                library_files(&path, out);
+            }
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The text with comments, string and character literals blanked out
+/// (newlines kept, so that offsets still name lines).
+fn code_only(text: &str) -> String {
+    let c: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let blank = |out: &mut String, from: &[char]| {
+        for &x in from {
+            out.push(if x == '\n' { '\n' } else { ' ' });
+        }
+    };
+    let ident = |x: char| x.is_alphanumeric() || x == '_';
+    let mut i = 0;
+    while i < c.len() {
+        let rest = &c[i..];
+        let prev_ident = i > 0 && ident(c[i - 1]);
+        if rest.starts_with(&['/', '/']) {
+            let end = rest.iter().position(|&x| x == '\n').unwrap_or(rest.len());
+            blank(&mut out, &rest[..end]);
+            i += end;
+        } else if rest.starts_with(&['/', '*']) {
+            // Block comments nest in Rust.
+            let (mut depth, mut j) = (0, 0);
+            while j < rest.len() {
+                if rest[j..].starts_with(&['/', '*']) {
+                    depth += 1;
+                    j += 2;
+                } else if rest[j..].starts_with(&['*', '/']) {
+                    depth -= 1;
+                    j += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    j += 1;
+                }
+            }
+            blank(&mut out, &rest[..j]);
+            i += j;
+        } else if !prev_ident && (rest[0] == 'r' || rest.starts_with(&['b', 'r'])) && {
+            let k = if rest[0] == 'b' { 2 } else { 1 };
+            let hashes = rest[k..].iter().take_while(|&&x| x == '#').count();
+            rest.get(k + hashes) == Some(&'"')
+        } {
+            let k = if rest[0] == 'b' { 2 } else { 1 };
+            let hashes = rest[k..].iter().take_while(|&&x| x == '#').count();
+            let open = k + hashes + 1;
+            let mut j = open;
+            while j < rest.len() {
+                if rest[j] == '"'
+                    && rest[j + 1..]
+                        .iter()
+                        .take(hashes)
+                        .filter(|&&x| x == '#')
+                        .count()
+                        == hashes
+                {
+                    j += 1 + hashes;
+                    break;
+                }
+                j += 1;
+            }
+            blank(&mut out, &rest[..j]);
+            i += j;
+        } else if rest[0] == '"' || (!prev_ident && rest.starts_with(&['b', '"'])) {
+            let mut j = if rest[0] == 'b' { 2 } else { 1 };
+            while j < rest.len() && rest[j] != '"' {
+                j += if rest[j] == '\\' { 2 } else { 1 };
+            }
+            j = (j + 1).min(rest.len());
+            blank(&mut out, &rest[..j]);
+            i += j;
+        } else if rest[0] == '\'' {
+            // A character literal (`'x'`, `'\n'`, `'{'`) or a lifetime.
+            let len = if rest.get(1) == Some(&'\\') {
+                rest.iter().skip(2).position(|&x| x == '\'').map(|p| p + 3)
+            } else if rest.get(2) == Some(&'\'') {
+                Some(3)
+            } else {
+                None
+            };
+            match len {
+                Some(n) => {
+                    blank(&mut out, &rest[..n]);
+                    i += n;
+                }
+                None => {
+                    out.push('\'');
+                    i += 1;
+                }
+            }
+        } else {
+            out.push(rest[0]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The code with every `#[cfg(test)]` item blanked out (a `mod tests`
+/// block, a test-only `use` or function).
+fn without_test_items(code: &str) -> String {
+    let mut out: Vec<char> = code.chars().collect();
+    let marker: Vec<char> = "#[cfg(test)]".chars().collect();
+    let mut i = 0;
+    while i + marker.len() <= out.len() {
+        if out[i..i + marker.len()] != marker[..] {
+            i += 1;
+            continue;
+        }
+        // The item ends at its first `;` outside braces, or where the
+        // first brace it opens closes.
+        let mut j = i + marker.len();
+        let mut depth = 0usize;
+        while j < out.len() {
+            match out[j] {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        j += 1;
+                        break;
+                    }
+                }
+                ';' if depth == 0 => {
+                    j += 1;
+                    break;
+                }
+                _ => {}
+            }
+            j += 1;
+        }
+        let end = j.min(out.len());
+        for x in &mut out[i..end] {
+            if *x != '\n' {
+                *x = ' ';
+            }
+        }
+        i = j;
+    }
+    out.into_iter().collect()
+}
+
+/// The module path of a file: `src/compile/lexeme/mod.rs` is
+/// `[compile, lexeme]`.
+fn module_path(file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src_dir()).expect("a file under src/");
+    let mut parts: Vec<String> = rel
+        .iter()
+        .map(|p| p.to_string_lossy().trim_end_matches(".rs").to_string())
+        .collect();
+    if matches!(parts.last().map(String::as_str), Some("mod" | "lib")) {
+        parts.pop();
+    }
+    parts
+}
+
+/// The first segments of the paths a `{...}` group of a `use` names.
+fn group_heads(group: &str) -> Vec<String> {
+    let mut heads = Vec::new();
+    let mut depth = 0;
+    let mut item = String::new();
+    for ch in group.chars() {
+        match ch {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                heads.push(std::mem::take(&mut item));
+                continue;
+            }
+            _ => {}
+        }
+        item.push(ch);
+    }
+    heads.push(item);
+    heads
+        .iter()
+        .filter_map(|h| {
+            let h = h.trim();
+            let end = h
+                .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .unwrap_or(h.len());
+            (end > 0).then(|| h[..end].to_string())
+        })
+        .collect()
+}
+
+/// The top-level modules a file's code reaches through `crate::` and
+/// `super::` paths, with the line of each. Names the crate root
+/// re-exports (`crate::Error`) are resolved through `reexports`.
+fn reached(file: &Path, code: &str, reexports: &BTreeMap<String, String>) -> Vec<(String, usize)> {
+    let own = module_path(file);
+    let line_of = |at: usize| code[..at].matches('\n').count() + 1;
+    let resolve = |head: &str| -> Option<String> {
+        if head == "self" {
+            return None;
+        }
+        // A module's own name wins over a root re-export of the same
+        // name (`crate::compile::` is the module, not `source::compile`).
+        if layer_of(head).is_some() {
+            return Some(head.to_string());
+        }
+        Some(
+            reexports
+                .get(head)
+                .cloned()
+                .unwrap_or_else(|| head.to_string()),
+        )
+    };
+    let mut out = Vec::new();
+    let bytes = code.as_bytes();
+    let mut at = 0;
+    while at < code.len() {
+        let rest = &code[at..];
+        let is_start = at == 0
+            || !(bytes[at - 1].is_ascii_alphanumeric()
+                || bytes[at - 1] == b'_'
+                || bytes[at - 1] == b':');
+        let (climb, skip) = if is_start && rest.starts_with("crate::") {
+            (None, "crate::".len())
+        } else if is_start && rest.starts_with("super::") {
+            let mut levels = 0;
+            let mut s = rest;
+            while let Some(r) = s.strip_prefix("super::") {
+                levels += 1;
+                s = r.trim_start();
+            }
+            (Some(levels), rest.len() - s.len())
+        } else {
+            at += rest.chars().next().map_or(1, char::len_utf8);
+            continue;
+        };
+        let after = &rest[skip..];
+        // `super::` only leaves the top-level module when it climbs to
+        // the crate root.
+        if let Some(levels) = climb {
+            if levels < own.len() {
+                at += skip;
+                continue;
+            }
+        }
+        let heads = if let Some(group) = after.strip_prefix('{') {
+            let mut depth = 1;
+            let end = group
+                .char_indices()
+                .find(|&(_, c)| {
+                    match c {
+                        '{' => depth += 1,
+                        '}' => depth -= 1,
+                        _ => {}
+                    }
+                    depth == 0
+                })
+                .map_or(group.len(), |(i, _)| i);
+            group_heads(&group[..end])
+        } else {
+            group_heads(
+                after
+                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .next()
+                    .unwrap_or(""),
+            )
+        };
+        for head in heads {
+            if let Some(m) = resolve(&head) {
+                out.push((m, line_of(at)));
+            }
+        }
+        at += skip;
+    }
+    out
+}
+
+/// Root re-exports of `src/lib.rs`: `pub use error::{Error, Result}` maps
+/// `Error` and `Result` to `error`.
+fn root_reexports() -> BTreeMap<String, String> {
+    let lib = code_only(&std::fs::read_to_string(src_dir().join("lib.rs")).unwrap());
+    let mut map = BTreeMap::new();
+    for stmt in lib.split(';') {
+        let Some(path) = stmt.trim().strip_prefix("pub use ") else {
+            continue;
+        };
+        let (module, rest) = path.split_once("::").expect("a re-export names its module");
+        let names = match rest.trim().strip_prefix('{') {
+            Some(g) => group_heads(g.trim_end_matches('}')),
+            None => vec![rest.rsplit("::").next().unwrap().trim().to_string()],
+        };
+        for name in names {
+            map.insert(name, module.trim().to_string());
+        }
+    }
+    map
+}
+
+fn layer_of(module: &str) -> Option<&'static str> {
+    LAYERS
+        .iter()
+        .find(|(_, modules, _)| modules.contains(&module))
+        .map(|(layer, _, _)| *layer)
+}
+
+fn may_import(from: &str, to: &str) -> bool {
+    from == to
+        || LAYERS
+            .iter()
+            .any(|(layer, _, allowed)| *layer == from && allowed.contains(&to))
+}
+
+/// Every import against [`LAYERS`]: `(file, module, line)`.
+fn violations() -> Vec<(String, String, usize)> {
+    let reexports = root_reexports();
+    let mut files = Vec::new();
+    library_files(&src_dir(), &mut files);
+    files.sort();
+    let mut out = Vec::new();
+    for file in files {
+        let own = module_path(&file);
+        let Some(top) = own.first() else {
+            continue; // lib.rs declares the modules.
+        };
+        let from =
+            layer_of(top).unwrap_or_else(|| panic!("src/{top} is in no layer: add it to LAYERS"));
+        let code = without_test_items(&code_only(&std::fs::read_to_string(&file).unwrap()));
+        let name = format!("src/{}", file.strip_prefix(src_dir()).unwrap().display());
+        for (module, line) in reached(&file, &code, &reexports) {
+            let Some(to) = layer_of(&module) else {
+                continue; // an item of the crate root itself
+            };
+            if !may_import(from, to) {
+                out.push((name.clone(), module, line));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn imports_follow_the_layers() {
+    let found = violations();
+    let known: BTreeSet<(&str, &str)> = KNOWN.iter().copied().collect();
+    let mut new = Vec::new();
+    let mut seen = BTreeSet::new();
+    for (file, module, line) in &found {
+        if known.contains(&(file.as_str(), module.as_str())) {
+            seen.insert((file.clone(), module.clone()));
+        } else {
+            new.push(format!("{file}:{line} imports {module}"));
+        }
+    }
+    assert!(
+        new.is_empty(),
+        "imports against the layers (see LAYERS in tests/layers.rs):\n{}",
+        new.join("\n")
+    );
+    let gone: Vec<_> = KNOWN
+        .iter()
+        .filter(|(f, m)| !seen.contains(&(f.to_string(), m.to_string())))
+        .collect();
+    assert!(
+        gone.is_empty(),
+        "these KNOWN entries no longer occur: remove them from tests/layers.rs: {gone:?}"
+    );
+}
+
+#[test]
+fn every_module_is_in_a_layer() {
+    let mut dirs = BTreeSet::new();
+    for entry in std::fs::read_dir(src_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_stem().unwrap().to_string_lossy().to_string();
+        if name != "lib" && name != "bin" {
+            dirs.insert(name);
+        }
+    }
+    for name in dirs {
+        assert!(layer_of(&name).is_some(), "src/{name} is in no layer");
+    }
+}
+
+/// The allowed imports form no cycle, so that the code cannot either.
+#[test]
+fn the_layer_table_has_no_cycle() {
+    let order: Vec<&str> = LAYERS.iter().map(|(l, _, _)| *l).collect();
+    for (i, (layer, _, allowed)) in LAYERS.iter().enumerate() {
+        for a in *allowed {
+            let j = order.iter().position(|l| l == a).expect("a known layer");
+            assert!(j < i, "{layer} may import {a}, which is not below it");
+        }
+    }
+}
+
+/// The checker itself finds what it must and nothing in comments,
+/// strings or test modules.
+#[test]
+fn the_checker_sees_code_only() {
+    let file = src_dir().join("compile/lexeme/mod.rs");
+    let reexports = root_reexports();
+    let modules = |text: &str| -> Vec<String> {
+        let code = without_test_items(&code_only(text));
+        reached(&file, &code, &reexports)
+            .into_iter()
+            .map(|(m, _)| m)
+            .collect()
+    };
+    assert_eq!(modules("use crate::ffi::cg_grammar;"), ["ffi"]);
+    assert_eq!(
+        modules("use crate::{ir::Expr, matcher::{self, Matcher}};"),
+        ["ir", "matcher"]
+    );
+    assert_eq!(
+        modules("fn f() -> crate::Result<()> { todo!() }"),
+        ["error"]
+    );
+    assert_eq!(modules("use super::super::ffi;"), ["ffi"]);
+    assert!(modules("use super::adjacency::Adjacency;").is_empty());
+    assert!(modules("/// see [`crate::ffi`]\n// crate::matcher\nfn f() {}").is_empty());
+    assert!(
+        modules("const S: &str = \"crate::ffi\"; const R: &str = r#\"crate::ffi\"#;").is_empty()
+    );
+    assert!(modules("#[cfg(test)]\nmod tests {\n    use crate::ffi;\n}\n").is_empty());
+    assert_eq!(
+        modules("#[cfg(test)]\nuse crate::regex;\nuse crate::matcher::x;"),
+        ["matcher"]
+    );
+    assert_eq!(
+        modules("fn f<'a>(x: &'a u8) -> char { let _ = '{'; crate::ffi::g() }"),
+        ["ffi"]
+    );
+    assert!(!may_import("compile", "matcher") && !may_import("compile", "front ends"));
+    assert!(may_import("matcher", "compile"));
+}
