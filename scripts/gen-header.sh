@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates include/cgram.h from src/ffi.rs with cbindgen (through the
+# Regenerates include/cgram.h from src/ffi/ with cbindgen (through the
 # header test, so no cbindgen binary is needed).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -26,7 +26,7 @@ cd "$root"
 # system allocator counts it), but mimalloc keeps the pages it frees and
 # reaches its high-water mark once the largest transient compiles
 # (Github_ultra---o12652, JsonSchemaStore---aerleon-definitions) have met a
-# full cache, about 375k tokens in (BENCHMARKS.md, "Soak").
+# full cache, about 375k tokens in (docs/benchmark-history.md, "Soak").
 args=(--tokens 1000000 --pool 200 --lexeme-budget 67108864 --warmup-percent 40)
 if [ "${1:-}" = --quick ]; then
   shift

@@ -1,7 +1,7 @@
 //! GBNF front end: llama.cpp's grammar dialect to IR.
 //!
 //! The dialect is exactly what llama.cpp's own parser accepts (see
-//! `GBNF-DIALECT.md` in the shared notes): the same texts are accepted and
+//! `docs/GBNF-DIALECT.md`): the same texts are accepted and
 //! rejected, with the same limits on repetitions. Repetitions stay
 //! [`ir::Expr::Repeat`] (llama.cpp desugars them into generated rules; the
 //! compiler handles loops natively), groups become nested expressions, and

@@ -1823,9 +1823,6 @@ fn class_table(bc: &regex_automata::util::alphabet::ByteClasses) -> ([u8; 256], 
     (classes, reps)
 }
 
-/// Holder for a lazily computed value per state.
-pub type Lazy<T> = OnceLock<T>;
-
 /// The same DFA through `regex-automata`'s own determinizer and minimizer
 /// (the reference in tests).
 #[cfg(test)]
