@@ -1,9 +1,12 @@
 //! cgram: grammar-constrained decoding for local LLM runtimes.
 //!
-//! Front ends ([`gbnf`], JSON Schema, regex) produce the grammar [`ir`]; the
-//! [`compile`] layer turns it into lexeme DFAs and parser rules specialised
-//! to a [`vocab::Vocab`]; a [`matcher::Matcher`] walks it one token at a
-//! time and fills token masks. The C API lives in [`ffi`].
+//! Front ends ([`gbnf`], [`json_schema`], [`regex`]) produce the grammar
+//! [`ir`]; [`source`] picks the front end for a source kind; the
+//! [`mod@compile`] layer turns IR into lexeme DFAs and parser rules for a
+//! [`vocab::Vocab`]; [`tokensets`] computes and caches the tokens each
+//! automaton state allows; a [`matcher::Matcher`] walks the automaton one
+//! token at a time and fills token masks. The C API lives in [`ffi`].
+//! ARCHITECTURE.md draws the layers and lists every cache.
 
 pub mod compile;
 pub mod error;
@@ -16,6 +19,7 @@ pub mod limits;
 pub mod matcher;
 pub mod regex;
 pub mod source;
+pub mod tokensets;
 pub mod trigger;
 pub mod util;
 pub mod vocab;

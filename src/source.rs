@@ -67,7 +67,7 @@ pub struct CompileOptions {
     /// Compilation fails with a limit error past this many automaton states.
     pub max_states: usize,
     /// A mask fails with a limit error past this many parser steps
-    /// (`u64::MAX`: no limit; see [`crate::matcher::work`]).
+    /// (`u64::MAX`: no limit; see [`crate::tokensets::work`]).
     pub max_mask_steps: u64,
     /// JSON Schema: extra documents that `$ref`s may reach, the text of a
     /// JSON object mapping absolute URIs to schema documents (see

@@ -92,13 +92,13 @@ const KNOWN: &[(&str, &str)] = &[
     // The per-state token sets and walks live on the automata
     // (`LexemeDfa.infos`, `CompiledGrammar.structural_infos`, ...): they
     // move to the token-set layer.
-    ("src/compile/lexeme/counted.rs", "matcher"),
-    ("src/compile/lexeme/mod.rs", "matcher"),
-    ("src/compile/mod.rs", "matcher"),
+    ("src/compile/lexeme/counted.rs", "tokensets"),
+    ("src/compile/lexeme/mod.rs", "tokensets"),
+    ("src/compile/mod.rs", "tokensets"),
     // The lexeme interner is a field of `Vocab`: it moves to the
     // per-vocabulary engine of the token-set layer.
     ("src/vocab/mod.rs", "compile"),
-    ("src/vocab/mod.rs", "matcher"),
+    ("src/vocab/mod.rs", "tokensets"),
     // The RFC 3339 automaton reads the `date` format's regex and is the
     // reference the IR and the JSON Schema front end check text with.
     ("src/compile/lexeme/rfc3339.rs", "regex"),

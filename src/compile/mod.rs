@@ -32,7 +32,7 @@ use rtn::{Edges, RtnBuilder, SState};
 use crate::error::{Error, Result};
 use crate::ir::{self, Expr, TokenSet};
 use crate::limits::{self, Deadline};
-use crate::matcher::tokens::{TokenInfo, TokenList};
+use crate::tokensets::{TokenInfo, TokenList};
 use crate::util::byteset::{self, ByteSet};
 use crate::util::hash::FastMap;
 use crate::vocab::Vocab;
@@ -75,7 +75,7 @@ pub struct CompiledGrammar {
     /// Some state has a token edge (else masks skip that step).
     pub(crate) has_token_edges: bool,
     /// Interned parser contexts and the exit tokens cached by them.
-    pub(crate) contexts: crate::matcher::context::Contexts,
+    pub(crate) contexts: crate::tokensets::context::Contexts,
     /// The parser steps one mask may take.
     pub(crate) max_mask_steps: u64,
     /// JSON Schema in lenient mode: the keywords left out.
@@ -364,7 +364,7 @@ pub struct IrOptions {
     /// When compilation gives up (the front end's time counts too).
     pub deadline: Deadline,
     pub max_states: usize,
-    /// The parser steps one mask may take (see [`crate::matcher::work`]).
+    /// The parser steps one mask may take (see [`crate::tokensets::work`]).
     pub max_mask_steps: u64,
 }
 

@@ -1,6 +1,6 @@
 //! `cg_fill_masks`: the masks of many matchers at once, spread over
 //! threads. The pointer checks are here; the scheduling is safe Rust
-//! ([`fill_batch`]).
+//! (`fill_batch`).
 
 use std::ffi::c_int;
 

@@ -1,5 +1,5 @@
 //! Error codes, the calling thread's last error, and the panic guard
-//! every entry point runs under ([`guard`]): the one place where a Rust
+//! every entry point runs under (`guard`): the one place where a Rust
 //! error or panic becomes a C return value.
 
 use std::cell::RefCell;

@@ -5,7 +5,7 @@
 //! Nothing else lives here. No panic crosses the boundary: each call runs
 //! under `catch_unwind`, and a panic becomes `CG_ERR_INTERNAL` with the panic
 //! message and place in [`cg_last_error`]. Nor does a panic print: the
-//! library never writes to its host's stderr (see [`catch_quietly`]).
+//! library never writes to its host's stderr (see `error::catch_quietly`).
 //!
 //! `include/cgram.h` is generated from this file by cbindgen
 //! (`scripts/gen-header.sh`), so the doc comments below are the C
@@ -15,7 +15,7 @@
 //!
 //! One module per C object ([`vocab`], [`grammar`], [`grammar_cache`],
 //! [`matcher`], [`triggers`], [`batch`]); [`error`] holds the error codes
-//! and the panic guard, [`args`] the argument checks. cbindgen reads the
+//! and the panic guard, `args` the argument checks. cbindgen reads the
 //! modules in that order (`tests/header.rs`), so the header groups its
 //! functions by object.
 

@@ -3,22 +3,19 @@
 //! A [`Matcher`] holds the Earley chart of the output so far (one item set
 //! per byte), the positions where each accepted token ended (for
 //! rollback), and whether end-of-sequence was accepted. Masks are the union
-//! of the cached per-state token sets ([`tokens`]) of the current set's
+//! of the cached per-state token sets ([`crate::tokensets`]) of the current set's
 //! items, plus the tokens that leave a rule mid-token, checked against the
 //! real callers with a [`earley::Walker`].
 
-pub mod context;
-pub mod earley;
 pub mod lazy;
-pub mod tokens;
-pub mod work;
 
 use std::sync::Arc;
 
-use context::{NO_CTX, ROOT_CTX};
-use earley::{Chart, Item, LexemeWalk, Scratch, Walker, NO_ORIGIN};
+use crate::tokensets::context::{NO_CTX, ROOT_CTX};
+use crate::tokensets::earley::{self, Chart, Item, LexemeWalk, Scratch, Walker, NO_ORIGIN};
+use crate::tokensets::work;
+use crate::tokensets::{info_for, TokenList};
 pub use lazy::LazyMatcher;
-use tokens::{info_for, TokenList};
 
 use crate::compile::CompiledGrammar;
 use crate::error::{Error, ErrorKind, Result};
@@ -50,7 +47,7 @@ pub struct Matcher {
     /// without touching shared reference counts, so that matchers on
     /// different threads do not contend. Context ids are position-free, so
     /// entries survive rollbacks and resets.
-    exits: crate::util::hash::FastMap<(u32, u32), Arc<tokens::ExitTokens>>,
+    exits: crate::util::hash::FastMap<(u32, u32), Arc<crate::tokensets::ExitTokens>>,
     /// Number of chart sets after each accepted step.
     step_ends: Vec<u32>,
     /// End-of-sequence was accepted (at this many steps).
@@ -331,12 +328,12 @@ impl Matcher {
             mask.fill(0);
             return Ok(());
         }
-        let mut mask = tokens::MaskFill::new(mask);
+        let mut mask = crate::tokensets::MaskFill::new(mask);
         let pos = (chart.num_sets() - 1) as u32;
         let set = chart.last();
         // Token sets already in the mask: items of one object in many
         // states share their key lexemes' (large) sets.
-        let mut done = tokens::SeenSets::default();
+        let mut done = crate::tokensets::SeenSets::default();
         for it in set {
             // Predicted items are covered by the walks of their predictors.
             if it.origin == pos {
@@ -444,8 +441,8 @@ fn exit_tokens(
     g: &CompiledGrammar,
     chart: &Chart,
     it: Item,
-    info: &Arc<tokens::TokenInfo>,
-) -> tokens::ExitTokens {
+    info: &Arc<crate::tokensets::TokenInfo>,
+) -> crate::tokensets::ExitTokens {
     let mut out = Vec::new();
     let mut shared = None;
     // The rule of `it` finishes mid-token: go on in its real callers.
@@ -454,7 +451,7 @@ fn exit_tokens(
     g.advance_callers(chart.set(it.origin as usize), rule, &mut kernel);
     let mut walker = Walker::new(g, chart);
     if !walker.push_kernel(&kernel) {
-        return tokens::ExitTokens {
+        return crate::tokensets::ExitTokens {
             free: None,
             rest: TokenList::from_ids(out, g.vocab()),
         };
@@ -466,14 +463,14 @@ fn exit_tokens(
             first[k] |= f[k];
         }
     }
-    let mut pw = tokens::PrefixWalk::new(1);
+    let mut pw = crate::tokensets::PrefixWalk::new(1);
     match lexemes_next(g, walker.top()) {
         Some((next, states)) => {
             // Only lexemes read next: what they read before one of them can
             // end is the same in every context; only the rest is walked here.
             // (`first` is what they read.) After a lexeme, the same for
             // every grammar of the vocabulary.
-            let compute = || tokens::free_exits(g.vocab(), info, &first, next);
+            let compute = || crate::tokensets::free_exits(g.vocab(), info, &first, next);
             let free = if g.is_structural(it.state) {
                 g.contexts.free_exits(it.state, &states, compute)
             } else {
@@ -500,7 +497,7 @@ fn exit_tokens(
             }
         }
     }
-    tokens::ExitTokens {
+    crate::tokensets::ExitTokens {
         free: shared,
         rest: TokenList::from_ids(out, g.vocab()),
     }
@@ -536,7 +533,7 @@ fn lexemes_next<'g>(g: &'g CompiledGrammar, set: &[Item]) -> Option<(LexemeWalk<
     Some((walk, states))
 }
 
-/// Where a lexeme read after an exit can end (see [`tokens::FreeExits`]):
+/// Where a lexeme read after an exit can end (see [`crate::tokensets::FreeExits`]):
 /// the real parser reads the bytes of node `node`'s path from `depth` on
 /// (from the walker's first set) and walks the tokens below the node.
 fn walk_below_sync(
@@ -555,7 +552,7 @@ fn walk_below_sync(
     }
     let none: ByteSet = [0; 4];
     let mut exits = Vec::new();
-    let mut dfs = tokens::Dfs::new(trie, &none, out, &mut exits);
+    let mut dfs = crate::tokensets::Dfs::new(trie, &none, out, &mut exits);
     dfs.below(walker, node as usize);
 }
 
@@ -632,18 +629,18 @@ fn context_of(
 fn check_exit(
     g: &CompiledGrammar,
     walker: &mut Walker,
-    pw: &mut tokens::PrefixWalk,
-    exit: &tokens::Exit,
+    pw: &mut crate::tokensets::PrefixWalk,
+    exit: &crate::tokensets::Exit,
     out: &mut Vec<u32>,
 ) {
-    let rem = tokens::exit_remainder(g.vocab(), exit);
+    let rem = crate::tokensets::exit_remainder(g.vocab(), exit);
     if pw.reach(walker, rem).is_err() {
         return;
     }
     // No item here has an unknown caller, so nothing exits: no follow set.
     let none: ByteSet = [0; 4];
     let mut exits = Vec::new();
-    let mut dfs = tokens::Dfs::new(g.vocab().trie(), &none, out, &mut exits);
+    let mut dfs = crate::tokensets::Dfs::new(g.vocab().trie(), &none, out, &mut exits);
     if !exit.below {
         dfs.accept_node_pub(exit.node as usize);
     }

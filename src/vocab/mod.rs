@@ -148,7 +148,7 @@ impl Vocab {
         };
         // Built here rather than by the first mask that needs them, which
         // would take several milliseconds longer than any other.
-        crate::matcher::tokens::prepare_strings(&vocab);
+        crate::tokensets::prepare_strings(&vocab);
         Ok(vocab)
     }
 

@@ -66,9 +66,9 @@ pub struct Counter {
     /// Per byte class: one of its bytes.
     class_reps: Vec<u8>,
     classes: OnceLock<CountClasses>,
-    /// Token sets by canonical state (see `matcher::tokens`), bounded by
+    /// Token sets by canonical state (see `tokensets::cached`), bounded by
     /// [`MAX_COUNTED_INFOS`].
-    pub infos: Mutex<FastMap<u32, std::sync::Arc<crate::matcher::tokens::TokenInfo>>>,
+    pub infos: Mutex<FastMap<u32, std::sync::Arc<crate::tokensets::TokenInfo>>>,
 }
 
 /// Counts grouped by what the next `horizon` code points can tell apart.

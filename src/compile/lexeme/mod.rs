@@ -19,8 +19,8 @@ use regex_syntax::hir::{self, Hir};
 use super::adjacency::Adjacency;
 use crate::error::{Error, Result};
 use crate::ir::{CharClass, Expr};
-use crate::matcher::context::SharedFreeExits;
-use crate::matcher::tokens::{SubtreeWalks, TokenChars, TokenInfo};
+use crate::tokensets::context::SharedFreeExits;
+use crate::tokensets::{SubtreeWalks, TokenChars, TokenInfo};
 use crate::util::byteset::{byteset_insert, ByteSet};
 use crate::util::hash::FastMap;
 use crate::vocab::trie::INSIDE_CHAR;
@@ -65,13 +65,13 @@ pub struct LexemeDfa {
     pub(crate) infos: Box<[OnceLock<Arc<TokenInfo>>]>,
     /// Walks of single first-byte subtrees, shared by the token sets of
     /// every state that reaches the same state on that byte (see
-    /// `matcher::tokens::lexeme_info`).
+    /// `tokensets::lexeme_walk::lexeme_info`).
     pub(crate) pieces: Mutex<SubtreeWalks>,
     /// Per state: the smallest state equivalent to it on every string of at
     /// most the vocabulary's longest token (see [`LexemeDfa::token_class`]).
     token_classes: OnceLock<Option<Vec<u32>>>,
     /// Unique among the lexemes of the process (keys caches shared by
-    /// several lexemes, see `matcher::context::SharedFreeExits`).
+    /// several lexemes, see `tokensets::context::SharedFreeExits`).
     pub id: u64,
     /// The expression counts (a bounded repetition): only then can states
     /// of the minimal DFA look alike to every token (see `token_class`).
@@ -824,7 +824,7 @@ pub struct StringBody {
 /// a long string, see `json_schema::compiler`), with `max` at most the
 /// longest token (and 254), takes token sets derived from those of "any string" by
 /// counting each token's characters once per vocabulary (see
-/// `matcher::tokens::string_tail_info`), instead of walking the trie near
+/// `tokensets::strings::string_tail_info`), instead of walking the trie near
 /// its bound, where few subtrees are read whole (2-10 ms each).
 pub struct StringCounts {
     any: Arc<LexemeDfa>,

@@ -288,7 +288,7 @@ struct Dedup<'a> {
 impl<'a> Dedup<'a> {
     const LINEAR_MAX: usize = 24;
 
-    fn new(seen: &'a mut IntSet) -> Self {
+    pub(crate) fn new(seen: &'a mut IntSet) -> Self {
         Dedup {
             seen,
             hashed: false,

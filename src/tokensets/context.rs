@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use super::tokens::{ExitTokens, FreeExits, TokenInfo};
+use crate::tokensets::{ExitTokens, FreeExits, TokenInfo};
 
 /// The context of the start rule: the end of the output.
 pub const ROOT_CTX: u32 = u32::MAX - 1;
@@ -38,7 +38,7 @@ struct Inner {
     /// Bytes of the exit tokens kept (the free parts not counted).
     exit_bytes: usize,
     /// `(state, lexeme items that read next)` -> the context-free part of
-    /// the exit tokens (see `tokens::free_exits`), for parser-rule states.
+    /// the exit tokens (see `super::free_exits`), for parser-rule states.
     free: FreeMap<(u32, Box<[u32]>)>,
 }
 
@@ -133,7 +133,7 @@ impl Contexts {
 }
 
 /// The context-free exit tokens of lexeme states (see
-/// `tokens::free_exits`), per vocabulary: they depend only on the state's
+/// `super::free_exits`), per vocabulary: they depend only on the state's
 /// token sets and on the lexemes that read next, which grammars share.
 #[derive(Default)]
 pub struct SharedFreeExits {

@@ -1,0 +1,63 @@
+//! Where a state's token sets are looked up and, on first use, computed
+//! and kept ([`info_for`]): per grammar for parser-rule states, per
+//! vocabulary for lexeme states.
+
+use std::sync::Arc;
+
+use super::info::TokenInfo;
+use super::lexeme_walk::lexeme_info;
+use super::parser_walk::structural_info;
+use super::strings::{string_body_info, string_tail_info};
+use crate::compile::lexeme::LexemeDfa;
+use crate::compile::CompiledGrammar;
+use crate::vocab::Vocab;
+
+/// The cached token sets of any state (computed on first use). A parser
+/// state's sets computed when the mask's work budget ran out are partial:
+/// returned, never cached (see [`super::work`]).
+pub fn info_for(g: &CompiledGrammar, state: u32) -> Arc<TokenInfo> {
+    if g.is_structural(state) {
+        let cell = &g.structural_infos[state as usize];
+        if let Some(info) = cell.get() {
+            return info.clone();
+        }
+        let info = Arc::new(structural_info(g, state));
+        if super::work::exhausted() {
+            return info;
+        }
+        cell.get_or_init(|| info).clone()
+    } else {
+        let (dfa, s) = g.lexeme_state(state);
+        lexeme_state_info(g.vocab(), dfa, s)
+    }
+}
+
+/// The cached token sets of state `s` of a lexeme: its own, or those of
+/// the vocabulary's shared string DFAs where they agree.
+pub(crate) fn lexeme_state_info(vocab: &Vocab, dfa: &LexemeDfa, s: u32) -> Arc<TokenInfo> {
+    // States that no token can tell apart share one token set.
+    let s = dfa.token_class(s, vocab.max_token_len());
+    if let Some(counter) = &dfa.counter {
+        if let Some(info) = counter.infos.lock().unwrap().get(&s) {
+            return info.clone();
+        }
+        let info = Arc::new(lexeme_info(vocab, dfa, s));
+        let mut infos = counter.infos.lock().unwrap();
+        if infos.len() < crate::compile::lexeme::counted::MAX_COUNTED_INFOS {
+            dfa.note_learned(info.memory());
+            infos.insert(s, info.clone());
+        }
+        return info;
+    }
+    dfa.infos[s as usize]
+        .get_or_init(|| {
+            string_body_info(vocab, dfa, s)
+                .or_else(|| string_tail_info(vocab, dfa, s))
+                .unwrap_or_else(|| {
+                    let info = lexeme_info(vocab, dfa, s);
+                    dfa.note_learned(info.memory());
+                    Arc::new(info)
+                })
+        })
+        .clone()
+}

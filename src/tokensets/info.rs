@@ -1,0 +1,374 @@
+//! The token sets of one automaton state ([`TokenInfo`]): the tokens it
+//! allows whatever the context (inside), and those that leave its rule
+//! after a prefix (exits), checked against the real callers at mask time.
+
+use std::sync::Arc;
+
+use super::earley::Walker;
+use super::free_exits::FreeExits;
+use super::lexeme_walk::{subtree_walk, DfaWalk};
+use super::strings::TokenChars;
+use super::token_list::{MaskFill, TokenList};
+use crate::compile::lexeme::LexemeDfa;
+use crate::util::byteset::{byteset_contains, ByteSet};
+use crate::vocab::{TokenTrie, Vocab};
+
+/// The exit tokens of a state in one context (see `Matcher::fill_mask`):
+/// the part every context with the same lexemes next shares, and the rest.
+pub struct ExitTokens {
+    pub free: Option<Arc<FreeExits>>,
+    pub rest: TokenList,
+}
+
+impl ExitTokens {
+    /// Sets the tokens' bits in `mask`.
+    pub fn or_into(&self, mask: &mut MaskFill) {
+        if let Some(f) = &self.free {
+            mask.add(&f.tokens);
+        }
+        mask.add(&self.rest);
+    }
+
+    /// Approximate heap bytes of the part not shared.
+    pub fn memory(&self) -> usize {
+        self.rest.memory()
+    }
+}
+
+/// Tokens that leave the walked rule after `depth` bytes: the tokens at
+/// and below trie node `node` (only those strictly below it when `below`),
+/// whose byte `depth` (0-based) is `first` (when `depth` is the node's own
+/// depth, `below` is set and the first bytes are those of its children).
+///
+/// `below` exits come from a lexeme that ends at the node and can read
+/// nothing more (a closing quote, a full chunk): every token longer than
+/// the node's path leaves it there, and one exit stands for all of them
+/// instead of one per child.
+#[derive(Clone, Copy, Debug)]
+pub struct Exit {
+    pub node: u32,
+    pub depth: u16,
+    pub first: u8,
+    pub below: bool,
+}
+
+impl Exit {
+    /// The exit's first byte after the rule is only known per child.
+    fn at_node(&self, trie: &TokenTrie) -> bool {
+        self.below && self.depth == trie.nodes()[self.node as usize].depth
+    }
+}
+
+/// The bytes of `exit`'s tokens read after the rule ended, down to its node
+/// (all its tokens share them).
+pub fn exit_remainder<'v>(vocab: &'v Vocab, exit: &Exit) -> &'v [u8] {
+    &vocab.trie().path(exit.node)[exit.depth as usize..]
+}
+
+/// Feeds exit remainders, in sorted order, to a [`Walker`] whose first
+/// `base` sets stay: a common beginning with the previous remainder is not
+/// read again, and remainders starting with a beginning already known to
+/// fail are refused at once.
+pub struct PrefixWalk {
+    base: usize,
+    /// Bytes read above the base, and whether the walked rule can end after
+    /// each.
+    read: Vec<u8>,
+    exited: Vec<bool>,
+    /// A beginning that cannot be read.
+    dead: Option<Vec<u8>>,
+}
+
+impl PrefixWalk {
+    pub fn new(base: usize) -> PrefixWalk {
+        PrefixWalk {
+            base,
+            read: Vec::new(),
+            exited: Vec::new(),
+            dead: None,
+        }
+    }
+
+    /// Reads `rem`. `Ok(())`: the walker is right after it; `Err(k)`: only
+    /// its first `k` bytes can be read.
+    pub fn reach(&mut self, walker: &mut Walker, rem: &[u8]) -> Result<(), usize> {
+        if let Some(d) = &self.dead {
+            if rem.starts_with(d) {
+                return Err(d.len() - 1);
+            }
+        }
+        let lcp = self
+            .read
+            .iter()
+            .zip(rem)
+            .take_while(|(a, b)| a == b)
+            .count();
+        walker.truncate(self.base + lcp);
+        self.read.truncate(lcp);
+        self.exited.truncate(lcp);
+        for &b in &rem[lcp..] {
+            if !walker.push_byte(b) {
+                let mut d = self.read.clone();
+                d.push(b);
+                self.dead = Some(d);
+                return Err(self.read.len());
+            }
+            self.read.push(b);
+            self.exited.push(walker.top_exited());
+        }
+        Ok(())
+    }
+
+    /// Whether the walked rule can end after each of the first bytes read.
+    pub fn exited(&self) -> &[bool] {
+        &self.exited
+    }
+}
+
+/// The token sets of one automaton state.
+pub struct TokenInfo {
+    pub inside: TokenList,
+    /// Lexeme token sets whose inside tokens are inside this state too (the
+    /// lexemes this parser-rule state can start right away): kept by
+    /// reference so that each big set is stored once per vocabulary.
+    pub shared: Vec<Arc<TokenInfo>>,
+    /// Sorted by `first`, then the exits at their node's depth (see
+    /// [`Exit`]), from `at_node`.
+    pub exits: Box<[Exit]>,
+    /// `(first byte, index of its first exit)`, ascending, before
+    /// `at_node`.
+    pub exit_runs: Box<[(u8, u32)]>,
+    at_node: u32,
+}
+
+impl TokenInfo {
+    pub(crate) fn new(inside: TokenList, mut exits: Vec<Exit>, vocab: &Vocab) -> TokenInfo {
+        // By first byte, then by (the first 8 of) the bytes read after the
+        // rule, so that exits with a common beginning are walked together
+        // (the order only saves work: any order gives the same tokens);
+        // exits at their node, whose first byte is per child, last.
+        let trie = vocab.trie();
+        exits.sort_by_cached_key(|e| {
+            if e.at_node(trie) {
+                return (1, 0, e.node as u64);
+            }
+            let rem = exit_remainder(vocab, e);
+            let mut key = [0u8; 8];
+            let n = rem.len().min(8);
+            key[..n].copy_from_slice(&rem[..n]);
+            (0, e.first, u64::from_be_bytes(key))
+        });
+        let at_node = exits.partition_point(|e| !e.at_node(trie));
+        TokenInfo::from_sorted(inside, exits, at_node)
+    }
+
+    /// `exits` sorted as [`TokenInfo::new`] sorts them, those at their node
+    /// from `at_node`.
+    fn from_sorted(inside: TokenList, exits: Vec<Exit>, at_node: usize) -> TokenInfo {
+        let mut runs: Vec<(u8, u32)> = Vec::new();
+        for (i, e) in exits[..at_node].iter().enumerate() {
+            if runs.last().map(|r| r.0) != Some(e.first) {
+                runs.push((e.first, i as u32));
+            }
+        }
+        TokenInfo {
+            inside,
+            shared: Vec::new(),
+            exits: exits.into_boxed_slice(),
+            exit_runs: runs.into_boxed_slice(),
+            at_node: at_node as u32,
+        }
+    }
+
+    /// The token sets of a state that reads what this one (inside "any
+    /// string") reads but between `min` and `max` characters before its
+    /// closing quote: the tokens with more characters before it go, and
+    /// those with a quote after fewer, inside and exits (an exit's tokens
+    /// share their bytes up to its node, where the quote is).
+    pub(crate) fn within_chars(
+        &self,
+        vocab: &Vocab,
+        chars: &TokenChars,
+        min: usize,
+        max: usize,
+    ) -> TokenInfo {
+        let mut words = vec![0u32; vocab.mask_words()];
+        self.or_inside_into(&mut words);
+        chars.clear_outside(&mut words, min, max);
+        let trie = vocab.trie();
+        let keep = |e: &Exit| {
+            let r = trie.subtree_tokens(e.node);
+            let id = trie.token_ids()[r.end as usize - 1];
+            (min..=max).contains(&(chars.before_quote[id as usize] as usize))
+        };
+        let exits: Vec<Exit> = self.exits.iter().filter(|e| keep(e)).copied().collect();
+        let at_node = self.exits[..self.at_node as usize]
+            .iter()
+            .filter(|e| keep(e))
+            .count();
+        TokenInfo::from_sorted(TokenList::Dense(words.into_boxed_slice()), exits, at_node)
+    }
+
+    /// The token sets of a state that reads exactly `left` more
+    /// characters of a string (no quote) and then ends, from those of
+    /// "any string" (`self`): inside are its inside tokens without a
+    /// closing quote and with at most `left` characters; every token
+    /// longer than `left` whole characters leaves it there, so its exits
+    /// are the trie nodes spelling `left` characters (`nodes`), all below.
+    pub(crate) fn exactly_chars(
+        &self,
+        vocab: &Vocab,
+        chars: &TokenChars,
+        left: usize,
+        nodes: &[u32],
+    ) -> TokenInfo {
+        let mut words = vec![0u32; vocab.mask_words()];
+        self.or_inside_into(&mut words);
+        for (w, &closed) in words.iter_mut().zip(chars.closed.iter()) {
+            *w &= !closed;
+        }
+        chars.clear_outside(&mut words, 0, left);
+        let trie = vocab.trie();
+        let exits = nodes
+            .iter()
+            .map(|&node| Exit {
+                node,
+                depth: trie.nodes()[node as usize].depth,
+                first: 0,
+                below: true,
+            })
+            .collect();
+        TokenInfo::from_sorted(TokenList::Dense(words.into_boxed_slice()), exits, 0)
+    }
+
+    /// The token sets of a counted string (`self`, see
+    /// [`TokenInfo::within_chars`]) in a lexeme that goes on from state
+    /// `after_quote` of `dfa` after the closing quote: the tokens that
+    /// leave the string at its quote (its exits, all below a quote node)
+    /// are read on by the lexeme, a walk below each quote node (few tokens
+    /// go on after a quote).
+    pub(crate) fn then_reading(
+        self,
+        vocab: &Vocab,
+        dfa: &LexemeDfa,
+        after_quote: u32,
+    ) -> TokenInfo {
+        let trie = vocab.trie();
+        let mut words = vec![0u32; vocab.mask_words()];
+        self.inside.or_into(&mut words);
+        let mut walk = DfaWalk::new(vocab, dfa);
+        let mut exits = Vec::new();
+        for e in self.exits.iter() {
+            debug_assert!(e.at_node(trie), "an exit of a string not at its quote");
+            let piece = subtree_walk(&mut walk, e.node as usize, after_quote);
+            for &(lo, hi) in piece.ranges.iter() {
+                for &id in &trie.token_ids()[lo as usize..hi as usize] {
+                    words[id as usize >> 5] |= 1 << (id & 31);
+                }
+            }
+            exits.extend_from_slice(&piece.exits);
+        }
+        TokenInfo::new(TokenList::Dense(words.into_boxed_slice()), exits, vocab)
+    }
+
+    /// The exits whose first byte after the rule is in `allowed`, but for
+    /// the exits at their node (see [`TokenInfo::exits_at_node`]).
+    pub fn exits_starting_with<'a>(
+        &'a self,
+        allowed: &'a ByteSet,
+    ) -> impl Iterator<Item = &'a Exit> + 'a {
+        let at_node = self.at_node as usize;
+        self.exit_runs
+            .iter()
+            .enumerate()
+            .filter(move |(_, (b, _))| byteset_contains(allowed, *b))
+            .flat_map(move |(k, &(_, start))| {
+                let end = self.exit_runs.get(k + 1).map_or(at_node, |r| r.1 as usize);
+                self.exits[start as usize..end].iter()
+            })
+    }
+
+    /// The exits at their node's depth (see [`Exit`]): every child of the
+    /// node leaves the rule, whatever its byte.
+    pub fn exits_at_node(&self) -> &[Exit] {
+        &self.exits[self.at_node as usize..]
+    }
+
+    /// Every exit whose first byte after the rule is in `allowed`, those at
+    /// their node split into one per child (`(child, depth)`), grouped by
+    /// that byte: walks with a parser read the byte after the rule once
+    /// for all the exits that share it (see [`PrefixWalk`]).
+    pub fn exits_by_child(&self, trie: &TokenTrie, allowed: &ByteSet) -> Vec<Exit> {
+        let mut out: Vec<Exit> = self.exits_starting_with(allowed).copied().collect();
+        let from = out.len();
+        let nodes = trie.nodes();
+        for x in self.exits_at_node() {
+            let end = nodes[x.node as usize].subtree_end as usize;
+            let mut c = x.node as usize + 1;
+            while c < end {
+                let b = nodes[c].byte;
+                if byteset_contains(allowed, b) {
+                    out.push(Exit {
+                        node: c as u32,
+                        depth: x.depth,
+                        first: b,
+                        below: false,
+                    });
+                }
+                c = nodes[c].subtree_end as usize;
+            }
+        }
+        out[from..].sort_by_key(|e| e.first);
+        out
+    }
+
+    pub fn memory(&self) -> usize {
+        self.inside.memory()
+            + self.exits.len() * 8
+            + self.exit_runs.len() * 8
+            + self.shared.len() * 8
+    }
+
+    /// Sets the bits of every inside token (own and shared) in `mask`,
+    /// but for the token sets `seen` lists (and lists those it sets).
+    pub fn or_inside_once(&self, mask: &mut MaskFill, seen: &mut SeenSets) {
+        if seen.insert(self) {
+            mask.add(&self.inside);
+            for s in &self.shared {
+                s.or_inside_once(mask, seen);
+            }
+        }
+    }
+
+    /// Sets the bits of every inside token (own and shared) in `mask`.
+    pub fn or_inside_into(&self, mask: &mut [u32]) {
+        self.inside.or_into(mask);
+        for s in &self.shared {
+            s.inside.or_into(mask);
+        }
+    }
+}
+
+/// Token sets (by address) already set in a mask.
+#[derive(Default)]
+pub struct SeenSets {
+    list: Vec<*const TokenInfo>,
+    /// Past a few dozen sets (an object's states in one chart set).
+    set: crate::util::hash::FastSet<*const TokenInfo>,
+}
+
+impl SeenSets {
+    /// Whether `info` was not listed yet; lists it.
+    fn insert(&mut self, info: &TokenInfo) -> bool {
+        let p: *const TokenInfo = info;
+        if self.list.len() < 32 {
+            if self.list.contains(&p) {
+                return false;
+            }
+            self.list.push(p);
+            true
+        } else {
+            !self.list.contains(&p) && self.set.insert(p)
+        }
+    }
+}

@@ -1,0 +1,333 @@
+//! The token sets of lexeme states, walked with the DFA alone
+//! ([`lexeme_info`]): whole trie subtrees a state reads at once, and the
+//! walks of single first-byte subtrees ([`SubtreeWalks`]) that many states
+//! of a lexeme share.
+
+use std::sync::Arc;
+
+use super::info::{Exit, TokenInfo};
+use super::token_list::TokenList;
+use crate::compile::lexeme::{LexemeDfa, DEAD};
+use crate::util::hash::FastMap;
+use crate::vocab::trie::{byte_group, INSIDE_CHAR};
+use crate::vocab::{TokenTrie, Vocab};
+
+/// One subtree of the trie walked from one DFA state, its node read into
+/// that state with nothing to exit above it (a first byte, see
+/// [`lexeme_info`]; a node inside "any other string"; a closing quote):
+/// its accepted tokens as trie-order ranges, and its exits.
+pub struct SubtreeWalk {
+    pub(crate) ranges: Box<[(u32, u32)]>,
+    pub(crate) exits: Box<[Exit]>,
+}
+
+impl SubtreeWalk {
+    /// Approximate heap bytes, with its place in [`SubtreeWalks`].
+    fn memory(&self) -> usize {
+        self.ranges.len() * 8 + self.exits.len() * std::mem::size_of::<Exit>() + 64
+    }
+}
+
+/// A lexeme's [`SubtreeWalk`]s, keyed by (token class of the state its node
+/// is read into, trie node of the subtree).
+#[derive(Default)]
+pub struct SubtreeWalks {
+    map: FastMap<(u32, u32), Arc<SubtreeWalk>>,
+    /// Ranges and exits stored so far.
+    entries: usize,
+}
+
+/// Most ranges and exits one lexeme keeps in [`SubtreeWalks`]; beyond it,
+/// new walks are used once and dropped.
+const SUBTREE_WALKS_MAX_ENTRIES: usize = 1 << 22;
+
+/// Depth-first walk of trie nodes with a lexeme DFA alone.
+pub(crate) struct DfaWalk<'a> {
+    trie: &'a TokenTrie,
+    dfa: &'a LexemeDfa,
+    /// DFA state after the byte at each depth of the current path.
+    stack: Vec<u32>,
+    /// The byte at each depth of the current path.
+    path: Vec<u8>,
+    /// Depths of the current path after which the lexeme could end.
+    pending: Vec<u16>,
+    /// Per depth: the groups (bytes, characters) whose subtrees the nodes
+    /// there are read whole with: what their parent's state reads (see
+    /// [`SafeGroups`]) up to the height of the parent's subtree, so that a
+    /// child's subtree, no taller, is read whole without a step of the DFA
+    /// (by characters only where the parent ends a character, else 0).
+    child_groups: Vec<(u64, u64)>,
+    /// Accepted tokens, trie-order ranges.
+    ranges: Vec<(u32, u32)>,
+    exits: Vec<Exit>,
+    /// Where the DFA is inside "any other string", if it can be.
+    body: Option<SharedBody<'a>>,
+}
+
+/// The states of a walk's DFA equal to states of the vocabulary's
+/// [`StringBody`] (inside "any other string", as a key that leaves every
+/// listed name is): below them, the walk takes that DFA's walks (shared by
+/// every lexeme).
+struct SharedBody<'a> {
+    /// Per state of the walk's DFA, the equal state of "any string" (see
+    /// [`LexemeDfa::string_body_states`]), or [`DEAD`].
+    like: &'a [u32],
+    /// A walk of "any string".
+    walk: Box<DfaWalk<'a>>,
+}
+
+impl SharedBody<'_> {
+    /// The state of "any string" equal to `t`, or [`DEAD`].
+    #[inline]
+    fn like(&self, t: u32) -> u32 {
+        self.like[t as usize]
+    }
+}
+
+impl<'a> DfaWalk<'a> {
+    pub(crate) fn new(vocab: &'a Vocab, dfa: &'a LexemeDfa) -> DfaWalk<'a> {
+        let max = vocab.max_token_len() + 2;
+        let body = vocab.lexemes.string_body().and_then(|b| {
+            let like = dfa.string_body_states(b);
+            like.iter().any(|&t| t != DEAD).then(|| SharedBody {
+                like,
+                walk: Box::new(DfaWalk::new(vocab, &b.dfa)),
+            })
+        });
+        DfaWalk {
+            trie: vocab.trie(),
+            dfa,
+            stack: vec![DEAD; max],
+            path: vec![0; max],
+            pending: Vec::new(),
+            child_groups: vec![(0, 0); max + 1],
+            ranges: Vec::new(),
+            exits: Vec::new(),
+            body,
+        }
+    }
+
+    /// The walk of the subtree of node `i` read into state `t`, shared
+    /// with "any string" where `t` is inside it.
+    fn piece(&mut self, i: usize, t: u32) -> Arc<SubtreeWalk> {
+        match &mut self.body {
+            Some(b) if b.like(t) != DEAD => {
+                let any = b.like(t);
+                subtree_walk(&mut b.walk, i, any)
+            }
+            _ => subtree_walk(self, i, t),
+        }
+    }
+
+    fn add_range(&mut self, lo: u32, hi: u32) {
+        if lo < hi {
+            match self.ranges.last_mut() {
+                Some(r) if r.1 == lo => r.1 = hi,
+                _ => self.ranges.push((lo, hi)),
+            }
+        }
+    }
+
+    /// Node `i` read into DFA state `t` (not dead): takes its subtree whole
+    /// when every string below can be read from `t`, else its own tokens.
+    /// Returns whether the walk must go on below `i`.
+    #[inline(always)]
+    fn enter(&mut self, i: usize, t: u32) -> bool {
+        let nodes = self.trie.nodes();
+        let n = nodes[i];
+        if i + 1 == n.subtree_end as usize {
+            // A leaf: its tokens are read, and nothing is below.
+            self.add_range(n.tok_start, nodes[i + 1].tok_start);
+            return false;
+        }
+        // What `t` reads at this subtree's heights serves both the
+        // whole-subtree test and the children's (see `child_groups`); by
+        // characters only where bytes do not tell (a subtree with
+        // multi-byte characters).
+        let trie = self.trie;
+        let bytes = self.dfa.safe_bytes(trie, t, trie.height_below(i as u32));
+        let whole =
+            |this: &mut Self| this.add_range(n.tok_start, nodes[n.subtree_end as usize].tok_start);
+        if trie.groups_below(i as u32) & !bytes == 0 {
+            whole(self);
+            return false;
+        }
+        let below = trie.char_groups_below(i as u32);
+        let chars = if below & INSIDE_CHAR != 0 {
+            0
+        } else {
+            self.dfa
+                .safe_chars(trie, t, trie.char_height_below(i as u32))
+                & !INSIDE_CHAR
+        };
+        if below & INSIDE_CHAR == 0 && below & !chars == 0 {
+            whole(self);
+            return false;
+        }
+        if self.pending.is_empty() && self.body.as_ref().is_some_and(|b| b.like(t) != DEAD) {
+            // Nothing exits above: the subtree is "any string"'s.
+            let piece = self.piece(i, t);
+            for &(lo, hi) in piece.ranges.iter() {
+                self.add_range(lo, hi);
+            }
+            self.exits.extend_from_slice(&piece.exits);
+            return false;
+        }
+        self.add_range(n.tok_start, nodes[i + 1].tok_start);
+        let d = n.depth as usize;
+        if self.dfa.is_final_state(t) && self.dfa.first_bytes_of(t) == [0; 4] {
+            // The lexeme ends here and reads nothing more: every token
+            // below leaves it, here or where it could end before.
+            if i + 1 < n.subtree_end as usize {
+                for k in 0..=self.pending.len() {
+                    let pd = self.pending.get(k).map_or(d, |&p| p as usize);
+                    self.exits.push(Exit {
+                        node: i as u32,
+                        depth: pd as u16,
+                        first: if pd < d { self.path[pd + 1] } else { 0 },
+                        below: true,
+                    });
+                }
+            }
+            return false;
+        }
+        self.child_groups[d + 1] = (bytes, chars);
+        self.stack[d] = t;
+        if self.dfa.is_final_state(t) {
+            self.pending.push(d as u16);
+        }
+        true
+    }
+
+    /// Node `i` (at depth `d`) and its subtree are read whole by what its
+    /// parent's state reads (see `child_groups`): an ASCII
+    /// byte whose group, and the groups below, are all safe.
+    #[inline]
+    fn read_whole_by_parent(&self, i: usize, d: usize) -> bool {
+        let (bytes, chars) = self.child_groups[d];
+        let node = self.trie.nodes()[i];
+        if node.byte >= 0x80 {
+            return false;
+        }
+        let own = 1u64 << byte_group(node.byte);
+        let below = i as u32;
+        (own | self.trie.groups_below(below)) & !bytes == 0
+            || (own | self.trie.char_groups_below(below)) & !chars == 0
+    }
+
+    /// Walks nodes `first..end`, where `stack` holds the states of the path
+    /// above `first`.
+    fn walk(&mut self, first: usize, end: usize) {
+        let nodes = self.trie.nodes();
+        let mut i = first;
+        while i < end {
+            let n = nodes[i];
+            let d = n.depth as usize;
+            while self.pending.last().is_some_and(|&p| p as usize >= d) {
+                self.pending.pop();
+            }
+            self.path[d] = n.byte;
+            if self.read_whole_by_parent(i, d) {
+                self.add_range(n.tok_start, nodes[n.subtree_end as usize].tok_start);
+                i = n.subtree_end as usize;
+                continue;
+            }
+            let t = self.dfa.next(self.stack[d - 1], n.byte);
+            if t != DEAD {
+                if self.enter(i, t) {
+                    i += 1;
+                } else {
+                    i = n.subtree_end as usize;
+                }
+            } else {
+                for &pd in &self.pending {
+                    self.exits.push(Exit {
+                        node: i as u32,
+                        depth: pd,
+                        first: self.path[pd as usize + 1],
+                        below: false,
+                    });
+                }
+                i = n.subtree_end as usize;
+            }
+        }
+    }
+
+    /// The walk of the subtree of node `i`, read into state `t`, where the
+    /// lexeme could not end before the node (see [`SubtreeWalk`]).
+    fn subtree(&mut self, i: usize, t: u32) -> SubtreeWalk {
+        self.ranges.clear();
+        self.exits.clear();
+        self.pending.clear();
+        let n = self.trie.nodes()[i];
+        self.path[n.depth as usize] = n.byte;
+        if self.enter(i, t) {
+            self.walk(i + 1, n.subtree_end as usize);
+        }
+        SubtreeWalk {
+            ranges: std::mem::take(&mut self.ranges).into_boxed_slice(),
+            exits: std::mem::take(&mut self.exits).into_boxed_slice(),
+        }
+    }
+}
+
+/// Token sets of DFA state `state` of a lexeme.
+///
+/// The same walk as [`super::trie_walk::walk_trie`], specialised to a DFA: a
+/// subtree whose strings can all be read is taken whole (see
+/// [`crate::compile::lexeme::SafeGroups`]), and
+/// accepted tokens are collected as trie-order ranges. Exits are kept
+/// whatever their first byte (users filter them with
+/// [`TokenInfo::exits_starting_with`]), so the result depends on the
+/// lexeme alone and every grammar of the vocabulary shares it.
+///
+/// Each first-byte subtree depends only on the state reached on its byte
+/// (tokens that start after the lexeme ends are not exits here: the
+/// lexeme's callers, in the same chart set, cover them): those walks are
+/// kept per lexeme and reused. Many states of a lexeme reach the same few
+/// states on most bytes (a key that no listed name continues is read by
+/// one "any other string" state), so a new state costs a lookup per first
+/// byte instead of a walk of the whole trie.
+pub fn lexeme_info(vocab: &Vocab, dfa: &LexemeDfa, state: u32) -> TokenInfo {
+    let trie = vocab.trie();
+    let nodes = trie.nodes();
+    // (Subtrees inside "any other string" take that DFA's walks.)
+    let mut walk = DfaWalk::new(vocab, dfa);
+    let mut ranges: Vec<(u32, u32)> = Vec::new();
+    let mut exits = Vec::new();
+    let mut i = 0;
+    while i < trie.root_end() as usize {
+        let n = nodes[i];
+        let t = dfa.next(state, n.byte);
+        if t != DEAD {
+            let piece = walk.piece(i, t);
+            for &(lo, hi) in piece.ranges.iter() {
+                match ranges.last_mut() {
+                    Some(r) if r.1 == lo => r.1 = hi,
+                    _ => ranges.push((lo, hi)),
+                }
+            }
+            exits.extend_from_slice(&piece.exits);
+        }
+        i = n.subtree_end as usize;
+    }
+    TokenInfo::new(TokenList::from_trie_ranges(&ranges, vocab), exits, vocab)
+}
+
+/// The walk of the subtree of node `i` read into state `t` of `walk`'s
+/// DFA (see [`DfaWalk::subtree`]), kept in the DFA's [`SubtreeWalks`].
+pub(crate) fn subtree_walk(walk: &mut DfaWalk, i: usize, t: u32) -> Arc<SubtreeWalk> {
+    let dfa = walk.dfa;
+    let key = (dfa.token_class(t, walk.trie.max_len()), i as u32);
+    let known = dfa.pieces.lock().unwrap().map.get(&key).cloned();
+    known.unwrap_or_else(|| {
+        let p = Arc::new(walk.subtree(i, t));
+        let mut pieces = dfa.pieces.lock().unwrap();
+        if pieces.entries < SUBTREE_WALKS_MAX_ENTRIES {
+            pieces.entries += p.ranges.len() + p.exits.len();
+            pieces.map.insert(key, p.clone());
+            dfa.note_learned(p.memory());
+        }
+        p
+    })
+}

@@ -1,0 +1,139 @@
+//! The token sets of parser-rule states ([`structural_info`]), walked
+//! with the Earley walker; once only lexeme items are left, their DFAs go
+//! on alone.
+
+use super::cached::info_for;
+use super::earley::{Chart, Item, Walker, CTX_ORIGIN};
+use super::info::{exit_remainder, Exit, PrefixWalk, TokenInfo};
+use super::token_list::TokenList;
+use super::trie_walk::{walk_trie, Dfs};
+use crate::compile::CompiledGrammar;
+use crate::util::byteset::ByteSet;
+use crate::vocab::Vocab;
+
+/// Token sets of parser-rule state `state`.
+///
+/// The lexemes the state can start right away are not walked here: their
+/// (per-vocabulary) token sets are included by reference, and only their
+/// exits (tokens that finish the lexeme and go on in this rule) are walked,
+/// from the set reached after the lexeme.
+pub fn structural_info(g: &CompiledGrammar, state: u32) -> TokenInfo {
+    let empty = Chart::new();
+    let mut walker = Walker::new(g, &empty);
+    let started = walker.push_kernel(&[Item {
+        state,
+        origin: CTX_ORIGIN,
+    }]);
+    if !started {
+        // Only an exhausted work budget stops a one-item kernel: the mask
+        // fails, and this (empty, partial) info is not cached.
+        return TokenInfo::new(
+            TokenList::from_ids(Vec::new(), g.vocab()),
+            Vec::new(),
+            g.vocab(),
+        );
+    }
+    let set0: Vec<Item> = walker.top().to_vec();
+    let (lexemes, rest): (Vec<Item>, Vec<Item>) = set0
+        .iter()
+        .partition(|it| !g.is_structural(it.state) && it.origin == 0);
+    walker.replace_top(&rest);
+    let follow = g.rules[g.rule_of(state) as usize].follow;
+    let trie = g.vocab().trie();
+    let mut inside = Vec::new();
+    let mut exits = Vec::new();
+    walk_trie(trie, &mut walker, &follow, &mut inside, &mut exits);
+    let mut shared = Vec::new();
+    for li in &lexemes {
+        let info = info_for(g, li.state);
+        if !info.exits.is_empty() {
+            // The set right after the lexeme ends: its callers in set 0,
+            // advanced.
+            let rule = g.rule_of(li.state);
+            let mut kernel = Vec::new();
+            g.advance_callers(&set0, rule, &mut kernel);
+            walker.truncate(1);
+            walker.replace_top(&set0);
+            if walker.push_kernel(&kernel) {
+                let mut first: ByteSet = [0; 4];
+                for x in walker.top() {
+                    let f = g.direct_first(x.state);
+                    for k in 0..4 {
+                        first[k] |= f[k];
+                    }
+                }
+                let after = walker.top_exited();
+                if after {
+                    // This rule can end with the lexeme: whatever may follow
+                    // the rule may come next.
+                    for k in 0..4 {
+                        first[k] |= follow[k];
+                    }
+                }
+                let mut dfs = Dfs::new(trie, &follow, &mut inside, &mut exits);
+                let mut pw = PrefixWalk::new(2);
+                for exit in &info.exits_by_child(trie, &first) {
+                    remainder(&mut dfs, g.vocab(), &mut walker, &mut pw, exit, after);
+                }
+            }
+        }
+        // Small sets are copied in (one list is faster to apply than
+        // several); big ones stay shared.
+        match &info.inside {
+            TokenList::Sparse(ids) => inside.extend_from_slice(ids),
+            TokenList::Dense(_) => shared.push(info.clone()),
+        }
+        for s in &info.shared {
+            shared.push(s.clone());
+        }
+    }
+    let mut info = TokenInfo::new(TokenList::from_ids(inside, g.vocab()), exits, g.vocab());
+    info.shared = shared;
+    info
+}
+
+/// Walks the tokens of a lexeme's `exit` from the set right after the
+/// lexeme (the walker's set 1; `exited`: the walked rule can end there),
+/// adding what is inside and what exits the walked rule to `dfs`.
+fn remainder(
+    dfs: &mut Dfs,
+    vocab: &Vocab,
+    walker: &mut Walker,
+    pw: &mut PrefixWalk,
+    exit: &Exit,
+    exited: bool,
+) {
+    let trie = dfs.trie;
+    let c = exit.node as usize;
+    let d = exit.depth as usize;
+    let rem = exit_remainder(vocab, exit);
+    for (k, &b) in rem.iter().enumerate() {
+        dfs.set_path(d + 1 + k, b);
+    }
+    let reached = pw.reach(walker, rem);
+    let readable = match reached {
+        Ok(()) => rem.len(),
+        Err(k) => k,
+    };
+    dfs.pending.clear();
+    if exited {
+        dfs.pending.push(d as u16);
+    }
+    for (k, &e) in pw.exited()[..readable].iter().enumerate() {
+        if e {
+            dfs.pending.push((d + 1 + k) as u16);
+        }
+    }
+    if reached.is_err() {
+        dfs.pruned(c, exit.below);
+        return;
+    }
+    // Node c itself is read: its tokens are inside (unless the exit is for
+    // the tokens below it only).
+    if !exit.below {
+        let r = trie.tokens_at(c as u32);
+        dfs.inside
+            .extend_from_slice(&trie.token_ids()[r.start as usize..r.end as usize]);
+    }
+    dfs.below(walker, c);
+}

@@ -1,0 +1,241 @@
+//! Shortcuts for JSON strings, the most common lexeme: states of "any
+//! other string" share the vocabulary's token sets, counted strings near
+//! their bound share them by how many characters are left, and
+//! [`TokenChars`] knows how many characters each token adds.
+
+use std::sync::Arc;
+
+use super::info::TokenInfo;
+use super::lexeme_walk::lexeme_info;
+use crate::compile::lexeme::{CountedString, LexemeDfa, StringCounts, DEAD};
+use crate::vocab::{TokenTrie, Vocab};
+
+/// The token sets of a state inside "any other string", shared through the
+/// vocabulary's [`StringBody`] (`None` if `state` is not such a state).
+pub(crate) fn string_body_info(
+    vocab: &Vocab,
+    dfa: &LexemeDfa,
+    state: u32,
+) -> Option<Arc<TokenInfo>> {
+    let body = vocab.lexemes.string_body()?;
+    if dfa.string_body_state(body) != state {
+        return None;
+    }
+    any_string_info(vocab).cloned()
+}
+
+/// The token sets of [`StringBody`]'s state.
+fn any_string_info(vocab: &Vocab) -> Option<&Arc<TokenInfo>> {
+    let body = vocab.lexemes.string_body()?;
+    let (any, s) = (&body.dfa, body.state);
+    Some(any.infos[s as usize].get_or_init(|| Arc::new(lexeme_info(vocab, any, s))))
+}
+
+/// The token sets of a counted JSON string's state near its bound (or of
+/// a chunk's), shared through the vocabulary's [`StringCounts`] (`None` if
+/// `state` is not such a state).
+pub(crate) fn string_tail_info(
+    vocab: &Vocab,
+    dfa: &LexemeDfa,
+    state: u32,
+) -> Option<Arc<TokenInfo>> {
+    if dfa.counter.is_some() || dfa.is_final[state as usize] {
+        return None;
+    }
+    let counts = vocab.lexemes.string_counts()?;
+    let lang = counted_language(vocab, dfa, state)?;
+    let after_quote = counts.accepts_counted(dfa, state, lang)?;
+    // Where the string ends the lexeme, the token sets are the count's
+    // alone, shared by every lexeme.
+    let ends = after_quote == DEAD
+        || (dfa.is_final[after_quote as usize] && dfa.first_bytes[after_quote as usize] == [0; 4]);
+    let key = (lang, (!ends).then_some((dfa.id, after_quote)));
+    if let Some(info) = counts.infos.lock().unwrap().get(&key) {
+        return Some(info.clone());
+    }
+    // "Any string" counted: its token sets, less the tokens holding too
+    // many (or too few) characters.
+    let body = any_string_info(vocab)?;
+    let (min, max) = (lang.min as usize, lang.max as usize);
+    let info = Arc::new(if !lang.closed {
+        body.exactly_chars(vocab, &counts.chars, max, &counts.nodes_by_chars[max])
+    } else if ends {
+        body.within_chars(vocab, &counts.chars, min, max)
+    } else {
+        body.within_chars(vocab, &counts.chars, min, max)
+            .then_reading(vocab, dfa, after_quote)
+    });
+    let mut infos = counts.infos.lock().unwrap();
+    if infos.len() >= MAX_COUNTED_INFOS {
+        infos.clear();
+    }
+    infos.insert(key, info.clone());
+    Some(info)
+}
+
+/// Most token sets [`StringCounts`] keeps.
+pub(crate) const MAX_COUNTED_INFOS: usize = 1024;
+
+/// Most characters a [`CountedString`] counts: [`TokenChars`] saturate at
+/// 255, so every count compared with them stays below.
+const MAX_COUNTED_CHARS: usize = 254;
+
+/// The longest count [`StringCounts`] handles: the longest token, or
+/// [`MAX_COUNTED_CHARS`].
+fn counted_horizon(vocab: &Vocab) -> usize {
+    vocab.max_token_len().min(MAX_COUNTED_CHARS)
+}
+
+/// The [`CountedString`] that `state` would accept, from the runs of a
+/// plain character it reads (unchecked; `None` if its count reaches past
+/// [`counted_horizon`]).
+fn counted_language(vocab: &Vocab, dfa: &LexemeDfa, state: u32) -> Option<CountedString> {
+    let horizon = counted_horizon(vocab);
+    let max = dfa.run_length(state, b'a', horizon + 1);
+    if max > horizon {
+        return None;
+    }
+    let mut s = state;
+    for read in 0..=max {
+        // The lexeme can end at the quote (and may read more after it, see
+        // `StringCounts::accepts_counted`). Lexemes that must read more
+        // (a key and its colon) are not looked at: checking their states
+        // cost the typical mask more than it saved.
+        let quote = dfa.next(s, b'"');
+        if quote != DEAD && dfa.is_final[quote as usize] {
+            return Some(CountedString {
+                min: read as u16,
+                max: max as u16,
+                closed: true,
+            });
+        }
+        if read < max {
+            s = dfa.next(s, b'a');
+        }
+    }
+    dfa.is_final[s as usize].then_some(CountedString {
+        min: max as u16,
+        max: max as u16,
+        closed: false,
+    })
+}
+
+/// Builds the vocabulary's token sets and tables that JSON strings share
+/// ("any string" and [`StringCounts`]); each takes a walk of the whole
+/// trie or of every token.
+pub fn prepare_strings(vocab: &Vocab) {
+    if any_string_info(vocab).is_none() {
+        return;
+    }
+    vocab.lexemes.prepare_string_counts(|counts| {
+        let horizon = counted_horizon(vocab);
+        let exact = CountedString {
+            min: horizon as u16,
+            max: horizon as u16,
+            closed: false,
+        };
+        let nodes = nodes_by_chars(vocab.trie(), counts, exact);
+        (TokenChars::new(vocab), nodes)
+    });
+}
+
+/// Each token's characters as read from a character boundary inside a
+/// JSON string: an escape is one character, and so is a character the
+/// token only begins.
+#[derive(Default)]
+pub struct TokenChars {
+    /// Characters before the first closing quote (all of them without
+    /// one), at most 255 (more count as 255).
+    pub before_quote: Box<[u8]>,
+    /// One bit per token id (as a mask): the token holds a closing quote.
+    pub closed: Box<[u32]>,
+}
+
+impl TokenChars {
+    pub(crate) fn new(vocab: &Vocab) -> TokenChars {
+        let mut closed = vec![0u32; vocab.mask_words()];
+        let before_quote = (0..vocab.len() as u32)
+            .map(|id| {
+                let (n, quote) = chars_before_quote(vocab.token_bytes(id));
+                if quote {
+                    closed[id as usize >> 5] |= 1 << (id & 31);
+                }
+                n
+            })
+            .collect();
+        TokenChars {
+            before_quote,
+            closed: closed.into_boxed_slice(),
+        }
+    }
+
+    /// Clears in `mask` the tokens with more than `max` characters before
+    /// a closing quote, and those with a closing quote after fewer than
+    /// `min` (a word at a time, without branches: it runs over the whole
+    /// vocabulary).
+    pub(crate) fn clear_outside(&self, mask: &mut [u32], min: usize, max: usize) {
+        debug_assert!(max <= MAX_COUNTED_CHARS, "counts saturate at 255");
+        let (min, max) = (min as u8, max as u8);
+        let words = mask.iter_mut().zip(&*self.closed);
+        for ((word, &closed), counts) in words.zip(self.before_quote.chunks(32)) {
+            let (mut longer, mut shorter) = (0u32, 0u32);
+            for (j, &c) in counts.iter().enumerate() {
+                longer |= ((c > max) as u32) << j;
+                shorter |= ((c < min) as u32) << j;
+            }
+            *word &= !(longer | (shorter & closed));
+        }
+    }
+}
+
+/// The characters of `token` before its first closing quote (at most 255),
+/// and whether it has one.
+fn chars_before_quote(token: &[u8]) -> (u8, bool) {
+    let (mut n, mut i) = (0u32, 0);
+    while i < token.len() && token[i] != b'"' {
+        i += match token[i] {
+            b'\\' if token.get(i + 1) == Some(&b'u') => 6,
+            b'\\' => 2,
+            0xF0.. => 4,
+            0xE0.. => 3,
+            0xC0.. => 2,
+            _ => 1,
+        };
+        n += 1;
+    }
+    (n.min(255) as u8, i < token.len())
+}
+
+/// The trie nodes with children whose path is whole characters of a
+/// string and no quote, by their number of characters (see
+/// [`StringCounts`]): one walk of the trie with `exact`, "exactly `H`
+/// characters" (`H` the longest token).
+fn nodes_by_chars(
+    trie: &TokenTrie,
+    counts: &StringCounts,
+    exact: CountedString,
+) -> Box<[Box<[u32]>]> {
+    let horizon = exact.max as usize;
+    let mut out: Vec<Vec<u32>> = vec![Vec::new(); horizon + 1];
+    let nodes = trie.nodes();
+    let mut states = vec![DEAD; trie.max_len() + 1];
+    states[0] = StringCounts::START;
+    let mut i = 0;
+    while i < trie.root_end() as usize {
+        let n = nodes[i];
+        let d = n.depth as usize;
+        let s = counts.next(exact, states[d - 1], n.byte);
+        if s == DEAD {
+            i = n.subtree_end as usize;
+            continue;
+        }
+        states[d] = s;
+        if let Some(r) = counts.chars_read(s) {
+            if i + 1 < n.subtree_end as usize {
+                out[r].push(i as u32);
+            }
+        }
+        i += 1;
+    }
+    out.into_iter().map(Vec::into_boxed_slice).collect()
+}

@@ -1,0 +1,329 @@
+//! Token sets against brute force: every lexeme walk and counted string
+//! checked token by token on random vocabularies.
+
+use super::cached::*;
+use super::strings::*;
+use super::token_list::*;
+use crate::compile::lexeme::DfaLimits;
+use crate::compile::lexeme::{LexemeDfa, DEAD};
+use crate::ir::{CharClass, Expr};
+use crate::vocab::Vocab;
+
+/// The pieces of `alphabet`, and `n` random strings of 2 to `longest +
+/// 1` of them (xorshift from `seed`), as a vocabulary.
+fn random_vocab(alphabet: &[&str], mut seed: u64, n: usize, longest: usize) -> Vocab {
+    let mut next = |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    let mut tokens: Vec<Vec<u8>> = alphabet.iter().map(|s| s.as_bytes().to_vec()).collect();
+    for _ in 0..n {
+        let len = 2 + next(longest);
+        let t: String = (0..len).map(|_| alphabet[next(alphabet.len())]).collect();
+        tokens.push(t.into_bytes());
+    }
+    tokens.sort();
+    tokens.dedup();
+    let flags = vec![0; tokens.len()];
+    Vocab::new(tokens, flags, Vec::new()).unwrap()
+}
+
+/// `state`'s cached token sets are brute force over the vocabulary:
+/// inside = the DFA reads the whole token; exits = (token, d) where
+/// the lexeme can end after `d >= 1` bytes and cannot read the token
+/// through.
+fn assert_token_sets_are_brute_force(vocab: &Vocab, dfa: &LexemeDfa, state: u32, what: &str) {
+    let info = lexeme_state_info(vocab, dfa, state);
+    let mut inside = vec![0u32; vocab.mask_words()];
+    info.inside.or_into(&mut inside);
+    let mut exits = std::collections::BTreeSet::new();
+    for e in info.exits.iter() {
+        let trie = vocab.trie();
+        let mut r = trie.subtree_tokens(e.node);
+        if e.below {
+            r.start = trie.nodes()[e.node as usize + 1].tok_start;
+        }
+        for &t in &trie.token_ids()[r.start as usize..r.end as usize] {
+            exits.insert((t, e.depth as usize));
+        }
+    }
+    let mut want_exits = std::collections::BTreeSet::new();
+    for t in 0..vocab.len() as u32 {
+        let bytes = vocab.token_bytes(t);
+        let mut q = state;
+        let mut ends = Vec::new();
+        for (d, &b) in bytes.iter().enumerate() {
+            if d > 0 && dfa.is_final_state(q) {
+                ends.push(d);
+            }
+            q = dfa.next(q, b);
+            if q == DEAD {
+                break;
+            }
+        }
+        let reads = q != DEAD;
+        assert_eq!(
+            inside[(t / 32) as usize] >> (t % 32) & 1 == 1,
+            reads,
+            "{what} state {state} token {:?}",
+            String::from_utf8_lossy(bytes)
+        );
+        if !reads {
+            want_exits.extend(ends.into_iter().map(|d| (t, d)));
+        }
+    }
+    assert_eq!(exits, want_exits, "{what} state {state}");
+}
+
+/// Every state's token sets of lexemes whose states read letters into
+/// different states (names and their complement, "contains",
+/// letters-then-digits, a count) equal brute force over a vocabulary
+/// of short strings: inside = the DFA reads the whole token; exits =
+/// (token, d) where the lexeme can end after `d >= 1` bytes and cannot
+/// read the token through.
+#[test]
+fn lexeme_token_sets_match_brute_force() {
+    let vocab = random_vocab(
+        &["a", "b", "c", "n", "e", "t", "_", "1", "\"", "\\", "u", "é"],
+        0x9E37_79B9_7F4A_7C15,
+        1500,
+        5,
+    );
+    let letters = Expr::Class(CharClass::from_ranges([(0x61, 0x7a), (0x5f, 0x5f)]));
+    let contains = Expr::seq(vec![
+        Expr::literal("\""),
+        Expr::star(letters.clone()),
+        Expr::literal("net_"),
+        Expr::star(letters.clone()),
+        Expr::literal("\""),
+    ]);
+    let then_digits = Expr::seq(vec![
+        Expr::star(letters.clone()),
+        Expr::plus(Expr::Class(CharClass::from_ranges([(0x30, 0x39)]))),
+    ]);
+    let counted = Expr::repeat(Expr::Class(CharClass::any()), 0, Some(5));
+    // Counted strings in lexemes that may read on after the quote:
+    // whitespace, a comma.
+    let chars =
+        |lo, hi| crate::ir::encode(&Expr::repeat(Expr::Class(CharClass::any()), lo, Some(hi)));
+    let spaced_string = Expr::seq(vec![
+        Expr::literal("\""),
+        chars(0, 4),
+        Expr::literal("\""),
+        Expr::star(Expr::Class(CharClass::from_ranges([
+            (0x20, 0x20),
+            (0x09, 0x09),
+        ]))),
+    ]);
+    let comma_string = Expr::seq(vec![
+        Expr::literal("\""),
+        chars(2, 3),
+        Expr::literal("\""),
+        Expr::optional(Expr::literal(",")),
+    ]);
+    let counted_string = Expr::seq(vec![
+        Expr::literal("\""),
+        crate::ir::encode(&Expr::repeat(Expr::Class(CharClass::any()), 1, Some(7))),
+        Expr::literal("\""),
+    ]);
+    // A string of exactly 4 characters.
+    let fixed_string = Expr::seq(vec![
+        Expr::literal("\""),
+        crate::ir::encode(&Expr::repeat(Expr::Class(CharClass::any()), 4, Some(4))),
+        Expr::literal("\""),
+    ]);
+    // A chunk of a long string: exactly 5 characters, no quote.
+    let chunk = crate::ir::encode(&Expr::repeat(Expr::Class(CharClass::any()), 5, Some(5)));
+    let names = ["net", "nab", "ab_c", "é"].map(String::from);
+    let cache = &vocab.lexemes;
+    // States that took the shared "any other string", the counted
+    // strings' counts, the chunk's and the strings read on after.
+    let mut shared = (0, 0, 0, 0);
+    for expr in [
+        Expr::json_strings(names.clone(), true),
+        Expr::json_strings(names, false),
+        contains,
+        then_digits,
+        counted,
+        counted_string.clone(),
+        fixed_string.clone(),
+        chunk.clone(),
+        spaced_string.clone(),
+        comma_string.clone(),
+    ] {
+        let dfa = cache.get_or_build(&expr, &DfaLimits::default()).unwrap();
+        for state in 0..dfa.num_states() as u32 {
+            // Through the vocabulary's shared string DFAs where they
+            // agree (any other name, the end of a count).
+            let s = dfa.token_class(state, vocab.max_token_len());
+            shared.0 += string_body_info(&vocab, &dfa, s).is_some() as usize;
+            if string_tail_info(&vocab, &dfa, s).is_some() {
+                match &expr {
+                    e if *e == chunk => shared.2 += 1,
+                    e if *e == counted_string || *e == fixed_string => shared.1 += 1,
+                    e if *e == spaced_string || *e == comma_string => shared.3 += 1,
+                    _ => {}
+                }
+            }
+            assert_token_sets_are_brute_force(&vocab, &dfa, state, &format!("{expr:?}"));
+        }
+    }
+    assert!(
+        shared.0 >= 1 && shared.1 >= 12 && shared.2 >= 5 && shared.3 >= 9,
+        "{shared:?} states shared token sets"
+    );
+}
+
+/// Counted strings (a pattern's automaton with a count of code points
+/// beside it): every reachable (count, state)'s token sets equal brute
+/// force over a vocabulary of short strings with escapes, multi-byte
+/// characters and quotes, near both bounds and far from them.
+#[test]
+fn counted_token_sets_match_brute_force() {
+    let vocab = random_vocab(
+        &[
+            "a", "b", " ", "\"", "\\", "u", "0", "d", "8", "3", "e", "é", "😀", "\\u00e9", "n",
+        ],
+        0x2545_F491_4F6C_DD1D,
+        1200,
+        6,
+    );
+    let any = Expr::Class(CharClass::any());
+    let quoted = |e: Expr| {
+        Expr::seq(vec![
+            Expr::literal("\""),
+            crate::ir::encode(&e),
+            Expr::literal("\""),
+        ])
+    };
+    let words = Expr::seq(vec![
+        Expr::repeat(
+            Expr::seq(vec![
+                Expr::plus(Expr::Class(CharClass::from_ranges([(0x21, 0x10ffff)]))),
+                Expr::plus(Expr::literal(" ")),
+            ]),
+            0,
+            Some(3),
+        ),
+        Expr::plus(Expr::Class(CharClass::from_ranges([(0x21, 0x10ffff)]))),
+    ]);
+    let a_then_any = Expr::seq(vec![Expr::literal("a"), Expr::star(any.clone())]);
+    let cache = &vocab.lexemes;
+    for (pattern, min, max) in [
+        (words.clone(), 2, Some(12)),
+        (a_then_any.clone(), 0, Some(9)),
+        (a_then_any, 6, None),
+        (words, 5, Some(5)),
+    ] {
+        let pattern = quoted(pattern);
+        let key = Expr::And(vec![pattern.clone(), crate::ir::quoted_length(min, max)]);
+        let dfa = cache
+            .try_get_or_build_counted(&key, &pattern, min, max, &DfaLimits::default())
+            .unwrap()
+            .unwrap();
+        assert!(dfa.counter.is_some());
+        // Every state reachable within a few tokens.
+        let mut states = vec![dfa.start];
+        let mut seen: crate::util::hash::FastSet<u32> = states.iter().copied().collect();
+        let mut i = 0;
+        while i < states.len() && states.len() < 400 {
+            let q0 = states[i];
+            for t in 0..vocab.len() as u32 {
+                let mut q = q0;
+                for &b in vocab.token_bytes(t) {
+                    q = dfa.next(q, b);
+                    if q == DEAD {
+                        break;
+                    }
+                    if seen.insert(q) {
+                        states.push(q);
+                    }
+                }
+            }
+            i += 1;
+        }
+        for &state in &states {
+            assert_token_sets_are_brute_force(&vocab, &dfa, state, &format!("{min}..{max:?}"));
+        }
+    }
+}
+
+/// Tokens longer than the per-token character counts hold (255): a
+/// string counting past them is walked, and its token sets are what
+/// its DFA reads.
+#[test]
+fn counts_past_255_characters() {
+    let mut tokens: Vec<Vec<u8>> = vec![b"a".to_vec(), b"\"".to_vec()];
+    for n in [200, 260, 300] {
+        tokens.push(vec![b'a'; n]);
+        let mut closed = vec![b'a'; n];
+        closed.push(b'"');
+        tokens.push(closed);
+    }
+    let flags = vec![0; tokens.len()];
+    let vocab = Vocab::new(tokens, flags, Vec::new()).unwrap();
+    let expr = Expr::seq(vec![
+        Expr::literal("\""),
+        crate::ir::encode(&Expr::repeat(Expr::Class(CharClass::any()), 0, Some(280))),
+        Expr::literal("\""),
+    ]);
+    let dfa = vocab
+        .lexemes
+        .get_or_build(&expr, &DfaLimits::default())
+        .unwrap();
+    let mut state = dfa.next(dfa.start, b'"');
+    for _ in 0..40 {
+        // 280 characters left, then 279, ... 241 (counted where at
+        // most 254): each as its DFA reads.
+        let info = lexeme_state_info(&vocab, &dfa, state);
+        let mut inside = vec![0u32; vocab.mask_words()];
+        info.inside.or_into(&mut inside);
+        for t in 0..vocab.len() as u32 {
+            let mut q = state;
+            for &b in vocab.token_bytes(t) {
+                q = dfa.next(q, b);
+                if q == DEAD {
+                    break;
+                }
+            }
+            assert_eq!(
+                inside[t as usize / 32] >> (t % 32) & 1 == 1,
+                q != DEAD,
+                "token {t}"
+            );
+        }
+        state = dfa.next(state, b'a');
+    }
+}
+
+/// Dense, complemented and sparse sets from trie ranges hold the same
+/// tokens as the ids those ranges name.
+#[test]
+fn token_lists_from_trie_ranges() {
+    // 200 text tokens, one special token, one empty one.
+    let mut tokens: Vec<Vec<u8>> = (0..200u32).map(|i| format!("t{i}").into_bytes()).collect();
+    tokens.push(b"<s>".to_vec());
+    tokens.push(Vec::new());
+    let mut flags = vec![0; 202];
+    flags[200] = crate::vocab::TOKEN_SPECIAL;
+    let vocab = Vocab::new(tokens, flags, vec![200]).unwrap();
+    let n = vocab.trie().token_ids().len() as u32;
+    for ranges in [
+        vec![(0, n)],
+        vec![(0, 5), (9, n - 3)],
+        vec![(3, 40)],
+        vec![(7, 9), (100, 101)],
+    ] {
+        let ids: Vec<u32> = ranges
+            .iter()
+            .flat_map(|&(lo, hi)| vocab.trie().token_ids()[lo as usize..hi as usize].to_vec())
+            .collect();
+        let mut want = vec![0u32; vocab.mask_words()];
+        TokenList::from_ids(ids, &vocab).or_into(&mut want);
+        let mut got = vec![0u32; vocab.mask_words()];
+        TokenList::from_trie_ranges(&ranges, &vocab).or_into(&mut got);
+        assert_eq!(got, want, "{ranges:?}");
+    }
+}
