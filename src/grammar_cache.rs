@@ -26,11 +26,13 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::compile::CompiledGrammar;
 use crate::error::Result;
 use crate::source::{self, CompileOptions, Kind};
+use crate::tokensets::CompiledGrammar;
+use crate::tokensets::Engine;
 use crate::trigger::{TriggerSpec, Triggers};
 use crate::util::hash::FastMap;
+#[cfg(test)]
 use crate::vocab::Vocab;
 
 /// The default budget: 256 MiB.
@@ -117,7 +119,7 @@ impl GrammarCache {
     /// The grammar of `source` for `vocab`, compiled on a miss.
     pub fn grammar(
         &self,
-        vocab: &Arc<Vocab>,
+        vocab: &Arc<Engine>,
         source: &[u8],
         options: &CompileOptions,
     ) -> Result<Arc<CompiledGrammar>> {
@@ -155,7 +157,7 @@ impl GrammarCache {
 
     /// The triggers of `specs` for `vocab`, compiled on a miss (cached
     /// triggers keep the fire sets their matchers computed).
-    pub fn triggers(&self, vocab: &Arc<Vocab>, specs: &[TriggerSpec]) -> Result<Arc<Triggers>> {
+    pub fn triggers(&self, vocab: &Arc<Engine>, specs: &[TriggerSpec]) -> Result<Arc<Triggers>> {
         let key = Key::Triggers {
             vocab: Arc::as_ptr(vocab) as usize,
             specs: specs.to_vec(),
@@ -241,7 +243,7 @@ impl GrammarCache {
     }
 
     /// Drops the entries of one vocabulary.
-    pub fn forget_vocab(&self, vocab: &Arc<Vocab>) {
+    pub fn forget_vocab(&self, vocab: &Arc<Engine>) {
         let id = Arc::as_ptr(vocab) as usize;
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let mut freed = 0;
@@ -289,12 +291,12 @@ impl State {
 mod tests {
     use super::*;
 
-    fn vocab() -> Arc<Vocab> {
+    fn vocab() -> Arc<Engine> {
         let tokens = ["a", "b", "ab", "c", "</s>"]
             .iter()
             .map(|t| t.as_bytes().to_vec())
             .collect();
-        Arc::new(Vocab::new(tokens, vec![0, 0, 0, 0, 1], vec![4]).unwrap())
+        Engine::new(Vocab::new(tokens, vec![0, 0, 0, 0, 1], vec![4]).unwrap())
     }
 
     #[test]

@@ -24,8 +24,8 @@ pub mod trigger;
 pub mod util;
 pub mod vocab;
 
-pub use compile::CompiledGrammar;
 pub use source::{compile, CompileOptions, Kind};
+pub use tokensets::{CompiledGrammar, Engine};
 
 /// See the `mimalloc` feature in `Cargo.toml`.
 #[cfg(feature = "mimalloc")]

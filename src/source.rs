@@ -8,10 +8,10 @@
 
 use std::sync::Arc;
 
-use crate::compile::{compile_ir, CompiledGrammar, IrOptions};
+use crate::compile::{compile_ir, IrOptions};
 use crate::error::{Error, Result};
 use crate::limits::{self, Deadline};
-use crate::vocab::Vocab;
+use crate::tokensets::{CompiledGrammar, Engine};
 
 /// What kind of source text is being compiled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,7 +94,7 @@ impl Default for CompileOptions {
 
 /// Parses and compiles `source` according to `options.kind`.
 pub fn compile(
-    vocab: &Arc<Vocab>,
+    vocab: &Arc<Engine>,
     source: &[u8],
     options: &CompileOptions,
 ) -> Result<Arc<CompiledGrammar>> {
@@ -154,18 +154,9 @@ pub fn compile(
             max_states: state_budget(options, source.len()),
             max_mask_steps: options.max_mask_steps,
         };
-        let mut compiled = compile_ir(vocab, &grammar, &ir_options)?;
-        if !dropped.is_empty() {
-            // Just built, so not shared yet.
-            let g = Arc::get_mut(&mut compiled).ok_or_else(|| {
-                Error::new(
-                    crate::error::ErrorKind::Internal,
-                    "a new grammar is already shared",
-                )
-            })?;
-            g.dropped = dropped;
-        }
-        Ok(compiled)
+        let mut automaton = compile_ir(&**vocab, vocab, &grammar, &ir_options)?;
+        automaton.dropped = dropped;
+        CompiledGrammar::new(vocab, automaton, &deadline)
     })
 }
 

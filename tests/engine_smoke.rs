@@ -3,11 +3,12 @@
 
 use std::sync::Arc;
 
-use cgram::compile::{compile_ir, IrOptions};
+use cgram::compile::IrOptions;
 use cgram::ir::{CharClass, Expr, GrammarBuilder};
-use cgram::{Matcher, Vocab, TOKEN_SPECIAL};
+use cgram::tokensets::compile_ir;
+use cgram::{Engine, Matcher, Vocab, TOKEN_SPECIAL};
 
-fn toy_vocab() -> Arc<Vocab> {
+fn toy_vocab() -> Arc<Engine> {
     let texts: Vec<&[u8]> = vec![
         b"a",
         b"b",
@@ -43,7 +44,7 @@ fn toy_vocab() -> Arc<Vocab> {
     let n = texts.len();
     let mut flags = vec![0u32; n];
     flags[n - 7] = TOKEN_SPECIAL;
-    Arc::new(
+    Engine::new(
         Vocab::new(
             texts.iter().map(|t| t.to_vec()).collect(),
             flags,

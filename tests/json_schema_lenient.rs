@@ -185,7 +185,7 @@ fn lenient_maskbench() {
     let mut flags = vec![0u32; 256];
     tokens.push(b"<eos>".to_vec());
     flags.push(cgram::TOKEN_SPECIAL);
-    let vocab = Arc::new(cgram::Vocab::new(tokens, flags, vec![256]).unwrap());
+    let vocab = cgram::Engine::new(cgram::Vocab::new(tokens, flags, vec![256]).unwrap());
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .flatten()

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use cgram::source::{compile, CompileOptions, Kind};
-use cgram::{CompiledGrammar, Matcher, Vocab, TOKEN_SPECIAL};
+use cgram::{CompiledGrammar, Engine, Matcher, Vocab, TOKEN_SPECIAL};
 use serde_json::Value;
 
 fn suite_dir() -> PathBuf {
@@ -352,12 +352,12 @@ fn suite_draft2020_12() {
 // ---------------------------------------------------------------------
 // MaskBench runner.
 
-fn byte_vocab() -> Arc<Vocab> {
+fn byte_vocab() -> Arc<Engine> {
     let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
     let mut flags = vec![0u32; 256];
     tokens.push(b"<eos>".to_vec());
     flags.push(TOKEN_SPECIAL);
-    Arc::new(Vocab::new(tokens, flags, vec![256]).unwrap())
+    Engine::new(Vocab::new(tokens, flags, vec![256]).unwrap())
 }
 
 /// A compile error's reason with pointers, names and numbers removed.

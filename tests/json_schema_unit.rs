@@ -5,16 +5,16 @@
 use std::sync::{Arc, OnceLock};
 
 use cgram::source::{compile, CompileOptions, Kind, FLAG_JSON_COMPACT};
-use cgram::{CompiledGrammar, ErrorKind, Matcher, Vocab, TOKEN_SPECIAL};
+use cgram::{CompiledGrammar, Engine, ErrorKind, Matcher, Vocab, TOKEN_SPECIAL};
 
-fn vocab() -> Arc<Vocab> {
-    static V: OnceLock<Arc<Vocab>> = OnceLock::new();
+fn vocab() -> Arc<Engine> {
+    static V: OnceLock<Arc<Engine>> = OnceLock::new();
     V.get_or_init(|| {
         let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
         let mut flags = vec![0u32; 256];
         tokens.push(b"<eos>".to_vec());
         flags.push(TOKEN_SPECIAL);
-        Arc::new(Vocab::new(tokens, flags, vec![256]).unwrap())
+        Engine::new(Vocab::new(tokens, flags, vec![256]).unwrap())
     })
     .clone()
 }

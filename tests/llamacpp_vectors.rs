@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use cgram::ir::{Expr, Grammar};
 use cgram::source::{compile, CompileOptions, Kind, FLAG_GBNF_ALLOW_LEFT_RECURSION};
-use cgram::{Matcher, Vocab, TOKEN_SPECIAL};
+use cgram::{Engine, Matcher, Vocab, TOKEN_SPECIAL};
 use serde_json::Value;
 
 use common::reference::{Bnf, Earley, StackCursor};
@@ -159,7 +159,7 @@ fn reference_text(bnf: &RefBnf, text: &str) -> Result<bool, String> {
 /// A vocabulary for the token cases: ids `0..64` are the tokens the
 /// grammars name (special tokens `<[N]>`, or text tokens with that text),
 /// id 64 is end-of-sequence, then one text token per code point used.
-fn token_case_vocab(strings: &[Vec<Part>], special: bool) -> (Arc<Vocab>, Vec<(char, u32)>) {
+fn token_case_vocab(strings: &[Vec<Part>], special: bool) -> (Arc<Engine>, Vec<(char, u32)>) {
     let mut tokens: Vec<Vec<u8>> = Vec::new();
     let mut flags = Vec::new();
     for i in 0..64u32 {
@@ -183,7 +183,10 @@ fn token_case_vocab(strings: &[Vec<Part>], special: bool) -> (Arc<Vocab>, Vec<(c
         tokens.push(c.to_string().into_bytes());
         flags.push(0);
     }
-    (Arc::new(Vocab::new(tokens, flags, vec![64]).unwrap()), map)
+    (
+        Engine::new(Vocab::new(tokens, flags, vec![64]).unwrap()),
+        map,
+    )
 }
 
 /// The token ids a test string is fed as (llama.cpp's test: one token per
@@ -595,7 +598,7 @@ fn parser_cases() {
     let mut flags = vec![0u32; tokens.len()];
     *flags.last_mut().unwrap() = TOKEN_SPECIAL;
     let eos = (tokens.len() - 1) as u32;
-    let vocab = Arc::new(Vocab::new(tokens, flags, vec![eos]).unwrap());
+    let vocab = Engine::new(Vocab::new(tokens, flags, vec![eos]).unwrap());
     let mut tally = Tally::default();
     let mut strings = Tally::default();
     let mut checked_strings = 0;

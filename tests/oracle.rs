@@ -34,10 +34,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use cgram::compile::{compile_ir, IrOptions};
+use cgram::compile::IrOptions;
 use cgram::ir::{CharClass, Expr, Grammar, GrammarBuilder};
 use cgram::source::{compile, CompileOptions};
-use cgram::{Matcher, Vocab};
+use cgram::tokensets::compile_ir;
+use cgram::{Engine, Matcher, Vocab};
 
 use common::reference::{
     encode_utf8, utf8_sequences, Bnf, Earley, FxMap, SortedVocab, StackMachine, DEAD,
@@ -369,7 +370,7 @@ struct Case {
 }
 
 /// Runs the walks of one case and returns what they found.
-fn run_case(case: &Case, vocab: &Arc<Vocab>, sv: &SortedVocab, cfg: &Config) -> Stats {
+fn run_case(case: &Case, vocab: &Arc<Engine>, sv: &SortedVocab, cfg: &Config) -> Stats {
     let mut stats = Stats::default();
     let left = Rc::new(Bnf::from_ir_left(&case.ir));
     let machine = if case.stack {
@@ -598,7 +599,7 @@ fn ir_options() -> IrOptions {
 
 /// A case from GBNF text: the IR from `cgram::gbnf::parse` for the
 /// reference, `compile` (the full GBNF path) for the engine.
-fn gbnf_case(name: &str, text: &str, vocab: &Arc<Vocab>) -> Result<Case, String> {
+fn gbnf_case(name: &str, text: &str, vocab: &Arc<Engine>) -> Result<Case, String> {
     let ir = cgram::gbnf::parse(text, "root", Some(vocab))
         .map_err(|e| format!("{name}: GBNF parse failed: {e}"))?;
     let engine = compile(vocab, text.as_bytes(), &CompileOptions::default())
@@ -611,7 +612,7 @@ fn gbnf_case(name: &str, text: &str, vocab: &Arc<Vocab>) -> Result<Case, String>
     })
 }
 
-fn ir_case(name: &str, ir: Grammar, vocab: &Arc<Vocab>, stack: bool) -> Result<Case, String> {
+fn ir_case(name: &str, ir: Grammar, vocab: &Arc<Engine>, stack: bool) -> Result<Case, String> {
     let engine = compile_ir(vocab, &ir, &ir_options())
         .map_err(|e| format!("{name}: compile failed: {e}"))?;
     Ok(Case {
@@ -1175,11 +1176,11 @@ fn run_all(label: &str, jobs: Vec<Job>, cfg: Config) {
     assert!(total.states > 0, "oracle {label}: no state checked");
 }
 
-type BuildFn = Box<dyn Fn(&Arc<Vocab>) -> Result<Case, String> + Send + Sync>;
+type BuildFn = Box<dyn Fn(&Arc<Engine>) -> Result<Case, String> + Send + Sync>;
 
 struct Job {
     vocab_name: String,
-    vocab: Box<dyn Fn() -> Arc<Vocab> + Send + Sync>,
+    vocab: Box<dyn Fn() -> Arc<Engine> + Send + Sync>,
     build: BuildFn,
 }
 
@@ -1187,7 +1188,7 @@ struct Job {
 /// at random from random strings of the grammar's language (so that many
 /// tokens span several grammar elements and end mid-element), a special
 /// token and an end-of-sequence token.
-fn derived_vocab(ir: &Grammar, seed: u64, n_tokens: usize) -> Arc<Vocab> {
+fn derived_vocab(ir: &Grammar, seed: u64, n_tokens: usize) -> Arc<Engine> {
     let bnf = Rc::new(Bnf::from_ir(ir));
     let mut m = StackMachine::new(bnf);
     let mut rng = Rng::new(seed);
@@ -1244,7 +1245,7 @@ fn derived_vocab(ir: &Grammar, seed: u64, n_tokens: usize) -> Arc<Vocab> {
     tokens.push(b"</s>".to_vec());
     flags.push(cgram::TOKEN_SPECIAL);
     let eos = (tokens.len() - 1) as u32;
-    Arc::new(Vocab::new(tokens, flags, vec![eos]).unwrap())
+    Engine::new(Vocab::new(tokens, flags, vec![eos]).unwrap())
 }
 
 fn real_jobs(tokenizer: &'static str) -> Vec<Job> {
@@ -1280,7 +1281,7 @@ fn real_jobs(tokenizer: &'static str) -> Vec<Job> {
 /// The token-element grammars of [`token_grammars`] on a vocabulary.
 fn token_jobs(
     vocab_name: String,
-    vocab: impl Fn() -> Arc<Vocab> + Send + Sync + Clone + 'static,
+    vocab: impl Fn() -> Arc<Engine> + Send + Sync + Clone + 'static,
 ) -> Vec<Job> {
     let mut jobs = Vec::new();
     for k in 0..2 {

@@ -19,19 +19,20 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use cgram::compile::{compile_ir, IrOptions};
+use cgram::compile::IrOptions;
 use cgram::ir::{Expr, GrammarBuilder, LexemeHint};
 use cgram::regex::{format_expr, to_expr, Anchoring};
-use cgram::{ErrorKind, Matcher, Vocab};
+use cgram::tokensets::compile_ir;
+use cgram::{Engine, ErrorKind, Matcher, Vocab};
 
 fn data_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/regex")
 }
 
-fn byte_vocab() -> Arc<Vocab> {
+fn byte_vocab() -> Arc<Engine> {
     let tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
     let n = tokens.len();
-    Arc::new(Vocab::new(tokens, vec![0; n], vec![]).unwrap())
+    Engine::new(Vocab::new(tokens, vec![0; n], vec![]).unwrap())
 }
 
 /// A membership test for one expression, through the engine.
@@ -40,7 +41,7 @@ struct Lang {
 }
 
 impl Lang {
-    fn new(vocab: &Arc<Vocab>, e: Expr) -> Result<Lang, cgram::Error> {
+    fn new(vocab: &Arc<Engine>, e: Expr) -> Result<Lang, cgram::Error> {
         if e == Expr::Nothing {
             return Ok(Lang { matcher: None });
         }

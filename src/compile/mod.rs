@@ -20,19 +20,18 @@ pub mod right_linear;
 pub mod rtn;
 
 use std::borrow::Cow;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use adjacency::Adjacency;
 use analyze::{
     analyze, expand, is_loopish, is_regular_expr, simplified, Analysis, RuleClass, RunSize,
 };
-use lexeme::{DfaLimits, LexemeDfa};
+use lexeme::{DfaLimits, LexemeDfa, LexemeSource};
 use rtn::{Edges, RtnBuilder, SState};
 
 use crate::error::{Error, Result};
 use crate::ir::{self, Expr, TokenSet};
 use crate::limits::{self, Deadline};
-use crate::tokensets::{TokenInfo, TokenList};
 use crate::util::byteset::{self, ByteSet};
 use crate::util::hash::FastMap;
 use crate::vocab::Vocab;
@@ -55,10 +54,11 @@ pub struct CRule {
     pub follow: ByteSet,
 }
 
-/// A grammar compiled for one vocabulary; immutable and shareable across
-/// threads (its caches fill lazily behind locks).
-pub struct CompiledGrammar {
-    vocab: Arc<Vocab>,
+/// A grammar compiled for one vocabulary: plain immutable data, shared
+/// across threads. What the mask path learns about it (the tokens each
+/// state allows) is kept beside it by the token-set layer
+/// (`tokensets::CompiledGrammar`).
+pub struct Automaton {
     pub(crate) rules: Vec<CRule>,
     pub(crate) structural: Vec<SState>,
     /// The edges of the parser-rule states.
@@ -66,27 +66,17 @@ pub struct CompiledGrammar {
     /// `(first global state id, rule)` of each lexeme rule, sorted.
     pub(crate) lexeme_blocks: Vec<(u32, u32)>,
     pub(crate) token_sets: Vec<TokenSet>,
-    /// The tokens each token set allows (end-of-sequence ids never).
-    pub(crate) token_set_lists: Vec<TokenList>,
-    /// Lazily computed token sets of parser-rule states.
-    pub(crate) structural_infos: Vec<OnceLock<Arc<TokenInfo>>>,
     /// The state the matcher starts in (of the synthetic start rule 0).
     pub(crate) start_state: u32,
     /// Some state has a token edge (else masks skip that step).
     pub(crate) has_token_edges: bool,
-    /// Interned parser contexts and the exit tokens cached by them.
-    pub(crate) contexts: crate::tokensets::context::Contexts,
     /// The parser steps one mask may take.
     pub(crate) max_mask_steps: u64,
     /// JSON Schema in lenient mode: the keywords left out.
     pub(crate) dropped: Vec<crate::ir::Dropped>,
 }
 
-impl CompiledGrammar {
-    pub fn vocab(&self) -> &Arc<Vocab> {
-        &self.vocab
-    }
-
+impl Automaton {
     /// The keywords a lenient JSON Schema compile left out (empty
     /// otherwise).
     pub fn dropped(&self) -> &[crate::ir::Dropped] {
@@ -148,16 +138,14 @@ impl CompiledGrammar {
         }
     }
 
-    /// Approximate heap bytes of the compiled grammar (lexeme DFAs shared
-    /// with other grammars are counted in full), not counting lazily
-    /// computed token sets.
+    /// Approximate heap bytes of the automaton (lexeme DFAs shared with
+    /// other grammars are counted in full).
     pub fn memory(&self) -> usize {
         let mut m = std::mem::size_of::<Self>();
         for s in &self.structural {
             m += std::mem::size_of_val(s);
         }
         m += self.edges.memory();
-        m += self.structural_infos.len() * std::mem::size_of::<OnceLock<Arc<TokenInfo>>>();
         for r in &self.rules {
             m += std::mem::size_of::<CRule>() + r.name.len();
             if let RuleKind::Lexeme { dfa, .. } = &r.kind {
@@ -433,12 +421,13 @@ fn only_matchable_tokens<'g>(g: &'g ir::Grammar, vocab: &Vocab) -> Cow<'g, ir::G
     Cow::Owned(out)
 }
 
-/// Compiles IR for a vocabulary.
+/// Compiles IR for a vocabulary, its lexemes from `lexemes`.
 pub fn compile_ir(
-    vocab: &Arc<Vocab>,
+    lexemes: &dyn LexemeSource,
+    vocab: &Vocab,
     grammar: &ir::Grammar,
     options: &IrOptions,
-) -> Result<Arc<CompiledGrammar>> {
+) -> Result<Automaton> {
     let budget = Budget {
         deadline: options.deadline,
         max_states: options.max_states,
@@ -472,7 +461,6 @@ pub fn compile_ir(
     let mut structural: Vec<SState> = Vec::new();
     let mut edges = Edges::default();
     let mut kinds: Vec<(String, RuleKind)> = Vec::new();
-    let mut lexeme_rules: Vec<(u32, Arc<LexemeDfa>)> = Vec::new();
     let limits = DfaLimits {
         deadline: options.deadline,
         ..DfaLimits::default()
@@ -504,28 +492,22 @@ pub fn compile_ir(
             (Some(e @ Expr::And(parts)), Some((min, max)))
                 if parts.len() == 2 && parts[1] == ir::quoted_length(min, max) =>
             {
-                match vocab
-                    .lexemes
-                    .try_get_or_build_counted(e, &parts[0], min, max, &limits)
+                match lexemes
+                    .counted_lexeme(e, &parts[0], min, max, &limits)
                     .map_err(|err| err.context(format!("rule '{name}'")))?
                 {
                     Some(d) => Some(d),
-                    None => vocab
-                        .lexemes
-                        .try_get_or_build(e, &limits)
+                    None => lexemes
+                        .lexeme(e, &limits)
                         .map_err(|err| err.context(format!("rule '{name}'")))?,
                 }
             }
-            (Some(e), _) => vocab
-                .lexemes
-                .try_get_or_build(e, &limits)
+            (Some(e), _) => lexemes
+                .lexeme(e, &limits)
                 .map_err(|err| err.context(format!("rule '{name}'")))?,
             (None, _) => None,
         };
         if let Some(dfa) = dfa {
-            dfa.prepare_walks(vocab.trie(), &options.deadline)
-                .map_err(|err| err.context(format!("rule '{name}'")))?;
-            lexeme_rules.push((rule, dfa.clone()));
             kinds.push((name, RuleKind::Lexeme { dfa, base: 0 }));
         } else {
             // A parser rule, or a lexeme whose DFA would be too large
@@ -592,37 +574,17 @@ pub fn compile_ir(
         })
         .collect();
     let has_token_edges = structural.iter().any(|s| !edges.tokens(s).is_empty());
-    let structural_infos = (0..structural.len()).map(|_| OnceLock::new()).collect();
-    let _ = lexeme_rules;
-    let token_set_lists = token_sets
-        .iter()
-        .map(|ts| {
-            let ids: Vec<u32> = if ts.negated {
-                (0..vocab.len() as u32)
-                    .filter(|&t| !vocab.is_eos(t) && ts.contains(t))
-                    .collect()
-            } else {
-                // Unmatchable ids are gone (`only_matchable_tokens`).
-                ts.ids.clone()
-            };
-            TokenList::from_ids(ids, vocab)
-        })
-        .collect();
-    Ok(Arc::new(CompiledGrammar {
-        vocab: vocab.clone(),
+    Ok(Automaton {
         rules,
         structural,
         edges,
         lexeme_blocks,
         token_sets,
-        token_set_lists,
-        structural_infos,
         start_state: 0,
         has_token_edges,
-        contexts: Default::default(),
         max_mask_steps: options.max_mask_steps,
         dropped: Vec::new(),
-    }))
+    })
 }
 
 /// Drops the edges into states that can never finish their rule (a lexeme
@@ -891,7 +853,7 @@ mod tests {
 
     #[test]
     fn follow_sets_agree_with_the_fixpoint_by_passes() {
-        let vocab = Arc::new(
+        let vocab = crate::tokensets::Engine::new(
             Vocab::new(
                 (0..=255u8).map(|b| vec![b]).collect(),
                 vec![0; 256],

@@ -11,17 +11,17 @@ use super::grammar::cg_grammar;
 use super::grammar_cache::cg_grammar_cache;
 use super::matcher::cg_matcher;
 use super::vocab::cg_vocab;
-use crate::compile::CompiledGrammar;
 use crate::error::{Error, Result};
 use crate::grammar_cache::GrammarCache;
 use crate::matcher::AnyMatcher;
-use crate::vocab::Vocab;
+use crate::tokensets::CompiledGrammar;
+use crate::tokensets::Engine;
 
 pub(crate) fn null(what: &str) -> Error {
     Error::invalid(format!("{what} is NULL"))
 }
 
-pub(crate) unsafe fn vocab_ref<'a>(p: *const cg_vocab) -> Result<&'a Arc<Vocab>> {
+pub(crate) unsafe fn vocab_ref<'a>(p: *const cg_vocab) -> Result<&'a Arc<Engine>> {
     p.as_ref().map(|v| &v.inner).ok_or_else(|| null("vocab"))
 }
 

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use super::args::{bytes_arg, free_handle, grammar_ref, into_handle, null, utf8_error, vocab_ref};
 use super::error::{guard, guard_int, guard_ptr};
 use super::vocab::{cg_vocab, CG_TOKEN_SPECIAL};
-use crate::compile::CompiledGrammar;
 use crate::error::{Error, Result};
 use crate::limits::{DEFAULT_MAX_COMPILE_MS, DEFAULT_MAX_STATES};
 use crate::source::{
@@ -17,6 +16,7 @@ use crate::source::{
     FLAG_JSON_LENIENT, FLAG_JSON_NO_EXTRA_PROPERTIES, FLAG_JSON_ORDERED_PROPERTIES,
     FLAG_JSON_STRICT_INTEGERS,
 };
+use crate::tokensets::CompiledGrammar;
 
 /// `cg_compile_options.kind`: llama.cpp's GBNF; `root` names the start rule.
 pub const CG_KIND_GBNF: u32 = 0;

@@ -49,10 +49,9 @@ pub use matcher::*;
 pub use triggers::*;
 pub use vocab::*;
 
-use crate::compile::CompiledGrammar;
 use crate::matcher::AnyMatcher;
+use crate::tokensets::CompiledGrammar;
 use crate::trigger::Triggers;
-use crate::vocab::Vocab;
 use std::ffi::c_char;
 
 // What the documented thread-safety rests on: vocabularies and grammars are
@@ -62,7 +61,7 @@ const _: () = {
     fn send<T: Send>() {}
     #[allow(dead_code)]
     fn check() {
-        send_sync::<Vocab>();
+        send_sync::<crate::tokensets::Engine>();
         send_sync::<CompiledGrammar>();
         send_sync::<Triggers>();
         send::<AnyMatcher>();

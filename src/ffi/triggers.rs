@@ -14,8 +14,8 @@ use super::matcher::cg_matcher;
 use super::vocab::cg_vocab;
 use crate::error::{Error, Result};
 use crate::matcher::{AnyMatcher, LazyMatcher};
+use crate::tokensets::Engine;
 use crate::trigger::{TriggerSpec, Triggers};
-use crate::vocab::Vocab;
 
 /// The triggers of lazy matchers (`cg_matcher_new_lazy`), compiled for one
 /// vocabulary. Immutable: share them across threads and matchers.
@@ -84,7 +84,7 @@ pub unsafe extern "C" fn cg_triggers_new(
 
 /// The host's trigger list, checked.
 pub(crate) unsafe fn trigger_specs(
-    vocab: &Vocab,
+    vocab: &Engine,
     triggers: *const cg_trigger,
     n: usize,
 ) -> Result<Vec<TriggerSpec>> {

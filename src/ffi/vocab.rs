@@ -9,6 +9,7 @@ use super::args::{
 };
 use super::error::{guard, guard_int, guard_ptr, CG_OK};
 use crate::error::{Error, ErrorKind, Result};
+use crate::tokensets::Engine;
 use crate::vocab::{Vocab, MAX_VOCAB_SIZE};
 
 /// Token flag for `cg_vocab_new`: a special/control token (`<|eot_id|>`,
@@ -20,7 +21,7 @@ pub const CG_TOKEN_SPECIAL: u32 = 1;
 /// special, which end the sequence. Immutable once built (except through
 /// `cg_vocab_set_eos`): share one across threads and grammars.
 pub struct cg_vocab {
-    pub(crate) inner: Arc<Vocab>,
+    pub(crate) inner: Arc<Engine>,
 }
 
 /// Loads a vocabulary from a HuggingFace `tokenizer.json` file (byte-level
@@ -62,7 +63,7 @@ pub unsafe extern "C" fn cg_vocab_from_tokenizer_json(path: *const c_char) -> *m
             _ => e,
         })?;
         Ok(into_handle(cg_vocab {
-            inner: Arc::new(vocab),
+            inner: Engine::new(vocab),
         }))
     })
 }
@@ -133,7 +134,7 @@ pub unsafe extern "C" fn cg_vocab_new(
             .collect::<Result<Vec<u32>>>()?;
         let vocab = Vocab::new(tokens, flags, eos)?;
         Ok(into_handle(cg_vocab {
-            inner: Arc::new(vocab),
+            inner: Engine::new(vocab),
         }))
     })
 }
@@ -230,14 +231,14 @@ pub unsafe extern "C" fn cg_vocab_set_eos(
             .map(|&t| token_arg(t, n, "end-of-sequence token"))
             .collect::<Result<Vec<u32>>>()?;
         let users = Arc::strong_count(&handle.inner) - 1;
-        let Some(slot) = Arc::get_mut(&mut handle.inner) else {
+        if Arc::get_mut(&mut handle.inner).is_none() {
             return Err(Error::invalid(format!(
                 "cannot change the end-of-sequence tokens: {users} grammar(s) compiled from this \
                  vocabulary (or other handles from cg_vocab_clone) are still alive; set them \
                  before compiling, or free the grammars and their matchers first"
             )));
-        };
-        *slot = slot.with_eos(eos)?;
+        }
+        handle.inner = handle.inner.with_eos(eos)?;
         Ok(CG_OK)
     })
 }

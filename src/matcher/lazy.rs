@@ -33,8 +33,8 @@
 use std::sync::Arc;
 
 use super::Matcher;
-use crate::compile::CompiledGrammar;
 use crate::error::{Error, ErrorKind, Result};
+use crate::tokensets::CompiledGrammar;
 use crate::trigger::{Detector, Fired, Triggers};
 
 /// Most work (steps of the search for where a trigger's match starts,

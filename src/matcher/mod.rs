@@ -17,8 +17,8 @@ use crate::tokensets::work;
 use crate::tokensets::{info_for, TokenList};
 pub use lazy::LazyMatcher;
 
-use crate::compile::CompiledGrammar;
 use crate::error::{Error, ErrorKind, Result};
+use crate::tokensets::CompiledGrammar;
 use crate::util::byteset::ByteSet;
 
 /// Context ids (see [`context`]) of `(origin, rule)`: the callers in chart
@@ -481,7 +481,7 @@ fn exit_tokens(
                     .filter_map(|(d, &s)| d.map(|d| (d.id, s)))
                     .collect();
                 next.sort_unstable();
-                g.vocab().lexemes.free_exits.get(info, &next, compute)
+                g.vocab().free_exits.get(info, &next, compute)
             };
             for exit in free.whole.iter() {
                 check_exit(g, &mut walker, &mut pw, exit, &mut out);

@@ -4,13 +4,13 @@
 
 use std::sync::Arc;
 
+use super::engine::Engine;
 use super::info::TokenInfo;
+use super::lexeme::Lexeme;
 use super::lexeme_walk::lexeme_info;
 use super::parser_walk::structural_info;
 use super::strings::{string_body_info, string_tail_info};
-use crate::compile::lexeme::LexemeDfa;
-use crate::compile::CompiledGrammar;
-use crate::vocab::Vocab;
+use crate::tokensets::CompiledGrammar;
 
 /// The cached token sets of any state (computed on first use). A parser
 /// state's sets computed when the mask's work budget ran out are partial:
@@ -34,16 +34,16 @@ pub fn info_for(g: &CompiledGrammar, state: u32) -> Arc<TokenInfo> {
 
 /// The cached token sets of state `s` of a lexeme: its own, or those of
 /// the vocabulary's shared string DFAs where they agree.
-pub(crate) fn lexeme_state_info(vocab: &Vocab, dfa: &LexemeDfa, s: u32) -> Arc<TokenInfo> {
+pub(crate) fn lexeme_state_info(vocab: &Engine, dfa: &Lexeme, s: u32) -> Arc<TokenInfo> {
     // States that no token can tell apart share one token set.
     let s = dfa.token_class(s, vocab.max_token_len());
-    if let Some(counter) = &dfa.counter {
-        if let Some(info) = counter.infos.lock().unwrap().get(&s) {
+    if dfa.counter.is_some() {
+        if let Some(info) = dfa.counted_infos.lock().unwrap().get(&s) {
             return info.clone();
         }
         let info = Arc::new(lexeme_info(vocab, dfa, s));
-        let mut infos = counter.infos.lock().unwrap();
-        if infos.len() < crate::compile::lexeme::counted::MAX_COUNTED_INFOS {
+        let mut infos = dfa.counted_infos.lock().unwrap();
+        if infos.len() < super::lexeme::MAX_COUNTED_INFOS {
             dfa.note_learned(info.memory());
             infos.insert(s, info.clone());
         }

@@ -11,8 +11,10 @@
 //! top of a read-only chart, one per byte of a trie path, and pops them when
 //! the walk backtracks.
 
+use super::grammar::CompiledGrammar;
+use super::lexeme::Lexeme;
 use crate::compile::lexeme::DEAD;
-use crate::compile::{CompiledGrammar, RuleKind};
+use crate::compile::RuleKind;
 use crate::util::byteset::ByteSet;
 
 /// Origin of the synthetic start item: its completion feeds nothing.
@@ -93,16 +95,6 @@ impl CompiledGrammar {
     #[inline]
     pub(crate) fn is_structural(&self, state: u32) -> bool {
         (state as usize) < self.structural.len()
-    }
-
-    /// The lexeme DFA and local state of a lexeme state.
-    #[inline]
-    pub(crate) fn lexeme_state(&self, state: u32) -> (&crate::compile::lexeme::LexemeDfa, u32) {
-        let rule = self.rule_of(state);
-        match &self.rules[rule as usize].kind {
-            RuleKind::Lexeme { dfa, base } => (dfa, state - base),
-            RuleKind::Structural { .. } => unreachable!("not a lexeme state"),
-        }
     }
 
     #[inline]
@@ -323,7 +315,7 @@ pub const MAX_LEXEME_WALK: usize = 4;
 /// `None`.
 #[derive(Clone, Copy)]
 pub struct LexemeWalk<'a> {
-    pub dfas: [Option<&'a crate::compile::lexeme::LexemeDfa>; MAX_LEXEME_WALK],
+    pub dfas: [Option<&'a Lexeme>; MAX_LEXEME_WALK],
     pub states: [u32; MAX_LEXEME_WALK],
 }
 

@@ -3,11 +3,11 @@
 //! alone, shared by every grammar of the vocabulary.
 
 use super::earley::{LexemeWalk, MAX_LEXEME_WALK};
+use super::engine::Engine;
 use super::info::{exit_remainder, Exit, TokenInfo};
 use super::token_list::TokenList;
 use crate::compile::lexeme::DEAD;
 use crate::util::byteset::ByteSet;
-use crate::vocab::Vocab;
 
 /// The part of a lexeme state's exit tokens that does not depend on the
 /// context: what the lexemes predicted right after it read before any of
@@ -29,7 +29,12 @@ pub struct FreeExits {
 /// walked lexeme ends, and nothing else can): tokens are collected until
 /// one of the lexemes can end; there the walk stops and notes where the
 /// parser must take over.
-pub fn free_exits(vocab: &Vocab, info: &TokenInfo, first: &ByteSet, next: LexemeWalk) -> FreeExits {
+pub fn free_exits(
+    vocab: &Engine,
+    info: &TokenInfo,
+    first: &ByteSet,
+    next: LexemeWalk,
+) -> FreeExits {
     let trie = vocab.trie();
     let nodes = trie.nodes();
     let step = |from: &[u32; MAX_LEXEME_WALK], b: u8| {

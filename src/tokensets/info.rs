@@ -2,16 +2,17 @@
 //! allows whatever the context (inside), and those that leave its rule
 //! after a prefix (exits), checked against the real callers at mask time.
 
+use super::engine::Engine;
 use std::sync::Arc;
 
 use super::earley::Walker;
 use super::free_exits::FreeExits;
+use super::lexeme::Lexeme;
 use super::lexeme_walk::{subtree_walk, DfaWalk};
 use super::strings::TokenChars;
 use super::token_list::{MaskFill, TokenList};
-use crate::compile::lexeme::LexemeDfa;
 use crate::util::byteset::{byteset_contains, ByteSet};
-use crate::vocab::{TokenTrie, Vocab};
+use crate::vocab::TokenTrie;
 
 /// The exit tokens of a state in one context (see `Matcher::fill_mask`):
 /// the part every context with the same lexemes next shares, and the rest.
@@ -61,7 +62,7 @@ impl Exit {
 
 /// The bytes of `exit`'s tokens read after the rule ended, down to its node
 /// (all its tokens share them).
-pub fn exit_remainder<'v>(vocab: &'v Vocab, exit: &Exit) -> &'v [u8] {
+pub fn exit_remainder<'v>(vocab: &'v Engine, exit: &Exit) -> &'v [u8] {
     &vocab.trie().path(exit.node)[exit.depth as usize..]
 }
 
@@ -142,7 +143,7 @@ pub struct TokenInfo {
 }
 
 impl TokenInfo {
-    pub(crate) fn new(inside: TokenList, mut exits: Vec<Exit>, vocab: &Vocab) -> TokenInfo {
+    pub(crate) fn new(inside: TokenList, mut exits: Vec<Exit>, vocab: &Engine) -> TokenInfo {
         // By first byte, then by (the first 8 of) the bytes read after the
         // rule, so that exits with a common beginning are walked together
         // (the order only saves work: any order gives the same tokens);
@@ -187,7 +188,7 @@ impl TokenInfo {
     /// share their bytes up to its node, where the quote is).
     pub(crate) fn within_chars(
         &self,
-        vocab: &Vocab,
+        vocab: &Engine,
         chars: &TokenChars,
         min: usize,
         max: usize,
@@ -217,7 +218,7 @@ impl TokenInfo {
     /// are the trie nodes spelling `left` characters (`nodes`), all below.
     pub(crate) fn exactly_chars(
         &self,
-        vocab: &Vocab,
+        vocab: &Engine,
         chars: &TokenChars,
         left: usize,
         nodes: &[u32],
@@ -247,12 +248,7 @@ impl TokenInfo {
     /// leave the string at its quote (its exits, all below a quote node)
     /// are read on by the lexeme, a walk below each quote node (few tokens
     /// go on after a quote).
-    pub(crate) fn then_reading(
-        self,
-        vocab: &Vocab,
-        dfa: &LexemeDfa,
-        after_quote: u32,
-    ) -> TokenInfo {
+    pub(crate) fn then_reading(self, vocab: &Engine, dfa: &Lexeme, after_quote: u32) -> TokenInfo {
         let trie = vocab.trie();
         let mut words = vec![0u32; vocab.mask_words()];
         self.inside.or_into(&mut words);

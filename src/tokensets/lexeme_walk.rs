@@ -5,12 +5,14 @@
 
 use std::sync::Arc;
 
+use super::engine::Engine;
 use super::info::{Exit, TokenInfo};
+use super::lexeme::Lexeme;
 use super::token_list::TokenList;
-use crate::compile::lexeme::{LexemeDfa, DEAD};
+use crate::compile::lexeme::DEAD;
 use crate::util::hash::FastMap;
 use crate::vocab::trie::{byte_group, INSIDE_CHAR};
-use crate::vocab::{TokenTrie, Vocab};
+use crate::vocab::TokenTrie;
 
 /// One subtree of the trie walked from one DFA state, its node read into
 /// that state with nothing to exit above it (a first byte, see
@@ -44,7 +46,7 @@ const SUBTREE_WALKS_MAX_ENTRIES: usize = 1 << 22;
 /// Depth-first walk of trie nodes with a lexeme DFA alone.
 pub(crate) struct DfaWalk<'a> {
     trie: &'a TokenTrie,
-    dfa: &'a LexemeDfa,
+    dfa: &'a Lexeme,
     /// DFA state after the byte at each depth of the current path.
     stack: Vec<u32>,
     /// The byte at each depth of the current path.
@@ -70,7 +72,7 @@ pub(crate) struct DfaWalk<'a> {
 /// every lexeme).
 struct SharedBody<'a> {
     /// Per state of the walk's DFA, the equal state of "any string" (see
-    /// [`LexemeDfa::string_body_states`]), or [`DEAD`].
+    /// [`Lexeme::string_body_states`]), or [`DEAD`].
     like: &'a [u32],
     /// A walk of "any string".
     walk: Box<DfaWalk<'a>>,
@@ -85,13 +87,13 @@ impl SharedBody<'_> {
 }
 
 impl<'a> DfaWalk<'a> {
-    pub(crate) fn new(vocab: &'a Vocab, dfa: &'a LexemeDfa) -> DfaWalk<'a> {
+    pub(crate) fn new(vocab: &'a Engine, dfa: &'a Lexeme) -> DfaWalk<'a> {
         let max = vocab.max_token_len() + 2;
-        let body = vocab.lexemes.string_body().and_then(|b| {
-            let like = dfa.string_body_states(b);
+        let body = vocab.string_body().and_then(|b| {
+            let like = dfa.string_body_states(&b.body);
             like.iter().any(|&t| t != DEAD).then(|| SharedBody {
                 like,
-                walk: Box::new(DfaWalk::new(vocab, &b.dfa)),
+                walk: Box::new(DfaWalk::new(vocab, &b.lexeme)),
             })
         });
         DfaWalk {
@@ -288,7 +290,7 @@ impl<'a> DfaWalk<'a> {
 /// states on most bytes (a key that no listed name continues is read by
 /// one "any other string" state), so a new state costs a lookup per first
 /// byte instead of a walk of the whole trie.
-pub fn lexeme_info(vocab: &Vocab, dfa: &LexemeDfa, state: u32) -> TokenInfo {
+pub fn lexeme_info(vocab: &Engine, dfa: &Lexeme, state: u32) -> TokenInfo {
     let trie = vocab.trie();
     let nodes = trie.nodes();
     // (Subtrees inside "any other string" take that DFA's walks.)

@@ -34,18 +34,25 @@
 pub mod cached;
 pub mod context;
 pub mod earley;
+pub mod engine;
 pub mod free_exits;
+pub mod grammar;
 pub mod info;
+pub mod lexeme;
 pub mod lexeme_walk;
 pub mod parser_walk;
+pub mod string_counts;
 pub mod strings;
 pub mod token_list;
 pub mod trie_walk;
 pub mod work;
 
 pub use cached::info_for;
+pub use engine::{CacheStats, Engine, DEFAULT_CACHE_BUDGET};
 pub use free_exits::{free_exits, FreeExits};
+pub use grammar::{compile_ir, CompiledGrammar};
 pub use info::{exit_remainder, Exit, ExitTokens, PrefixWalk, SeenSets, TokenInfo};
+pub use lexeme::Lexeme;
 pub use lexeme_walk::SubtreeWalks;
 pub use strings::{prepare_strings, TokenChars};
 pub use token_list::{MaskFill, TokenList};

@@ -4,12 +4,12 @@
 
 use super::cached::info_for;
 use super::earley::{Chart, Item, Walker, CTX_ORIGIN};
+use super::engine::Engine;
 use super::info::{exit_remainder, Exit, PrefixWalk, TokenInfo};
 use super::token_list::TokenList;
 use super::trie_walk::{walk_trie, Dfs};
-use crate::compile::CompiledGrammar;
+use crate::tokensets::CompiledGrammar;
 use crate::util::byteset::ByteSet;
-use crate::vocab::Vocab;
 
 /// Token sets of parser-rule state `state`.
 ///
@@ -97,7 +97,7 @@ pub fn structural_info(g: &CompiledGrammar, state: u32) -> TokenInfo {
 /// adding what is inside and what exits the walked rule to `dfs`.
 fn remainder(
     dfs: &mut Dfs,
-    vocab: &Vocab,
+    vocab: &Engine,
     walker: &mut Walker,
     pw: &mut PrefixWalk,
     exit: &Exit,

@@ -5,44 +5,39 @@
 
 use std::sync::Arc;
 
+use super::engine::Engine;
 use super::info::TokenInfo;
+use super::lexeme::Lexeme;
 use super::lexeme_walk::lexeme_info;
-use crate::compile::lexeme::{CountedString, LexemeDfa, StringCounts, DEAD};
-use crate::vocab::{TokenTrie, Vocab};
+use super::string_counts::{CountedString, StringCounts};
+use crate::compile::lexeme::DEAD;
+use crate::vocab::TokenTrie;
 
 /// The token sets of a state inside "any other string", shared through the
 /// vocabulary's [`StringBody`] (`None` if `state` is not such a state).
-pub(crate) fn string_body_info(
-    vocab: &Vocab,
-    dfa: &LexemeDfa,
-    state: u32,
-) -> Option<Arc<TokenInfo>> {
-    let body = vocab.lexemes.string_body()?;
-    if dfa.string_body_state(body) != state {
+pub(crate) fn string_body_info(vocab: &Engine, dfa: &Lexeme, state: u32) -> Option<Arc<TokenInfo>> {
+    let body = vocab.string_body()?;
+    if dfa.string_body_state(&body.body) != state {
         return None;
     }
     any_string_info(vocab).cloned()
 }
 
 /// The token sets of [`StringBody`]'s state.
-fn any_string_info(vocab: &Vocab) -> Option<&Arc<TokenInfo>> {
-    let body = vocab.lexemes.string_body()?;
-    let (any, s) = (&body.dfa, body.state);
+fn any_string_info(vocab: &Engine) -> Option<&Arc<TokenInfo>> {
+    let body = vocab.string_body()?;
+    let (any, s) = (&body.lexeme, body.body.state);
     Some(any.infos[s as usize].get_or_init(|| Arc::new(lexeme_info(vocab, any, s))))
 }
 
 /// The token sets of a counted JSON string's state near its bound (or of
 /// a chunk's), shared through the vocabulary's [`StringCounts`] (`None` if
 /// `state` is not such a state).
-pub(crate) fn string_tail_info(
-    vocab: &Vocab,
-    dfa: &LexemeDfa,
-    state: u32,
-) -> Option<Arc<TokenInfo>> {
+pub(crate) fn string_tail_info(vocab: &Engine, dfa: &Lexeme, state: u32) -> Option<Arc<TokenInfo>> {
     if dfa.counter.is_some() || dfa.is_final[state as usize] {
         return None;
     }
-    let counts = vocab.lexemes.string_counts()?;
+    let counts = vocab.string_counts()?;
     let lang = counted_language(vocab, dfa, state)?;
     let after_quote = counts.accepts_counted(dfa, state, lang)?;
     // Where the string ends the lexeme, the token sets are the count's
@@ -82,14 +77,14 @@ const MAX_COUNTED_CHARS: usize = 254;
 
 /// The longest count [`StringCounts`] handles: the longest token, or
 /// [`MAX_COUNTED_CHARS`].
-fn counted_horizon(vocab: &Vocab) -> usize {
+fn counted_horizon(vocab: &Engine) -> usize {
     vocab.max_token_len().min(MAX_COUNTED_CHARS)
 }
 
 /// The [`CountedString`] that `state` would accept, from the runs of a
 /// plain character it reads (unchecked; `None` if its count reaches past
 /// [`counted_horizon`]).
-fn counted_language(vocab: &Vocab, dfa: &LexemeDfa, state: u32) -> Option<CountedString> {
+fn counted_language(vocab: &Engine, dfa: &Lexeme, state: u32) -> Option<CountedString> {
     let horizon = counted_horizon(vocab);
     let max = dfa.run_length(state, b'a', horizon + 1);
     if max > horizon {
@@ -123,11 +118,11 @@ fn counted_language(vocab: &Vocab, dfa: &LexemeDfa, state: u32) -> Option<Counte
 /// Builds the vocabulary's token sets and tables that JSON strings share
 /// ("any string" and [`StringCounts`]); each takes a walk of the whole
 /// trie or of every token.
-pub fn prepare_strings(vocab: &Vocab) {
+pub fn prepare_strings(vocab: &Engine) {
     if any_string_info(vocab).is_none() {
         return;
     }
-    vocab.lexemes.prepare_string_counts(|counts| {
+    vocab.prepare_string_counts(|counts| {
         let horizon = counted_horizon(vocab);
         let exact = CountedString {
             min: horizon as u16,
@@ -152,7 +147,7 @@ pub struct TokenChars {
 }
 
 impl TokenChars {
-    pub(crate) fn new(vocab: &Vocab) -> TokenChars {
+    pub(crate) fn new(vocab: &Engine) -> TokenChars {
         let mut closed = vec![0u32; vocab.mask_words()];
         let before_quote = (0..vocab.len() as u32)
             .map(|id| {

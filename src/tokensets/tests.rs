@@ -2,16 +2,19 @@
 //! checked token by token on random vocabularies.
 
 use super::cached::*;
+use super::engine::Engine;
+use super::lexeme::Lexeme;
 use super::strings::*;
 use super::token_list::*;
 use crate::compile::lexeme::DfaLimits;
-use crate::compile::lexeme::{LexemeDfa, DEAD};
+use crate::compile::lexeme::DEAD;
 use crate::ir::{CharClass, Expr};
 use crate::vocab::Vocab;
+use std::sync::Arc;
 
 /// The pieces of `alphabet`, and `n` random strings of 2 to `longest +
 /// 1` of them (xorshift from `seed`), as a vocabulary.
-fn random_vocab(alphabet: &[&str], mut seed: u64, n: usize, longest: usize) -> Vocab {
+fn random_vocab(alphabet: &[&str], mut seed: u64, n: usize, longest: usize) -> Arc<Engine> {
     let mut next = |n: usize| {
         seed ^= seed << 13;
         seed ^= seed >> 7;
@@ -27,14 +30,14 @@ fn random_vocab(alphabet: &[&str], mut seed: u64, n: usize, longest: usize) -> V
     tokens.sort();
     tokens.dedup();
     let flags = vec![0; tokens.len()];
-    Vocab::new(tokens, flags, Vec::new()).unwrap()
+    Engine::new(Vocab::new(tokens, flags, Vec::new()).unwrap())
 }
 
 /// `state`'s cached token sets are brute force over the vocabulary:
 /// inside = the DFA reads the whole token; exits = (token, d) where
 /// the lexeme can end after `d >= 1` bytes and cannot read the token
 /// through.
-fn assert_token_sets_are_brute_force(vocab: &Vocab, dfa: &LexemeDfa, state: u32, what: &str) {
+fn assert_token_sets_are_brute_force(vocab: &Engine, dfa: &Lexeme, state: u32, what: &str) {
     let info = lexeme_state_info(vocab, dfa, state);
     let mut inside = vec![0u32; vocab.mask_words()];
     info.inside.or_into(&mut inside);
@@ -137,7 +140,7 @@ fn lexeme_token_sets_match_brute_force() {
     // A chunk of a long string: exactly 5 characters, no quote.
     let chunk = crate::ir::encode(&Expr::repeat(Expr::Class(CharClass::any()), 5, Some(5)));
     let names = ["net", "nab", "ab_c", "é"].map(String::from);
-    let cache = &vocab.lexemes;
+    let cache = &*vocab;
     // States that took the shared "any other string", the counted
     // strings' counts, the chunk's and the strings read on after.
     let mut shared = (0, 0, 0, 0);
@@ -153,7 +156,7 @@ fn lexeme_token_sets_match_brute_force() {
         spaced_string.clone(),
         comma_string.clone(),
     ] {
-        let dfa = cache.get_or_build(&expr, &DfaLimits::default()).unwrap();
+        let dfa = cache.lexeme(&expr, &DfaLimits::default()).unwrap();
         for state in 0..dfa.num_states() as u32 {
             // Through the vocabulary's shared string DFAs where they
             // agree (any other name, the end of a count).
@@ -210,7 +213,7 @@ fn counted_token_sets_match_brute_force() {
         Expr::plus(Expr::Class(CharClass::from_ranges([(0x21, 0x10ffff)]))),
     ]);
     let a_then_any = Expr::seq(vec![Expr::literal("a"), Expr::star(any.clone())]);
-    let cache = &vocab.lexemes;
+    let cache = &*vocab;
     for (pattern, min, max) in [
         (words.clone(), 2, Some(12)),
         (a_then_any.clone(), 0, Some(9)),
@@ -220,7 +223,7 @@ fn counted_token_sets_match_brute_force() {
         let pattern = quoted(pattern);
         let key = Expr::And(vec![pattern.clone(), crate::ir::quoted_length(min, max)]);
         let dfa = cache
-            .try_get_or_build_counted(&key, &pattern, min, max, &DfaLimits::default())
+            .counted_lexeme(&key, &pattern, min, max, &DfaLimits::default())
             .unwrap()
             .unwrap();
         assert!(dfa.counter.is_some());
@@ -263,16 +266,13 @@ fn counts_past_255_characters() {
         tokens.push(closed);
     }
     let flags = vec![0; tokens.len()];
-    let vocab = Vocab::new(tokens, flags, Vec::new()).unwrap();
+    let vocab = Engine::new(Vocab::new(tokens, flags, Vec::new()).unwrap());
     let expr = Expr::seq(vec![
         Expr::literal("\""),
         crate::ir::encode(&Expr::repeat(Expr::Class(CharClass::any()), 0, Some(280))),
         Expr::literal("\""),
     ]);
-    let dfa = vocab
-        .lexemes
-        .get_or_build(&expr, &DfaLimits::default())
-        .unwrap();
+    let dfa = vocab.lexeme(&expr, &DfaLimits::default()).unwrap();
     let mut state = dfa.next(dfa.start, b'"');
     for _ in 0..40 {
         // 280 characters left, then 279, ... 241 (counted where at

@@ -44,8 +44,8 @@ use std::sync::{Arc, Mutex};
 
 use crate::compile::lexeme::{DfaLimits, Table, DEAD};
 use crate::error::{Error, Result};
+use crate::tokensets::Engine;
 use crate::util::hash::FastMap;
-use crate::vocab::Vocab;
 use backtrack::Program;
 
 /// The largest DFA one trigger pattern may have, in bytes of table.
@@ -105,7 +105,7 @@ struct TextTrigger {
 /// Triggers compiled for one vocabulary: immutable (but for the fire-set
 /// cache behind a lock); shared by every lazy matcher that uses them.
 pub struct Triggers {
-    vocab: Arc<Vocab>,
+    vocab: Arc<Engine>,
     texts: Vec<TextTrigger>,
     /// `(token, index in the host's list)`, sorted.
     tokens: Vec<(u32, usize)>,
@@ -143,11 +143,11 @@ impl Triggers {
     /// (invalid argument), a pattern `std::regex` rejects (parse), one
     /// cgram cannot decide with an automaton (backreferences: unsupported),
     /// limits.
-    pub fn new(vocab: &Arc<Vocab>, specs: &[TriggerSpec]) -> Result<Triggers> {
+    pub fn new(vocab: &Arc<Engine>, specs: &[TriggerSpec]) -> Result<Triggers> {
         crate::limits::on_compile_stack(|| Triggers::compile(vocab, specs))
     }
 
-    fn compile(vocab: &Arc<Vocab>, specs: &[TriggerSpec]) -> Result<Triggers> {
+    fn compile(vocab: &Arc<Engine>, specs: &[TriggerSpec]) -> Result<Triggers> {
         let mut texts = Vec::new();
         let mut tokens = Vec::new();
         for (index, spec) in specs.iter().enumerate() {
@@ -183,7 +183,7 @@ impl Triggers {
             let at = |e: Error| e.context(format!("trigger {index} ({pattern:?})"));
             let node = crate::regex::parse_std_regex(&pattern).map_err(at)?;
             let language = crate::regex::search_language(&node, &limits.deadline).map_err(at)?;
-            let dfa = vocab.lexemes.table(&language, &limits).map_err(at)?;
+            let dfa = crate::compile::lexeme::table(&language, &limits, &**vocab).map_err(at)?;
             let program = Program::new(&node).map_err(at)?;
             let whole_first = pattern.starts_with('^') && pattern.ends_with('$');
             let char_dist = char_distances(&dfa);
@@ -210,7 +210,7 @@ impl Triggers {
         })
     }
 
-    pub fn vocab(&self) -> &Arc<Vocab> {
+    pub fn vocab(&self) -> &Arc<Engine> {
         &self.vocab
     }
 

@@ -12,7 +12,6 @@ mod tokenizer_json;
 
 use std::sync::Arc;
 
-use crate::compile::lexeme::{CacheStats, LexemeCache};
 use crate::error::{Error, Result};
 pub use trie::TokenTrie;
 
@@ -65,7 +64,6 @@ pub struct Vocab {
     trie: TokenTrie,
     /// Largest text-token length in bytes.
     max_token_len: usize,
-    pub(crate) lexemes: LexemeCache,
 }
 
 impl std::fmt::Debug for Vocab {
@@ -144,11 +142,7 @@ impl Vocab {
             eos,
             trie,
             max_token_len,
-            lexemes: LexemeCache::default(),
         };
-        // Built here rather than by the first mask that needs them, which
-        // would take several milliseconds longer than any other.
-        crate::tokensets::prepare_strings(&vocab);
         Ok(vocab)
     }
 
@@ -196,25 +190,12 @@ impl Vocab {
         let tokens = (0..self.len() as u32)
             .map(|i| self.token_bytes(i).to_vec())
             .collect();
-        let vocab = Vocab::new(tokens, self.flags.clone(), eos)?;
-        vocab.set_cache_budget(self.cache_stats().budget);
-        Ok(vocab)
+        Vocab::new(tokens, self.flags.clone(), eos)
     }
 
     /// The trie of text tokens (not special, not end-of-sequence, not empty).
     pub fn trie(&self) -> &TokenTrie {
         &self.trie
-    }
-
-    /// Sets the byte budget of the vocabulary's lexeme cache (see
-    /// [`LexemeCache`]); 0 keeps nothing. Thread-safe.
-    pub fn set_cache_budget(&self, bytes: usize) {
-        self.lexemes.set_budget(bytes);
-    }
-
-    /// What the vocabulary's lexeme cache holds.
-    pub fn cache_stats(&self) -> CacheStats {
-        self.lexemes.stats()
     }
 
     /// Longest text token, in bytes.

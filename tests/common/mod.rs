@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use cgram::{Vocab, TOKEN_SPECIAL};
+use cgram::{Engine, Vocab, TOKEN_SPECIAL};
 
 use reference::SortedVocab;
 
@@ -98,14 +98,14 @@ pub fn tokenizer_path(name: &str) -> PathBuf {
 }
 
 /// A real tokenizer's vocabulary (loaded once per test binary).
-pub fn real_vocab(name: &str) -> Arc<Vocab> {
-    static CACHE: OnceLock<Mutex<HashMap<String, Arc<Vocab>>>> = OnceLock::new();
+pub fn real_vocab(name: &str) -> Arc<Engine> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Arc<Engine>>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     if let Some(v) = cache.lock().unwrap().get(name) {
         return v.clone();
     }
     let path = tokenizer_path(name);
-    let v = Arc::new(
+    let v = Engine::new(
         Vocab::from_tokenizer_json(&path)
             .unwrap_or_else(|e| panic!("loading {}: {e}", path.display())),
     );
@@ -120,7 +120,7 @@ pub fn real_vocab(name: &str) -> Arc<Vocab> {
 /// A small synthetic vocabulary: every single byte, some multi-byte tokens
 /// (words, punctuation runs, whole and partial UTF-8 characters, invalid
 /// UTF-8), special tokens and an end-of-sequence token.
-pub fn synthetic_vocab() -> Arc<Vocab> {
+pub fn synthetic_vocab() -> Arc<Engine> {
     let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
     let mut flags = vec![0u32; 256];
     let texts: &[&[u8]] = &[
@@ -217,7 +217,7 @@ pub fn synthetic_vocab() -> Arc<Vocab> {
     let n = tokens.len() as u32;
     // "</s>" and "<|eot|>" end the sequence.
     let eos = vec![n - 3, n - 2];
-    Arc::new(Vocab::new(tokens, flags, eos).unwrap())
+    Engine::new(Vocab::new(tokens, flags, eos).unwrap())
 }
 
 /// The text tokens of `vocab` (not special, not end-of-sequence, not empty)

@@ -37,7 +37,7 @@ use std::time::Instant;
 
 use cgram::matcher::{AnyMatcher, LazyMatcher};
 use cgram::trigger::{TriggerSpec, Triggers};
-use cgram::{CompileOptions, Kind, Matcher, Vocab};
+use cgram::{CompileOptions, Engine, Kind, Matcher, Vocab};
 
 mod batch;
 mod heap;
@@ -301,7 +301,7 @@ fn main() {
         usage()
     };
     let t0 = Instant::now();
-    let vocab = Arc::new(
+    let vocab = Engine::new(
         Vocab::from_tokenizer_json(tokenizer.as_ref()).unwrap_or_else(|e| {
             eprintln!("loading {tokenizer}: {e}");
             std::process::exit(1)

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use cgram::{CompileOptions, Kind, Matcher, Vocab};
+use cgram::{CompileOptions, Engine, Kind, Matcher, Vocab};
 use serde_json::value::RawValue;
 
 use crate::{print_stats, pyjson};
@@ -129,7 +129,7 @@ fn files(opts: &Options) -> Vec<PathBuf> {
 
 pub fn run(opts: &Options) {
     let t0 = Instant::now();
-    let vocab = Arc::new(
+    let vocab = Engine::new(
         Vocab::from_tokenizer_json(&opts.tokenizer).unwrap_or_else(|e| {
             eprintln!("loading {}: {e}", opts.tokenizer.display());
             std::process::exit(1)
@@ -273,7 +273,7 @@ pub fn load_file(
 fn run_file(
     path: &Path,
     opts: &Options,
-    vocab: &Arc<Vocab>,
+    vocab: &Arc<Engine>,
     tok: &tokenizers::Tokenizer,
     mask: &mut [u32],
     t: &mut Totals,

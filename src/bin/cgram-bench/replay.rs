@@ -9,7 +9,6 @@
 //! slowest masks) per round, and the minimum over rounds.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use cgram::{CompileOptions, Kind, Matcher, Vocab};
 
@@ -53,7 +52,7 @@ pub fn run(opts: &Options) {
     let (mut best_compile, mut best_mask) = (f64::INFINITY, f64::INFINITY);
     for round in 0..opts.repeat {
         // The same tokens, with every per-vocabulary cache empty.
-        let vocab = Arc::new(base.with_eos(base.eos_tokens().to_vec()).unwrap());
+        let vocab = cgram::Engine::new(base.with_eos(base.eos_tokens().to_vec()).unwrap());
         let mut mask = vec![0u32; vocab.mask_words()];
         let start = clock_us(cpu);
         let grammar =

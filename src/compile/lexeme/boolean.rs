@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use super::{has_boolean, minimize, DfaLimits, LexemeCache, Table, DEAD};
+use super::{has_boolean, minimize, DfaLimits, LexemeSource, Table, DEAD};
 use crate::error::{Error, Result};
 use crate::ir::{CharClass, Expr};
 use crate::limits::Meter;
@@ -27,7 +27,7 @@ fn too_large() -> Error {
 
 /// The DFA of any regular expression, boolean operators included; the
 /// regular parts come from (and go to) `cache`.
-pub fn table_of(e: &Expr, limits: &DfaLimits, cache: &LexemeCache) -> Result<Arc<Table>> {
+pub fn table_of(e: &Expr, limits: &DfaLimits, cache: &dyn LexemeSource) -> Result<Arc<Table>> {
     if let Expr::JsonStrings(js) = e {
         return Ok(Arc::new(super::json_string::table(js, &limits.deadline)?));
     }
@@ -303,7 +303,7 @@ impl Nfa {
         e: &Expr,
         from: u32,
         limits: &DfaLimits,
-        cache: &LexemeCache,
+        cache: &dyn LexemeSource,
     ) -> Result<u32> {
         self.check()?;
         self.meter.step(1)?;
@@ -519,7 +519,9 @@ mod tests {
     }
 
     fn dfa(e: &Expr) -> LexemeDfa {
-        LexemeDfa::from_table(&table_of(e, &DfaLimits::default(), &LexemeCache::default()).unwrap())
+        LexemeDfa::from_table(
+            &table_of(e, &DfaLimits::default(), &crate::compile::lexeme::Uncached).unwrap(),
+        )
     }
 
     #[test]

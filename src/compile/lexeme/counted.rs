@@ -27,7 +27,7 @@
 //! pattern's automaton alone and may use its analyses (see
 //! [`Counter::free_state`]).
 
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use super::{LexemeDfa, DEAD};
 use crate::error::{Error, Result};
@@ -38,10 +38,6 @@ use crate::util::hash::FastMap;
 /// Most (states x counts) pairs of one counted lexeme: the liveness table
 /// holds a bit per pair.
 pub const MAX_COUNTED_PAIRS: usize = 1 << 27;
-
-/// Token sets kept per counted lexeme (by state and count class); past
-/// it, new ones are computed for each mask and dropped.
-pub const MAX_COUNTED_INFOS: usize = 4096;
 
 /// The count of a counted lexeme: see the module documentation.
 pub struct Counter {
@@ -66,9 +62,6 @@ pub struct Counter {
     /// Per byte class: one of its bytes.
     class_reps: Vec<u8>,
     classes: OnceLock<CountClasses>,
-    /// Token sets by canonical state (see `tokensets::cached`), bounded by
-    /// [`MAX_COUNTED_INFOS`].
-    pub infos: Mutex<FastMap<u32, std::sync::Arc<crate::tokensets::TokenInfo>>>,
 }
 
 /// Counts grouped by what the next `horizon` code points can tell apart.
@@ -213,7 +206,6 @@ impl Counter {
             class_bytes,
             class_reps,
             classes: OnceLock::new(),
-            infos: Mutex::default(),
         })
     }
 

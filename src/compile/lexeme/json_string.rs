@@ -685,7 +685,7 @@ mod tests {
     /// The general construction of the same language: the spelled-out
     /// expression (a product with a complement when negated).
     fn general(js: &JsonStrings) -> Table {
-        let cache = crate::compile::lexeme::LexemeCache::default();
+        let cache = crate::compile::lexeme::Uncached;
         let spelled = js.spelled();
         if js.negated() {
             let t =

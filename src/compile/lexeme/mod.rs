@@ -10,8 +10,7 @@
 //! ([`minimize`]).
 
 use crate::limits::{Deadline, Meter};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
 use regex_automata::nfa::thompson;
 use regex_syntax::hir::{self, Hir};
@@ -19,11 +18,8 @@ use regex_syntax::hir::{self, Hir};
 use super::adjacency::Adjacency;
 use crate::error::{Error, Result};
 use crate::ir::{CharClass, Expr};
-use crate::tokensets::context::SharedFreeExits;
-use crate::tokensets::{SubtreeWalks, TokenChars, TokenInfo};
 use crate::util::byteset::{byteset_insert, ByteSet};
 use crate::util::hash::FastMap;
-use crate::vocab::trie::INSIDE_CHAR;
 use crate::vocab::TokenTrie;
 
 mod boolean;
@@ -53,44 +49,20 @@ pub struct LexemeDfa {
     pub is_final: Vec<bool>,
     /// Bytes with a transition out of each state.
     pub first_bytes: Vec<ByteSet>,
-    /// Which whole trie subtrees a state reads, by their height (see
-    /// [`SafeGroups`]), computed on first use.
-    safe: OnceLock<SafeGroups>,
-    /// The same by characters.
-    char_safe: OnceLock<SafeGroups>,
     pub start: u32,
-    /// Token sets per token class (see `token_class`), computed on first
-    /// use.
-    /// Indexed by state; read without locks on the mask path.
-    pub(crate) infos: Box<[OnceLock<Arc<TokenInfo>>]>,
-    /// Walks of single first-byte subtrees, shared by the token sets of
-    /// every state that reaches the same state on that byte (see
-    /// `tokensets::lexeme_walk::lexeme_info`).
-    pub(crate) pieces: Mutex<SubtreeWalks>,
-    /// Per state: the smallest state equivalent to it on every string of at
-    /// most the vocabulary's longest token (see [`LexemeDfa::token_class`]).
-    token_classes: OnceLock<Option<Vec<u32>>>,
     /// Unique among the lexemes of the process (keys caches shared by
     /// several lexemes, see `tokensets::context::SharedFreeExits`).
     pub id: u64,
     /// The expression counts (a bounded repetition): only then can states
-    /// of the minimal DFA look alike to every token (see `token_class`).
-    counting: bool,
-    /// See [`LexemeDfa::string_body_states`].
-    body_states: OnceLock<Box<[u32]>>,
-    /// Heap bytes of what the mask path learned and keeps here (token
-    /// sets, subtree walks): counted by the [`LexemeCache`]'s budget.
-    learned_bytes: AtomicUsize,
+    /// of the minimal DFA look alike to every token (see
+    /// [`LexemeDfa::token_classes`]).
+    pub counting: bool,
     /// A count of code points next to the automaton (see [`Counter`]):
     /// then states are `count * table states + table state`, and
     /// [`Self::next`], [`Self::is_final_state`] and
     /// [`Self::first_bytes_of`] are the only way to read them.
     pub counter: Option<Box<Counter>>,
 }
-
-/// DFAs with at least this many states get their walk analyses at compile
-/// time (see [`LexemeDfa::prepare_walks`]).
-const EAGER_WALK_ANALYSIS_STATES: usize = 512;
 
 /// DFAs with fewer states are not worth the refinement (minimization
 /// already merged their equivalent states).
@@ -103,28 +75,14 @@ const TOKEN_CLASS_MIN_STATES: usize = 32;
 const TOKEN_CLASS_MAX_WORK: usize = 4_000_000;
 
 impl LexemeDfa {
-    /// A representative of `state`'s class: states that accept and reject
-    /// the same strings of up to `horizon` bytes (the longest token) have
-    /// the same token sets. Counting DFAs (`.{0,500}`, `maxLength`) have
-    /// hundreds of states that differ only far beyond any token; they all
-    /// share one token-set walk.
-    pub fn token_class(&self, state: u32, horizon: usize) -> u32 {
-        if let Some(c) = &self.counter {
-            return c.token_class(state, horizon);
-        }
-        if !self.counting || self.num_states() < TOKEN_CLASS_MIN_STATES {
-            return state;
-        }
-        let refined = self.token_classes.get_or_init(|| {
-            self.refine(horizon, &mut Deadline::none().meter())
-                .unwrap_or(None)
-        });
-        match refined {
-            Some(classes) => classes[state as usize],
-            None => state,
-        }
-    }
-
+    /// Per state, a representative of its token class: states that
+    /// accept and reject the same strings of up to `horizon` bytes (the
+    /// longest token) have the same token sets. Counting DFAs (`.{0,500}`,
+    /// `maxLength`) have hundreds of states that differ only far beyond any
+    /// token; they all share one token-set walk. `None` when the DFA does
+    /// not count or is too small to gain from it (every state its own
+    /// class).
+    ///
     /// Moore's partition refinement, stopped after `horizon` rounds; `None`
     /// past [`TOKEN_CLASS_MAX_WORK`]; an error once `meter`'s deadline
     /// passes.
@@ -134,6 +92,14 @@ impl LexemeDfa {
     /// for its largest part: a counting automaton changes one layer of
     /// states per round, so the refinement costs about its size, not its
     /// size times the horizon.
+    pub fn token_classes(&self, horizon: usize, meter: &mut Meter) -> Result<Option<Vec<u32>>> {
+        if !self.counting || self.num_states() < TOKEN_CLASS_MIN_STATES {
+            return Ok(None);
+        }
+        self.refine(horizon, meter)
+    }
+
+    /// The refinement of [`Self::token_classes`], on any DFA.
     fn refine(&self, horizon: usize, meter: &mut Meter) -> Result<Option<Vec<u32>>> {
         let n = self.num_states();
         let k = self.num_classes;
@@ -303,105 +269,12 @@ impl LexemeDfa {
         }
     }
 
-    /// Computes now, for a large DFA, what trie walks of its states need
-    /// (safe groups, token classes): at compile time rather than in the
-    /// first mask that reaches the lexeme, where a DFA of thousands of
-    /// states (a `maxLength` with a `pattern`) cost that mask 10-30 ms.
-    /// Small DFAs keep them lazy: they are cheap and many are never walked.
-    /// An error once `deadline` passes (what was not computed then is
-    /// computed on first use).
-    pub fn prepare_walks(&self, trie: &TokenTrie, deadline: &Deadline) -> Result<()> {
-        if let Some(c) = &self.counter {
-            // The count classes read every (state, count) pair once.
-            c.prepare(trie.max_len());
-        }
-        if self.num_states() < EAGER_WALK_ANALYSIS_STATES {
-            return Ok(());
-        }
-        let mut meter = deadline.meter();
-        for by_char in [false, true] {
-            let (cell, weights) = self.safe_cell(trie, by_char);
-            if cell.get().is_none() {
-                let steps = GroupSteps::new(self, by_char, &mut meter)?;
-                let _ = cell.set(SafeGroups::new(
-                    &steps,
-                    trie.max_len(),
-                    weights,
-                    &mut meter,
-                )?);
-            }
-        }
-        if self.counting
-            && self.num_states() >= TOKEN_CLASS_MIN_STATES
-            && self.token_classes.get().is_none()
-        {
-            let _ = self
-                .token_classes
-                .set(self.refine(trie.max_len(), &mut meter)?);
-        }
-        Ok(())
-    }
-
-    /// The cell of the safe groups by bytes or by characters, and the
-    /// trie's weights of those groups.
-    fn safe_cell<'t>(
-        &self,
-        trie: &'t TokenTrie,
-        by_char: bool,
-    ) -> (&OnceLock<SafeGroups>, &'t [u32; 64]) {
-        if by_char {
-            (&self.char_safe, trie.char_group_weights())
-        } else {
-            (&self.safe, trie.group_weights())
-        }
-    }
-
-    /// The safe groups by bytes or characters, computed on first use
-    /// (without a deadline: a mask's work is bounded by its own budget).
-    fn safe_groups_of(&self, trie: &TokenTrie, by_char: bool) -> &SafeGroups {
-        let (cell, weights) = self.safe_cell(trie, by_char);
-        cell.get_or_init(|| {
-            let mut meter = Deadline::none().meter();
-            let steps = GroupSteps::new(self, by_char, &mut meter).expect("no deadline");
-            SafeGroups::new(&steps, trie.max_len(), weights, &mut meter).expect("no deadline")
-        })
-    }
-
-    /// See [`SafeGroups`] (for the trie's groups and heights).
-    pub fn safe_groups(&self, trie: &TokenTrie) -> &SafeGroups {
-        self.safe_groups_of(trie, false)
-    }
-
-    /// See [`SafeGroups`], by characters.
-    pub fn char_safe_groups(&self, trie: &TokenTrie) -> &SafeGroups {
-        self.safe_groups_of(trie, true)
-    }
-
-    /// The byte groups whose strings of up to `height` bytes `state`
-    /// reads whole (see [`SafeGroups`]).
-    #[inline(always)]
-    pub fn safe_bytes(&self, trie: &TokenTrie, state: u32, height: u16) -> u64 {
-        match self.table_state_for_walks(trie, state, height) {
-            Some(s) => self.safe_groups(trie).groups(s, height),
-            None => 0,
-        }
-    }
-
-    /// The same by characters.
-    #[inline(always)]
-    pub fn safe_chars(&self, trie: &TokenTrie, state: u32, height: u16) -> u64 {
-        match self.table_state_for_walks(trie, state, height) {
-            Some(s) => self.char_safe_groups(trie).groups(s, height),
-            None => 0,
-        }
-    }
-
     /// The table state whose analyses hold for `state` on strings of up
     /// to `height` bytes: itself, or for a counted lexeme the state
     /// without its count where no such string can reach a bound (else
     /// `None`: no shortcut).
     #[inline(always)]
-    fn table_state_for_walks(&self, trie: &TokenTrie, state: u32, height: u16) -> Option<u32> {
+    pub fn table_state_for_walks(&self, trie: &TokenTrie, state: u32, height: u16) -> Option<u32> {
         match &self.counter {
             None => Some(state),
             Some(c) => Self::free_state_counted(c, trie, state, height),
@@ -411,18 +284,6 @@ impl LexemeDfa {
     #[inline(never)]
     fn free_state_counted(c: &Counter, trie: &TokenTrie, state: u32, height: u16) -> Option<u32> {
         c.free_state(state, height as usize, trie.max_len())
-    }
-
-    /// Every string below trie node `i` can be read from `state` (which
-    /// then takes the subtree whole).
-    #[inline]
-    pub fn reads_subtree(&self, trie: &TokenTrie, i: u32, state: u32) -> bool {
-        if trie.groups_below(i) & !self.safe_bytes(trie, state, trie.height_below(i)) == 0 {
-            return true;
-        }
-        let chars = trie.char_groups_below(i);
-        chars & INSIDE_CHAR == 0
-            && chars & !self.safe_chars(trie, state, trie.char_height_below(i)) == 0
     }
 
     /// How many times `state` reads `byte` before it cannot (at most
@@ -444,7 +305,7 @@ impl LexemeDfa {
     /// states that the same strings lead the two to from there (all of them
     /// equivalent); [`DEAD`] also when finding out would take more than
     /// [`STATE_LIKE_MAX_WORK`] transitions.
-    fn state_like(&self, other: &LexemeDfa, theirs: u32) -> (u32, Vec<(u32, u32)>) {
+    pub fn state_like(&self, other: &LexemeDfa, theirs: u32) -> (u32, Vec<(u32, u32)>) {
         let (first, fin) = (
             other.first_bytes[theirs as usize],
             other.is_final[theirs as usize],
@@ -464,54 +325,13 @@ impl LexemeDfa {
         (DEAD, Vec::new())
     }
 
-    /// Per state of this DFA, the state of "any string" (see
-    /// [`StringBody`]) that accepts the same strings, found from the state
-    /// inside "any other string" (the state of `body`'s own, and those a
-    /// string leads both to from there: within a character, an escape, the
-    /// closing quote), or [`DEAD`].
-    pub fn string_body_states(&self, body: &StringBody) -> &[u32] {
-        if self.counter.is_some() {
-            // A count never ends in "any string".
-            return &[];
-        }
-        self.body_states.get_or_init(|| {
-            let mut like = vec![DEAD; self.num_states()];
-            // A count never ends in "any string" (and pairing its states
-            // with it would walk the count).
-            if !std::ptr::eq(self, &*body.dfa) && !self.counting {
-                for (s, t) in self.state_like(&body.dfa, body.state).1 {
-                    like[s as usize] = t;
-                }
-            }
-            like.into_boxed_slice()
-        })
-    }
-
-    /// This DFA's state inside "any other string" (see [`StringBody`]), or
-    /// [`DEAD`].
-    pub fn string_body_state(&self, body: &StringBody) -> u32 {
-        let like = self.string_body_states(body);
-        // The first state that is like it (one when the DFA is minimal).
-        like.iter()
-            .position(|&t| t == body.state)
-            .map_or(DEAD, |s| s as u32)
-    }
-
-    /// Approximate heap bytes, what the mask path learned so far included.
+    /// Approximate heap bytes of the automaton (what the mask path
+    /// learns about it is counted by the token-set layer).
     pub fn memory(&self) -> usize {
         self.counter.as_ref().map_or(0, |c| c.memory())
             + self.trans.len() * 4
-            + self.is_final.len()
-                * (1 + 32 + 2 * 16 + std::mem::size_of::<OnceLock<Arc<TokenInfo>>>())
+            + self.is_final.len() * (1 + 32)
             + 256
-            + self.learned_bytes.load(Ordering::Relaxed)
-    }
-
-    /// Records `bytes` more kept by this DFA's lazily filled caches (its
-    /// state token sets and subtree walks), which [`LexemeCache`] counts
-    /// against its budget.
-    pub(crate) fn note_learned(&self, bytes: usize) {
-        self.learned_bytes.fetch_add(bytes, Ordering::Relaxed);
     }
 }
 
@@ -520,13 +340,13 @@ impl LexemeDfa {
 /// quote (at a character boundary), the others are within a character;
 /// `index` maps every such state to its place (states equivalent to the
 /// first, the DFA need not be minimal, to 0), other states to `u32::MAX`.
-struct ContentStates {
-    content: Vec<u32>,
-    index: Vec<u32>,
+pub(crate) struct ContentStates {
+    pub(crate) content: Vec<u32>,
+    pub(crate) index: Vec<u32>,
 }
 
 impl ContentStates {
-    fn new(any: &LexemeDfa, body: u32) -> ContentStates {
+    pub(crate) fn new(any: &LexemeDfa, body: u32) -> ContentStates {
         let k = any.num_classes;
         let mut pairing = Pairing::new(any, any);
         let mut content = vec![body];
@@ -565,7 +385,7 @@ const STATE_LIKE_MAX_WORK: usize = 200_000;
 
 /// A byte for each pair of classes that two DFAs give bytes (what a walk
 /// of their states in pairs must try).
-fn class_pair_reps(a: &LexemeDfa, b: &LexemeDfa) -> Vec<u8> {
+pub(crate) fn class_pair_reps(a: &LexemeDfa, b: &LexemeDfa) -> Vec<u8> {
     let mut reps = Vec::new();
     let mut seen = vec![false; a.num_classes * b.num_classes];
     for byte in 0..=255u8 {
@@ -581,7 +401,7 @@ fn class_pair_reps(a: &LexemeDfa, b: &LexemeDfa) -> Vec<u8> {
 
 /// A walk of the pairs of states of two DFAs that the same strings reach
 /// (see [`LexemeDfa::state_like`]), with its buffers.
-struct Pairing {
+pub(crate) struct Pairing {
     /// A byte for each pair of classes the two DFAs give bytes.
     reps: Vec<u8>,
     /// Pairs of states reached together.
@@ -592,7 +412,7 @@ struct Pairing {
 }
 
 impl Pairing {
-    fn new(a: &LexemeDfa, b: &LexemeDfa) -> Pairing {
+    pub(crate) fn new(a: &LexemeDfa, b: &LexemeDfa) -> Pairing {
         Pairing {
             reps: class_pair_reps(a, b),
             seen: Default::default(),
@@ -604,7 +424,7 @@ impl Pairing {
     /// Whether `s` of `a` and `t` of `b` accept the same strings: every
     /// pair of states that one string leads them to agrees on ending and
     /// on which bytes can follow. `None` past `budget` transitions.
-    fn same(
+    pub(crate) fn same(
         &mut self,
         a: &LexemeDfa,
         s: u32,
@@ -639,173 +459,6 @@ impl Pairing {
     }
 }
 
-/// Per-vocabulary cache of lexeme automata, keyed by their expression.
-///
-/// The lexemes and the regular parts are kept within a byte budget
-/// ([`LexemeCache::set_budget`], default [`DEFAULT_CACHE_BUDGET`]) that
-/// counts each DFA with what the mask path learned in it since (its
-/// states' token sets and subtree walks grow as masks reach them): a
-/// server that compiles new schemas without end would otherwise keep
-/// every lexeme it ever built. Past the budget the least recently used
-/// entries are dropped from the cache; grammars that hold them keep
-/// them, and a later compile builds them again. Eviction changes speed,
-/// never a mask: a rebuilt DFA is the same automaton.
-pub struct LexemeCache {
-    store: Mutex<Store>,
-    /// See [`StringCounts`]; built with the vocabulary.
-    counts: OnceLock<Option<StringCounts>>,
-    /// See [`StringBody`]; built on first use.
-    body: OnceLock<Option<StringBody>>,
-    /// The context-free exit tokens of lexeme states, which every grammar
-    /// of the vocabulary shares.
-    pub free_exits: SharedFreeExits,
-}
-
-/// The default byte budget of a vocabulary's [`LexemeCache`]: 192 MiB.
-/// The lexemes of 561 MaskBench schemas (every tenth of maskbench-dev),
-/// token sets learned included, come to 283 MB on Llama 3; the exact
-/// RFC 3339 `time` and `date-time` lexemes take 23 MB of it between them.
-/// At 128 MiB their evictions made the slowest masks (p99.9) 8% slower;
-/// at 192 MiB the cache holds 170 MB and they are back.
-pub const DEFAULT_CACHE_BUDGET: usize = 192 << 20;
-
-/// What a [`LexemeCache`] holds and has done.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CacheStats {
-    pub lexemes: usize,
-    pub parts: usize,
-    /// Bytes of the entries, what masks learned in them included.
-    pub bytes: usize,
-    pub budget: usize,
-    pub evictions: u64,
-}
-
-/// The cached lexemes and parts, with their recency.
-struct Store {
-    lexemes: FastMap<Expr, Cached<LexemeDfa>>,
-    /// The regular parts of intersections and complements (the JSON string
-    /// body, "any text"), which many lexemes share.
-    parts: FastMap<Expr, Cached<Table>>,
-    /// Stamps uses: an entry's `last_used` is the clock at its last use.
-    clock: u64,
-    budget: usize,
-    evictions: u64,
-}
-
-struct Cached<V> {
-    value: Arc<V>,
-    /// The key's heap bytes (an expression can be large: an enum).
-    key_bytes: usize,
-    last_used: u64,
-}
-
-/// Heap bytes of a cached value, as its budget counts them.
-trait CacheBytes {
-    fn cache_bytes(&self) -> usize;
-}
-
-impl CacheBytes for LexemeDfa {
-    fn cache_bytes(&self) -> usize {
-        self.memory()
-    }
-}
-
-impl CacheBytes for Table {
-    fn cache_bytes(&self) -> usize {
-        self.trans.len() * 4 + self.is_final.len() + 256
-    }
-}
-
-impl<V: CacheBytes> Cached<V> {
-    fn bytes(&self) -> usize {
-        self.key_bytes + self.value.cache_bytes() + 64
-    }
-}
-
-/// Looks `key` up in `map`, stamping it as used.
-fn lookup<V>(map: &mut FastMap<Expr, Cached<V>>, clock: &mut u64, key: &Expr) -> Option<Arc<V>> {
-    let e = map.get_mut(key)?;
-    *clock += 1;
-    e.last_used = *clock;
-    Some(e.value.clone())
-}
-
-impl Store {
-    fn new(budget: usize) -> Store {
-        Store {
-            lexemes: FastMap::default(),
-            parts: FastMap::default(),
-            clock: 0,
-            budget,
-            evictions: 0,
-        }
-    }
-
-    /// Bytes of every entry, counted now.
-    fn count_bytes(&self) -> usize {
-        let lexemes: usize = self.lexemes.values().map(Cached::bytes).sum();
-        let parts: usize = self.parts.values().map(Cached::bytes).sum();
-        lexemes + parts
-    }
-
-    /// A new entry for `value`, unless it alone is over the budget (then
-    /// it is used once and not kept).
-    fn admit<V: CacheBytes>(&mut self, key: &Expr, value: &Arc<V>) -> Option<Cached<V>> {
-        let key_bytes = key.size() * 48;
-        if key_bytes + value.cache_bytes() > self.budget {
-            return None;
-        }
-        self.clock += 1;
-        Some(Cached {
-            value: value.clone(),
-            key_bytes,
-            last_used: self.clock,
-        })
-    }
-
-    /// Every so many uses the entries are counted again (what masks
-    /// learned in them grows without an insertion) and evicted past the
-    /// budget.
-    fn recount_now_and_then(&mut self) {
-        if self.clock.is_multiple_of(256) {
-            self.evict_over_budget();
-        }
-    }
-
-    /// Drops the least recently used entries until the rest fit in seven
-    /// eighths of the budget, so that eviction (a pass over every entry)
-    /// runs once per many insertions rather than at each.
-    fn evict_over_budget(&mut self) {
-        let mut bytes = self.count_bytes();
-        if bytes <= self.budget {
-            return;
-        }
-        let target = self.budget / 8 * 7;
-        let mut by_age: Vec<(u64, usize)> = self
-            .lexemes
-            .values()
-            .map(|e| (e.last_used, e.bytes()))
-            .chain(self.parts.values().map(|e| (e.last_used, e.bytes())))
-            .collect();
-        by_age.sort_unstable();
-        // Stamps are unique: evicting every entry stamped up to `cutoff`
-        // is evicting exactly the oldest ones counted here.
-        let mut cutoff = 0;
-        let mut evicted = 0u64;
-        for (stamp, entry_bytes) in by_age {
-            if bytes <= target {
-                break;
-            }
-            bytes -= entry_bytes;
-            cutoff = stamp;
-            evicted += 1;
-        }
-        self.lexemes.retain(|_, e| e.last_used > cutoff);
-        self.parts.retain(|_, e| e.last_used > cutoff);
-        self.evictions += evicted;
-    }
-}
-
 /// The inside of a JSON string that may go on with any characters: the
 /// state after the opening quote of "any string".
 ///
@@ -818,348 +471,147 @@ pub struct StringBody {
     pub state: u32,
 }
 
-/// Counted JSON strings near their bounds, whichever schema they come
-/// from: a state that accepts "between `min` and `max` more characters,
-/// then the closing quote", or "exactly `max` more characters" (a chunk of
-/// a long string, see `json_schema::compiler`), with `max` at most the
-/// longest token (and 254), takes token sets derived from those of "any string" by
-/// counting each token's characters once per vocabulary (see
-/// `tokensets::strings::string_tail_info`), instead of walking the trie near
-/// its bound, where few subtrees are read whole (2-10 ms each).
-pub struct StringCounts {
-    any: Arc<LexemeDfa>,
-    states: ContentStates,
-    /// Per token, its characters read inside a string.
-    pub chars: TokenChars,
-    /// `nodes_by_chars[r]`: the trie nodes with children whose path is `r`
-    /// whole characters of a string (no quote).
-    pub nodes_by_chars: Box<[Box<[u32]>]>,
-    /// Token sets by [`CountedString`] and, for lexemes that read more
-    /// after the closing quote, by their id and state there.
-    pub infos: Mutex<FastMap<CountedKey, Arc<TokenInfo>>>,
-}
+/// Where the compile layer gets lexeme automata and the regular parts of
+/// intersections: built once and shared. The token-set layer's
+/// per-vocabulary engine implements it with a cache under a byte budget
+/// (`tokensets::Engine`); [`Uncached`] builds everything anew.
+pub trait LexemeSource {
+    /// The lexeme of `expr` ([`build_lexeme`]), shared; `None` when its
+    /// automaton would pass `limits.max_bytes` (see [`build_lexeme`]).
+    fn lexeme(&self, expr: &Expr, limits: &DfaLimits) -> Result<Option<Arc<LexemeDfa>>>;
 
-/// A [`CountedString`], and the lexeme (id) and its state after the
-/// closing quote where the lexeme reads more there.
-pub type CountedKey = (CountedString, Option<(u64, u32)>);
-
-/// A language of [`StringCounts`].
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub struct CountedString {
-    pub min: u16,
-    pub max: u16,
-    /// Ends with the closing quote (else with the `max`-th character).
-    pub closed: bool,
-}
-
-impl StringCounts {
-    /// The state of every [`CountedString`] right after the opening quote
-    /// (see [`StringCounts::next`]).
-    pub const START: u32 = 0;
-    /// The state after the closing quote.
-    const END: u32 = u32::MAX - 1;
-
-    /// The state of `lang` after reading `byte` in state `from`, or
-    /// [`DEAD`]: states are computed, not stored, as "any string"'s states
-    /// between the quotes times the characters read (`read * m + q`, a
-    /// character being read when the walk returns to the state after the
-    /// opening quote), and states that cannot end are dead.
-    #[inline(always)]
-    pub fn next(&self, lang: CountedString, from: u32, byte: u8) -> u32 {
-        if from == Self::END {
-            return DEAD;
-        }
-        let (any, content) = (&self.any, &self.states.content);
-        let m = content.len() as u32;
-        let (read, q) = (from / m, from % m);
-        let t = any.table_next(content[q as usize], byte);
-        if t == DEAD {
-            DEAD
-        } else if any.is_final[t as usize] {
-            if lang.closed && q == 0 && read >= lang.min as u32 {
-                Self::END
-            } else {
-                DEAD
-            }
-        } else if read >= lang.max as u32 {
-            // A character begun or ended past the count.
-            DEAD
-        } else {
-            match self.states.index[t as usize] {
-                0 => (read + 1) * m,
-                i => read * m + i,
-            }
-        }
-    }
-
-    /// Whether `lang` can end in `state`.
-    pub fn is_final(&self, lang: CountedString, state: u32) -> bool {
-        if lang.closed {
-            state == Self::END
-        } else {
-            state == self.after_chars(lang.max as usize)
-        }
-    }
-
-    /// The whole characters read to reach `state`, if it is at a
-    /// character boundary.
-    pub fn chars_read(&self, state: u32) -> Option<usize> {
-        let m = self.states.content.len() as u32;
-        (state != Self::END && state.is_multiple_of(m)).then_some((state / m) as usize)
-    }
-
-    /// The state after `read` whole characters.
-    fn after_chars(&self, read: usize) -> u32 {
-        (read * self.states.content.len()) as u32
-    }
-
-    /// Whether state `state` of `dfa` reads `lang`'s strings up to their
-    /// closing quote (a walk of the pairs of states that the same strings
-    /// reach) and then goes on in one state, whatever the count: that
-    /// state (`Some(DEAD)` for "exactly" languages, which read no quote).
-    /// A lexeme may read more after the quote (an array item's whitespace).
-    /// `dfa` has no [`Counter`] (its table is read directly).
-    pub fn accepts_counted(&self, dfa: &LexemeDfa, state: u32, lang: CountedString) -> Option<u32> {
-        debug_assert!(dfa.counter.is_none());
-        let reps = class_pair_reps(dfa, &self.any);
-        let mut pairs: crate::util::hash::FastSet<(u32, u32)> = Default::default();
-        let mut stack = vec![(state, Self::START)];
-        pairs.insert((state, Self::START));
-        let mut after_quote = DEAD;
-        while let Some((s, t)) = stack.pop() {
-            if dfa.is_final[s as usize] != self.is_final(lang, t) {
-                return None;
-            }
-            for &byte in &reps {
-                let (s2, t2) = (dfa.table_next(s, byte), self.next(lang, t, byte));
-                if (s2 == DEAD) != (t2 == DEAD) {
-                    return None;
-                }
-                if t2 == Self::END {
-                    if after_quote != DEAD && after_quote != s2 {
-                        return None;
-                    }
-                    after_quote = s2;
-                } else if s2 != DEAD && pairs.insert((s2, t2)) {
-                    stack.push((s2, t2));
-                }
-            }
-        }
-        Some(after_quote)
-    }
-}
-
-impl LexemeCache {
-    /// See [`StringCounts`]; `None` if "any string" could not be built.
-    pub fn string_counts(&self) -> Option<&StringCounts> {
-        self.counts.get()?.as_ref()
-    }
-
-    /// Builds [`StringCounts`] unless built; `prepare` fills in its
-    /// per-token counts and node buckets (walks of the vocabulary, given
-    /// the rest).
-    pub fn prepare_string_counts(
-        &self,
-        prepare: impl FnOnce(&StringCounts) -> (TokenChars, Box<[Box<[u32]>]>),
-    ) {
-        self.counts.get_or_init(|| {
-            let body = self.string_body()?;
-            let mut counts = StringCounts {
-                any: body.dfa.clone(),
-                states: ContentStates::new(&body.dfa, body.state),
-                chars: TokenChars::default(),
-                nodes_by_chars: Box::default(),
-                infos: Mutex::default(),
-            };
-            let (chars, nodes) = prepare(&counts);
-            counts.chars = chars;
-            counts.nodes_by_chars = nodes;
-            Some(counts)
-        });
-    }
-
-    /// See [`StringBody`]; `None` if its DFA exceeds the limits.
-    pub fn string_body(&self) -> Option<&StringBody> {
-        self.body
-            .get_or_init(|| {
-                let expr = Expr::json_strings(Vec::new(), true);
-                let dfa = self.get_or_build(&expr, &DfaLimits::default()).ok()?;
-                let state = dfa.next(dfa.start, b'"');
-                (state != DEAD).then_some(StringBody { dfa, state })
-            })
-            .as_ref()
-    }
-}
-
-impl Default for LexemeCache {
-    fn default() -> Self {
-        LexemeCache {
-            store: Mutex::new(Store::new(DEFAULT_CACHE_BUDGET)),
-            counts: OnceLock::new(),
-            body: OnceLock::new(),
-            free_exits: SharedFreeExits::default(),
-        }
-    }
-}
-
-impl LexemeCache {
-    /// The lexeme for `expr`, built on first use.
-    pub fn get_or_build(&self, expr: &Expr, limits: &DfaLimits) -> Result<Arc<LexemeDfa>> {
-        match self.try_get_or_build(expr, limits)? {
-            Some(dfa) => Ok(dfa),
-            None => Err(too_large(
-                &to_hir(expr),
-                "DFA",
-                &format!("over {} bytes", limits.max_bytes),
-            )),
-        }
-    }
-
-    /// [`Self::get_or_build`], `None` when the automaton of an expression
-    /// without intersection or complement would pass `limits.max_bytes`:
-    /// the compiler then matches that part another way (as a parser rule,
-    /// see `compile_ir`), where a DFA cannot be had at all (intersections,
-    /// complements) the size is an error.
-    pub fn try_get_or_build(
-        &self,
-        expr: &Expr,
-        limits: &DfaLimits,
-    ) -> Result<Option<Arc<LexemeDfa>>> {
-        self.interned(expr, || {
-            let table = if has_boolean(expr) {
-                boolean::table_of(expr, limits, self)?
-            } else {
-                match table_from_hir_within(&to_hir(expr), limits)? {
-                    Some(t) => Arc::new(t),
-                    None => return Ok(None),
-                }
-            };
-            let mut built = LexemeDfa::from_table_by(&table, &limits.deadline)?;
-            built.counting = has_counting(expr);
-            Ok(Some(built))
-        })
-    }
-
-    /// The lexeme interned under `expr`, or the one `build` makes (`None`:
-    /// none), interned unless another thread interned one meanwhile.
-    fn interned(
-        &self,
-        expr: &Expr,
-        build: impl FnOnce() -> Result<Option<LexemeDfa>>,
-    ) -> Result<Option<Arc<LexemeDfa>>> {
-        {
-            let store = &mut *self.store.lock().unwrap();
-            if let Some(l) = lookup(&mut store.lexemes, &mut store.clock, expr) {
-                store.recount_now_and_then();
-                return Ok(Some(l));
-            }
-        }
-        let Some(built) = build()? else {
-            return Ok(None);
-        };
-        let built = Arc::new(built);
-        let store = &mut *self.store.lock().unwrap();
-        if let Some(l) = lookup(&mut store.lexemes, &mut store.clock, expr) {
-            // Built by another thread meanwhile.
-            return Ok(Some(l));
-        }
-        if let Some(entry) = store.admit(expr, &built) {
-            store.lexemes.insert(expr.clone(), entry);
-            store.evict_over_budget();
-        }
-        Ok(Some(built))
-    }
-
-    /// The lexeme of `expr`, the JSON strings of `pattern` (a quoted JSON
-    /// string language) whose decoded length is `min..=max` code points,
-    /// built as `pattern`'s automaton with a [`Counter`] next to it and
-    /// interned under `expr` (the same language written as an
-    /// intersection). `None` when `pattern` is not a plain JSON string
-    /// language (the caller then builds `expr` itself).
-    pub fn try_get_or_build_counted(
+    /// The lexeme of `expr`, the JSON strings of `pattern` counted to
+    /// `min..=max` code points ([`build_counted_lexeme`]), shared under
+    /// `expr`; `None` when `pattern` is not a plain JSON string language.
+    fn counted_lexeme(
         &self,
         expr: &Expr,
         pattern: &Expr,
         min: u32,
         max: Option<u32>,
         limits: &DfaLimits,
+    ) -> Result<Option<Arc<LexemeDfa>>>;
+
+    /// The table of a regular part of an intersection or complement
+    /// ([`build_part`]), shared.
+    fn part(&self, expr: &Expr, limits: &DfaLimits) -> Result<Arc<Table>>;
+}
+
+/// A [`LexemeSource`] that keeps nothing: every call builds.
+pub struct Uncached;
+
+impl LexemeSource for Uncached {
+    fn lexeme(&self, expr: &Expr, limits: &DfaLimits) -> Result<Option<Arc<LexemeDfa>>> {
+        Ok(build_lexeme(expr, limits, self)?.map(Arc::new))
+    }
+
+    fn counted_lexeme(
+        &self,
+        _expr: &Expr,
+        pattern: &Expr,
+        min: u32,
+        max: Option<u32>,
+        limits: &DfaLimits,
     ) -> Result<Option<Arc<LexemeDfa>>> {
-        self.interned(expr, || {
-            let Some(body) = self.string_body() else {
-                return Ok(None);
-            };
-            let table = self.table(pattern, limits)?;
-            let Some((product, inside, boundary)) =
-                counted::pair_with_any_string(&table, body, &limits.deadline)?
-            else {
-                return Ok(None);
-            };
-            let mut built = LexemeDfa::from_table_by(&product, &limits.deadline)?;
-            let mut meter = limits.deadline.meter();
-            built.counter = Some(Box::new(Counter::new(
-                &built, inside, boundary, min, max, &mut meter,
-            )?));
-            Ok(Some(built))
-        })
+        let Some(body) = string_body(self) else {
+            return Ok(None);
+        };
+        Ok(build_counted_lexeme(pattern, min, max, limits, &body, self)?.map(Arc::new))
     }
 
-    /// The DFA table of any regular expression, intersections and
-    /// complements included (not interned: [`Self::get_or_build`] interns
-    /// the lexemes built from it).
-    pub fn table(&self, expr: &Expr, limits: &DfaLimits) -> Result<Arc<Table>> {
-        if has_boolean(expr) {
-            boolean::table_of(expr, limits, self)
-        } else {
-            Ok(Arc::new(table_from_hir(&to_hir(expr), limits)?))
-        }
-    }
-
-    /// The table of a regular part of a boolean expression, built once
-    /// (while the budget keeps it).
     fn part(&self, expr: &Expr, limits: &DfaLimits) -> Result<Arc<Table>> {
-        {
-            let store = &mut *self.store.lock().unwrap();
-            if let Some(t) = lookup(&mut store.parts, &mut store.clock, expr) {
-                store.recount_now_and_then();
-                return Ok(t);
-            }
+        Ok(Arc::new(build_part(expr, limits)?))
+    }
+}
+
+/// The lexeme of `expr`; `None` when the automaton of an expression
+/// without intersection or complement would pass `limits.max_bytes`: the
+/// compiler then matches that part another way (as a parser rule, see
+/// `compile_ir`). Where a DFA cannot be had at all (intersections,
+/// complements) the size is an error. Regular parts of intersections come
+/// from `parts`.
+pub fn build_lexeme(
+    expr: &Expr,
+    limits: &DfaLimits,
+    parts: &dyn LexemeSource,
+) -> Result<Option<LexemeDfa>> {
+    let table = if has_boolean(expr) {
+        boolean::table_of(expr, limits, parts)?
+    } else {
+        match table_from_hir_within(&to_hir(expr), limits)? {
+            Some(t) => Arc::new(t),
+            None => return Ok(None),
         }
-        let t = Arc::new(table_from_hir(&to_hir(expr), limits)?);
-        let store = &mut *self.store.lock().unwrap();
-        if let Some(entry) = store.admit(expr, &t) {
-            store.parts.insert(expr.clone(), entry);
-            store.evict_over_budget();
-        }
-        Ok(t)
-    }
+    };
+    let mut built = LexemeDfa::from_table_by(&table, &limits.deadline)?;
+    built.counting = has_counting(expr);
+    Ok(Some(built))
+}
 
-    /// Sets the byte budget (0 keeps nothing) and evicts down to it.
-    pub fn set_budget(&self, bytes: usize) {
-        let mut store = self.store.lock().unwrap();
-        store.budget = bytes;
-        store.evict_over_budget();
-    }
+/// The JSON strings of `pattern` (a quoted JSON string language) whose
+/// decoded length is `min..=max` code points, built as `pattern`'s
+/// automaton with a [`Counter`] next to it; `None` when `pattern` is not
+/// a plain JSON string language. `body` is "any string" ([`string_body`]).
+pub fn build_counted_lexeme(
+    pattern: &Expr,
+    min: u32,
+    max: Option<u32>,
+    limits: &DfaLimits,
+    body: &StringBody,
+    parts: &dyn LexemeSource,
+) -> Result<Option<LexemeDfa>> {
+    let table = table(pattern, limits, parts)?;
+    let Some((product, inside, boundary)) =
+        counted::pair_with_any_string(&table, body, &limits.deadline)?
+    else {
+        return Ok(None);
+    };
+    let mut built = LexemeDfa::from_table_by(&product, &limits.deadline)?;
+    let mut meter = limits.deadline.meter();
+    built.counter = Some(Box::new(Counter::new(
+        &built, inside, boundary, min, max, &mut meter,
+    )?));
+    Ok(Some(built))
+}
 
-    /// What the cache holds, its bytes counted now.
-    pub fn stats(&self) -> CacheStats {
-        let store = self.store.lock().unwrap();
-        CacheStats {
-            lexemes: store.lexemes.len(),
-            parts: store.parts.len(),
-            bytes: store.count_bytes(),
-            budget: store.budget,
-            evictions: store.evictions,
-        }
-    }
+/// The expression of "any JSON string" ([`StringBody`]).
+pub fn any_string_expr() -> Expr {
+    Expr::json_strings(Vec::new(), true)
+}
 
-    /// Number of distinct lexemes kept.
-    pub fn len(&self) -> usize {
-        self.store.lock().unwrap().lexemes.len()
-    }
+/// "Any string" of `source` and the state after its opening quote; `None`
+/// if its DFA passes the limits.
+pub fn string_body(source: &dyn LexemeSource) -> Option<StringBody> {
+    let dfa = source
+        .lexeme(&any_string_expr(), &DfaLimits::default())
+        .ok()??;
+    let state = dfa.next(dfa.start, b'"');
+    (state != DEAD).then_some(StringBody { dfa, state })
+}
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
+/// The DFA table of any regular expression, intersections and
+/// complements included (their regular parts from `parts`).
+pub fn table(expr: &Expr, limits: &DfaLimits, parts: &dyn LexemeSource) -> Result<Arc<Table>> {
+    if has_boolean(expr) {
+        boolean::table_of(expr, limits, parts)
+    } else {
+        Ok(Arc::new(build_part(expr, limits)?))
     }
+}
+
+/// The table of an expression without intersection or complement.
+pub fn build_part(expr: &Expr, limits: &DfaLimits) -> Result<Table> {
+    table_from_hir(&to_hir(expr), limits)
+}
+
+/// The error of a lexeme over `limits.max_bytes`, for callers that need
+/// an automaton where [`build_lexeme`] found none.
+pub fn too_large_error(expr: &Expr, limits: &DfaLimits) -> Error {
+    too_large(
+        &to_hir(expr),
+        "DFA",
+        &format!("over {} bytes", limits.max_bytes),
+    )
 }
 
 /// Size and time limits for building one lexeme DFA.
@@ -1399,16 +851,9 @@ impl LexemeDfa {
             trans,
             is_final,
             first_bytes,
-            safe: OnceLock::new(),
-            char_safe: OnceLock::new(),
             start: if n > 0 && live[0] { 0 } else { DEAD },
-            infos: (0..n).map(|_| OnceLock::new()).collect(),
-            pieces: Mutex::new(SubtreeWalks::default()),
-            token_classes: OnceLock::new(),
             counting: true,
-            body_states: OnceLock::new(),
             counter: None,
-            learned_bytes: AtomicUsize::new(0),
         })
     }
 }
@@ -1641,6 +1086,24 @@ pub struct SafeGroups {
 }
 
 impl SafeGroups {
+    /// The safe groups of `dfa` for `trie`'s groups (by bytes, or by
+    /// characters with `by_char`) and heights; an error once `meter`'s
+    /// deadline passes.
+    pub fn compute(
+        dfa: &LexemeDfa,
+        trie: &TokenTrie,
+        by_char: bool,
+        meter: &mut Meter,
+    ) -> Result<SafeGroups> {
+        let weights = if by_char {
+            trie.char_group_weights()
+        } else {
+            trie.group_weights()
+        };
+        let steps = GroupSteps::new(dfa, by_char, meter)?;
+        SafeGroups::new(&steps, trie.max_len(), weights, meter)
+    }
+
     /// Round `h` computes `S_h` from `S_{h-1}`; only the states a changed
     /// state leads to from are computed again (a counting automaton
     /// changes one layer of states per round).
@@ -1966,7 +1429,7 @@ mod tests {
         );
         // Tokens of up to 16 bytes.
         let trie = TokenTrie::build([(0u32, &[b'a'; 16][..])]);
-        let safe = d.safe_groups(&trie);
+        let safe = SafeGroups::compute(&d, &trie, false, &mut Deadline::none().meter()).unwrap();
         assert_eq!(safe.groups(d.start, 5) & letters, letters);
         assert_eq!(safe.groups(d.start, 6) & letters, 0);
         let none_left = b"abcde".iter().fold(d.start, |s, &b| d.next(s, b));
@@ -1976,7 +1439,8 @@ mod tests {
         let d = LexemeDfa::from_table(
             &table_from_hir(&to_hir(&looped), &DfaLimits::default()).unwrap(),
         );
-        assert_eq!(d.safe_groups(&trie).groups(d.start, 16) & letters, letters);
+        let safe = SafeGroups::compute(&d, &trie, false, &mut Deadline::none().meter()).unwrap();
+        assert_eq!(safe.groups(d.start, 16) & letters, letters);
     }
 
     /// Moore's refinement as written in the books: every state re-signed
@@ -2016,7 +1480,8 @@ mod tests {
             let d =
                 LexemeDfa::from_table(&table_from_hir(&to_hir(&e), &DfaLimits::default()).unwrap());
             let after_x = d.next(d.start, b'x');
-            assert_eq!(d.reads_subtree(&trie, x as u32, after_x), whole, "{max}");
+            let l = crate::tokensets::Lexeme::new(Arc::new(d));
+            assert_eq!(l.reads_subtree(&trie, x as u32, after_x), whole, "{max}");
         }
     }
 
@@ -2060,6 +1525,7 @@ mod tests {
     fn token_classes_merge_states_far_from_the_bound() {
         let e = Expr::repeat(Expr::Class(CharClass::from_ranges([(97, 98)])), 0, Some(40));
         let d = LexemeDfa::from_table(&table_from_hir(&to_hir(&e), &DfaLimits::default()).unwrap());
+        let d = crate::tokensets::Lexeme::new(Arc::new(d));
         let mut path = vec![d.start];
         for _ in 0..40 {
             path.push(d.next(*path.last().unwrap(), b'a'));

@@ -1,0 +1,422 @@
+//! The per-vocabulary engine: a vocabulary with every cache its grammars
+//! share. It interns lexeme automata by expression (so that every grammar
+//! with the same lexeme shares its automaton and what masks learned about
+//! it), keeps the regular parts of intersections, and holds the shared
+//! string tables and free exits. The C handle `cg_vocab` is one.
+//!
+//! The lexemes and parts are kept within one byte budget
+//! ([`Engine::set_cache_budget`], default [`DEFAULT_CACHE_BUDGET`]) that
+//! counts each automaton with what the mask path learned in it since (its
+//! states' token sets and subtree walks grow as masks reach them): a
+//! server that compiles new schemas without end would otherwise keep every
+//! lexeme it ever built. Past the budget the least recently used entries
+//! are dropped; grammars that hold them keep them, and a later compile
+//! builds them again. Eviction changes speed, never a mask: a rebuilt DFA
+//! is the same automaton.
+
+use std::ops::Deref;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use super::context::SharedFreeExits;
+use super::lexeme::Lexeme;
+use super::string_counts::StringCounts;
+use super::strings::prepare_strings;
+use crate::compile::lexeme::{
+    any_string_expr, build_counted_lexeme, build_lexeme, build_part, too_large_error, DfaLimits,
+    LexemeDfa, LexemeSource, StringBody, Table, DEAD,
+};
+use crate::error::Result;
+use crate::ir::Expr;
+use crate::util::hash::{FastMap, FastSet};
+use crate::vocab::Vocab;
+
+/// The default byte budget of an engine's caches: 192 MiB. The lexemes of
+/// 561 MaskBench schemas (every tenth of maskbench-dev), token sets learned
+/// included, come to 283 MB on Llama 3; the exact RFC 3339 `time` and
+/// `date-time` lexemes take 23 MB of it between them. At 128 MiB their
+/// evictions made the slowest masks (p99.9) 8% slower; at 192 MiB the
+/// cache holds 170 MB and they are back.
+pub const DEFAULT_CACHE_BUDGET: usize = 192 << 20;
+
+/// What an engine's cache holds and has done.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    pub lexemes: usize,
+    pub parts: usize,
+    /// Bytes of the entries, what masks learned in them included.
+    pub bytes: usize,
+    pub budget: usize,
+    pub evictions: u64,
+}
+
+/// "Any JSON string" as a lexeme of this engine, and the state after its
+/// opening quote: every lexeme state like it shares its token sets.
+pub struct AnyString {
+    pub lexeme: Arc<Lexeme>,
+    pub body: StringBody,
+}
+
+/// A vocabulary and the caches its grammars share.
+pub struct Engine {
+    vocab: Vocab,
+    store: Mutex<Store>,
+    /// See [`StringCounts`]; built with the engine.
+    counts: OnceLock<Option<StringCounts>>,
+    /// See [`AnyString`]; built on first use.
+    body: OnceLock<Option<AnyString>>,
+    /// The context-free exit tokens of lexeme states, which every grammar
+    /// of the vocabulary shares.
+    pub(crate) free_exits: SharedFreeExits,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("vocab", &self.vocab)
+            .finish()
+    }
+}
+
+/// An engine reads as its vocabulary.
+impl Deref for Engine {
+    type Target = Vocab;
+
+    #[inline(always)]
+    fn deref(&self) -> &Vocab {
+        &self.vocab
+    }
+}
+
+impl Engine {
+    /// An engine for `vocab`, with the tables that JSON strings share
+    /// built now rather than by the first mask that needs them (which would
+    /// take several milliseconds longer than any other).
+    pub fn new(vocab: Vocab) -> Arc<Engine> {
+        let engine = Arc::new(Engine {
+            vocab,
+            store: Mutex::new(Store::new(DEFAULT_CACHE_BUDGET)),
+            counts: OnceLock::new(),
+            body: OnceLock::new(),
+            free_exits: SharedFreeExits::default(),
+        });
+        prepare_strings(&engine);
+        engine
+    }
+
+    /// The vocabulary.
+    pub fn vocab(&self) -> &Vocab {
+        &self.vocab
+    }
+
+    /// The same vocabulary with other end-of-sequence ids, in an engine of
+    /// its own with the same budget (nothing cached is shared: the token
+    /// sets depend on which tokens end the sequence).
+    pub fn with_eos(&self, eos: Vec<u32>) -> Result<Arc<Engine>> {
+        let engine = Engine::new(self.vocab.with_eos(eos)?);
+        engine.set_cache_budget(self.cache_stats().budget);
+        Ok(engine)
+    }
+
+    /// Sets the byte budget of the caches (0 keeps nothing) and evicts
+    /// down to it. Thread-safe.
+    pub fn set_cache_budget(&self, bytes: usize) {
+        let mut store = self.store.lock().unwrap();
+        store.budget = bytes;
+        store.evict_over_budget();
+    }
+
+    /// What the caches hold, their bytes counted now.
+    pub fn cache_stats(&self) -> CacheStats {
+        let store = self.store.lock().unwrap();
+        CacheStats {
+            lexemes: store.lexemes.len(),
+            parts: store.parts.len(),
+            bytes: store.count_bytes(),
+            budget: store.budget,
+            evictions: store.evictions,
+        }
+    }
+
+    /// The lexeme of `expr`, built on first use; an error when its
+    /// automaton passes `limits`.
+    pub fn lexeme(&self, expr: &Expr, limits: &DfaLimits) -> Result<Arc<Lexeme>> {
+        match self.interned(expr, || build_lexeme(expr, limits, self))? {
+            Some(l) => Ok(l),
+            None => Err(too_large_error(expr, limits)),
+        }
+    }
+
+    /// The lexeme of a counted JSON string ([`LexemeSource::counted_lexeme`]).
+    pub fn counted_lexeme(
+        &self,
+        expr: &Expr,
+        pattern: &Expr,
+        min: u32,
+        max: Option<u32>,
+        limits: &DfaLimits,
+    ) -> Result<Option<Arc<Lexeme>>> {
+        self.interned(expr, || {
+            let Some(any) = self.string_body() else {
+                return Ok(None);
+            };
+            build_counted_lexeme(pattern, min, max, limits, &any.body, self)
+        })
+    }
+
+    /// The lexeme that `dfa` (handed out by this engine, and perhaps
+    /// evicted since) is kept with, or a new one with nothing learned.
+    pub fn lexeme_of(&self, dfa: &Arc<LexemeDfa>) -> Arc<Lexeme> {
+        let store = self.store.lock().unwrap();
+        match store.by_id.get(&dfa.id) {
+            Some(l) if Arc::ptr_eq(&l.dfa, dfa) => l.clone(),
+            _ => Arc::new(Lexeme::new(dfa.clone())),
+        }
+    }
+
+    /// The number of distinct lexemes kept.
+    pub fn num_lexemes(&self) -> usize {
+        self.store.lock().unwrap().lexemes.len()
+    }
+
+    /// See [`AnyString`]; `None` if its DFA exceeds the limits.
+    pub fn string_body(&self) -> Option<&AnyString> {
+        self.body
+            .get_or_init(|| {
+                let lexeme = self
+                    .lexeme(&any_string_expr(), &DfaLimits::default())
+                    .ok()?;
+                let state = lexeme.next(lexeme.start, b'"');
+                (state != DEAD).then(|| AnyString {
+                    body: StringBody {
+                        dfa: lexeme.dfa.clone(),
+                        state,
+                    },
+                    lexeme,
+                })
+            })
+            .as_ref()
+    }
+
+    /// See [`StringCounts`]; `None` if "any string" could not be built.
+    pub fn string_counts(&self) -> Option<&StringCounts> {
+        self.counts.get()?.as_ref()
+    }
+
+    /// Builds [`StringCounts`] unless built; `prepare` fills in its
+    /// per-token counts and node buckets (walks of the vocabulary, given
+    /// the rest).
+    pub(crate) fn prepare_string_counts(
+        &self,
+        prepare: impl FnOnce(&StringCounts) -> (super::strings::TokenChars, Box<[Box<[u32]>]>),
+    ) {
+        self.counts.get_or_init(|| {
+            let any = self.string_body()?;
+            let mut counts = StringCounts::new(&any.body);
+            let (chars, nodes) = prepare(&counts);
+            counts.chars = chars;
+            counts.nodes_by_chars = nodes;
+            Some(counts)
+        });
+    }
+
+    /// The lexeme interned under `expr`, or the one `build` makes (`None`:
+    /// none), interned unless another thread interned one meanwhile.
+    fn interned(
+        &self,
+        expr: &Expr,
+        build: impl FnOnce() -> Result<Option<LexemeDfa>>,
+    ) -> Result<Option<Arc<Lexeme>>> {
+        {
+            let store = &mut *self.store.lock().unwrap();
+            if let Some(l) = lookup(&mut store.lexemes, &mut store.clock, expr) {
+                store.recount_now_and_then();
+                return Ok(Some(l));
+            }
+        }
+        let Some(built) = build()? else {
+            return Ok(None);
+        };
+        let built = Arc::new(Lexeme::new(Arc::new(built)));
+        let store = &mut *self.store.lock().unwrap();
+        if let Some(l) = lookup(&mut store.lexemes, &mut store.clock, expr) {
+            // Built by another thread meanwhile.
+            return Ok(Some(l));
+        }
+        if let Some(entry) = store.admit(expr, &built) {
+            store.by_id.insert(built.dfa.id, built.clone());
+            store.lexemes.insert(expr.clone(), entry);
+            store.evict_over_budget();
+        }
+        Ok(Some(built))
+    }
+}
+
+impl LexemeSource for Engine {
+    fn lexeme(&self, expr: &Expr, limits: &DfaLimits) -> Result<Option<Arc<LexemeDfa>>> {
+        Ok(self
+            .interned(expr, || build_lexeme(expr, limits, self))?
+            .map(|l| l.dfa.clone()))
+    }
+
+    fn counted_lexeme(
+        &self,
+        expr: &Expr,
+        pattern: &Expr,
+        min: u32,
+        max: Option<u32>,
+        limits: &DfaLimits,
+    ) -> Result<Option<Arc<LexemeDfa>>> {
+        Ok(Engine::counted_lexeme(self, expr, pattern, min, max, limits)?.map(|l| l.dfa.clone()))
+    }
+
+    /// The table of a regular part of a boolean expression, built once
+    /// (while the budget keeps it).
+    fn part(&self, expr: &Expr, limits: &DfaLimits) -> Result<Arc<Table>> {
+        {
+            let store = &mut *self.store.lock().unwrap();
+            if let Some(t) = lookup(&mut store.parts, &mut store.clock, expr) {
+                store.recount_now_and_then();
+                return Ok(t);
+            }
+        }
+        let t = Arc::new(build_part(expr, limits)?);
+        let store = &mut *self.store.lock().unwrap();
+        if let Some(entry) = store.admit(expr, &t) {
+            store.parts.insert(expr.clone(), entry);
+            store.evict_over_budget();
+        }
+        Ok(t)
+    }
+}
+
+/// The cached lexemes and parts, with their recency.
+struct Store {
+    lexemes: FastMap<Expr, Cached<Lexeme>>,
+    /// The lexemes again by their automaton's id (see
+    /// [`Engine::lexeme_of`]); evicted with them.
+    by_id: FastMap<u64, Arc<Lexeme>>,
+    /// The regular parts of intersections and complements (the JSON string
+    /// body, "any text"), which many lexemes share.
+    parts: FastMap<Expr, Cached<Table>>,
+    /// Stamps uses: an entry's `last_used` is the clock at its last use.
+    clock: u64,
+    budget: usize,
+    evictions: u64,
+}
+
+struct Cached<V> {
+    value: Arc<V>,
+    /// The key's heap bytes (an expression can be large: an enum).
+    key_bytes: usize,
+    last_used: u64,
+}
+
+/// Heap bytes of a cached value, as its budget counts them.
+trait CacheBytes {
+    fn cache_bytes(&self) -> usize;
+}
+
+impl CacheBytes for Lexeme {
+    fn cache_bytes(&self) -> usize {
+        self.memory()
+    }
+}
+
+impl CacheBytes for Table {
+    fn cache_bytes(&self) -> usize {
+        self.trans.len() * 4 + self.is_final.len() + 256
+    }
+}
+
+impl<V: CacheBytes> Cached<V> {
+    fn bytes(&self) -> usize {
+        self.key_bytes + self.value.cache_bytes() + 64
+    }
+}
+
+/// Looks `key` up in `map`, stamping it as used.
+fn lookup<V>(map: &mut FastMap<Expr, Cached<V>>, clock: &mut u64, key: &Expr) -> Option<Arc<V>> {
+    let e = map.get_mut(key)?;
+    *clock += 1;
+    e.last_used = *clock;
+    Some(e.value.clone())
+}
+
+impl Store {
+    fn new(budget: usize) -> Store {
+        Store {
+            lexemes: FastMap::default(),
+            by_id: FastMap::default(),
+            parts: FastMap::default(),
+            clock: 0,
+            budget,
+            evictions: 0,
+        }
+    }
+
+    /// Bytes of every entry, counted now.
+    fn count_bytes(&self) -> usize {
+        let lexemes: usize = self.lexemes.values().map(Cached::bytes).sum();
+        let parts: usize = self.parts.values().map(Cached::bytes).sum();
+        lexemes + parts
+    }
+
+    /// A new entry for `value`, unless it alone is over the budget (then
+    /// it is used once and not kept).
+    fn admit<V: CacheBytes>(&mut self, key: &Expr, value: &Arc<V>) -> Option<Cached<V>> {
+        let key_bytes = key.size() * 48;
+        if key_bytes + value.cache_bytes() > self.budget {
+            return None;
+        }
+        self.clock += 1;
+        Some(Cached {
+            value: value.clone(),
+            key_bytes,
+            last_used: self.clock,
+        })
+    }
+
+    /// Every so many uses the entries are counted again (what masks
+    /// learned in them grows without an insertion) and evicted past the
+    /// budget.
+    fn recount_now_and_then(&mut self) {
+        if self.clock.is_multiple_of(256) {
+            self.evict_over_budget();
+        }
+    }
+
+    /// Drops the least recently used entries until the rest fit in seven
+    /// eighths of the budget, so that eviction (a pass over every entry)
+    /// runs once per many insertions rather than at each.
+    fn evict_over_budget(&mut self) {
+        let mut bytes = self.count_bytes();
+        if bytes <= self.budget {
+            return;
+        }
+        let target = self.budget / 8 * 7;
+        let mut by_age: Vec<(u64, usize)> = self
+            .lexemes
+            .values()
+            .map(|e| (e.last_used, e.bytes()))
+            .chain(self.parts.values().map(|e| (e.last_used, e.bytes())))
+            .collect();
+        by_age.sort_unstable();
+        // Stamps are unique: evicting every entry stamped up to `cutoff`
+        // is evicting exactly the oldest ones counted here.
+        let mut cutoff = 0;
+        let mut evicted = 0u64;
+        for (stamp, entry_bytes) in by_age {
+            if bytes <= target {
+                break;
+            }
+            bytes -= entry_bytes;
+            cutoff = stamp;
+            evicted += 1;
+        }
+        self.lexemes.retain(|_, e| e.last_used > cutoff);
+        let kept: FastSet<u64> = self.lexemes.values().map(|e| e.value.dfa.id).collect();
+        self.by_id.retain(|id, _| kept.contains(id));
+        self.parts.retain(|_, e| e.last_used > cutoff);
+        self.evictions += evicted;
+    }
+}

@@ -1,0 +1,136 @@
+//! A compiled grammar as matchers use it: the compile layer's immutable
+//! [`Automaton`], its lexemes as the engine keeps them (each with what
+//! masks learned about it), and the caches of this grammar alone: the
+//! token sets of its parser-rule states, the tokens of its token sets, and
+//! its parser contexts. The C handle `cg_grammar` is one.
+
+use std::ops::Deref;
+use std::sync::{Arc, OnceLock};
+
+use super::context::Contexts;
+use super::engine::Engine;
+use super::info::TokenInfo;
+use super::lexeme::Lexeme;
+use super::token_list::TokenList;
+use crate::compile::{Automaton, IrOptions, RuleKind};
+use crate::error::Result;
+use crate::ir;
+use crate::limits::Deadline;
+
+/// A grammar compiled for one engine's vocabulary; immutable and shareable
+/// across threads (its caches fill lazily behind locks).
+pub struct CompiledGrammar {
+    automaton: Automaton,
+    engine: Arc<Engine>,
+    /// Per compiled rule: its lexeme (`None` for parser rules).
+    lexemes: Box<[Option<Arc<Lexeme>>]>,
+    /// The tokens each token set allows (end-of-sequence ids never).
+    pub(crate) token_set_lists: Vec<TokenList>,
+    /// Lazily computed token sets of parser-rule states.
+    pub(crate) structural_infos: Vec<OnceLock<Arc<TokenInfo>>>,
+    /// Interned parser contexts and the exit tokens cached by them.
+    pub(crate) contexts: Contexts,
+}
+
+/// A grammar reads as its automaton.
+impl Deref for CompiledGrammar {
+    type Target = Automaton;
+
+    #[inline(always)]
+    fn deref(&self) -> &Automaton {
+        &self.automaton
+    }
+}
+
+impl CompiledGrammar {
+    /// `automaton` (compiled with `engine` as its lexeme source) bound to
+    /// the engine's lexemes. Large lexemes get their walk analyses now
+    /// (see [`Lexeme::prepare_walks`]): an error once `deadline` passes.
+    pub fn new(
+        engine: &Arc<Engine>,
+        automaton: Automaton,
+        deadline: &Deadline,
+    ) -> Result<Arc<CompiledGrammar>> {
+        let mut lexemes = Vec::with_capacity(automaton.rules.len());
+        for rule in &automaton.rules {
+            lexemes.push(match &rule.kind {
+                RuleKind::Lexeme { dfa, .. } => {
+                    let lexeme = engine.lexeme_of(dfa);
+                    lexeme
+                        .prepare_walks(engine.trie(), deadline)
+                        .map_err(|err| err.context(format!("rule '{}'", rule.name)))?;
+                    Some(lexeme)
+                }
+                RuleKind::Structural { .. } => None,
+            });
+        }
+        let token_set_lists = automaton
+            .token_sets
+            .iter()
+            .map(|ts| {
+                let ids: Vec<u32> = if ts.negated {
+                    (0..engine.len() as u32)
+                        .filter(|&t| !engine.is_eos(t) && ts.contains(t))
+                        .collect()
+                } else {
+                    // Unmatchable ids are gone (`compile::compile_ir`).
+                    ts.ids.clone()
+                };
+                TokenList::from_ids(ids, engine)
+            })
+            .collect();
+        let structural_infos = (0..automaton.structural.len())
+            .map(|_| OnceLock::new())
+            .collect();
+        Ok(Arc::new(CompiledGrammar {
+            automaton,
+            engine: engine.clone(),
+            lexemes: lexemes.into_boxed_slice(),
+            token_set_lists,
+            structural_infos,
+            contexts: Contexts::default(),
+        }))
+    }
+
+    /// The engine (the vocabulary with its caches) the grammar was
+    /// compiled for.
+    pub fn vocab(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    /// The immutable automaton.
+    pub fn automaton(&self) -> &Automaton {
+        &self.automaton
+    }
+
+    /// The lexeme and local state of a lexeme state.
+    #[inline]
+    pub(crate) fn lexeme_state(&self, state: u32) -> (&Lexeme, u32) {
+        let rule = self.rule_of(state);
+        match (
+            &self.lexemes[rule as usize],
+            &self.rules[rule as usize].kind,
+        ) {
+            (Some(lexeme), RuleKind::Lexeme { base, .. }) => (lexeme, state - base),
+            _ => unreachable!("not a lexeme state"),
+        }
+    }
+
+    /// Approximate heap bytes of the grammar (lexeme DFAs shared with
+    /// other grammars are counted in full), not counting lazily computed
+    /// token sets.
+    pub fn memory(&self) -> usize {
+        self.automaton.memory()
+            + self.structural_infos.len() * std::mem::size_of::<OnceLock<Arc<TokenInfo>>>()
+    }
+}
+
+/// Compiles IR for an engine's vocabulary.
+pub fn compile_ir(
+    engine: &Arc<Engine>,
+    grammar: &ir::Grammar,
+    options: &IrOptions,
+) -> Result<Arc<CompiledGrammar>> {
+    let automaton = crate::compile::compile_ir(&**engine, engine, grammar, options)?;
+    CompiledGrammar::new(engine, automaton, &options.deadline)
+}

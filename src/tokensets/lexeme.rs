@@ -1,0 +1,228 @@
+//! A lexeme as the mask path knows it: its automaton (immutable, from the
+//! compile layer) and what walks of the vocabulary's trie learned about it
+//! (each state's token sets, subtree walks, the analyses that let a walk
+//! take whole subtrees at once). One [`Lexeme`] per automaton and
+//! vocabulary, shared by every grammar that uses it through the
+//! [`Engine`](super::Engine).
+
+use std::ops::Deref;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use super::info::TokenInfo;
+use super::lexeme_walk::SubtreeWalks;
+use crate::compile::lexeme::{LexemeDfa, SafeGroups, StringBody, DEAD};
+use crate::error::Result;
+use crate::limits::Deadline;
+use crate::util::hash::FastMap;
+use crate::vocab::trie::INSIDE_CHAR;
+use crate::vocab::TokenTrie;
+
+/// DFAs with at least this many states get their walk analyses at compile
+/// time (see [`Lexeme::prepare_walks`]).
+const EAGER_WALK_ANALYSIS_STATES: usize = 512;
+
+/// Token sets kept per counted lexeme (by state and count class); past
+/// it, new ones are computed for each mask and dropped.
+pub const MAX_COUNTED_INFOS: usize = 4096;
+
+/// A lexeme automaton with what the mask path learned about it.
+pub struct Lexeme {
+    pub dfa: Arc<LexemeDfa>,
+    /// Token sets per token class (see [`Lexeme::token_class`]), computed
+    /// on first use. Indexed by state; read without locks on the mask
+    /// path.
+    pub(crate) infos: Box<[OnceLock<Arc<TokenInfo>>]>,
+    /// Token sets of a counted lexeme by canonical state (see
+    /// `cached::lexeme_state_info`), bounded by [`MAX_COUNTED_INFOS`].
+    pub(crate) counted_infos: Mutex<FastMap<u32, Arc<TokenInfo>>>,
+    /// Walks of single first-byte subtrees, shared by the token sets of
+    /// every state that reaches the same state on that byte (see
+    /// `lexeme_walk::lexeme_info`).
+    pub(crate) pieces: Mutex<SubtreeWalks>,
+    /// Which whole trie subtrees a state reads, by their height (see
+    /// [`SafeGroups`]), computed on first use.
+    safe: OnceLock<SafeGroups>,
+    /// The same by characters.
+    char_safe: OnceLock<SafeGroups>,
+    /// Per state: the smallest state equivalent to it on every string of
+    /// at most the vocabulary's longest token (see
+    /// [`LexemeDfa::token_classes`]).
+    token_classes: OnceLock<Option<Vec<u32>>>,
+    /// See [`Lexeme::string_body_states`].
+    body_states: OnceLock<Box<[u32]>>,
+    /// Heap bytes of what the mask path learned and keeps here (token
+    /// sets, subtree walks): counted by the engine's budget.
+    learned_bytes: AtomicUsize,
+}
+
+impl Deref for Lexeme {
+    type Target = LexemeDfa;
+
+    #[inline(always)]
+    fn deref(&self) -> &LexemeDfa {
+        &self.dfa
+    }
+}
+
+impl Lexeme {
+    /// Nothing learned yet about `dfa`.
+    pub fn new(dfa: Arc<LexemeDfa>) -> Lexeme {
+        let n = dfa.num_states();
+        Lexeme {
+            dfa,
+            infos: (0..n).map(|_| OnceLock::new()).collect(),
+            counted_infos: Mutex::default(),
+            pieces: Mutex::new(SubtreeWalks::default()),
+            safe: OnceLock::new(),
+            char_safe: OnceLock::new(),
+            token_classes: OnceLock::new(),
+            body_states: OnceLock::new(),
+            learned_bytes: AtomicUsize::new(0),
+        }
+    }
+
+    /// A representative of `state`'s token class (see
+    /// [`LexemeDfa::token_classes`]), computed on first use.
+    pub fn token_class(&self, state: u32, horizon: usize) -> u32 {
+        if let Some(c) = &self.dfa.counter {
+            return c.token_class(state, horizon);
+        }
+        let refined = self.token_classes.get_or_init(|| {
+            self.dfa
+                .token_classes(horizon, &mut Deadline::none().meter())
+                .unwrap_or(None)
+        });
+        match refined {
+            Some(classes) => classes[state as usize],
+            None => state,
+        }
+    }
+
+    /// Computes now, for a large DFA, what trie walks of its states need
+    /// (safe groups, token classes): at compile time rather than in the
+    /// first mask that reaches the lexeme, where a DFA of thousands of
+    /// states (a `maxLength` with a `pattern`) cost that mask 10-30 ms.
+    /// Small DFAs keep them lazy: they are cheap and many are never walked.
+    /// An error once `deadline` passes (what was not computed then is
+    /// computed on first use).
+    pub fn prepare_walks(&self, trie: &TokenTrie, deadline: &Deadline) -> Result<()> {
+        if let Some(c) = &self.dfa.counter {
+            // The count classes read every (state, count) pair once.
+            c.prepare(trie.max_len());
+        }
+        if self.dfa.num_states() < EAGER_WALK_ANALYSIS_STATES {
+            return Ok(());
+        }
+        let mut meter = deadline.meter();
+        for by_char in [false, true] {
+            let cell = self.safe_cell(by_char);
+            if cell.get().is_none() {
+                let _ = cell.set(SafeGroups::compute(&self.dfa, trie, by_char, &mut meter)?);
+            }
+        }
+        if self.token_classes.get().is_none() {
+            let _ = self
+                .token_classes
+                .set(self.dfa.token_classes(trie.max_len(), &mut meter)?);
+        }
+        Ok(())
+    }
+
+    fn safe_cell(&self, by_char: bool) -> &OnceLock<SafeGroups> {
+        if by_char {
+            &self.char_safe
+        } else {
+            &self.safe
+        }
+    }
+
+    /// The safe groups by bytes or characters, computed on first use
+    /// (without a deadline: a mask's work is bounded by its own budget).
+    fn safe_groups_of(&self, trie: &TokenTrie, by_char: bool) -> &SafeGroups {
+        self.safe_cell(by_char).get_or_init(|| {
+            SafeGroups::compute(&self.dfa, trie, by_char, &mut Deadline::none().meter())
+                .expect("no deadline")
+        })
+    }
+
+    /// The byte groups whose strings of up to `height` bytes `state`
+    /// reads whole (see [`SafeGroups`]).
+    #[inline(always)]
+    pub fn safe_bytes(&self, trie: &TokenTrie, state: u32, height: u16) -> u64 {
+        match self.dfa.table_state_for_walks(trie, state, height) {
+            Some(s) => self.safe_groups_of(trie, false).groups(s, height),
+            None => 0,
+        }
+    }
+
+    /// The same by characters.
+    #[inline(always)]
+    pub fn safe_chars(&self, trie: &TokenTrie, state: u32, height: u16) -> u64 {
+        match self.dfa.table_state_for_walks(trie, state, height) {
+            Some(s) => self.safe_groups_of(trie, true).groups(s, height),
+            None => 0,
+        }
+    }
+
+    /// Every string below trie node `i` can be read from `state` (which
+    /// then takes the subtree whole).
+    #[inline]
+    pub fn reads_subtree(&self, trie: &TokenTrie, i: u32, state: u32) -> bool {
+        if trie.groups_below(i) & !self.safe_bytes(trie, state, trie.height_below(i)) == 0 {
+            return true;
+        }
+        let chars = trie.char_groups_below(i);
+        chars & INSIDE_CHAR == 0
+            && chars & !self.safe_chars(trie, state, trie.char_height_below(i)) == 0
+    }
+
+    /// Per state of this DFA, the state of "any string" (see
+    /// [`StringBody`]) that accepts the same strings, found from the state
+    /// inside "any other string" (the state of `body`'s own, and those a
+    /// string leads both to from there: within a character, an escape, the
+    /// closing quote), or [`DEAD`].
+    pub fn string_body_states(&self, body: &StringBody) -> &[u32] {
+        let dfa = &*self.dfa;
+        if dfa.counter.is_some() {
+            // A count never ends in "any string".
+            return &[];
+        }
+        self.body_states.get_or_init(|| {
+            let mut like = vec![DEAD; dfa.num_states()];
+            // A count never ends in "any string" (and pairing its states
+            // with it would walk the count).
+            if !Arc::ptr_eq(&self.dfa, &body.dfa) && !dfa.counting {
+                for (s, t) in dfa.state_like(&body.dfa, body.state).1 {
+                    like[s as usize] = t;
+                }
+            }
+            like.into_boxed_slice()
+        })
+    }
+
+    /// This DFA's state inside "any other string" (see [`StringBody`]), or
+    /// [`DEAD`].
+    pub fn string_body_state(&self, body: &StringBody) -> u32 {
+        let like = self.string_body_states(body);
+        // The first state that is like it (one when the DFA is minimal).
+        like.iter()
+            .position(|&t| t == body.state)
+            .map_or(DEAD, |s| s as u32)
+    }
+
+    /// Approximate heap bytes: the automaton and what the mask path
+    /// learned so far.
+    pub fn memory(&self) -> usize {
+        self.dfa.memory()
+            + self.infos.len() * (2 * 16 + std::mem::size_of::<OnceLock<Arc<TokenInfo>>>())
+            + self.learned_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Records `bytes` more kept by this lexeme's lazily filled caches (its
+    /// state token sets and subtree walks), which the engine counts
+    /// against its budget.
+    pub(crate) fn note_learned(&self, bytes: usize) {
+        self.learned_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+}
