@@ -549,15 +549,17 @@ int cg_vocab_set_eos(struct cg_vocab *vocab, const int32_t *eos_tokens, size_t n
 struct cg_vocab *cg_vocab_clone(const struct cg_vocab *vocab);
 
 /**
- * Sets the byte budget of the vocabulary's lexeme cache (default
- * 192 MiB; 0 keeps nothing, `SIZE_MAX` has no bound) and evicts down to it.
+ * Sets the byte budget of the vocabulary's caches (default 256 MiB; 0
+ * keeps nothing, `SIZE_MAX` has no bound) and evicts down to it.
  *
  * Every vocabulary keeps the lexeme automata its grammars were built
  * from, with the token sets masks computed for their states, so that the
  * next grammar that needs the same lexeme (a string pattern, a format, a
- * number) gets them ready. Past the budget the least recently used are
- * dropped from the cache; grammars that use them keep them until freed,
- * and a later compile builds them again. The budget changes compile and
+ * number) gets them ready. Three quarters of the budget go to them: past
+ * it the least recently used are dropped from the cache; grammars that
+ * use them keep them until freed, and a later compile builds them again.
+ * An eighth each goes to two shared tables of token sets (exits of
+ * lexeme states, counted strings), cleared when full. The budget changes compile and
  * first-mask times, never a mask. A server that compiles many distinct
  * schemas on one vocabulary sets it to the memory it can spare. The
  * budget is shared by all handles of the vocabulary (`cg_vocab_clone`)
@@ -568,7 +570,7 @@ struct cg_vocab *cg_vocab_clone(const struct cg_vocab *vocab);
 int cg_vocab_set_cache_budget(struct cg_vocab *vocab, size_t budget_bytes);
 
 /**
- * The approximate bytes held by the vocabulary's lexeme cache now (see
+ * The approximate bytes held by the vocabulary's caches now (see
  * `cg_vocab_set_cache_budget`), or 0 if `vocab` is NULL. It can exceed
  * the budget between compiles, by what masks learned since the last
  * one. Thread-safe.

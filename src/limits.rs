@@ -21,7 +21,7 @@
 //! | regex nesting and repetition | see [`crate::regex`] | - | regex parser |
 //! | one lexeme DFA | 32 MiB | - | lexeme builder: a regular part whose DFA would be larger becomes a parser rule (no error; intersections and complements, which only exist as DFAs, are refused) |
 //! | vocabulary | 16,777,216 tokens of at most 65,536 bytes | - | `cg_vocab_new` |
-//! | memory kept per vocabulary | [`crate::compile::lexeme::DEFAULT_CACHE_BUDGET`] (192 MiB) | `cg_vocab_set_cache_budget` | lexeme cache: least recently used dropped past it |
+//! | memory kept per vocabulary | [`crate::tokensets::DEFAULT_CACHE_BUDGET`] (256 MiB) | `cg_vocab_set_cache_budget` | the engine's caches: least recently used lexemes dropped past three quarters of it, two shared tables cleared past an eighth each |
 //!
 //! Recursion over grammar expressions is as deep as the input nests, and a
 //! host thread may have a small stack: compilation runs on a stack of its

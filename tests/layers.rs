@@ -42,7 +42,14 @@ const LAYERS: &[(&str, &[&str], &[&str])] = &[
     (
         "source",
         &["source"],
-        &["floor", "vocab", "ir", "front ends", "compile", "token sets"],
+        &[
+            "floor",
+            "vocab",
+            "ir",
+            "front ends",
+            "compile",
+            "token sets",
+        ],
     ),
     (
         "triggers",

@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use super::cleared::ClearedWhenFull;
 use crate::tokensets::{ExitTokens, FreeExits, TokenInfo};
 
 /// The context of the start rule: the end of the output.
@@ -22,14 +23,12 @@ pub const NO_CTX: u32 = u32::MAX;
 
 /// Most contexts interned per grammar.
 const MAX_CONTEXTS: usize = 1 << 20;
-/// Most token ids kept in the exit caches per grammar (cleared past this).
-const MAX_EXIT_TOKENS: usize = 1 << 22;
-/// Most bytes of exit token sets kept per grammar (cleared past this).
-const MAX_EXIT_BYTES: usize = 4 * MAX_EXIT_TOKENS;
+/// Most bytes of exit token sets kept per grammar, and of their
+/// context-free parts (each cleared past this).
+const MAX_EXIT_BYTES: usize = 16 << 20;
 
 type Map<K, V> = crate::util::hash::FastMap<K, V>;
 
-#[derive(Default)]
 struct Inner {
     /// Sorted `(return state, caller context)` lists -> id.
     ids: HashMap<Box<[(u32, u32)]>, u32>,
@@ -42,31 +41,23 @@ struct Inner {
     free: FreeMap<(u32, Box<[u32]>)>,
 }
 
-/// Context-free exit tokens by key, within a budget of token ids.
-struct FreeMap<K> {
-    map: Map<K, Arc<FreeExits>>,
-    tokens: usize,
-}
-
-impl<K> Default for FreeMap<K> {
+impl Default for Inner {
     fn default() -> Self {
-        FreeMap {
-            map: Map::default(),
-            tokens: 0,
+        Inner {
+            ids: HashMap::default(),
+            exits: Map::default(),
+            exit_bytes: 0,
+            free: FreeMap::new(MAX_EXIT_BYTES),
         }
     }
 }
 
-impl<K: std::hash::Hash + Eq> FreeMap<K> {
-    fn insert(&mut self, key: K, f: Arc<FreeExits>) {
-        let size = f.tokens.memory() / 4 + 2 * f.syncs.len() + 2 * f.whole.len();
-        if self.tokens + size > MAX_EXIT_TOKENS {
-            self.map.clear();
-            self.tokens = 0;
-        }
-        self.tokens += size;
-        self.map.insert(key, f);
-    }
+/// Context-free exit tokens by key.
+type FreeMap<K> = ClearedWhenFull<K, Arc<FreeExits>>;
+
+/// The bytes a free-exit entry holds.
+fn free_bytes(f: &FreeExits) -> usize {
+    f.tokens.memory() + 8 * f.syncs.len() + 8 * f.whole.len()
 }
 
 /// The grammar-wide table (behind a lock: grammars are shared by threads).
@@ -116,11 +107,15 @@ impl Contexts {
         compute: impl FnOnce() -> FreeExits,
     ) -> Arc<FreeExits> {
         let key = (state, next.to_vec().into_boxed_slice());
-        if let Some(f) = self.inner.lock().unwrap().free.map.get(&key) {
+        if let Some(f) = self.inner.lock().unwrap().free.get(&key) {
             return f.clone();
         }
         let f = Arc::new(compute());
-        self.inner.lock().unwrap().free.insert(key, f.clone());
+        self.inner
+            .lock()
+            .unwrap()
+            .free
+            .insert(key, f.clone(), free_bytes(&f));
         f
     }
 
@@ -128,18 +123,36 @@ impl Contexts {
     pub fn memory(&self) -> usize {
         let inner = self.inner.lock().unwrap();
         let ids: usize = inner.ids.keys().map(|k| k.len() * 8 + 32).sum();
-        ids + inner.exits.len() * 40 + inner.exit_bytes + inner.free.tokens * 4
+        ids + inner.exits.len() * 40 + inner.exit_bytes + inner.free.bytes()
     }
 }
 
 /// The context-free exit tokens of lexeme states (see
 /// `super::free_exits`), per vocabulary: they depend only on the state's
 /// token sets and on the lexemes that read next, which grammars share.
-#[derive(Default)]
 pub struct SharedFreeExits {
     /// Keyed by the token sets and the `(lexeme id, state)` pairs that
-    /// read next.
+    /// read next; a key keeps its token sets alive, so they count too.
     inner: Mutex<FreeMap<SharedKey>>,
+}
+
+impl SharedFreeExits {
+    /// At most `limit` bytes.
+    pub fn new(limit: usize) -> SharedFreeExits {
+        SharedFreeExits {
+            inner: Mutex::new(FreeMap::new(limit)),
+        }
+    }
+
+    /// Sets the byte limit.
+    pub fn set_limit(&self, limit: usize) {
+        self.inner.lock().unwrap().set_limit(limit);
+    }
+
+    /// The bytes kept.
+    pub fn bytes(&self) -> usize {
+        self.inner.lock().unwrap().bytes()
+    }
 }
 
 /// A lexeme state's token sets, and the lexemes (ids and states) after it.
@@ -173,11 +186,12 @@ impl SharedFreeExits {
         compute: impl FnOnce() -> FreeExits,
     ) -> Arc<FreeExits> {
         let key = (ByAddress(info.clone()), next.to_vec().into_boxed_slice());
-        if let Some(f) = self.inner.lock().unwrap().map.get(&key) {
+        if let Some(f) = self.inner.lock().unwrap().get(&key) {
             return f.clone();
         }
         let f = Arc::new(compute());
-        self.inner.lock().unwrap().insert(key, f.clone());
+        let bytes = free_bytes(&f) + info.memory();
+        self.inner.lock().unwrap().insert(key, f.clone(), bytes);
         f
     }
 }

@@ -4,12 +4,14 @@
 //! it), keeps the regular parts of intersections, and holds the shared
 //! string tables and free exits. The C handle `cg_vocab` is one.
 //!
-//! The lexemes and parts are kept within one byte budget
-//! ([`Engine::set_cache_budget`], default [`DEFAULT_CACHE_BUDGET`]) that
-//! counts each automaton with what the mask path learned in it since (its
-//! states' token sets and subtree walks grow as masks reach them): a
+//! Every cache of the engine fits in one byte budget
+//! ([`Engine::set_cache_budget`], default [`DEFAULT_CACHE_BUDGET`]): a
 //! server that compiles new schemas without end would otherwise keep every
-//! lexeme it ever built. Past the budget the least recently used entries
+//! lexeme it ever built. An eighth each goes to the free exits and to the
+//! counted-string token sets, tables that are cleared when full; the rest
+//! to the lexemes and parts, each counted with what the mask path learned
+//! in it since (its states' token sets and subtree walks grow as masks
+//! reach them). Past their share the least recently used lexemes and parts
 //! are dropped; grammars that hold them keep them, and a later compile
 //! builds them again. Eviction changes speed, never a mask: a rebuilt DFA
 //! is the same automaton.
@@ -30,13 +32,15 @@ use crate::ir::Expr;
 use crate::util::hash::{FastMap, FastSet};
 use crate::vocab::Vocab;
 
-/// The default byte budget of an engine's caches: 192 MiB. The lexemes of
-/// 561 MaskBench schemas (every tenth of maskbench-dev), token sets learned
-/// included, come to 283 MB on Llama 3; the exact RFC 3339 `time` and
-/// `date-time` lexemes take 23 MB of it between them. At 128 MiB their
-/// evictions made the slowest masks (p99.9) 8% slower; at 192 MiB the
-/// cache holds 170 MB and they are back.
-pub const DEFAULT_CACHE_BUDGET: usize = 192 << 20;
+/// The default byte budget of an engine's caches: 256 MiB, of which 192
+/// go to the lexemes (see [`shares`]). The lexemes of 561 MaskBench
+/// schemas (every tenth of maskbench-dev), token sets learned included,
+/// come to 283 MB on Llama 3; the exact RFC 3339 `time` and `date-time`
+/// lexemes take 23 MB of it between them. With 128 MiB for the lexemes
+/// their evictions made the slowest masks (p99.9) 8% slower; with 192 MiB
+/// the cache holds 170 MB and they are back. The two tables cleared when
+/// full had caps of their own before they shared the budget (16 MB each).
+pub const DEFAULT_CACHE_BUDGET: usize = 256 << 20;
 
 /// What an engine's cache holds and has done.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -87,17 +91,25 @@ impl Deref for Engine {
     }
 }
 
+/// The budget's shares: (lexemes and parts, free exits, counted-string
+/// token sets).
+fn shares(budget: usize) -> (usize, usize, usize) {
+    let table = budget / 8;
+    (budget - 2 * table, table, table)
+}
+
 impl Engine {
     /// An engine for `vocab`, with the tables that JSON strings share
     /// built now rather than by the first mask that needs them (which would
     /// take several milliseconds longer than any other).
     pub fn new(vocab: Vocab) -> Arc<Engine> {
+        let (lexemes, free_exits, _) = shares(DEFAULT_CACHE_BUDGET);
         let engine = Arc::new(Engine {
             vocab,
-            store: Mutex::new(Store::new(DEFAULT_CACHE_BUDGET)),
+            store: Mutex::new(Store::new(lexemes, DEFAULT_CACHE_BUDGET)),
             counts: OnceLock::new(),
             body: OnceLock::new(),
-            free_exits: SharedFreeExits::default(),
+            free_exits: SharedFreeExits::new(free_exits),
         });
         prepare_strings(&engine);
         engine
@@ -120,19 +132,31 @@ impl Engine {
     /// Sets the byte budget of the caches (0 keeps nothing) and evicts
     /// down to it. Thread-safe.
     pub fn set_cache_budget(&self, bytes: usize) {
-        let mut store = self.store.lock().unwrap();
-        store.budget = bytes;
-        store.evict_over_budget();
+        let (lexemes, free_exits, counted) = shares(bytes);
+        {
+            let mut store = self.store.lock().unwrap();
+            store.budget = lexemes;
+            store.whole_budget = bytes;
+            store.evict_over_budget();
+        }
+        self.free_exits.set_limit(free_exits);
+        if let Some(counts) = self.string_counts() {
+            counts.infos.lock().unwrap().set_limit(counted);
+        }
     }
 
     /// What the caches hold, their bytes counted now.
     pub fn cache_stats(&self) -> CacheStats {
+        let tables = self.free_exits.bytes()
+            + self
+                .string_counts()
+                .map_or(0, |c| c.infos.lock().unwrap().bytes());
         let store = self.store.lock().unwrap();
         CacheStats {
             lexemes: store.lexemes.len(),
             parts: store.parts.len(),
-            bytes: store.count_bytes(),
-            budget: store.budget,
+            bytes: store.count_bytes() + tables,
+            budget: store.whole_budget,
             evictions: store.evictions,
         }
     }
@@ -211,7 +235,8 @@ impl Engine {
     ) {
         self.counts.get_or_init(|| {
             let any = self.string_body()?;
-            let mut counts = StringCounts::new(&any.body);
+            let (_, _, limit) = shares(self.store.lock().unwrap().whole_budget);
+            let mut counts = StringCounts::new(&any.body, limit);
             let (chars, nodes) = prepare(&counts);
             counts.chars = chars;
             counts.nodes_by_chars = nodes;
@@ -300,7 +325,10 @@ struct Store {
     parts: FastMap<Expr, Cached<Table>>,
     /// Stamps uses: an entry's `last_used` is the clock at its last use.
     clock: u64,
+    /// The lexemes' and parts' share of the budget.
     budget: usize,
+    /// The whole budget (see [`shares`]).
+    whole_budget: usize,
     evictions: u64,
 }
 
@@ -343,13 +371,14 @@ fn lookup<V>(map: &mut FastMap<Expr, Cached<V>>, clock: &mut u64, key: &Expr) ->
 }
 
 impl Store {
-    fn new(budget: usize) -> Store {
+    fn new(budget: usize, whole_budget: usize) -> Store {
         Store {
             lexemes: FastMap::default(),
             by_id: FastMap::default(),
             parts: FastMap::default(),
             clock: 0,
             budget,
+            whole_budget,
             evictions: 0,
         }
     }

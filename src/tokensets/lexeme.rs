@@ -214,8 +214,20 @@ impl Lexeme {
     /// Approximate heap bytes: the automaton and what the mask path
     /// learned so far.
     pub fn memory(&self) -> usize {
+        let analyses = [&self.safe, &self.char_safe]
+            .iter()
+            .filter_map(|c| c.get())
+            .map(SafeGroups::memory)
+            .sum::<usize>()
+            + self
+                .token_classes
+                .get()
+                .and_then(Option::as_ref)
+                .map_or(0, |c| c.len() * 4)
+            + self.body_states.get().map_or(0, |b| b.len() * 4);
         self.dfa.memory()
             + self.infos.len() * (2 * 16 + std::mem::size_of::<OnceLock<Arc<TokenInfo>>>())
+            + analyses
             + self.learned_bytes.load(Ordering::Relaxed)
     }
 

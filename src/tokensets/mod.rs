@@ -24,14 +24,42 @@
 //! that a DFA state reads entirely (by byte groups, or by characters for
 //! multi-byte UTF-8) are taken whole.
 //!
-//! The layer's files, by job: [`info`] (a state's token sets),
-//! [`token_list`] (sets of ids, masks), [`trie_walk`] and [`earley`] (parser
-//! walks of the trie), [`lexeme_walk`] (walks with a DFA alone),
-//! [`parser_walk`], [`mod@free_exits`], [`context`] (exits by caller
-//! context), [`strings`] (JSON string shortcuts), [`cached`] (where each
-//! state's sets are kept), [`work`] (the mask's work budget).
+//! The layer's files, by job: [`engine`] (a vocabulary with the caches its
+//! grammars share, under one byte budget), [`lexeme`] (an automaton with
+//! what masks learned about it), [`grammar`] (a compiled grammar with its
+//! own caches), [`info`] (a state's token sets), [`token_list`] (sets of
+//! ids, masks), [`trie_walk`] and [`earley`] (parser walks of the trie),
+//! [`lexeme_walk`] (walks with a DFA alone), [`parser_walk`],
+//! [`mod@free_exits`], [`context`] (exits by caller context), [`strings`]
+//! and [`string_counts`] (JSON string shortcuts), [`cached`] (where each
+//! state's sets are kept), [`cleared`] (tables cleared when full), [`work`]
+//! (the mask's work budget).
+//!
+//! # The cache register
+//!
+//! Every cache of the library, with its scope and bound (ARCHITECTURE.md
+//! has the same table with the key of each). Clearing any of them changes
+//! speed, never a mask. The engine's budget (`cg_vocab_set_cache_budget`,
+//! [`DEFAULT_CACHE_BUDGET`]) covers every per-vocabulary cache: 3/4 for
+//! the lexemes, 1/8 for each shared table.
+//!
+//! | cache | where | scope | bound, eviction |
+//! |---|---|---|---|
+//! | lexemes and regular parts | [`Engine`] store | vocabulary | 3/4 of the budget, each lexeme counted with what it learned; least recently used dropped |
+//! | token sets of lexeme states | [`Lexeme`] `infos`, `counted_infos` | vocabulary | the automaton's states; 4,096 counted states (new ones used once) |
+//! | subtree walks, walk analyses | [`Lexeme`] `pieces`, `safe`, `char_safe`, `token_classes`, `body_states` | vocabulary | 4 Mi walk entries; one analysis each |
+//! | free exits of lexeme states | [`context::SharedFreeExits`] | vocabulary | 1/8 of the budget; cleared when full |
+//! | counted-string token sets | [`string_counts::StringCounts`] `infos` | vocabulary | 1/8 of the budget; cleared when full |
+//! | parser-state token sets, token-set lists | [`CompiledGrammar`] | grammar | the grammar's states and sets |
+//! | contexts and their exits | [`context::Contexts`] | grammar | 1 Mi contexts, 16 MiB of exits, 16 MiB of free parts; cleared when full |
+//! | exits used, closures | `Matcher.exits`, [`earley`] `closures` | matcher | the grammar's contexts; 1,024 closures, cleared when full |
+//! | count classes | `compile::lexeme::Counter` `classes` | vocabulary (with its lexeme) | one per counted lexeme |
+//! | trigger fire sets | `trigger::Triggers` | triggers | 256 sets, 4 Mi ids; cleared when full |
+//! | compiled grammars | `grammar_cache::GrammarCache` | process | its byte budget; least recently used |
+//! | format expressions, RFC 3339 automata | `regex::formats`, `compile::lexeme::rfc3339` | process | fixed lists |
 
 pub mod cached;
+pub mod cleared;
 pub mod context;
 pub mod earley;
 pub mod engine;

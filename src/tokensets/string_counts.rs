@@ -6,10 +6,10 @@
 
 use std::sync::{Arc, Mutex};
 
+use super::cleared::ClearedWhenFull;
 use super::info::TokenInfo;
 use super::strings::TokenChars;
 use crate::compile::lexeme::{class_pair_reps, ContentStates, LexemeDfa, StringBody, DEAD};
-use crate::util::hash::FastMap;
 
 /// Counted JSON strings near their bounds, whichever schema they come
 /// from: a state that accepts "between `min` and `max` more characters,
@@ -29,7 +29,7 @@ pub struct StringCounts {
     pub nodes_by_chars: Box<[Box<[u32]>]>,
     /// Token sets by [`CountedString`] and, for lexemes that read more
     /// after the closing quote, by their id and state there.
-    pub infos: Mutex<FastMap<CountedKey, Arc<TokenInfo>>>,
+    pub infos: Mutex<ClearedWhenFull<CountedKey, Arc<TokenInfo>>>,
 }
 
 /// A [`CountedString`], and the lexeme (id) and its state after the
@@ -145,14 +145,14 @@ impl StringCounts {
 impl StringCounts {
     /// The tables of "any string" (`body`), with no token counts yet
     /// ([`StringCounts::chars`] and [`StringCounts::nodes_by_chars`] are
-    /// filled by the engine).
-    pub fn new(body: &StringBody) -> StringCounts {
+    /// filled by the engine), keeping at most `limit` bytes of token sets.
+    pub fn new(body: &StringBody, limit: usize) -> StringCounts {
         StringCounts {
             any: body.dfa.clone(),
             states: ContentStates::new(&body.dfa, body.state),
             chars: TokenChars::default(),
             nodes_by_chars: Box::default(),
-            infos: Mutex::default(),
+            infos: Mutex::new(ClearedWhenFull::new(limit)),
         }
     }
 }

@@ -60,16 +60,13 @@ pub(crate) fn string_tail_info(vocab: &Engine, dfa: &Lexeme, state: u32) -> Opti
         body.within_chars(vocab, &counts.chars, min, max)
             .then_reading(vocab, dfa, after_quote)
     });
-    let mut infos = counts.infos.lock().unwrap();
-    if infos.len() >= MAX_COUNTED_INFOS {
-        infos.clear();
-    }
-    infos.insert(key, info.clone());
+    counts
+        .infos
+        .lock()
+        .unwrap()
+        .insert(key, info.clone(), info.memory());
     Some(info)
 }
-
-/// Most token sets [`StringCounts`] keeps.
-pub(crate) const MAX_COUNTED_INFOS: usize = 1024;
 
 /// Most characters a [`CountedString`] counts: [`TokenChars`] saturate at
 /// 255, so every count compared with them stays below.

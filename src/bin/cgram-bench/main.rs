@@ -11,12 +11,16 @@
 //!             [--tolerance-mb M] [--tolerance-percent P] [--cache-budget BYTES]
 //!             [--lexeme-budget BYTES]
 //!             [--vocab-every N] [--dump OUT.jsonl]
+//! cgram-bench memory --tokenizer tokenizer.json --schemas DIR [--count N] [--budget BYTES]
+//!             [--every N] [--steps N]
 //! ```
 //!
 //! `maskbench` runs a MaskBench-format directory (see [`maskbench`]);
 //! `replay` times one file's compile and masks again and again with empty
 //! vocabulary caches (see [`replay`]); `soak` is a long run through the C
 //! API over many grammars with resident memory sampled (see [`soak`]);
+//! `memory` compiles many distinct schemas under a cache budget and prints
+//! the resident-memory curve (see [`memory`]);
 //! `--batch-threads N` also times `cg_fill_masks` over a batch of matchers
 //! with 1 and with N threads (see [`batch`]). With `--trigger-word` or
 //! `--trigger-pattern`, the matchers are lazy (llama.cpp's tool-call
@@ -42,13 +46,14 @@ use cgram::{CompileOptions, Engine, Kind, Matcher, Vocab};
 mod batch;
 mod heap;
 mod maskbench;
+mod memory;
 mod pyjson;
 mod replay;
 mod soak;
 
 fn usage() -> ! {
     eprintln!(
-        "usage: cgram-bench gbnf --tokenizer T.json --grammar G.gbnf [--root NAME] [--repeat N] [--batch-threads N] [--trigger-word W]... [--trigger-pattern P]... TEXT_FILE...\n       cgram-bench maskbench --tokenizer T.json [--limit N] [--every K] [--filter PREFIX] [--compact] [--strict] [--verbose] [--per-file OUT.tsv] [--cpu-clock] [--top N] [--max-mask-steps N] [--lexeme-budget BYTES] DIR\n       cgram-bench replay --tokenizer T.json [--test I] [--token N] [--repeat R] [--cpu-clock] FILE\n       cgram-bench soak --tokenizer T.json [--schemas DIR] [--pool N] [--gbnf G]... [--gbnf-json G]... [--tokens N] [--seed S] [--max-output N] [--rows N] [--warmup-percent P] [--tolerance-mb M] [--tolerance-percent P] [--cache-budget BYTES] [--lexeme-budget BYTES] [--vocab-every N] [--dump OUT.jsonl]"
+        "usage: cgram-bench gbnf --tokenizer T.json --grammar G.gbnf [--root NAME] [--repeat N] [--batch-threads N] [--trigger-word W]... [--trigger-pattern P]... TEXT_FILE...\n       cgram-bench maskbench --tokenizer T.json [--limit N] [--every K] [--filter PREFIX] [--compact] [--strict] [--verbose] [--per-file OUT.tsv] [--cpu-clock] [--top N] [--max-mask-steps N] [--lexeme-budget BYTES] DIR\n       cgram-bench replay --tokenizer T.json [--test I] [--token N] [--repeat R] [--cpu-clock] FILE\n       cgram-bench soak --tokenizer T.json [--schemas DIR] [--pool N] [--gbnf G]... [--gbnf-json G]... [--tokens N] [--seed S] [--max-output N] [--rows N] [--warmup-percent P] [--tolerance-mb M] [--tolerance-percent P] [--cache-budget BYTES] [--lexeme-budget BYTES] [--vocab-every N] [--dump OUT.jsonl]\n       cgram-bench memory --tokenizer T.json --schemas DIR [--count N] [--budget BYTES] [--every N] [--steps N]"
     );
     std::process::exit(2)
 }
@@ -201,6 +206,34 @@ fn soak_main(args: &[String]) {
     std::process::exit(soak::run(&opts));
 }
 
+fn memory_main(args: &[String]) {
+    let mut opts = memory::Options {
+        tokenizer: PathBuf::new(),
+        schemas: PathBuf::new(),
+        count: 20_000,
+        budget: 256 << 20,
+        every: 500,
+        steps: 8,
+    };
+    let mut i = 0;
+    while i < args.len() {
+        match args[i].as_str() {
+            "--tokenizer" => opts.tokenizer = text_after(args, i).into(),
+            "--schemas" => opts.schemas = text_after(args, i).into(),
+            "--count" => opts.count = number_after(args, i),
+            "--budget" => opts.budget = number_after(args, i),
+            "--every" => opts.every = number_after::<usize>(args, i).max(1),
+            "--steps" => opts.steps = number_after(args, i),
+            _ => usage(),
+        }
+        i += 2;
+    }
+    if opts.tokenizer.as_os_str().is_empty() || opts.schemas.as_os_str().is_empty() {
+        usage();
+    }
+    memory::run(&opts);
+}
+
 /// Microseconds on a clock: the thread's CPU time with `cpu` (what a
 /// shared, noisy machine does not inflate by preempting the thread; each
 /// reading is a system call), else monotonic wall time.
@@ -252,6 +285,7 @@ fn main() {
         Some("maskbench") => return maskbench_main(&args[1..]),
         Some("replay") => return replay_main(&args[1..]),
         Some("soak") => return soak_main(&args[1..]),
+        Some("memory") => return memory_main(&args[1..]),
         _ => usage(),
     }
     let mut tokenizer = None;

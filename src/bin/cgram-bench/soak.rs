@@ -617,7 +617,7 @@ fn mask_hash(mask: &[u32]) -> u64 {
 // ---------------------------------------------------------------------------
 // Memory.
 
-fn rss_bytes() -> u64 {
+pub fn rss_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
     let pages: u64 = statm
         .split_whitespace()
@@ -629,7 +629,7 @@ fn rss_bytes() -> u64 {
 }
 
 /// The peak resident size (`VmHWM`), in bytes.
-fn peak_rss_bytes() -> u64 {
+pub fn peak_rss_bytes() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
         .lines()

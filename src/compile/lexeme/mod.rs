@@ -1208,6 +1208,11 @@ impl SafeGroups {
         }
     }
 
+    /// Approximate heap bytes.
+    pub fn memory(&self) -> usize {
+        self.steps.len() * 16 + self.start.len() * 4
+    }
+
     /// The groups whose strings of up to `height` bytes state `s` reads.
     #[inline]
     pub fn groups(&self, s: u32, height: u16) -> u64 {
