@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 pub(crate) mod graph;
 mod json_string;
+pub mod rfc3339;
 
 pub use json_string::{encode, encode_class, quoted_length, valid_content, JsonStrings};
 
@@ -202,10 +203,10 @@ pub struct Rfc3339 {
 
 impl Rfc3339 {
     /// Whether `text` is in the language (code points for
-    /// [`TextForm::Chars`], else JSON text), by its DFA: for tests and
-    /// reference matchers.
+    /// [`TextForm::Chars`], else JSON text), checked directly (see
+    /// [`rfc3339`]).
     pub fn matches(&self, text: &str) -> bool {
-        crate::compile::lexeme::rfc3339_accepts(self, text)
+        rfc3339::matches(self, text)
     }
 }
 

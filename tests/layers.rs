@@ -15,9 +15,9 @@
 //! expression as a regex), the way an integration test would.
 //!
 //! A `use` against the table fails the test with the file and the path.
-//! [`KNOWN`] lists the arrows that still run the wrong way while issue 19
-//! moves the caches into their own layer; it may only shrink (an entry
-//! that no longer occurs fails the test too, so that it is removed).
+//! [`KNOWN`] lists arrows allowed to run the wrong way for a while (none
+//! now); it may only shrink (an entry that no longer occurs fails the
+//! test too, so that it is removed).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -100,15 +100,9 @@ const LAYERS: &[(&str, &[&str], &[&str])] = &[
     ),
 ];
 
-/// Imports that still run against the flow: `(file, module imported)`.
-/// Each names the work that removes it.
-const KNOWN: &[(&str, &str)] = &[
-    // The RFC 3339 automaton reads the `date` format's regex and is the
-    // reference the IR and the JSON Schema front end check text with.
-    ("src/compile/lexeme/rfc3339.rs", "regex"),
-    ("src/ir.rs", "compile"),
-    ("src/json_schema/strings.rs", "compile"),
-];
+/// Imports that still run against the flow: `(file, module imported)`,
+/// each with the work that removes it. Empty: keep it so.
+const KNOWN: &[(&str, &str)] = &[];
 
 fn src_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src")

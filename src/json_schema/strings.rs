@@ -267,7 +267,7 @@ fn ends(e: &Expr, s: &[u32], start: usize) -> BTreeSet<usize> {
                 .collect();
             let cuts = text.char_indices().map(|(i, _)| i).chain([text.len()]);
             for (n, i) in cuts.enumerate() {
-                if crate::compile::lexeme::rfc3339_accepts(r, &text[..i]) {
+                if r.matches(&text[..i]) {
                     out.insert(start + n);
                 }
             }

@@ -105,8 +105,10 @@ fn with_suffix(v: &Value, suffix: &str) -> Value {
     }
 }
 
-/// The `schema` of every readable MaskBench file of `dir`, sorted by name.
-fn schemas(dir: &PathBuf) -> Vec<Value> {
+/// The `schema` of every readable MaskBench file of `dir` as JSON text,
+/// sorted by name (text, not parsed values: the pool stays small beside
+/// what is measured).
+fn schemas(dir: &PathBuf) -> Vec<String> {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| {
             eprintln!("{}: {e}", dir.display());
@@ -121,7 +123,7 @@ fn schemas(dir: &PathBuf) -> Vec<Value> {
         .filter_map(|p| {
             let text = std::fs::read_to_string(p).ok()?;
             let file: Value = serde_json::from_str(&text).ok()?;
-            file.get("schema").cloned()
+            file.get("schema").map(Value::to_string)
         })
         .collect()
 }
@@ -158,9 +160,36 @@ pub fn run(opts: &Options) {
     let mut mask = vec![0u32; vocab.mask_words()];
     let mut compiled = 0usize;
     let mut peak = 0f64;
+    let row = |done: usize, compiled: usize, peak: &mut f64| {
+        let rss = crate::soak::rss_bytes() as f64 / MB;
+        *peak = peak.max(rss);
+        let heap =
+            crate::heap::live_bytes().map_or("-".to_string(), |b| format!("{:.1}", b as f64 / MB));
+        let c = vocab.cache_stats();
+        println!(
+            "{}\t{}\t{:.1}\t{:.1}\t{}\t{:.1}\t{}\t{}\t{:.0}",
+            done,
+            compiled,
+            rss,
+            crate::soak::peak_rss_bytes() as f64 / MB,
+            heap,
+            c.bytes as f64 / MB,
+            c.lexemes,
+            c.evictions,
+            start.elapsed().as_secs_f64()
+        );
+    };
+    // Before any schema: the vocabulary, its string tables and the pool.
+    row(0, 0, &mut peak);
     for i in 0..opts.count {
-        let schema = varied(&pool[i % pool.len()], i / pool.len());
-        let text = serde_json::to_string(&schema).expect("a JSON value serializes");
+        let round = i / pool.len();
+        let text = if round == 0 {
+            pool[i % pool.len()].clone()
+        } else {
+            let schema: Value =
+                serde_json::from_str(&pool[i % pool.len()]).expect("the pool holds JSON");
+            varied(&schema, round).to_string()
+        };
         if let Ok(g) = cgram::compile(&vocab, text.as_bytes(), &options) {
             compiled += 1;
             let mut m = Matcher::new(g);
@@ -177,23 +206,7 @@ pub fn run(opts: &Options) {
             }
         }
         if (i + 1) % opts.every == 0 || i + 1 == opts.count {
-            let rss = crate::soak::rss_bytes() as f64 / MB;
-            peak = peak.max(rss);
-            let heap = crate::heap::live_bytes()
-                .map_or("-".to_string(), |b| format!("{:.1}", b as f64 / MB));
-            let c = vocab.cache_stats();
-            println!(
-                "{}\t{}\t{:.1}\t{:.1}\t{}\t{:.1}\t{}\t{}\t{:.0}",
-                i + 1,
-                compiled,
-                rss,
-                crate::soak::peak_rss_bytes() as f64 / MB,
-                heap,
-                c.bytes as f64 / MB,
-                c.lexemes,
-                c.evictions,
-                start.elapsed().as_secs_f64()
-            );
+            row(i + 1, compiled, &mut peak);
         }
     }
     println!("largest resident size sampled: {peak:.1} MiB");

@@ -30,8 +30,6 @@ mod minimize;
 mod multiple;
 mod rfc3339;
 
-pub use rfc3339::accepts as rfc3339_accepts;
-
 pub use counted::Counter;
 pub use minimize::minimize;
 

@@ -14,9 +14,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
-use super::{minimize, table_from_hir, to_hir, DfaLimits, Table, DEAD};
+use super::{Table, DEAD};
 use crate::ir::{Rfc3339, TextForm};
-use crate::limits::Deadline;
 use crate::util::hash::FastMap;
 
 /// A DFA under construction: sparse edges, state 0 the start.
@@ -185,39 +184,102 @@ fn time(b: &mut Builder, start: u32) {
     }
 }
 
+/// `YYYY-MM-DD` from `start` (any year 0000-9999, 29 February in leap
+/// years only); returns the state after it. The year's states remember
+/// what decides a leap year: whether its first two digits are a multiple
+/// of 4, then its last two's remainder by 4 and whether they are 00.
+fn date(b: &mut Builder, start: u32) -> u32 {
+    // `(10 a + b) mod 4 = (2 a + b) mod 4`.
+    let after_first: [u32; 2] = [b.add(), b.add()]; // 2 * digit mod 4, halved
+    for d in 0..10u8 {
+        b.edge(start, b'0' + d, after_first[((2 * d) % 4 / 2) as usize]);
+    }
+    // After two digits: the century is a multiple of 4 (index 1) or not.
+    let century: [u32; 2] = [b.add(), b.add()];
+    for (half, &q) in after_first.iter().enumerate() {
+        for d in 0..10u8 {
+            let rem = (2 * half as u8 + d) % 4;
+            b.edge(q, b'0' + d, century[(rem == 0) as usize]);
+        }
+    }
+    // Third digit: (the last two may be 00 in a century that is not a
+    // multiple of 4, 2 * digit mod 4). Elsewhere the last two decide.
+    let mut third = FastMap::default();
+    for (cc, &q) in century.iter().enumerate() {
+        for d in 0..10u8 {
+            let key = (d == 0 && cc == 0, (2 * d) % 4);
+            let s = *third.entry(key).or_insert_with(|| b.add());
+            b.edge(q, b'0' + d, s);
+        }
+    }
+    // Fourth digit: a leap year (index 1) or not, then the hyphen.
+    let year: [u32; 2] = [b.add(), b.add()];
+    let month_start: [u32; 2] = [b.add(), b.add()];
+    for leap in 0..2 {
+        b.edge(year[leap], b'-', month_start[leap]);
+    }
+    for (&(common_00, rem), &s) in &third {
+        for d in 0..10u8 {
+            let leap = !(common_00 && d == 0) && (rem + d) % 4 == 0;
+            b.edge(s, b'0' + d, year[leap as usize]);
+        }
+    }
+    // Months by their days: 31, 30, February of a common or a leap year.
+    let (m31, m30, feb) = (b.add(), b.add(), [b.add(), b.add()]);
+    let m1 = b.add();
+    b.edge(m1, b'0', m31);
+    b.edge(m1, b'2', m31);
+    b.edge(m1, b'1', m30);
+    for leap in 0..2 {
+        let m0 = b.add();
+        b.edge(month_start[leap], b'0', m0);
+        b.edge(month_start[leap], b'1', m1);
+        for (d, to) in [(1, m31), (3, m31), (5, m31), (7, m31), (8, m31)] {
+            b.edge(m0, b'0' + d, to);
+        }
+        for d in [4u8, 6, 9] {
+            b.edge(m0, b'0' + d, m30);
+        }
+        b.edge(m0, b'2', feb[leap]);
+    }
+    // `-DD`.
+    let end = b.add();
+    let (any_digit, to_nine, to_eight) = (b.add(), b.add(), b.add());
+    b.digits(any_digit, 0, 9, end);
+    b.digits(to_nine, 1, 9, end);
+    b.digits(to_eight, 0, 8, end);
+    let (thirty, thirty_one) = (b.add(), b.add());
+    b.digits(thirty, 0, 0, end);
+    b.digits(thirty_one, 0, 1, end);
+    let days = |b: &mut Builder, month: u32, last: Option<u32>, twenties: u32| {
+        let dash = b.add();
+        b.edge(month, b'-', dash);
+        b.edge(dash, b'0', to_nine);
+        b.edge(dash, b'1', any_digit);
+        b.edge(dash, b'2', twenties);
+        if let Some(last) = last {
+            b.edge(dash, b'3', last);
+        }
+    };
+    days(b, m31, Some(thirty_one), any_digit);
+    days(b, m30, Some(thirty), any_digit);
+    days(b, feb[0], None, to_eight);
+    days(b, feb[1], None, any_digit);
+    end
+}
+
 /// The code points of `time` or `date-time`.
-fn chars(date: bool) -> Builder {
+fn chars(with_date: bool) -> Builder {
     let mut b = Builder::default();
     let start = b.add();
-    if !date {
+    if !with_date {
         time(&mut b, start);
         return b;
     }
-    // The date from its regular expression (about a hundred states).
-    let pattern = crate::regex::formats::pattern("date").unwrap_or_default();
-    let expr = crate::regex::to_expr(&pattern, crate::regex::Anchoring::Full)
-        .expect("the built-in date pattern translates");
-    let t = table_from_hir(&to_hir(&expr), &DfaLimits::default())
-        .and_then(|t| minimize(&t, &Deadline::none()))
-        .expect("the date automaton is small");
-    // Its states after ours (its start is ours).
-    let base = b.edges.len() as u32 - 1;
-    for _ in 1..t.num_states() {
-        b.add();
-    }
+    let end = date(&mut b, start);
     let t_start = b.add();
-    for s in 0..t.num_states() as u32 {
-        for byte in 0..128u8 {
-            let to = t.next(s, byte);
-            if to != DEAD {
-                b.edge(base + s, byte, base + to);
-            }
-        }
-        if t.is_final[s as usize] {
-            b.edge(base + s, b'T', t_start);
-            b.edge(base + s, b't', t_start);
-        }
-    }
+    b.edge(end, b'T', t_start);
+    b.edge(end, b't', t_start);
     time(&mut b, t_start);
     b
 }
@@ -330,9 +392,10 @@ pub fn table(r: &Rfc3339) -> Arc<Table> {
     }
 }
 
+#[cfg(test)]
 /// Whether `r` matches `text` (code points for [`TextForm::Chars`], else
 /// the JSON text).
-pub fn accepts(r: &Rfc3339, text: &str) -> bool {
+fn accepts(r: &Rfc3339, text: &str) -> bool {
     let c = chars_cached(r.date);
     let built;
     let t = match r.form {
@@ -354,7 +417,9 @@ pub fn accepts(r: &Rfc3339, text: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::super::minimize;
     use super::*;
+    use crate::limits::Deadline;
     use crate::regex::expr::matches;
     use crate::regex::formats::rfc3339_regex;
 
@@ -431,6 +496,69 @@ mod tests {
                     ok,
                     "{spelled}"
                 );
+            }
+        }
+    }
+
+    /// The automaton and the direct check of the IR (`ir::rfc3339`)
+    /// agree: every day of years that are and are not leap years (and
+    /// days that do not exist), each form, and leap seconds with offsets.
+    #[test]
+    fn agrees_with_the_direct_check() {
+        let mut texts = Vec::new();
+        for year in ["0000", "1900", "2000", "2001", "2004", "2100", "9999"] {
+            for month in 0..=13 {
+                for day in 0..=32 {
+                    texts.push(format!("{year}-{month:02}-{day:02}T12:00:00Z"));
+                }
+            }
+        }
+        for (_, hm, off, _) in crate::regex::formats::leap_second_cases()
+            .into_iter()
+            .step_by(7)
+        {
+            texts.push(format!("2016-12-31T{hm}{off}"));
+            texts.push(format!("2016-12-31t{hm}.25{off}"));
+        }
+        let run = |t: &Table, text: &str| {
+            let mut s = 0u32;
+            for &byte in text.as_bytes() {
+                s = t.next(s, byte);
+                if s == DEAD {
+                    return false;
+                }
+            }
+            t.is_final[s as usize]
+        };
+        let forms = [TextForm::Chars, TextForm::Spelled, TextForm::Quoted];
+        let tables: Vec<(Rfc3339, Table)> = [true, false]
+            .into_iter()
+            .flat_map(|date| {
+                forms.map(|form| (r(date, form), table(&r(date, form)).as_ref().clone()))
+            })
+            .collect();
+        for text in &texts {
+            for form in forms {
+                let spelled: String = text
+                    .chars()
+                    .enumerate()
+                    .map(|(i, c)| match i % 3 {
+                        0 => format!("\\u{:04X}", c as u32),
+                        _ => c.to_string(),
+                    })
+                    .collect();
+                let (t, time) = match form {
+                    TextForm::Chars => (text.clone(), text[11..].to_string()),
+                    TextForm::Spelled => (spelled.clone(), text[11..].to_string()),
+                    TextForm::Quoted => (format!("\"{spelled}\""), format!("\"{}\"", &text[11..])),
+                };
+                for (date, t) in [(true, &t), (false, &time)] {
+                    let (r, table) = tables
+                        .iter()
+                        .find(|(r, _)| r.date == date && r.form == form)
+                        .unwrap();
+                    assert_eq!(run(table, t), r.matches(t), "{r:?} {t}");
+                }
             }
         }
     }
