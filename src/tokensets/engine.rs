@@ -33,7 +33,7 @@ use crate::util::hash::{FastMap, FastSet};
 use crate::vocab::Vocab;
 
 /// The default byte budget of an engine's caches: 256 MiB, of which 192
-/// go to the lexemes (see [`shares`]). The lexemes of 561 MaskBench
+/// go to the lexemes (see `shares`). The lexemes of 561 MaskBench
 /// schemas (every tenth of maskbench-dev), token sets learned included,
 /// come to 283 MB on Llama 3; the exact RFC 3339 `time` and `date-time`
 /// lexemes take 23 MB of it between them. With 128 MiB for the lexemes
