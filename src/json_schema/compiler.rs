@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use super::decimal::Dec;
 use super::doc::{Doc, Draft};
-use super::node::{ArrShape, Contains, Node, ObjShape, Term};
+use super::node::{AlgebraError, ArrShape, Contains, Node, ObjShape, Term};
 use super::number::{multiple_of, NumAtom};
 use super::strings::{canonical_json, encode, encode_lang, is_full, length, StrLang};
 use super::JsonOptions;
@@ -137,14 +137,6 @@ pub fn at(ptr: &str) -> String {
 }
 
 fn kw_err(kind: ErrorKind, kw: &str, ptr: &str, reason: impl std::fmt::Display) -> Error {
-    let reason = reason.to_string();
-    // The deadline met inside the node algebra comes back as its message:
-    // it stays a limit, wherever it surfaces.
-    let kind = if reason.starts_with("compilation took longer than") {
-        ErrorKind::Limit
-    } else {
-        kind
-    };
     Error::new(kind, format!("{kw} at {}: {reason}", at(ptr)))
 }
 
@@ -157,18 +149,8 @@ fn bad(kw: &str, ptr: &str, reason: impl std::fmt::Display) -> Error {
 }
 
 /// Errors from the node algebra (limits or inexpressible negations).
-fn algebra(kw: &str, ptr: &str, reason: String) -> Error {
-    kw_err(algebra_kind(&reason), kw, ptr, reason)
-}
-
-/// The kind of an error of the node algebra: its limits and the compile
-/// deadline (which it checks) are limits, the rest inexpressible.
-fn algebra_kind(reason: &str) -> ErrorKind {
-    if reason.starts_with("more than") || reason.starts_with("compilation took longer") {
-        ErrorKind::Limit
-    } else {
-        ErrorKind::Unsupported
-    }
+fn algebra(kw: &str, ptr: &str, e: AlgebraError) -> Error {
+    kw_err(e.kind(), kw, ptr, e)
 }
 
 pub struct Compiler<'a> {
@@ -587,7 +569,7 @@ impl<'a> Compiler<'a> {
                 }
                 _ => {
                     let x = self.value_node(v)?;
-                    n = n.or(&x).map_err(Error::limit)?;
+                    n = n.or(&x)?;
                 }
             }
         }
@@ -755,7 +737,9 @@ impl<'a> Compiler<'a> {
             } else {
                 match self.minus(&node, &n)? {
                     Ok(rest) => node = rest,
-                    Err(e) => self.leave_out(unsup("not", &ptr, e), "not", &ptr)?,
+                    Err(e) => {
+                        self.leave_out(kw_err(e.refusal_kind(), "not", &ptr, e), "not", &ptr)?
+                    }
                 }
             }
         }
@@ -769,7 +753,7 @@ impl<'a> Compiler<'a> {
             let i = get(self, "if")?;
             let t = get(self, "then")?;
             let e = get(self, "else")?;
-            let err = |e: String| algebra("if", &ptr, e);
+            let err = |e: AlgebraError| algebra("if", &ptr, e);
             let yes = node
                 .and(&i, &self.deadline)
                 .and_then(|n| n.and(&t, &self.deadline))
@@ -785,7 +769,7 @@ impl<'a> Compiler<'a> {
                 match self.minus(&with_else, &i)? {
                     Ok(n) => n,
                     Err(e) => {
-                        self.leave_out(unsup("if", &ptr, e), "if", &ptr)?;
+                        self.leave_out(kw_err(e.refusal_kind(), "if", &ptr, e), "if", &ptr)?;
                         with_else
                     }
                 }
@@ -874,7 +858,9 @@ impl<'a> Compiler<'a> {
                 // Each branch is excluded as its objects are emitted:
                 // closed where the flag closes them.
                 let rest = if self.is_widened(&self.loc(subs[j])) {
-                    Err("a keyword inside it was left out".to_string())
+                    Err(AlgebraError::Inexpressible(
+                        "a keyword inside it was left out".to_string(),
+                    ))
                 } else {
                     self.minus(&cur, &branches[j].hardened())?
                 };
@@ -968,7 +954,7 @@ impl<'a> Compiler<'a> {
         name: &str,
         required: &[String],
         schema: Option<&Node>,
-    ) -> std::result::Result<Node, String> {
+    ) -> std::result::Result<Node, AlgebraError> {
         let mut absent = Node::any();
         absent.obj = ObjShape {
             props: vec![(name.to_string(), Term::False)],

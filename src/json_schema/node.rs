@@ -15,6 +15,7 @@
 
 use std::collections::BTreeSet;
 
+use crate::error::ErrorKind;
 use crate::limits::Deadline;
 use crate::util::hash::FastSet;
 
@@ -243,12 +244,12 @@ impl ArrShape {
     }
 
     /// The arrays this shape rejects, as a union of shapes.
-    pub fn negate(&self) -> Result<Vec<ArrShape>, String> {
+    pub fn negate(&self) -> Result<Vec<ArrShape>, AlgebraError> {
         if self.unique {
-            return Err(
+            return Err(AlgebraError::Inexpressible(
                 "the negation of uniqueItems (an array with a duplicate) cannot be expressed"
                     .into(),
-            );
+            ));
         }
         let mut out = Vec::new();
         let base = ArrShape::any;
@@ -522,7 +523,7 @@ impl ObjShape {
 
     /// The objects this shape rejects, as a union of shapes (unlisted
     /// names allowed in `self`: see [`Term::opened`]).
-    pub fn negate(&self) -> Result<Vec<ObjShape>, String> {
+    pub fn negate(&self) -> Result<Vec<ObjShape>, AlgebraError> {
         let Some(opened) = self.map_terms(Term::opened) else {
             return Ok(vec![ObjShape::any()]);
         };
@@ -601,7 +602,7 @@ pub trait Shape: Clone + Eq + std::hash::Hash {
     /// The intersection; `None` when provably empty.
     fn meet(&self, o: &Self) -> Option<Self>;
     /// The values of this type the shape rejects, as a union of shapes.
-    fn complement(&self) -> Result<Vec<Self>, String>;
+    fn complement(&self) -> Result<Vec<Self>, AlgebraError>;
     /// The widest this shape can become in later intersections, for
     /// emptiness tests that must stay true (see [`Term::Unlisted`]).
     fn widest(self) -> Option<Self>;
@@ -613,7 +614,7 @@ impl Shape for ArrShape {
     fn meet(&self, o: &Self) -> Option<Self> {
         self.and(o)
     }
-    fn complement(&self) -> Result<Vec<Self>, String> {
+    fn complement(&self) -> Result<Vec<Self>, AlgebraError> {
         self.negate()
     }
     fn widest(self) -> Option<Self> {
@@ -631,7 +632,7 @@ impl Shape for ObjShape {
     fn meet(&self, o: &Self) -> Option<Self> {
         self.and(o)
     }
-    fn complement(&self) -> Result<Vec<Self>, String> {
+    fn complement(&self) -> Result<Vec<Self>, AlgebraError> {
         self.negate()
     }
     fn widest(self) -> Option<Self> {
@@ -662,8 +663,56 @@ pub struct Node {
     pub obj: Vec<ObjShape>,
 }
 
-pub fn too_many() -> String {
-    format!("more than {MAX_SHAPES} alternatives of one type after combining subschemas")
+pub fn too_many() -> AlgebraError {
+    AlgebraError::Limit(format!(
+        "more than {MAX_SHAPES} alternatives of one type after combining subschemas"
+    ))
+}
+
+/// Why the shape algebra could not combine schemas.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AlgebraError {
+    /// A limit: too many alternatives.
+    Limit(String),
+    /// The compile deadline passed.
+    Deadline(String),
+    /// A negation no union of shapes can express.
+    Inexpressible(String),
+}
+
+impl AlgebraError {
+    /// The error kind the compiler reports it with.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            AlgebraError::Limit(_) | AlgebraError::Deadline(_) => ErrorKind::Limit,
+            AlgebraError::Inexpressible(_) => ErrorKind::Unsupported,
+        }
+    }
+
+    /// The kind of a keyword refused (or left out) for this error: any
+    /// failure to express it is unsupported, but a deadline stays a limit.
+    pub fn refusal_kind(&self) -> ErrorKind {
+        match self {
+            AlgebraError::Deadline(_) => ErrorKind::Limit,
+            _ => ErrorKind::Unsupported,
+        }
+    }
+}
+
+impl From<AlgebraError> for crate::error::Error {
+    fn from(e: AlgebraError) -> Self {
+        crate::error::Error::new(e.kind(), e.to_string())
+    }
+}
+
+impl std::fmt::Display for AlgebraError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AlgebraError::Limit(m) | AlgebraError::Deadline(m) | AlgebraError::Inexpressible(m) => {
+                f.write_str(m)
+            }
+        }
+    }
 }
 
 /// The pairwise intersections of two unions of shapes, without repeats
@@ -675,7 +724,7 @@ fn product<S: Eq + std::hash::Hash + Clone>(
     and: impl Fn(&S, &S) -> Option<S>,
     pairs: &mut usize,
     deadline: &Deadline,
-) -> Result<Vec<S>, String> {
+) -> Result<Vec<S>, AlgebraError> {
     *pairs += xs.len() * ys.len();
     if *pairs > MAX_SHAPE_PAIRS {
         return Err(too_many());
@@ -683,7 +732,9 @@ fn product<S: Eq + std::hash::Hash + Clone>(
     let mut out = Vec::new();
     let mut seen: FastSet<S> = FastSet::default();
     for a in xs {
-        deadline.check().map_err(|e| e.message().to_string())?;
+        deadline
+            .check()
+            .map_err(|e| AlgebraError::Deadline(e.message().to_string()))?;
         for b in ys {
             if let Some(s) = and(a, b) {
                 if seen.insert(s.clone()) {
@@ -736,7 +787,7 @@ impl Node {
     }
 
     /// The intersection; the pairs of shapes it merges check `deadline`.
-    pub fn and(&self, o: &Node, deadline: &Deadline) -> Result<Node, String> {
+    pub fn and(&self, o: &Node, deadline: &Deadline) -> Result<Node, AlgebraError> {
         if self.is_any() {
             return Ok(o.clone());
         }
@@ -760,7 +811,7 @@ impl Node {
         })
     }
 
-    pub fn or(&self, o: &Node) -> Result<Node, String> {
+    pub fn or(&self, o: &Node) -> Result<Node, AlgebraError> {
         let mut arr = self.arr.clone();
         for s in &o.arr {
             if !arr.contains(s) {
@@ -802,7 +853,7 @@ impl Node {
     }
 
     /// The complement; the pairs of shapes it merges check `deadline`.
-    pub fn not(&self, deadline: &Deadline) -> Result<Node, String> {
+    pub fn not(&self, deadline: &Deadline) -> Result<Node, AlgebraError> {
         let mut pairs = 0;
         let mut arr = vec![ArrShape::any()];
         for s in &self.arr {

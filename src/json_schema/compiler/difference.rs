@@ -28,7 +28,7 @@
 use std::collections::BTreeSet;
 use std::rc::Rc;
 
-use super::super::node::{too_many, Node, ObjShape, Shape, Term, MAX_SHAPES};
+use super::super::node::{too_many, AlgebraError, Node, ObjShape, Shape, Term, MAX_SHAPES};
 use super::super::number::{set_and, set_not};
 use super::super::strings::StrLang;
 use super::{algebra, Compiler};
@@ -107,7 +107,7 @@ impl Compiler<'_> {
         &mut self,
         a: &Node,
         b: &Node,
-    ) -> Result<std::result::Result<Node, String>> {
+    ) -> Result<std::result::Result<Node, AlgebraError>> {
         let num = set_and(&a.num, &set_not(&b.num));
         if num.len() > MAX_SHAPES {
             return Ok(Err(too_many()));
@@ -153,7 +153,7 @@ impl Compiler<'_> {
         xs: Vec<S>,
         y: &S,
         pairs: &mut usize,
-    ) -> Result<std::result::Result<Vec<S>, String>> {
+    ) -> Result<std::result::Result<Vec<S>, AlgebraError>> {
         let mut complement: Option<Vec<S>> = None;
         let mut out = Vec::new();
         let mut seen: FastSet<S> = FastSet::default();

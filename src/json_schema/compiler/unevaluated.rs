@@ -28,9 +28,9 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value};
 
 use super::super::doc::Draft;
-use super::super::node::{ArrShape, Node, ObjShape, Term};
+use super::super::node::{AlgebraError, ArrShape, Node, ObjShape, Term};
 use super::super::strings::StrLang;
-use super::{algebra_kind, at, kw_err, Compiler};
+use super::{at, kw_err, Compiler};
 use crate::error::{Error, ErrorKind, Result};
 use crate::util::hash::FastMap;
 
@@ -115,8 +115,8 @@ struct Walk {
 }
 
 /// An error of the node algebra.
-fn algebra(e: String) -> Error {
-    Error::new(algebra_kind(&e), e)
+fn algebra(e: AlgebraError) -> Error {
+    e.into()
 }
 
 impl Compiler<'_> {
@@ -404,10 +404,13 @@ impl Compiler<'_> {
                     )));
                 }
                 let not_i = i.not(&self.deadline).map_err(|e| {
-                    algebra(format!(
-                        "what else evaluates at {} needs the negation of if: {e}",
-                        at(&ptr)
-                    ))
+                    Error::new(
+                        e.kind(),
+                        format!(
+                            "what else evaluates at {} needs the negation of if: {e}",
+                            at(&ptr)
+                        ),
+                    )
                 })?;
                 contrib.extend(self.conditioned(l_else, &not_i)?);
             } else {
