@@ -1,6 +1,15 @@
-//! Lexemes: the regular parts of a grammar as byte-level DFAs, interned per
-//! vocabulary so that every grammar with the same lexeme shares its
-//! automaton and its per-state token sets.
+//! Lexemes: the regular parts of a grammar as byte-level DFAs
+//! ([`LexemeDfa`], plain immutable data). The compile layer gets them from
+//! a [`LexemeSource`]; the token-set layer's engine is one, which interns
+//! them per vocabulary so that every grammar with the same lexeme shares
+//! its automaton and what masks learned about it.
+//!
+//! The files: [`source`] (the source and the builders it calls),
+//! [`table`] (expression to table), [`analysis`] (what states share:
+//! byte classes, safe groups, state pairings), `boolean` (intersection
+//! and complement), `counted` (a count beside an automaton),
+//! `json_string`, `multiple`, `rfc3339` (DFAs built directly),
+//! `determinize` and `minimize`.
 //!
 //! A lexeme is built from an IR expression (no rule references, no token
 //! elements) through `regex-syntax`'s HIR and `regex-automata`'s dense DFA
@@ -9,19 +18,16 @@
 //! matcher never deals with delayed matches, and minimized there
 //! ([`minimize`]).
 
-use crate::limits::{Deadline, Meter};
-use std::sync::Arc;
-
-use regex_automata::nfa::thompson;
-use regex_syntax::hir::{self, Hir};
-
 use super::adjacency::Adjacency;
-use crate::error::{Error, Result};
-use crate::ir::{CharClass, Expr};
-use crate::util::byteset::{byteset_insert, ByteSet};
+use crate::error::Result;
+use crate::ir::Expr;
+use crate::limits::{Deadline, Meter};
+use crate::util::byteset::ByteSet;
 use crate::util::hash::FastMap;
 use crate::vocab::TokenTrie;
+use analysis::STATE_LIKE_MAX_WORK;
 
+pub mod analysis;
 mod boolean;
 pub mod counted;
 mod determinize;
@@ -29,9 +35,19 @@ mod json_string;
 mod minimize;
 mod multiple;
 mod rfc3339;
+pub mod source;
+pub mod table;
 
+pub use analysis::SafeGroups;
+pub(crate) use analysis::{class_pair_reps, ContentStates, Pairing};
 pub use counted::Counter;
 pub use minimize::minimize;
+pub use source::{
+    any_string_expr, build_counted_lexeme, build_lexeme, build_part, string_body, table,
+    too_large_error, LexemeSource, StringBody, Uncached,
+};
+pub(crate) use table::class_table;
+pub use table::{table_from_hir, to_hir, Table};
 
 /// No transition.
 pub const DEAD: u32 = u32::MAX;
@@ -333,285 +349,6 @@ impl LexemeDfa {
     }
 }
 
-/// "Any string"'s states between the quotes, as [`StringCounts`] counts
-/// characters with them: `content[0]` is the state after the opening
-/// quote (at a character boundary), the others are within a character;
-/// `index` maps every such state to its place (states equivalent to the
-/// first, the DFA need not be minimal, to 0), other states to `u32::MAX`.
-pub(crate) struct ContentStates {
-    pub(crate) content: Vec<u32>,
-    pub(crate) index: Vec<u32>,
-}
-
-impl ContentStates {
-    pub(crate) fn new(any: &LexemeDfa, body: u32) -> ContentStates {
-        let k = any.num_classes;
-        let mut pairing = Pairing::new(any, any);
-        let mut content = vec![body];
-        let mut index: FastMap<u32, u32> = FastMap::default();
-        index.insert(body, 0);
-        let mut i = 0;
-        while i < content.len() {
-            let s = content[i] as usize;
-            for &t in &any.trans[s * k..(s + 1) * k] {
-                if t != DEAD && !any.is_final[t as usize] && !index.contains_key(&t) {
-                    if pairing.same(any, t, any, body, usize::MAX) == Some(true) {
-                        index.insert(t, 0);
-                    } else {
-                        index.insert(t, content.len() as u32);
-                        content.push(t);
-                    }
-                }
-            }
-            i += 1;
-        }
-        let mut dense = vec![u32::MAX; any.num_states()];
-        for (s, i) in index {
-            dense[s as usize] = i;
-        }
-        ContentStates {
-            content,
-            index: dense,
-        }
-    }
-}
-
-/// Most transitions (pairs of states visited times the bytes tried from
-/// each) [`LexemeDfa::state_like`] follows: a count of pairs alone let
-/// DFAs with many byte classes search for 3 ms.
-const STATE_LIKE_MAX_WORK: usize = 200_000;
-
-/// A byte for each pair of classes that two DFAs give bytes (what a walk
-/// of their states in pairs must try).
-pub(crate) fn class_pair_reps(a: &LexemeDfa, b: &LexemeDfa) -> Vec<u8> {
-    let mut reps = Vec::new();
-    let mut seen = vec![false; a.num_classes * b.num_classes];
-    for byte in 0..=255u8 {
-        let k =
-            a.classes[byte as usize] as usize * b.num_classes + b.classes[byte as usize] as usize;
-        if !seen[k] {
-            seen[k] = true;
-            reps.push(byte);
-        }
-    }
-    reps
-}
-
-/// A walk of the pairs of states of two DFAs that the same strings reach
-/// (see [`LexemeDfa::state_like`]), with its buffers.
-pub(crate) struct Pairing {
-    /// A byte for each pair of classes the two DFAs give bytes.
-    reps: Vec<u8>,
-    /// Pairs of states reached together.
-    seen: crate::util::hash::FastSet<(u32, u32)>,
-    stack: Vec<(u32, u32)>,
-    /// Transitions followed by the last walk.
-    steps: usize,
-}
-
-impl Pairing {
-    pub(crate) fn new(a: &LexemeDfa, b: &LexemeDfa) -> Pairing {
-        Pairing {
-            reps: class_pair_reps(a, b),
-            seen: Default::default(),
-            stack: Vec::new(),
-            steps: 0,
-        }
-    }
-
-    /// Whether `s` of `a` and `t` of `b` accept the same strings: every
-    /// pair of states that one string leads them to agrees on ending and
-    /// on which bytes can follow. `None` past `budget` transitions.
-    pub(crate) fn same(
-        &mut self,
-        a: &LexemeDfa,
-        s: u32,
-        b: &LexemeDfa,
-        t: u32,
-        budget: usize,
-    ) -> Option<bool> {
-        self.seen.clear();
-        self.stack.clear();
-        self.steps = 0;
-        self.seen.insert((s, t));
-        self.stack.push((s, t));
-        while let Some((s, t)) = self.stack.pop() {
-            self.steps += self.reps.len();
-            if self.steps > budget {
-                return None;
-            }
-            if a.is_final[s as usize] != b.is_final[t as usize] {
-                return Some(false);
-            }
-            for &byte in &self.reps {
-                let (s2, t2) = (a.next(s, byte), b.next(t, byte));
-                if (s2 == DEAD) != (t2 == DEAD) {
-                    return Some(false);
-                }
-                if s2 != DEAD && self.seen.insert((s2, t2)) {
-                    self.stack.push((s2, t2));
-                }
-            }
-        }
-        Some(true)
-    }
-}
-
-/// The inside of a JSON string that may go on with any characters: the
-/// state after the opening quote of "any string".
-///
-/// Key sets that admit other names ("any name but these") and patterns
-/// that stop constraining after a prefix reach such a state on most first
-/// bytes, and walking it reads nearly the whole trie (3-5 ms); every
-/// lexeme of the vocabulary shares this one DFA's walks instead.
-pub struct StringBody {
-    pub dfa: Arc<LexemeDfa>,
-    pub state: u32,
-}
-
-/// Where the compile layer gets lexeme automata and the regular parts of
-/// intersections: built once and shared. The token-set layer's
-/// per-vocabulary engine implements it with a cache under a byte budget
-/// (`tokensets::Engine`); [`Uncached`] builds everything anew.
-pub trait LexemeSource {
-    /// The lexeme of `expr` ([`build_lexeme`]), shared; `None` when its
-    /// automaton would pass `limits.max_bytes` (see [`build_lexeme`]).
-    fn lexeme(&self, expr: &Expr, limits: &DfaLimits) -> Result<Option<Arc<LexemeDfa>>>;
-
-    /// The lexeme of `expr`, the JSON strings of `pattern` counted to
-    /// `min..=max` code points ([`build_counted_lexeme`]), shared under
-    /// `expr`; `None` when `pattern` is not a plain JSON string language.
-    fn counted_lexeme(
-        &self,
-        expr: &Expr,
-        pattern: &Expr,
-        min: u32,
-        max: Option<u32>,
-        limits: &DfaLimits,
-    ) -> Result<Option<Arc<LexemeDfa>>>;
-
-    /// The table of a regular part of an intersection or complement
-    /// ([`build_part`]), shared.
-    fn part(&self, expr: &Expr, limits: &DfaLimits) -> Result<Arc<Table>>;
-}
-
-/// A [`LexemeSource`] that keeps nothing: every call builds.
-pub struct Uncached;
-
-impl LexemeSource for Uncached {
-    fn lexeme(&self, expr: &Expr, limits: &DfaLimits) -> Result<Option<Arc<LexemeDfa>>> {
-        Ok(build_lexeme(expr, limits, self)?.map(Arc::new))
-    }
-
-    fn counted_lexeme(
-        &self,
-        _expr: &Expr,
-        pattern: &Expr,
-        min: u32,
-        max: Option<u32>,
-        limits: &DfaLimits,
-    ) -> Result<Option<Arc<LexemeDfa>>> {
-        let Some(body) = string_body(self) else {
-            return Ok(None);
-        };
-        Ok(build_counted_lexeme(pattern, min, max, limits, &body, self)?.map(Arc::new))
-    }
-
-    fn part(&self, expr: &Expr, limits: &DfaLimits) -> Result<Arc<Table>> {
-        Ok(Arc::new(build_part(expr, limits)?))
-    }
-}
-
-/// The lexeme of `expr`; `None` when the automaton of an expression
-/// without intersection or complement would pass `limits.max_bytes`: the
-/// compiler then matches that part another way (as a parser rule, see
-/// `compile_ir`). Where a DFA cannot be had at all (intersections,
-/// complements) the size is an error. Regular parts of intersections come
-/// from `parts`.
-pub fn build_lexeme(
-    expr: &Expr,
-    limits: &DfaLimits,
-    parts: &dyn LexemeSource,
-) -> Result<Option<LexemeDfa>> {
-    let table = if has_boolean(expr) {
-        boolean::table_of(expr, limits, parts)?
-    } else {
-        match table_from_hir_within(&to_hir(expr), limits)? {
-            Some(t) => Arc::new(t),
-            None => return Ok(None),
-        }
-    };
-    let mut built = LexemeDfa::from_table_by(&table, &limits.deadline)?;
-    built.counting = has_counting(expr);
-    Ok(Some(built))
-}
-
-/// The JSON strings of `pattern` (a quoted JSON string language) whose
-/// decoded length is `min..=max` code points, built as `pattern`'s
-/// automaton with a [`Counter`] next to it; `None` when `pattern` is not
-/// a plain JSON string language. `body` is "any string" ([`string_body`]).
-pub fn build_counted_lexeme(
-    pattern: &Expr,
-    min: u32,
-    max: Option<u32>,
-    limits: &DfaLimits,
-    body: &StringBody,
-    parts: &dyn LexemeSource,
-) -> Result<Option<LexemeDfa>> {
-    let table = table(pattern, limits, parts)?;
-    let Some((product, inside, boundary)) =
-        counted::pair_with_any_string(&table, body, &limits.deadline)?
-    else {
-        return Ok(None);
-    };
-    let mut built = LexemeDfa::from_table_by(&product, &limits.deadline)?;
-    let mut meter = limits.deadline.meter();
-    built.counter = Some(Box::new(Counter::new(
-        &built, inside, boundary, min, max, &mut meter,
-    )?));
-    Ok(Some(built))
-}
-
-/// The expression of "any JSON string" ([`StringBody`]).
-pub fn any_string_expr() -> Expr {
-    Expr::json_strings(Vec::new(), true)
-}
-
-/// "Any string" of `source` and the state after its opening quote; `None`
-/// if its DFA passes the limits.
-pub fn string_body(source: &dyn LexemeSource) -> Option<StringBody> {
-    let dfa = source
-        .lexeme(&any_string_expr(), &DfaLimits::default())
-        .ok()??;
-    let state = dfa.next(dfa.start, b'"');
-    (state != DEAD).then_some(StringBody { dfa, state })
-}
-
-/// The DFA table of any regular expression, intersections and
-/// complements included (their regular parts from `parts`).
-pub fn table(expr: &Expr, limits: &DfaLimits, parts: &dyn LexemeSource) -> Result<Arc<Table>> {
-    if has_boolean(expr) {
-        boolean::table_of(expr, limits, parts)
-    } else {
-        Ok(Arc::new(build_part(expr, limits)?))
-    }
-}
-
-/// The table of an expression without intersection or complement.
-pub fn build_part(expr: &Expr, limits: &DfaLimits) -> Result<Table> {
-    table_from_hir(&to_hir(expr), limits)
-}
-
-/// The error of a lexeme over `limits.max_bytes`, for callers that need
-/// an automaton where [`build_lexeme`] found none.
-pub fn too_large_error(expr: &Expr, limits: &DfaLimits) -> Error {
-    too_large(
-        &to_hir(expr),
-        "DFA",
-        &format!("over {} bytes", limits.max_bytes),
-    )
-}
-
 /// Size and time limits for building one lexeme DFA.
 #[derive(Clone, Copy, Debug)]
 pub struct DfaLimits {
@@ -629,601 +366,22 @@ impl Default for DfaLimits {
     }
 }
 
-/// Converts a regular IR expression (no `Ref`, no `Token`) to HIR.
-pub fn to_hir(expr: &Expr) -> Hir {
-    match expr {
-        Expr::Empty => Hir::empty(),
-        Expr::Nothing => Hir::fail(),
-        Expr::Literal(s) => Hir::literal(s.as_bytes()),
-        Expr::Class(c) => class_hir(c),
-        Expr::Seq(_) => Hir::concat(flattened(expr, |e| match e {
-            Expr::Seq(v) => Some(v),
-            _ => None,
-        })),
-        Expr::Alt(_) => Hir::alternation(flattened(expr, |e| match e {
-            Expr::Alt(v) => Some(v),
-            _ => None,
-        })),
-        Expr::Repeat {
-            max: Some(max),
-            min,
-            ..
-        } if max < min => Hir::fail(),
-        Expr::Repeat { expr, min, max } => Hir::repetition(hir::Repetition {
-            min: *min,
-            max: *max,
-            greedy: true,
-            sub: Box::new(to_hir(expr)),
-        }),
-        Expr::Ref(_)
-        | Expr::Token(_)
-        | Expr::And(_)
-        | Expr::Not(_)
-        | Expr::JsonStrings(_)
-        | Expr::DecimalMultiple(_)
-        | Expr::Rfc3339(_) => {
-            unreachable!("lexemes are built from expanded regular expressions")
-        }
-    }
-}
-
-/// The HIR of the parts of `expr`, with parts that are themselves of the
-/// same kind (`kind` gives their parts) opened up in place, to any depth:
-/// `regex-syntax` flattens a nested alternation or concatenation by
-/// copying it into its parent, level after level, so `("a" | ("b" | ...))`
-/// nested 10,000 deep cost seconds (quadratic); flattened first, it costs
-/// its size.
-fn flattened(expr: &Expr, kind: impl Fn(&Expr) -> Option<&Vec<Expr>>) -> Vec<Hir> {
-    let mut out = Vec::new();
-    let mut stack: Vec<std::slice::Iter<'_, Expr>> =
-        vec![kind(expr).map_or([].iter(), |v| v.iter())];
-    while let Some(top) = stack.last_mut() {
-        match top.next() {
-            None => {
-                stack.pop();
-            }
-            Some(part) => match kind(part) {
-                Some(v) => stack.push(v.iter()),
-                None => out.push(to_hir(part)),
-            },
-        }
-    }
-    out
-}
-
-fn class_hir(c: &CharClass) -> Hir {
-    if c.is_empty() {
-        return Hir::fail();
-    }
-    let ranges = c.ranges().iter().map(|&(lo, hi)| {
-        hir::ClassUnicodeRange::new(
-            char::from_u32(lo).expect("scalar value"),
-            char::from_u32(hi).expect("scalar value"),
-        )
-    });
-    Hir::class(hir::Class::Unicode(hir::ClassUnicode::new(ranges)))
-}
-
-/// A DFA under construction: byte classes, a dense transition table and
-/// final flags. State 0 is the start; [`DEAD`] is the absent state.
-#[derive(Clone, Debug)]
-pub struct Table {
-    pub classes: [u8; 256],
-    pub num_classes: usize,
-    pub trans: Vec<u32>,
-    pub is_final: Vec<bool>,
-}
-
-impl Table {
-    pub fn num_states(&self) -> usize {
-        self.is_final.len()
-    }
-
-    #[inline]
-    pub fn next(&self, s: u32, b: u8) -> u32 {
-        self.trans[s as usize * self.num_classes + self.classes[b as usize] as usize]
-    }
-
-    /// One representative byte per class.
-    pub fn class_reps(&self) -> Vec<u8> {
-        let mut reps: Vec<u8> = Vec::new();
-        for b in 0..=255u8 {
-            if self.classes[b as usize] as usize >= reps.len() {
-                reps.push(b);
-            }
-        }
-        reps
-    }
-}
-
-/// `regex-automata`'s Thompson NFA of `hir`, without captures; `None`
-/// past `limits.max_bytes`.
-fn thompson_nfa(hir: &Hir, limits: &DfaLimits) -> Option<thompson::NFA> {
-    thompson::Compiler::new()
-        .configure(
-            thompson::Config::new()
-                .which_captures(thompson::WhichCaptures::None)
-                .nfa_size_limit(Some(limits.max_bytes)),
-        )
-        .build_from_hir(hir)
-        .ok()
-}
-
-/// The error of a lexeme automaton over the size limit.
-fn too_large(hir: &Hir, what: &str, e: &dyn std::fmt::Display) -> Error {
-    Error::limit(format!(
-        "lexeme automaton too large ({what}: {e}); the regular expression is {}",
-        truncate(&hir.to_string(), 200)
-    ))
-}
-
-/// A DFA built from HIR: `regex-automata`'s Thompson NFA, then our subset
-/// construction ([`determinize`](determinize::determinize)) and
-/// minimization.
-pub fn table_from_hir(hir: &Hir, limits: &DfaLimits) -> Result<Table> {
-    table_from_hir_within(hir, limits)?.ok_or_else(|| {
-        too_large(
-            hir,
-            "automaton",
-            &format!("over {} bytes", limits.max_bytes),
-        )
-    })
-}
-
-/// [`table_from_hir`], `None` when the NFA or the DFA would pass
-/// `limits.max_bytes`.
-fn table_from_hir_within(hir: &Hir, limits: &DfaLimits) -> Result<Option<Table>> {
-    let Some(nfa) = thompson_nfa(hir, limits) else {
-        return Ok(None);
-    };
-    limits.deadline.check()?;
-    match determinize::determinize(&nfa, limits) {
-        Ok(t) => minimize(&t, &limits.deadline).map(Some),
-        Err(determinize::Stop::Deadline(e)) => Err(e),
-        Err(determinize::Stop::TooLarge) => Ok(None),
-        Err(determinize::Stop::LookAround) => Err(Error::unsupported(format!(
-            "look-around assertions in a lexeme: {}",
-            truncate(&hir.to_string(), 200)
-        ))),
-    }
-}
-
-impl LexemeDfa {
-    /// The lexeme of a table: states that cannot reach a final state
-    /// become [`DEAD`].
-    pub fn from_table(t: &Table) -> LexemeDfa {
-        Self::from_table_by(t, &Deadline::none()).expect("no deadline")
-    }
-
-    /// [`LexemeDfa::from_table`], an error once `deadline` passes.
-    pub fn from_table_by(t: &Table, deadline: &Deadline) -> Result<LexemeDfa> {
-        let mut meter = deadline.meter();
-        let Table {
-            classes,
-            num_classes,
-            trans,
-            is_final,
-        } = t;
-        let (classes, num_classes, mut trans, is_final) =
-            (*classes, *num_classes, trans.clone(), is_final.clone());
-        let n = is_final.len();
-        let k = num_classes;
-        // Live states: those that reach a final one (backwards from them).
-        let preds = predecessors(&trans, n, k, &mut meter)?;
-        let mut live = is_final.clone();
-        let mut todo: Vec<usize> = (0..n).filter(|&s| live[s]).collect();
-        while let Some(t) = todo.pop() {
-            meter.step(1 + preds.of(t).len())?;
-            for &p in preds.of(t) {
-                if !live[p as usize] {
-                    live[p as usize] = true;
-                    todo.push(p as usize);
-                }
-            }
-        }
-        for row in trans.chunks_mut(k.max(1)) {
-            meter.step(row.len())?;
-            for t in row {
-                if *t != DEAD && !live[*t as usize] {
-                    *t = DEAD;
-                }
-            }
-        }
-        let by_class = ClassBytes::new(&classes, k);
-        let mut first_bytes = vec![[0u64; 4]; n];
-        for (s, fb) in first_bytes.iter_mut().enumerate() {
-            meter.step(k)?;
-            for (c, bytes) in by_class.bytes.iter().enumerate() {
-                if trans[s * k + c] != DEAD {
-                    for w in 0..4 {
-                        fb[w] |= bytes[w];
-                    }
-                }
-            }
-        }
-        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        Ok(LexemeDfa {
-            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-            classes,
-            num_classes,
-            trans,
-            is_final,
-            first_bytes,
-            start: if n > 0 && live[0] { 0 } else { DEAD },
-            counting: true,
-            counter: None,
-        })
-    }
-}
-
 /// The predecessors of each state of a transition table (`n` states, `k`
 /// classes) as compressed rows: those of `t` are
 /// `preds.of(t)` (once per transition). An error once `meter`'s deadline
 /// passes.
-fn predecessors(trans: &[u32], n: usize, k: usize, meter: &mut Meter) -> Result<Adjacency> {
+pub(crate) fn predecessors(
+    trans: &[u32],
+    n: usize,
+    k: usize,
+    meter: &mut Meter,
+) -> Result<Adjacency> {
     let links = trans
         .iter()
         .enumerate()
         .filter(|&(_, &t)| t != DEAD)
         .map(|(i, &t)| (t, (i / k) as u32));
     Adjacency::new_metered(n, links, meter)
-}
-
-/// A DFA's byte classes seen from the trie's byte and character groups.
-struct ClassBytes {
-    /// Per class: its bytes.
-    bytes: Vec<ByteSet>,
-    /// Per class: the byte groups of its bytes.
-    class_groups: Vec<u64>,
-    /// The groups some byte is in.
-    all_groups: u64,
-    num_classes: usize,
-    /// Per entry of [`MULTI_BYTE`]: the distinct classes of its lead bytes
-    /// and of its second bytes.
-    multi_byte_classes: Vec<(Vec<u8>, Vec<u8>)>,
-    /// The distinct classes of the continuation bytes `80..=bf`.
-    continuation_classes: Vec<u8>,
-}
-
-/// Valid multi-byte UTF-8 characters by their lead bytes: (character
-/// group, first lead, last lead, range of the byte after the lead, number
-/// of `80..=bf` bytes after that).
-const MULTI_BYTE: [(u32, u8, u8, u8, u8, u8); 8] = {
-    use crate::vocab::trie::{CHAR_2, CHAR_3, CHAR_4};
-    [
-        (CHAR_2, 0xc2, 0xdf, 0x80, 0xbf, 0),
-        (CHAR_3, 0xe0, 0xe0, 0xa0, 0xbf, 1),
-        (CHAR_3, 0xe1, 0xec, 0x80, 0xbf, 1),
-        (CHAR_3, 0xed, 0xed, 0x80, 0x9f, 1),
-        (CHAR_3, 0xee, 0xef, 0x80, 0xbf, 1),
-        (CHAR_4, 0xf0, 0xf0, 0x90, 0xbf, 2),
-        (CHAR_4, 0xf1, 0xf3, 0x80, 0xbf, 2),
-        (CHAR_4, 0xf4, 0xf4, 0x80, 0x8f, 2),
-    ]
-};
-
-impl ClassBytes {
-    fn new(classes: &[u8; 256], num_classes: usize) -> ClassBytes {
-        use crate::vocab::trie::byte_group;
-        let mut bytes = vec![[0u64; 4]; num_classes];
-        let mut class_groups = vec![0u64; num_classes];
-        for b in 0..=255u8 {
-            let c = classes[b as usize];
-            byteset_insert(&mut bytes[c as usize], b);
-            class_groups[c as usize] |= 1 << byte_group(b);
-        }
-        let all_groups = class_groups.iter().fold(0, |a, &g| a | g);
-        let distinct = |lo: u8, hi: u8| {
-            let mut v: Vec<u8> = (lo..=hi).map(|b| classes[b as usize]).collect();
-            v.sort_unstable();
-            v.dedup();
-            v
-        };
-        ClassBytes {
-            bytes,
-            class_groups,
-            all_groups,
-            num_classes,
-            multi_byte_classes: MULTI_BYTE
-                .iter()
-                .map(|&(_, lead_lo, lead_hi, lo, hi, _)| {
-                    (distinct(lead_lo, lead_hi), distinct(lo, hi))
-                })
-                .collect(),
-            continuation_classes: distinct(0x80, 0xbf),
-        }
-    }
-
-    /// State `s`'s steps by trie byte group (see `TokenTrie::groups_below`)
-    /// or, with `by_char`, by character group (see
-    /// `TokenTrie::char_groups_below`: ASCII groups are the byte groups;
-    /// the groups of valid multi-byte characters are followed through
-    /// their continuation bytes). Appends to `to` the distinct states that
-    /// the groups all of whose bytes (characters) are readable lead to,
-    /// each with those groups, and returns the readable groups.
-    fn group_steps(&self, s: u32, trans: &[u32], by_char: bool, to: &mut Vec<(u32, u64)>) -> u64 {
-        use crate::vocab::trie::byte_group;
-        let k = self.num_classes;
-        let from = to.len();
-        let add = |to: &mut Vec<(u32, u64)>, t: u32, g: u64| match to[from..]
-            .iter_mut()
-            .find(|x| x.0 == t)
-        {
-            Some(x) => x.1 |= g,
-            None => to.push((t, g)),
-        };
-        let row = &trans[s as usize * k..(s as usize + 1) * k];
-        // A group is readable when none of its bytes' classes is dead.
-        let mut dead_groups = 0u64;
-        for (c, &t) in row.iter().enumerate() {
-            if t == DEAD {
-                dead_groups |= self.class_groups[c];
-            }
-        }
-        let mut live = self.all_groups & !dead_groups;
-        if by_char {
-            // Non-ASCII bytes are read by characters below.
-            let non_ascii = byte_group(0x80)..=byte_group(0xff);
-            live &= !non_ascii.fold(0u64, |m, g| m | 1 << g);
-        }
-        for (c, &t) in row.iter().enumerate() {
-            let g = self.class_groups[c] & live;
-            if g != 0 {
-                add(to, t, g);
-            }
-        }
-        if !by_char {
-            return live;
-        }
-        // Each character group: every valid character of it, class by class.
-        let mut dead = 0u64;
-        let mut frontier: Vec<u32> = Vec::new();
-        let mut next: Vec<u32> = Vec::new();
-        for (&(g, .., more), (leads, seconds)) in MULTI_BYTE.iter().zip(&self.multi_byte_classes) {
-            let bit = 1u64 << g;
-            if dead & bit != 0 {
-                continue;
-            }
-            frontier.clear();
-            frontier.extend(leads.iter().map(|&c| row[c as usize]));
-            let steps = std::iter::once(seconds).chain(std::iter::repeat_n(
-                &self.continuation_classes,
-                more as usize,
-            ));
-            for classes in steps {
-                if frontier.contains(&DEAD) {
-                    break;
-                }
-                next.clear();
-                for &q in &frontier {
-                    for &c in classes {
-                        let t = trans[q as usize * k + c as usize];
-                        if !next.contains(&t) {
-                            next.push(t);
-                        }
-                    }
-                }
-                std::mem::swap(&mut frontier, &mut next);
-            }
-            if frontier.contains(&DEAD) {
-                dead |= bit;
-            } else {
-                live |= bit;
-                for &t in &frontier {
-                    add(to, t, bit);
-                }
-            }
-        }
-        // A group some of whose characters are unreadable is not readable,
-        // even where other lead bytes of it were.
-        if dead != 0 {
-            live &= !dead;
-            for x in to[from..].iter_mut() {
-                x.1 &= !dead;
-            }
-            let mut i = from;
-            while i < to.len() {
-                if to[i].1 == 0 {
-                    to.swap_remove(i);
-                } else {
-                    i += 1;
-                }
-            }
-        }
-        live
-    }
-}
-
-/// Per state, where its readable groups lead (see
-/// [`ClassBytes::group_steps`]): `to[start[s]..start[s + 1]]`.
-struct GroupSteps {
-    live: Vec<u64>,
-    start: Vec<u32>,
-    to: Vec<(u32, u64)>,
-}
-
-impl GroupSteps {
-    fn new(dfa: &LexemeDfa, by_char: bool, meter: &mut Meter) -> Result<GroupSteps> {
-        let n = dfa.num_states();
-        let by_class = ClassBytes::new(&dfa.classes, dfa.num_classes);
-        let mut live = Vec::with_capacity(n);
-        let mut start = Vec::with_capacity(n + 1);
-        let mut to = Vec::new();
-        for s in 0..n {
-            meter.step(4 * dfa.num_classes)?;
-            start.push(to.len() as u32);
-            live.push(by_class.group_steps(s as u32, &dfa.trans, by_char, &mut to));
-            // Most groups first: they are the ones worth keeping (see
-            // `SafeGroups::solve`).
-            to[start[s] as usize..].sort_by_key(|&(t, g)| (std::cmp::Reverse(g.count_ones()), t));
-        }
-        start.push(to.len() as u32);
-        Ok(GroupSteps { live, start, to })
-    }
-}
-
-/// For each state, byte groups `G` such that every string of at most `h`
-/// bytes from `G` can be read from the state, by `h` (a trie subtree of
-/// height `h` whose bytes are all in `G` is read whole, without a walk).
-///
-/// `S_h(s)` is a set `G` of groups readable from `s` (see
-/// [`ClassBytes::group_steps`]) such that every state `t` that a byte of
-/// `G` leads to has `G ⊆ S_{h-1}(t)`: then by induction every string over
-/// `G` of up to `h` bytes is read. Several successors are allowed: in
-/// "any name but these" or "contains `abc`", letters lead to different
-/// states that all read letters, so a subtree of letters is taken whole
-/// wherever it starts. A loop keeps its groups for any height; a counting
-/// automaton (`.{0,64}`: each character one state further) keeps them for
-/// as many bytes as characters are left, so long strings with a
-/// `maxLength` are read by subtrees as a plain string is.
-pub struct SafeGroups {
-    /// Per state `s`: `steps[start[s]..start[s + 1]]`, pairs `(h, groups)`
-    /// with `h` increasing: up to height `h`, these groups.
-    steps: Vec<(u16, u64)>,
-    start: Vec<u32>,
-}
-
-impl SafeGroups {
-    /// The safe groups of `dfa` for `trie`'s groups (by bytes, or by
-    /// characters with `by_char`) and heights; an error once `meter`'s
-    /// deadline passes.
-    pub fn compute(
-        dfa: &LexemeDfa,
-        trie: &TokenTrie,
-        by_char: bool,
-        meter: &mut Meter,
-    ) -> Result<SafeGroups> {
-        let weights = if by_char {
-            trie.char_group_weights()
-        } else {
-            trie.group_weights()
-        };
-        let steps = GroupSteps::new(dfa, by_char, meter)?;
-        SafeGroups::new(&steps, trie.max_len(), weights, meter)
-    }
-
-    /// Round `h` computes `S_h` from `S_{h-1}`; only the states a changed
-    /// state leads to from are computed again (a counting automaton
-    /// changes one layer of states per round).
-    fn new(
-        steps: &GroupSteps,
-        horizon: usize,
-        weights: &[u32; 64],
-        meter: &mut Meter,
-    ) -> Result<SafeGroups> {
-        let n = steps.live.len();
-        meter.step(2 * steps.to.len())?;
-        let targets = |s: usize| &steps.to[steps.start[s] as usize..steps.start[s + 1] as usize];
-        // Who leads to each state.
-        let preds = Adjacency::new(
-            n,
-            (0..n).flat_map(|s| targets(s).iter().map(move |&(t, _)| (t, s as u32))),
-        );
-        let mut per_state: Vec<Vec<(u16, u64)>> = vec![Vec::new(); n];
-        let mut cur = vec![u64::MAX; n];
-        let mut candidates: Vec<u32> = (0..n as u32).collect();
-        let mut marked = vec![false; n];
-        let mut updates: Vec<(u32, u64)> = Vec::new();
-        for h in 1..=horizon.min(u16::MAX as usize - 1) {
-            updates.clear();
-            for &s in &candidates {
-                let s = s as usize;
-                meter.step(1 + 2 * targets(s).len())?;
-                let g = Self::solve(steps.live[s], targets(s), &cur, weights);
-                if g != cur[s] {
-                    updates.push((s as u32, g));
-                }
-            }
-            if updates.is_empty() {
-                break;
-            }
-            candidates.clear();
-            for &(s, g) in &updates {
-                let s = s as usize;
-                meter.step(1 + preds.of(s).len())?;
-                per_state[s].push(((h - 1) as u16, cur[s]));
-                cur[s] = g;
-                for &p in preds.of(s) {
-                    if !marked[p as usize] {
-                        marked[p as usize] = true;
-                        candidates.push(p);
-                    }
-                }
-            }
-            for &p in &candidates {
-                marked[p as usize] = false;
-            }
-        }
-        let mut steps = Vec::new();
-        let mut start = Vec::with_capacity(n + 1);
-        for (s, v) in per_state.into_iter().enumerate() {
-            start.push(steps.len() as u32);
-            steps.extend(v);
-            steps.push((u16::MAX, cur[s]));
-        }
-        start.push(steps.len() as u32);
-        Ok(SafeGroups { steps, start })
-    }
-
-    /// A set `G` within `live` such that `G ⊆ prev[t]` for every `(t, m)`
-    /// of `to` with `m ∩ G ≠ ∅` (a state's groups one byte further, `prev`
-    /// being one byte shorter). Where a target does not read all of `G`,
-    /// either the groups leading there go, or `G` shrinks to what the
-    /// target reads, whichever keeps more of the trie (`weights`; on a tie
-    /// the groups of the entries first in `to`, the largest, are kept).
-    fn solve(live: u64, to: &[(u32, u64)], prev: &[u64], weights: &[u32; 64]) -> u64 {
-        let weight = |mut m: u64| {
-            let mut w = 0u64;
-            while m != 0 {
-                w += weights[m.trailing_zeros() as usize] as u64 + 1;
-                m &= m - 1;
-            }
-            w
-        };
-        let mut g = live;
-        // A group that cannot follow itself goes first.
-        for &(t, m) in to {
-            g &= !(m & !prev[t as usize]);
-        }
-        loop {
-            let mut changed = false;
-            for &(t, m) in to {
-                let allowed = prev[t as usize];
-                if m & g == 0 || g & !allowed == 0 {
-                    continue;
-                }
-                let (restricted, dropped) = (g & allowed, g & !m);
-                g = if weight(restricted) > weight(dropped) {
-                    restricted
-                } else {
-                    dropped
-                };
-                changed = true;
-            }
-            if !changed {
-                return g;
-            }
-        }
-    }
-
-    /// Approximate heap bytes.
-    pub fn memory(&self) -> usize {
-        self.steps.len() * 16 + self.start.len() * 4
-    }
-
-    /// The groups whose strings of up to `height` bytes state `s` reads.
-    #[inline]
-    pub fn groups(&self, s: u32, height: u16) -> u64 {
-        let steps =
-            &self.steps[self.start[s as usize] as usize..self.start[s as usize + 1] as usize];
-        // Heights increase: the first step reaching `height`. Most states
-        // have a step or two, which a scan reads faster than a binary
-        // search.
-        steps
-            .iter()
-            .find(|&&(h, _)| h >= height)
-            .map_or(0, |&(_, g)| g)
-    }
 }
 
 /// The expression repeats something a bounded number of times (more than
@@ -1233,7 +391,7 @@ impl SafeGroups {
 /// states of a minimal DFA tell apart on short strings (a trie of names,
 /// a loop), and refining them into token classes finds nothing to merge
 /// (a 9,584-state set of property names spent 7 ms finding so).
-fn has_counting(e: &Expr) -> bool {
+pub(crate) fn has_counting(e: &Expr) -> bool {
     if let Expr::Repeat { min, max, .. } = e {
         if max.unwrap_or(*min) > 4 {
             return true;
@@ -1262,7 +420,7 @@ pub fn has_boolean(e: &Expr) -> bool {
     found
 }
 
-fn truncate(s: &str, n: usize) -> String {
+pub(crate) fn truncate(s: &str, n: usize) -> String {
     if s.len() <= n {
         s.to_string()
     } else {
@@ -1274,88 +432,13 @@ fn truncate(s: &str, n: usize) -> String {
     }
 }
 
-/// `regex-automata`'s byte classes as a table, with the first byte of each
-/// class (in class order).
-fn class_table(bc: &regex_automata::util::alphabet::ByteClasses) -> ([u8; 256], Vec<u8>) {
-    let mut classes = [0u8; 256];
-    let mut reps: Vec<u8> = Vec::new();
-    for b in 0..=255u8 {
-        let c = bc.get(b);
-        classes[b as usize] = c;
-        if c as usize >= reps.len() {
-            reps.push(b);
-        }
-    }
-    (classes, reps)
-}
-
-/// The same DFA through `regex-automata`'s own determinizer and minimizer
-/// (the reference in tests).
-#[cfg(test)]
-fn table_from_hir_dense(hir: &Hir, limits: &DfaLimits) -> Result<Table> {
-    use regex_automata::dfa::{dense, Automaton};
-    use regex_automata::util::start;
-    use regex_automata::{Anchored, MatchKind};
-    let nfa = thompson_nfa(hir, limits).ok_or_else(|| too_large(hir, "NFA", &"size limit"))?;
-    let dfa = dense::Builder::new()
-        .configure(
-            dense::Config::new()
-                .match_kind(MatchKind::All)
-                .start_kind(regex_automata::dfa::StartKind::Anchored)
-                .minimize(true)
-                .byte_classes(true)
-                .dfa_size_limit(Some(limits.max_bytes))
-                .determinize_size_limit(Some(limits.max_bytes)),
-        )
-        .build_from_nfa(&nfa)
-        .map_err(|e| too_large(hir, "DFA", &e))?;
-    let start = dfa
-        .start_state(&start::Config::new().anchored(Anchored::Yes))
-        .map_err(|e| Error::unsupported(format!("lexeme start state: {e}")))?;
-
-    // Byte classes: bytes that behave alike in every state.
-    let (classes, reps) = class_table(dfa.byte_classes());
-    let num_classes = reps.len();
-
-    // Explore from the start state, numbering states densely.
-    let mut ids: FastMap<regex_automata::util::primitives::StateID, u32> = FastMap::default();
-    let mut order = vec![start];
-    ids.insert(start, 0);
-    let mut trans: Vec<u32> = Vec::new();
-    let mut i = 0;
-    while i < order.len() {
-        let s = order[i];
-        for &b in &reps {
-            let t = dfa.next_state(s, b);
-            if dfa.is_dead_state(t) || dfa.is_quit_state(t) {
-                trans.push(DEAD);
-            } else {
-                let next = order.len() as u32;
-                let id = *ids.entry(t).or_insert(next);
-                if id == next {
-                    order.push(t);
-                }
-                trans.push(id);
-            }
-        }
-        i += 1;
-    }
-    let is_final = order
-        .iter()
-        .map(|&s| dfa.is_match_state(dfa.next_eoi_state(s)))
-        .collect();
-    Ok(Table {
-        classes,
-        num_classes,
-        trans,
-        is_final,
-    })
-}
-
 #[cfg(test)]
 mod tests {
+    use super::table::table_from_hir_dense;
     use super::*;
+    use crate::ir::CharClass;
     use std::collections::HashMap;
+    use std::sync::Arc;
 
     fn run(d: &LexemeDfa, s: &[u8]) -> Option<bool> {
         let mut st = d.start;

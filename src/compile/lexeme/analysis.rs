@@ -1,0 +1,493 @@
+//! What a lexeme's states share, computed from the automaton alone: byte
+//! classes by trie group ([`ClassBytes`]), the trie subtrees a state reads
+//! whole ([`SafeGroups`]), and pairs of equivalent states of two DFAs
+//! ([`Pairing`], [`ContentStates`]). The token-set layer keeps the results.
+
+use super::{LexemeDfa, DEAD};
+use crate::compile::adjacency::Adjacency;
+use crate::error::Result;
+use crate::limits::Meter;
+use crate::util::byteset::{byteset_insert, ByteSet};
+use crate::util::hash::FastMap;
+use crate::vocab::TokenTrie;
+
+/// "Any string"'s states between the quotes, as [`StringCounts`] counts
+/// characters with them: `content[0]` is the state after the opening
+/// quote (at a character boundary), the others are within a character;
+/// `index` maps every such state to its place (states equivalent to the
+/// first, the DFA need not be minimal, to 0), other states to `u32::MAX`.
+pub(crate) struct ContentStates {
+    pub(crate) content: Vec<u32>,
+    pub(crate) index: Vec<u32>,
+}
+
+impl ContentStates {
+    pub(crate) fn new(any: &LexemeDfa, body: u32) -> ContentStates {
+        let k = any.num_classes;
+        let mut pairing = Pairing::new(any, any);
+        let mut content = vec![body];
+        let mut index: FastMap<u32, u32> = FastMap::default();
+        index.insert(body, 0);
+        let mut i = 0;
+        while i < content.len() {
+            let s = content[i] as usize;
+            for &t in &any.trans[s * k..(s + 1) * k] {
+                if t != DEAD && !any.is_final[t as usize] && !index.contains_key(&t) {
+                    if pairing.same(any, t, any, body, usize::MAX) == Some(true) {
+                        index.insert(t, 0);
+                    } else {
+                        index.insert(t, content.len() as u32);
+                        content.push(t);
+                    }
+                }
+            }
+            i += 1;
+        }
+        let mut dense = vec![u32::MAX; any.num_states()];
+        for (s, i) in index {
+            dense[s as usize] = i;
+        }
+        ContentStates {
+            content,
+            index: dense,
+        }
+    }
+}
+
+/// Most transitions (pairs of states visited times the bytes tried from
+/// each) [`LexemeDfa::state_like`] follows: a count of pairs alone let
+/// DFAs with many byte classes search for 3 ms.
+pub(crate) const STATE_LIKE_MAX_WORK: usize = 200_000;
+
+/// A byte for each pair of classes that two DFAs give bytes (what a walk
+/// of their states in pairs must try).
+pub(crate) fn class_pair_reps(a: &LexemeDfa, b: &LexemeDfa) -> Vec<u8> {
+    let mut reps = Vec::new();
+    let mut seen = vec![false; a.num_classes * b.num_classes];
+    for byte in 0..=255u8 {
+        let k =
+            a.classes[byte as usize] as usize * b.num_classes + b.classes[byte as usize] as usize;
+        if !seen[k] {
+            seen[k] = true;
+            reps.push(byte);
+        }
+    }
+    reps
+}
+
+/// A walk of the pairs of states of two DFAs that the same strings reach
+/// (see [`LexemeDfa::state_like`]), with its buffers.
+pub(crate) struct Pairing {
+    /// A byte for each pair of classes the two DFAs give bytes.
+    pub(crate) reps: Vec<u8>,
+    /// Pairs of states reached together.
+    pub(crate) seen: crate::util::hash::FastSet<(u32, u32)>,
+    pub(crate) stack: Vec<(u32, u32)>,
+    /// Transitions followed by the last walk.
+    pub(crate) steps: usize,
+}
+
+impl Pairing {
+    pub(crate) fn new(a: &LexemeDfa, b: &LexemeDfa) -> Pairing {
+        Pairing {
+            reps: class_pair_reps(a, b),
+            seen: Default::default(),
+            stack: Vec::new(),
+            steps: 0,
+        }
+    }
+
+    /// Whether `s` of `a` and `t` of `b` accept the same strings: every
+    /// pair of states that one string leads them to agrees on ending and
+    /// on which bytes can follow. `None` past `budget` transitions.
+    pub(crate) fn same(
+        &mut self,
+        a: &LexemeDfa,
+        s: u32,
+        b: &LexemeDfa,
+        t: u32,
+        budget: usize,
+    ) -> Option<bool> {
+        self.seen.clear();
+        self.stack.clear();
+        self.steps = 0;
+        self.seen.insert((s, t));
+        self.stack.push((s, t));
+        while let Some((s, t)) = self.stack.pop() {
+            self.steps += self.reps.len();
+            if self.steps > budget {
+                return None;
+            }
+            if a.is_final[s as usize] != b.is_final[t as usize] {
+                return Some(false);
+            }
+            for &byte in &self.reps {
+                let (s2, t2) = (a.next(s, byte), b.next(t, byte));
+                if (s2 == DEAD) != (t2 == DEAD) {
+                    return Some(false);
+                }
+                if s2 != DEAD && self.seen.insert((s2, t2)) {
+                    self.stack.push((s2, t2));
+                }
+            }
+        }
+        Some(true)
+    }
+}
+
+/// A DFA's byte classes seen from the trie's byte and character groups.
+pub(crate) struct ClassBytes {
+    /// Per class: its bytes.
+    pub(crate) bytes: Vec<ByteSet>,
+    /// Per class: the byte groups of its bytes.
+    pub(crate) class_groups: Vec<u64>,
+    /// The groups some byte is in.
+    pub(crate) all_groups: u64,
+    pub(crate) num_classes: usize,
+    /// Per entry of [`MULTI_BYTE`]: the distinct classes of its lead bytes
+    /// and of its second bytes.
+    pub(crate) multi_byte_classes: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The distinct classes of the continuation bytes `80..=bf`.
+    pub(crate) continuation_classes: Vec<u8>,
+}
+
+/// Valid multi-byte UTF-8 characters by their lead bytes: (character
+/// group, first lead, last lead, range of the byte after the lead, number
+/// of `80..=bf` bytes after that).
+const MULTI_BYTE: [(u32, u8, u8, u8, u8, u8); 8] = {
+    use crate::vocab::trie::{CHAR_2, CHAR_3, CHAR_4};
+    [
+        (CHAR_2, 0xc2, 0xdf, 0x80, 0xbf, 0),
+        (CHAR_3, 0xe0, 0xe0, 0xa0, 0xbf, 1),
+        (CHAR_3, 0xe1, 0xec, 0x80, 0xbf, 1),
+        (CHAR_3, 0xed, 0xed, 0x80, 0x9f, 1),
+        (CHAR_3, 0xee, 0xef, 0x80, 0xbf, 1),
+        (CHAR_4, 0xf0, 0xf0, 0x90, 0xbf, 2),
+        (CHAR_4, 0xf1, 0xf3, 0x80, 0xbf, 2),
+        (CHAR_4, 0xf4, 0xf4, 0x80, 0x8f, 2),
+    ]
+};
+
+impl ClassBytes {
+    pub(crate) fn new(classes: &[u8; 256], num_classes: usize) -> ClassBytes {
+        use crate::vocab::trie::byte_group;
+        let mut bytes = vec![[0u64; 4]; num_classes];
+        let mut class_groups = vec![0u64; num_classes];
+        for b in 0..=255u8 {
+            let c = classes[b as usize];
+            byteset_insert(&mut bytes[c as usize], b);
+            class_groups[c as usize] |= 1 << byte_group(b);
+        }
+        let all_groups = class_groups.iter().fold(0, |a, &g| a | g);
+        let distinct = |lo: u8, hi: u8| {
+            let mut v: Vec<u8> = (lo..=hi).map(|b| classes[b as usize]).collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        ClassBytes {
+            bytes,
+            class_groups,
+            all_groups,
+            num_classes,
+            multi_byte_classes: MULTI_BYTE
+                .iter()
+                .map(|&(_, lead_lo, lead_hi, lo, hi, _)| {
+                    (distinct(lead_lo, lead_hi), distinct(lo, hi))
+                })
+                .collect(),
+            continuation_classes: distinct(0x80, 0xbf),
+        }
+    }
+
+    /// State `s`'s steps by trie byte group (see `TokenTrie::groups_below`)
+    /// or, with `by_char`, by character group (see
+    /// `TokenTrie::char_groups_below`: ASCII groups are the byte groups;
+    /// the groups of valid multi-byte characters are followed through
+    /// their continuation bytes). Appends to `to` the distinct states that
+    /// the groups all of whose bytes (characters) are readable lead to,
+    /// each with those groups, and returns the readable groups.
+    fn group_steps(&self, s: u32, trans: &[u32], by_char: bool, to: &mut Vec<(u32, u64)>) -> u64 {
+        use crate::vocab::trie::byte_group;
+        let k = self.num_classes;
+        let from = to.len();
+        let add = |to: &mut Vec<(u32, u64)>, t: u32, g: u64| match to[from..]
+            .iter_mut()
+            .find(|x| x.0 == t)
+        {
+            Some(x) => x.1 |= g,
+            None => to.push((t, g)),
+        };
+        let row = &trans[s as usize * k..(s as usize + 1) * k];
+        // A group is readable when none of its bytes' classes is dead.
+        let mut dead_groups = 0u64;
+        for (c, &t) in row.iter().enumerate() {
+            if t == DEAD {
+                dead_groups |= self.class_groups[c];
+            }
+        }
+        let mut live = self.all_groups & !dead_groups;
+        if by_char {
+            // Non-ASCII bytes are read by characters below.
+            let non_ascii = byte_group(0x80)..=byte_group(0xff);
+            live &= !non_ascii.fold(0u64, |m, g| m | 1 << g);
+        }
+        for (c, &t) in row.iter().enumerate() {
+            let g = self.class_groups[c] & live;
+            if g != 0 {
+                add(to, t, g);
+            }
+        }
+        if !by_char {
+            return live;
+        }
+        // Each character group: every valid character of it, class by class.
+        let mut dead = 0u64;
+        let mut frontier: Vec<u32> = Vec::new();
+        let mut next: Vec<u32> = Vec::new();
+        for (&(g, .., more), (leads, seconds)) in MULTI_BYTE.iter().zip(&self.multi_byte_classes) {
+            let bit = 1u64 << g;
+            if dead & bit != 0 {
+                continue;
+            }
+            frontier.clear();
+            frontier.extend(leads.iter().map(|&c| row[c as usize]));
+            let steps = std::iter::once(seconds).chain(std::iter::repeat_n(
+                &self.continuation_classes,
+                more as usize,
+            ));
+            for classes in steps {
+                if frontier.contains(&DEAD) {
+                    break;
+                }
+                next.clear();
+                for &q in &frontier {
+                    for &c in classes {
+                        let t = trans[q as usize * k + c as usize];
+                        if !next.contains(&t) {
+                            next.push(t);
+                        }
+                    }
+                }
+                std::mem::swap(&mut frontier, &mut next);
+            }
+            if frontier.contains(&DEAD) {
+                dead |= bit;
+            } else {
+                live |= bit;
+                for &t in &frontier {
+                    add(to, t, bit);
+                }
+            }
+        }
+        // A group some of whose characters are unreadable is not readable,
+        // even where other lead bytes of it were.
+        if dead != 0 {
+            live &= !dead;
+            for x in to[from..].iter_mut() {
+                x.1 &= !dead;
+            }
+            let mut i = from;
+            while i < to.len() {
+                if to[i].1 == 0 {
+                    to.swap_remove(i);
+                } else {
+                    i += 1;
+                }
+            }
+        }
+        live
+    }
+}
+
+/// Per state, where its readable groups lead (see
+/// [`ClassBytes::group_steps`]): `to[start[s]..start[s + 1]]`.
+struct GroupSteps {
+    live: Vec<u64>,
+    start: Vec<u32>,
+    to: Vec<(u32, u64)>,
+}
+
+impl GroupSteps {
+    fn new(dfa: &LexemeDfa, by_char: bool, meter: &mut Meter) -> Result<GroupSteps> {
+        let n = dfa.num_states();
+        let by_class = ClassBytes::new(&dfa.classes, dfa.num_classes);
+        let mut live = Vec::with_capacity(n);
+        let mut start = Vec::with_capacity(n + 1);
+        let mut to = Vec::new();
+        for s in 0..n {
+            meter.step(4 * dfa.num_classes)?;
+            start.push(to.len() as u32);
+            live.push(by_class.group_steps(s as u32, &dfa.trans, by_char, &mut to));
+            // Most groups first: they are the ones worth keeping (see
+            // `SafeGroups::solve`).
+            to[start[s] as usize..].sort_by_key(|&(t, g)| (std::cmp::Reverse(g.count_ones()), t));
+        }
+        start.push(to.len() as u32);
+        Ok(GroupSteps { live, start, to })
+    }
+}
+
+/// For each state, byte groups `G` such that every string of at most `h`
+/// bytes from `G` can be read from the state, by `h` (a trie subtree of
+/// height `h` whose bytes are all in `G` is read whole, without a walk).
+///
+/// `S_h(s)` is a set `G` of groups readable from `s` (see
+/// [`ClassBytes::group_steps`]) such that every state `t` that a byte of
+/// `G` leads to has `G ⊆ S_{h-1}(t)`: then by induction every string over
+/// `G` of up to `h` bytes is read. Several successors are allowed: in
+/// "any name but these" or "contains `abc`", letters lead to different
+/// states that all read letters, so a subtree of letters is taken whole
+/// wherever it starts. A loop keeps its groups for any height; a counting
+/// automaton (`.{0,64}`: each character one state further) keeps them for
+/// as many bytes as characters are left, so long strings with a
+/// `maxLength` are read by subtrees as a plain string is.
+pub struct SafeGroups {
+    /// Per state `s`: `steps[start[s]..start[s + 1]]`, pairs `(h, groups)`
+    /// with `h` increasing: up to height `h`, these groups.
+    steps: Vec<(u16, u64)>,
+    start: Vec<u32>,
+}
+
+impl SafeGroups {
+    /// The safe groups of `dfa` for `trie`'s groups (by bytes, or by
+    /// characters with `by_char`) and heights; an error once `meter`'s
+    /// deadline passes.
+    pub fn compute(
+        dfa: &LexemeDfa,
+        trie: &TokenTrie,
+        by_char: bool,
+        meter: &mut Meter,
+    ) -> Result<SafeGroups> {
+        let weights = if by_char {
+            trie.char_group_weights()
+        } else {
+            trie.group_weights()
+        };
+        let steps = GroupSteps::new(dfa, by_char, meter)?;
+        SafeGroups::new(&steps, trie.max_len(), weights, meter)
+    }
+
+    /// Round `h` computes `S_h` from `S_{h-1}`; only the states a changed
+    /// state leads to from are computed again (a counting automaton
+    /// changes one layer of states per round).
+    fn new(
+        steps: &GroupSteps,
+        horizon: usize,
+        weights: &[u32; 64],
+        meter: &mut Meter,
+    ) -> Result<SafeGroups> {
+        let n = steps.live.len();
+        meter.step(2 * steps.to.len())?;
+        let targets = |s: usize| &steps.to[steps.start[s] as usize..steps.start[s + 1] as usize];
+        // Who leads to each state.
+        let preds = Adjacency::new(
+            n,
+            (0..n).flat_map(|s| targets(s).iter().map(move |&(t, _)| (t, s as u32))),
+        );
+        let mut per_state: Vec<Vec<(u16, u64)>> = vec![Vec::new(); n];
+        let mut cur = vec![u64::MAX; n];
+        let mut candidates: Vec<u32> = (0..n as u32).collect();
+        let mut marked = vec![false; n];
+        let mut updates: Vec<(u32, u64)> = Vec::new();
+        for h in 1..=horizon.min(u16::MAX as usize - 1) {
+            updates.clear();
+            for &s in &candidates {
+                let s = s as usize;
+                meter.step(1 + 2 * targets(s).len())?;
+                let g = Self::solve(steps.live[s], targets(s), &cur, weights);
+                if g != cur[s] {
+                    updates.push((s as u32, g));
+                }
+            }
+            if updates.is_empty() {
+                break;
+            }
+            candidates.clear();
+            for &(s, g) in &updates {
+                let s = s as usize;
+                meter.step(1 + preds.of(s).len())?;
+                per_state[s].push(((h - 1) as u16, cur[s]));
+                cur[s] = g;
+                for &p in preds.of(s) {
+                    if !marked[p as usize] {
+                        marked[p as usize] = true;
+                        candidates.push(p);
+                    }
+                }
+            }
+            for &p in &candidates {
+                marked[p as usize] = false;
+            }
+        }
+        let mut steps = Vec::new();
+        let mut start = Vec::with_capacity(n + 1);
+        for (s, v) in per_state.into_iter().enumerate() {
+            start.push(steps.len() as u32);
+            steps.extend(v);
+            steps.push((u16::MAX, cur[s]));
+        }
+        start.push(steps.len() as u32);
+        Ok(SafeGroups { steps, start })
+    }
+
+    /// A set `G` within `live` such that `G ⊆ prev[t]` for every `(t, m)`
+    /// of `to` with `m ∩ G ≠ ∅` (a state's groups one byte further, `prev`
+    /// being one byte shorter). Where a target does not read all of `G`,
+    /// either the groups leading there go, or `G` shrinks to what the
+    /// target reads, whichever keeps more of the trie (`weights`; on a tie
+    /// the groups of the entries first in `to`, the largest, are kept).
+    fn solve(live: u64, to: &[(u32, u64)], prev: &[u64], weights: &[u32; 64]) -> u64 {
+        let weight = |mut m: u64| {
+            let mut w = 0u64;
+            while m != 0 {
+                w += weights[m.trailing_zeros() as usize] as u64 + 1;
+                m &= m - 1;
+            }
+            w
+        };
+        let mut g = live;
+        // A group that cannot follow itself goes first.
+        for &(t, m) in to {
+            g &= !(m & !prev[t as usize]);
+        }
+        loop {
+            let mut changed = false;
+            for &(t, m) in to {
+                let allowed = prev[t as usize];
+                if m & g == 0 || g & !allowed == 0 {
+                    continue;
+                }
+                let (restricted, dropped) = (g & allowed, g & !m);
+                g = if weight(restricted) > weight(dropped) {
+                    restricted
+                } else {
+                    dropped
+                };
+                changed = true;
+            }
+            if !changed {
+                return g;
+            }
+        }
+    }
+
+    /// Approximate heap bytes.
+    pub fn memory(&self) -> usize {
+        self.steps.len() * 16 + self.start.len() * 4
+    }
+
+    /// The groups whose strings of up to `height` bytes state `s` reads.
+    #[inline]
+    pub fn groups(&self, s: u32, height: u16) -> u64 {
+        let steps =
+            &self.steps[self.start[s as usize] as usize..self.start[s as usize + 1] as usize];
+        // Heights increase: the first step reaching `height`. Most states
+        // have a step or two, which a scan reads faster than a binary
+        // search.
+        steps
+            .iter()
+            .find(|&&(h, _)| h >= height)
+            .map_or(0, |&(_, g)| g)
+    }
+}

@@ -1,0 +1,167 @@
+//! Where the compile layer gets lexeme automata ([`LexemeSource`]): the
+//! builders of a lexeme, a counted JSON string and a regular part, which a
+//! source calls on a miss, and "any string" ([`StringBody`]).
+
+use super::boolean;
+use super::counted::{self, Counter};
+use std::sync::Arc;
+
+use super::table::{table_from_hir, table_from_hir_within, to_hir, too_large, Table};
+use super::{has_boolean, has_counting, DfaLimits, LexemeDfa, DEAD};
+use crate::error::{Error, Result};
+use crate::ir::Expr;
+
+/// The inside of a JSON string that may go on with any characters: the
+/// state after the opening quote of "any string".
+///
+/// Key sets that admit other names ("any name but these") and patterns
+/// that stop constraining after a prefix reach such a state on most first
+/// bytes, and walking it reads nearly the whole trie (3-5 ms); every
+/// lexeme of the vocabulary shares this one DFA's walks instead.
+pub struct StringBody {
+    pub dfa: Arc<LexemeDfa>,
+    pub state: u32,
+}
+
+/// Where the compile layer gets lexeme automata and the regular parts of
+/// intersections: built once and shared. The token-set layer's
+/// per-vocabulary engine implements it with a cache under a byte budget
+/// (`tokensets::Engine`); [`Uncached`] builds everything anew.
+pub trait LexemeSource {
+    /// The lexeme of `expr` ([`build_lexeme`]), shared; `None` when its
+    /// automaton would pass `limits.max_bytes` (see [`build_lexeme`]).
+    fn lexeme(&self, expr: &Expr, limits: &DfaLimits) -> Result<Option<Arc<LexemeDfa>>>;
+
+    /// The lexeme of `expr`, the JSON strings of `pattern` counted to
+    /// `min..=max` code points ([`build_counted_lexeme`]), shared under
+    /// `expr`; `None` when `pattern` is not a plain JSON string language.
+    fn counted_lexeme(
+        &self,
+        expr: &Expr,
+        pattern: &Expr,
+        min: u32,
+        max: Option<u32>,
+        limits: &DfaLimits,
+    ) -> Result<Option<Arc<LexemeDfa>>>;
+
+    /// The table of a regular part of an intersection or complement
+    /// ([`build_part`]), shared.
+    fn part(&self, expr: &Expr, limits: &DfaLimits) -> Result<Arc<Table>>;
+}
+
+/// A [`LexemeSource`] that keeps nothing: every call builds.
+pub struct Uncached;
+
+impl LexemeSource for Uncached {
+    fn lexeme(&self, expr: &Expr, limits: &DfaLimits) -> Result<Option<Arc<LexemeDfa>>> {
+        Ok(build_lexeme(expr, limits, self)?.map(Arc::new))
+    }
+
+    fn counted_lexeme(
+        &self,
+        _expr: &Expr,
+        pattern: &Expr,
+        min: u32,
+        max: Option<u32>,
+        limits: &DfaLimits,
+    ) -> Result<Option<Arc<LexemeDfa>>> {
+        let Some(body) = string_body(self) else {
+            return Ok(None);
+        };
+        Ok(build_counted_lexeme(pattern, min, max, limits, &body, self)?.map(Arc::new))
+    }
+
+    fn part(&self, expr: &Expr, limits: &DfaLimits) -> Result<Arc<Table>> {
+        Ok(Arc::new(build_part(expr, limits)?))
+    }
+}
+
+/// The lexeme of `expr`; `None` when the automaton of an expression
+/// without intersection or complement would pass `limits.max_bytes`: the
+/// compiler then matches that part another way (as a parser rule, see
+/// `compile_ir`). Where a DFA cannot be had at all (intersections,
+/// complements) the size is an error. Regular parts of intersections come
+/// from `parts`.
+pub fn build_lexeme(
+    expr: &Expr,
+    limits: &DfaLimits,
+    parts: &dyn LexemeSource,
+) -> Result<Option<LexemeDfa>> {
+    let table = if has_boolean(expr) {
+        boolean::table_of(expr, limits, parts)?
+    } else {
+        match table_from_hir_within(&to_hir(expr), limits)? {
+            Some(t) => Arc::new(t),
+            None => return Ok(None),
+        }
+    };
+    let mut built = LexemeDfa::from_table_by(&table, &limits.deadline)?;
+    built.counting = has_counting(expr);
+    Ok(Some(built))
+}
+
+/// The JSON strings of `pattern` (a quoted JSON string language) whose
+/// decoded length is `min..=max` code points, built as `pattern`'s
+/// automaton with a [`Counter`] next to it; `None` when `pattern` is not
+/// a plain JSON string language. `body` is "any string" ([`string_body`]).
+pub fn build_counted_lexeme(
+    pattern: &Expr,
+    min: u32,
+    max: Option<u32>,
+    limits: &DfaLimits,
+    body: &StringBody,
+    parts: &dyn LexemeSource,
+) -> Result<Option<LexemeDfa>> {
+    let table = table(pattern, limits, parts)?;
+    let Some((product, inside, boundary)) =
+        counted::pair_with_any_string(&table, body, &limits.deadline)?
+    else {
+        return Ok(None);
+    };
+    let mut built = LexemeDfa::from_table_by(&product, &limits.deadline)?;
+    let mut meter = limits.deadline.meter();
+    built.counter = Some(Box::new(Counter::new(
+        &built, inside, boundary, min, max, &mut meter,
+    )?));
+    Ok(Some(built))
+}
+
+/// The expression of "any JSON string" ([`StringBody`]).
+pub fn any_string_expr() -> Expr {
+    Expr::json_strings(Vec::new(), true)
+}
+
+/// "Any string" of `source` and the state after its opening quote; `None`
+/// if its DFA passes the limits.
+pub fn string_body(source: &dyn LexemeSource) -> Option<StringBody> {
+    let dfa = source
+        .lexeme(&any_string_expr(), &DfaLimits::default())
+        .ok()??;
+    let state = dfa.next(dfa.start, b'"');
+    (state != DEAD).then_some(StringBody { dfa, state })
+}
+
+/// The DFA table of any regular expression, intersections and
+/// complements included (their regular parts from `parts`).
+pub fn table(expr: &Expr, limits: &DfaLimits, parts: &dyn LexemeSource) -> Result<Arc<Table>> {
+    if has_boolean(expr) {
+        boolean::table_of(expr, limits, parts)
+    } else {
+        Ok(Arc::new(build_part(expr, limits)?))
+    }
+}
+
+/// The table of an expression without intersection or complement.
+pub fn build_part(expr: &Expr, limits: &DfaLimits) -> Result<Table> {
+    table_from_hir(&to_hir(expr), limits)
+}
+
+/// The error of a lexeme over `limits.max_bytes`, for callers that need
+/// an automaton where [`build_lexeme`] found none.
+pub fn too_large_error(expr: &Expr, limits: &DfaLimits) -> Error {
+    too_large(
+        &to_hir(expr),
+        "DFA",
+        &format!("over {} bytes", limits.max_bytes),
+    )
+}

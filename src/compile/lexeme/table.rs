@@ -1,0 +1,321 @@
+//! Building a lexeme's table from an IR expression: the expression as
+//! `regex-syntax` HIR, a Thompson NFA, our subset construction and
+//! minimization ([`table_from_hir`]), and the [`LexemeDfa`] made of it.
+
+use super::{determinize, minimize};
+use regex_automata::nfa::thompson;
+use regex_syntax::hir::{self, Hir};
+
+use super::analysis::ClassBytes;
+use super::{predecessors, truncate, DfaLimits, LexemeDfa, DEAD};
+use crate::error::{Error, Result};
+use crate::ir::{CharClass, Expr};
+use crate::limits::Deadline;
+
+/// Converts a regular IR expression (no `Ref`, no `Token`) to HIR.
+pub fn to_hir(expr: &Expr) -> Hir {
+    match expr {
+        Expr::Empty => Hir::empty(),
+        Expr::Nothing => Hir::fail(),
+        Expr::Literal(s) => Hir::literal(s.as_bytes()),
+        Expr::Class(c) => class_hir(c),
+        Expr::Seq(_) => Hir::concat(flattened(expr, |e| match e {
+            Expr::Seq(v) => Some(v),
+            _ => None,
+        })),
+        Expr::Alt(_) => Hir::alternation(flattened(expr, |e| match e {
+            Expr::Alt(v) => Some(v),
+            _ => None,
+        })),
+        Expr::Repeat {
+            max: Some(max),
+            min,
+            ..
+        } if max < min => Hir::fail(),
+        Expr::Repeat { expr, min, max } => Hir::repetition(hir::Repetition {
+            min: *min,
+            max: *max,
+            greedy: true,
+            sub: Box::new(to_hir(expr)),
+        }),
+        Expr::Ref(_)
+        | Expr::Token(_)
+        | Expr::And(_)
+        | Expr::Not(_)
+        | Expr::JsonStrings(_)
+        | Expr::DecimalMultiple(_)
+        | Expr::Rfc3339(_) => {
+            unreachable!("lexemes are built from expanded regular expressions")
+        }
+    }
+}
+
+/// The HIR of the parts of `expr`, with parts that are themselves of the
+/// same kind (`kind` gives their parts) opened up in place, to any depth:
+/// `regex-syntax` flattens a nested alternation or concatenation by
+/// copying it into its parent, level after level, so `("a" | ("b" | ...))`
+/// nested 10,000 deep cost seconds (quadratic); flattened first, it costs
+/// its size.
+fn flattened(expr: &Expr, kind: impl Fn(&Expr) -> Option<&Vec<Expr>>) -> Vec<Hir> {
+    let mut out = Vec::new();
+    let mut stack: Vec<std::slice::Iter<'_, Expr>> =
+        vec![kind(expr).map_or([].iter(), |v| v.iter())];
+    while let Some(top) = stack.last_mut() {
+        match top.next() {
+            None => {
+                stack.pop();
+            }
+            Some(part) => match kind(part) {
+                Some(v) => stack.push(v.iter()),
+                None => out.push(to_hir(part)),
+            },
+        }
+    }
+    out
+}
+
+fn class_hir(c: &CharClass) -> Hir {
+    if c.is_empty() {
+        return Hir::fail();
+    }
+    let ranges = c.ranges().iter().map(|&(lo, hi)| {
+        hir::ClassUnicodeRange::new(
+            char::from_u32(lo).expect("scalar value"),
+            char::from_u32(hi).expect("scalar value"),
+        )
+    });
+    Hir::class(hir::Class::Unicode(hir::ClassUnicode::new(ranges)))
+}
+
+/// A DFA under construction: byte classes, a dense transition table and
+/// final flags. State 0 is the start; [`DEAD`] is the absent state.
+#[derive(Clone, Debug)]
+pub struct Table {
+    pub classes: [u8; 256],
+    pub num_classes: usize,
+    pub trans: Vec<u32>,
+    pub is_final: Vec<bool>,
+}
+
+impl Table {
+    pub fn num_states(&self) -> usize {
+        self.is_final.len()
+    }
+
+    #[inline]
+    pub fn next(&self, s: u32, b: u8) -> u32 {
+        self.trans[s as usize * self.num_classes + self.classes[b as usize] as usize]
+    }
+
+    /// One representative byte per class.
+    pub fn class_reps(&self) -> Vec<u8> {
+        let mut reps: Vec<u8> = Vec::new();
+        for b in 0..=255u8 {
+            if self.classes[b as usize] as usize >= reps.len() {
+                reps.push(b);
+            }
+        }
+        reps
+    }
+}
+
+/// `regex-automata`'s Thompson NFA of `hir`, without captures; `None`
+/// past `limits.max_bytes`.
+fn thompson_nfa(hir: &Hir, limits: &DfaLimits) -> Option<thompson::NFA> {
+    thompson::Compiler::new()
+        .configure(
+            thompson::Config::new()
+                .which_captures(thompson::WhichCaptures::None)
+                .nfa_size_limit(Some(limits.max_bytes)),
+        )
+        .build_from_hir(hir)
+        .ok()
+}
+
+/// The error of a lexeme automaton over the size limit.
+pub(crate) fn too_large(hir: &Hir, what: &str, e: &dyn std::fmt::Display) -> Error {
+    Error::limit(format!(
+        "lexeme automaton too large ({what}: {e}); the regular expression is {}",
+        truncate(&hir.to_string(), 200)
+    ))
+}
+
+/// A DFA built from HIR: `regex-automata`'s Thompson NFA, then our subset
+/// construction ([`determinize`](determinize::determinize)) and
+/// minimization.
+pub fn table_from_hir(hir: &Hir, limits: &DfaLimits) -> Result<Table> {
+    table_from_hir_within(hir, limits)?.ok_or_else(|| {
+        too_large(
+            hir,
+            "automaton",
+            &format!("over {} bytes", limits.max_bytes),
+        )
+    })
+}
+
+/// [`table_from_hir`], `None` when the NFA or the DFA would pass
+/// `limits.max_bytes`.
+pub(crate) fn table_from_hir_within(hir: &Hir, limits: &DfaLimits) -> Result<Option<Table>> {
+    let Some(nfa) = thompson_nfa(hir, limits) else {
+        return Ok(None);
+    };
+    limits.deadline.check()?;
+    match determinize::determinize(&nfa, limits) {
+        Ok(t) => minimize(&t, &limits.deadline).map(Some),
+        Err(determinize::Stop::Deadline(e)) => Err(e),
+        Err(determinize::Stop::TooLarge) => Ok(None),
+        Err(determinize::Stop::LookAround) => Err(Error::unsupported(format!(
+            "look-around assertions in a lexeme: {}",
+            truncate(&hir.to_string(), 200)
+        ))),
+    }
+}
+
+impl LexemeDfa {
+    /// The lexeme of a table: states that cannot reach a final state
+    /// become [`DEAD`].
+    pub fn from_table(t: &Table) -> LexemeDfa {
+        Self::from_table_by(t, &Deadline::none()).expect("no deadline")
+    }
+
+    /// [`LexemeDfa::from_table`], an error once `deadline` passes.
+    pub fn from_table_by(t: &Table, deadline: &Deadline) -> Result<LexemeDfa> {
+        let mut meter = deadline.meter();
+        let Table {
+            classes,
+            num_classes,
+            trans,
+            is_final,
+        } = t;
+        let (classes, num_classes, mut trans, is_final) =
+            (*classes, *num_classes, trans.clone(), is_final.clone());
+        let n = is_final.len();
+        let k = num_classes;
+        // Live states: those that reach a final one (backwards from them).
+        let preds = predecessors(&trans, n, k, &mut meter)?;
+        let mut live = is_final.clone();
+        let mut todo: Vec<usize> = (0..n).filter(|&s| live[s]).collect();
+        while let Some(t) = todo.pop() {
+            meter.step(1 + preds.of(t).len())?;
+            for &p in preds.of(t) {
+                if !live[p as usize] {
+                    live[p as usize] = true;
+                    todo.push(p as usize);
+                }
+            }
+        }
+        for row in trans.chunks_mut(k.max(1)) {
+            meter.step(row.len())?;
+            for t in row {
+                if *t != DEAD && !live[*t as usize] {
+                    *t = DEAD;
+                }
+            }
+        }
+        let by_class = ClassBytes::new(&classes, k);
+        let mut first_bytes = vec![[0u64; 4]; n];
+        for (s, fb) in first_bytes.iter_mut().enumerate() {
+            meter.step(k)?;
+            for (c, bytes) in by_class.bytes.iter().enumerate() {
+                if trans[s * k + c] != DEAD {
+                    for w in 0..4 {
+                        fb[w] |= bytes[w];
+                    }
+                }
+            }
+        }
+        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        Ok(LexemeDfa {
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            classes,
+            num_classes,
+            trans,
+            is_final,
+            first_bytes,
+            start: if n > 0 && live[0] { 0 } else { DEAD },
+            counting: true,
+            counter: None,
+        })
+    }
+}
+
+/// `regex-automata`'s byte classes as a table, with the first byte of each
+/// class (in class order).
+pub(crate) fn class_table(
+    bc: &regex_automata::util::alphabet::ByteClasses,
+) -> ([u8; 256], Vec<u8>) {
+    let mut classes = [0u8; 256];
+    let mut reps: Vec<u8> = Vec::new();
+    for b in 0..=255u8 {
+        let c = bc.get(b);
+        classes[b as usize] = c;
+        if c as usize >= reps.len() {
+            reps.push(b);
+        }
+    }
+    (classes, reps)
+}
+
+/// The same DFA through `regex-automata`'s own determinizer and minimizer
+/// (the reference in tests).
+#[cfg(test)]
+pub(super) fn table_from_hir_dense(hir: &Hir, limits: &DfaLimits) -> Result<Table> {
+    use regex_automata::dfa::{dense, Automaton};
+    use regex_automata::util::start;
+    use regex_automata::{Anchored, MatchKind};
+    let nfa = thompson_nfa(hir, limits).ok_or_else(|| too_large(hir, "NFA", &"size limit"))?;
+    let dfa = dense::Builder::new()
+        .configure(
+            dense::Config::new()
+                .match_kind(MatchKind::All)
+                .start_kind(regex_automata::dfa::StartKind::Anchored)
+                .minimize(true)
+                .byte_classes(true)
+                .dfa_size_limit(Some(limits.max_bytes))
+                .determinize_size_limit(Some(limits.max_bytes)),
+        )
+        .build_from_nfa(&nfa)
+        .map_err(|e| too_large(hir, "DFA", &e))?;
+    let start = dfa
+        .start_state(&start::Config::new().anchored(Anchored::Yes))
+        .map_err(|e| Error::unsupported(format!("lexeme start state: {e}")))?;
+
+    // Byte classes: bytes that behave alike in every state.
+    let (classes, reps) = class_table(dfa.byte_classes());
+    let num_classes = reps.len();
+
+    // Explore from the start state, numbering states densely.
+    let mut ids: crate::util::hash::FastMap<regex_automata::util::primitives::StateID, u32> =
+        Default::default();
+    let mut order = vec![start];
+    ids.insert(start, 0);
+    let mut trans: Vec<u32> = Vec::new();
+    let mut i = 0;
+    while i < order.len() {
+        let s = order[i];
+        for &b in &reps {
+            let t = dfa.next_state(s, b);
+            if dfa.is_dead_state(t) || dfa.is_quit_state(t) {
+                trans.push(DEAD);
+            } else {
+                let next = order.len() as u32;
+                let id = *ids.entry(t).or_insert(next);
+                if id == next {
+                    order.push(t);
+                }
+                trans.push(id);
+            }
+        }
+        i += 1;
+    }
+    let is_final = order
+        .iter()
+        .map(|&s| dfa.is_match_state(dfa.next_eoi_state(s)))
+        .collect();
+    Ok(Table {
+        classes,
+        num_classes,
+        trans,
+        is_final,
+    })
+}
