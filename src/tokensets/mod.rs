@@ -63,6 +63,7 @@ pub mod cleared;
 pub mod context;
 pub mod earley;
 pub mod engine;
+pub mod exits;
 pub mod free_exits;
 pub mod grammar;
 pub mod info;

@@ -10,8 +10,6 @@ pub mod trie;
 mod tekken;
 mod tokenizer_json;
 
-use std::sync::Arc;
-
 use crate::error::{Error, Result};
 pub use trie::TokenTrie;
 
@@ -222,9 +220,6 @@ impl Vocab {
         })
     }
 }
-
-/// Shared handle to a vocabulary.
-pub type VocabRef = Arc<Vocab>;
 
 #[cfg(test)]
 mod tests {
