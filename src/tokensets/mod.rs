@@ -30,7 +30,8 @@
 //! own caches), [`info`] (a state's token sets), [`token_list`] (sets of
 //! ids, masks), [`trie_walk`] and [`earley`] (parser walks of the trie),
 //! [`lexeme_walk`] (walks with a DFA alone), [`parser_walk`],
-//! [`mod@free_exits`], [`context`] (exits by caller context), [`strings`]
+//! [`mod@free_exits`], [`exits`] (exits checked against the real callers),
+//! [`context`] (exits by caller context), [`strings`]
 //! and [`string_counts`] (JSON string shortcuts), [`cached`] (where each
 //! state's sets are kept), [`cleared`] (tables cleared when full), [`work`]
 //! (the mask's work budget).
