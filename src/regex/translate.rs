@@ -130,10 +130,10 @@ enum Ctx {
     /// The end (right side) of the string.
     End,
     /// A word character (`[A-Za-z0-9_]`).
-    W,
+    Word,
     /// Another character; also the string's edge when no `^`/`$` needs it
     /// told apart (for `\b` the edges count as non-word).
-    N,
+    NonWord,
     /// Any character (only `^`/`$` matter, not word-ness).
     Other,
     /// Anything, edge included (nothing on this side matters).
@@ -193,9 +193,9 @@ impl Local {
     fn new(d: Dims) -> Local {
         let (left_kinds, left_after_char) = if d.word {
             if d.start {
-                (vec![Ctx::Start, Ctx::W, Ctx::N], vec![1, 2])
+                (vec![Ctx::Start, Ctx::Word, Ctx::NonWord], vec![1, 2])
             } else {
-                (vec![Ctx::W, Ctx::N], vec![0, 1])
+                (vec![Ctx::Word, Ctx::NonWord], vec![0, 1])
             }
         } else if d.start {
             (vec![Ctx::Start, Ctx::Other], vec![1])
@@ -204,9 +204,9 @@ impl Local {
         };
         let (right_kinds, right_after_char) = if d.word {
             if d.end {
-                (vec![Ctx::End, Ctx::W, Ctx::N], vec![1, 2])
+                (vec![Ctx::End, Ctx::Word, Ctx::NonWord], vec![1, 2])
             } else {
-                (vec![Ctx::W, Ctx::N], vec![0, 1])
+                (vec![Ctx::Word, Ctx::NonWord], vec![0, 1])
             }
         } else if d.end {
             (vec![Ctx::End, Ctx::Other], vec![1])
@@ -224,27 +224,27 @@ impl Local {
 
     fn class(&self, c: Ctx) -> CharClass {
         match c {
-            Ctx::W => unicode::word(),
-            Ctx::N => unicode::word().negate(),
+            Ctx::Word => unicode::word(),
+            Ctx::NonWord => unicode::word().negate(),
             Ctx::Other | Ctx::Any => CharClass::any(),
             Ctx::Start | Ctx::End => CharClass::empty(),
         }
     }
 
     fn is_word(c: Ctx) -> bool {
-        c == Ctx::W
+        c == Ctx::Word
     }
 
     /// The prefixes that leave left context `c`, and the same as a local
     /// condition (class of the previous character, or the string start).
-    fn pre(&self, c: Ctx) -> (Expr, (CharClass, bool)) {
+    fn prefixes(&self, c: Ctx) -> (Expr, (CharClass, bool)) {
         match c {
             Ctx::Start => (Expr::Empty, (CharClass::empty(), true)),
-            Ctx::W => (
+            Ctx::Word => (
                 seq(vec![any_star(), Expr::Class(unicode::word())]),
                 (unicode::word(), false),
             ),
-            Ctx::N => {
+            Ctx::NonWord => {
                 let e = seq(vec![any_star(), Expr::Class(unicode::word().negate())]);
                 if self.d.start {
                     (e, (unicode::word().negate(), false))
@@ -258,14 +258,14 @@ impl Local {
     }
 
     /// The suffixes that give right context `c`.
-    fn suf(&self, c: Ctx) -> (Expr, (CharClass, bool)) {
+    fn suffixes(&self, c: Ctx) -> (Expr, (CharClass, bool)) {
         match c {
             Ctx::End => (Expr::Empty, (CharClass::empty(), true)),
-            Ctx::W => (
+            Ctx::Word => (
                 seq(vec![Expr::Class(unicode::word()), any_star()]),
                 (unicode::word(), false),
             ),
-            Ctx::N => {
+            Ctx::NonWord => {
                 let e = seq(vec![Expr::Class(unicode::word().negate()), any_star()]);
                 if self.d.end {
                     (e, (unicode::word().negate(), false))
@@ -279,12 +279,12 @@ impl Local {
     }
 
     /// Only one character kind on the left, and it is any character.
-    fn trivial_p(&self) -> bool {
+    fn left_is_any_char(&self) -> bool {
         self.left_after_char.len() == 1
             && self.class(self.left_kinds[self.left_after_char[0]]) == CharClass::any()
     }
 
-    fn trivial_q(&self) -> bool {
+    fn right_is_any_char(&self) -> bool {
         self.right_after_char.len() == 1
             && self.class(self.right_kinds[self.right_after_char[0]]) == CharClass::any()
     }
@@ -294,36 +294,36 @@ impl Local {
 /// strings in every context.
 #[derive(Clone, Debug)]
 enum Lang {
-    U(Expr),
-    M(Vec<Expr>),
+    Uniform(Expr),
+    PerContext(Vec<Expr>),
 }
 
 impl Lang {
     fn get(&self, l: &Local, a: usize, b: usize) -> &Expr {
         match self {
-            Lang::U(e) => e,
-            Lang::M(v) => &v[a * l.right_kinds.len() + b],
+            Lang::Uniform(e) => e,
+            Lang::PerContext(v) => &v[a * l.right_kinds.len() + b],
         }
     }
 }
 
 fn size_of(l: &Lang) -> usize {
     match l {
-        Lang::U(e) => e.size(),
-        Lang::M(v) => v.iter().map(Expr::size).sum(),
+        Lang::Uniform(e) => e.size(),
+        Lang::PerContext(v) => v.iter().map(Expr::size).sum(),
     }
 }
 
 fn matrix(n: &Node, l: &Local, d: &Deadline) -> Result<Lang> {
     d.check()?;
     if !has_assert(n) {
-        return Ok(Lang::U(plain(n)));
+        return Ok(Lang::Uniform(plain(n)));
     }
-    let (np, nn) = (l.left_kinds.len(), l.right_kinds.len());
+    let (row_count, col_count) = (l.left_kinds.len(), l.right_kinds.len());
     let from_pred = |f: &dyn Fn(Ctx, Ctx) -> bool| {
-        let mut v = Vec::with_capacity(np * nn);
-        for a in 0..np {
-            for b in 0..nn {
+        let mut v = Vec::with_capacity(row_count * col_count);
+        for a in 0..row_count {
+            for b in 0..col_count {
                 v.push(if f(l.left_kinds[a], l.right_kinds[b]) {
                     Expr::Empty
                 } else {
@@ -331,7 +331,7 @@ fn matrix(n: &Node, l: &Local, d: &Deadline) -> Result<Lang> {
                 });
             }
         }
-        Lang::M(v)
+        Lang::PerContext(v)
     };
     let out = match n {
         Node::Start { .. } => from_pred(&|p, _| p == Ctx::Start),
@@ -343,12 +343,12 @@ fn matrix(n: &Node, l: &Local, d: &Deadline) -> Result<Lang> {
         Node::Seq(items) => {
             let parts = match seq_parts(items) {
                 Some(p) => p,
-                None => return Ok(Lang::U(Expr::Nothing)),
+                None => return Ok(Lang::Uniform(Expr::Nothing)),
             };
             let mut acc: Option<Lang> = None;
             for part in parts {
                 let m = match part {
-                    Part::Plain(e) => Lang::U(e),
+                    Part::Plain(e) => Lang::Uniform(e),
                     Part::Node(n) => matrix(n, l, d)?,
                 };
                 acc = Some(match acc.take() {
@@ -356,17 +356,17 @@ fn matrix(n: &Node, l: &Local, d: &Deadline) -> Result<Lang> {
                     Some(a) => compose(&a, &m, l, d)?,
                 });
             }
-            acc.unwrap_or(Lang::U(Expr::Empty))
+            acc.unwrap_or(Lang::Uniform(Expr::Empty))
         }
         Node::Alt(v) => {
             let ms: Vec<Lang> = v.iter().map(|x| matrix(x, l, d)).collect::<Result<_>>()?;
-            let mut out = Vec::with_capacity(np * nn);
-            for a in 0..np {
-                for b in 0..nn {
+            let mut out = Vec::with_capacity(row_count * col_count);
+            for a in 0..row_count {
+                for b in 0..col_count {
                     out.push(alt(ms.iter().map(|m| m.get(l, a, b).clone()).collect()));
                 }
             }
-            Lang::M(out)
+            Lang::PerContext(out)
         }
         Node::Repeat {
             node, min, max, at, ..
@@ -480,13 +480,13 @@ fn seq_parts(items: &[Node]) -> Option<Vec<Part<'_>>> {
 /// left context when `v1` is empty) and `v2`'s first character (or the
 /// outer right context when `v2` is empty).
 fn compose(x: &Lang, y: &Lang, l: &Local, d: &Deadline) -> Result<Lang> {
-    if let (Lang::U(a), Lang::U(b)) = (x, y) {
-        return Ok(Lang::U(seq(vec![a.clone(), b.clone()])));
+    if let (Lang::Uniform(a), Lang::Uniform(b)) = (x, y) {
+        return Ok(Lang::Uniform(seq(vec![a.clone(), b.clone()])));
     }
-    let (np, nn) = (l.left_kinds.len(), l.right_kinds.len());
-    let tp = l.trivial_p();
-    let tq = l.trivial_q();
-    let mut out = Vec::with_capacity(np * nn);
+    let (row_count, col_count) = (l.left_kinds.len(), l.right_kinds.len());
+    let left_any = l.left_is_any_char();
+    let right_any = l.right_is_any_char();
+    let mut out = Vec::with_capacity(row_count * col_count);
     // The weight of the terms built so far: one composition of large
     // operands builds many copies of them, so it stops at [`MAX_WORK`]
     // rather than after building them all (the size check after it).
@@ -499,41 +499,46 @@ fn compose(x: &Lang, y: &Lang, l: &Local, d: &Deadline) -> Result<Lang> {
         terms.push(e);
         d.check()
     };
-    for a in 0..np {
-        for b in 0..nn {
-            let xab = x.get(l, a, b);
-            let yab = y.get(l, a, b);
+    for a in 0..row_count {
+        for b in 0..col_count {
+            let x_here = x.get(l, a, b);
+            let y_here = y.get(l, a, b);
             let mut terms: Vec<Expr> = Vec::new();
-            let mut done12 = false;
-            let mut done13 = false;
+            let mut took_whole_y = false;
+            let mut took_whole_x = false;
             // When only one kind of character exists on a side, the cases
             // "v1 empty" (or "v2 empty") and "both empty" merge into the
             // whole of Y (or X), sparing a split into empty and non-empty
             // parts. Prefer the merge that leaves nothing else behind.
-            let m12 = tq && xab.nullable() && x.get(l, a, l.right_after_char[0]).nullable();
-            let m13 = tp && yab.nullable() && y.get(l, l.left_after_char[0], b).nullable();
-            if m12 && !(m13 && *yab == Expr::Empty) {
+            let whole_y_fits =
+                right_any && x_here.nullable() && x.get(l, a, l.right_after_char[0]).nullable();
+            let whole_x_fits =
+                left_any && y_here.nullable() && y.get(l, l.left_after_char[0], b).nullable();
+            if whole_y_fits && !(whole_x_fits && *y_here == Expr::Empty) {
                 // v1 = ε with either context after it: all of Y.
-                add(&mut terms, yab.clone())?;
-                done12 = true;
-            } else if m13 {
-                add(&mut terms, xab.clone())?;
-                done13 = true;
+                add(&mut terms, y_here.clone())?;
+                took_whole_y = true;
+            } else if whole_x_fits {
+                add(&mut terms, x_here.clone())?;
+                took_whole_x = true;
             }
-            if !done12 && !done13 && xab.nullable() && yab.nullable() {
+            if !took_whole_y && !took_whole_x && x_here.nullable() && y_here.nullable() {
                 terms.push(Expr::Empty);
             }
-            if !done12 {
+            if !took_whole_y {
                 for &q in &l.right_after_char {
                     if x.get(l, a, q).nullable() {
-                        add(&mut terms, restrict_first(yab, &l.class(l.right_kinds[q])))?;
+                        add(
+                            &mut terms,
+                            restrict_first(y_here, &l.class(l.right_kinds[q])),
+                        )?;
                     }
                 }
             }
-            if !done13 {
+            if !took_whole_x {
                 for &p in &l.left_after_char {
                     if y.get(l, p, b).nullable() {
-                        add(&mut terms, restrict_last(xab, &l.class(l.left_kinds[p])))?;
+                        add(&mut terms, restrict_last(x_here, &l.class(l.left_kinds[p])))?;
                     }
                 }
             }
@@ -556,7 +561,7 @@ fn compose(x: &Lang, y: &Lang, l: &Local, d: &Deadline) -> Result<Lang> {
             out.push(alt(terms));
         }
     }
-    let m = Lang::M(out);
+    let m = Lang::PerContext(out);
     if size_of(&m) > MAX_EXPR_SIZE {
         return Err(too_large());
     }
@@ -565,7 +570,7 @@ fn compose(x: &Lang, y: &Lang, l: &Local, d: &Deadline) -> Result<Lang> {
 
 /// The identity of [`compose`]: the empty match, in any context.
 fn identity(l: &Local) -> Lang {
-    Lang::M(vec![Expr::Empty; l.left_kinds.len() * l.right_kinds.len()])
+    Lang::PerContext(vec![Expr::Empty; l.left_kinds.len() * l.right_kinds.len()])
 }
 
 /// `X{min,max}` on context matrices. Empty iterations after the minimum,
@@ -580,8 +585,8 @@ fn closure(
     l: &Local,
     d: &Deadline,
 ) -> Result<Lang> {
-    if let Lang::U(e) = x {
-        return Ok(Lang::U(repeat(e.clone(), min, max)));
+    if let Lang::Uniform(e) = x {
+        return Ok(Lang::Uniform(repeat(e.clone(), min, max)));
     }
     let mut mandatory = identity(l);
     for _ in 0..min {
@@ -590,7 +595,7 @@ fn closure(
     if max == Some(min) {
         return Ok(mandatory);
     }
-    let (np, nn) = (l.left_kinds.len(), l.right_kinds.len());
+    let (row_count, col_count) = (l.left_kinds.len(), l.right_kinds.len());
     // The boundary matrices (and the paths through them at the end) copy
     // the body's entries once per pair of contexts: each copy is a step
     // (the deadline is checked), and past [`MAX_BOUNDARY_WORK`] of them
@@ -604,10 +609,10 @@ fn closure(
         d.check()?;
         Ok(e)
     };
-    let xp: Vec<Expr> = (0..np * nn)
-        .map(|i| made(nonempty(x.get(l, i / nn, i % nn))))
+    let xp: Vec<Expr> = (0..row_count * col_count)
+        .map(|i| made(nonempty(x.get(l, i / col_count, i % col_count))))
         .collect::<Result<_>>()?;
-    let xg = |a: usize, b: usize| &xp[a * nn + b];
+    let xg = |a: usize, b: usize| &xp[a * col_count + b];
     // Boundary states between two non-empty iterations.
     let states: Vec<(usize, usize)> = l
         .left_after_char
@@ -616,7 +621,7 @@ fn closure(
         .collect();
     let ns = states.len();
     // First iteration: from the outer left context to a boundary.
-    let first: Vec<Vec<Expr>> = (0..np)
+    let first: Vec<Vec<Expr>> = (0..row_count)
         .map(|a| {
             states
                 .iter()
@@ -643,7 +648,7 @@ fn closure(
     let last: Vec<Vec<Expr>> = states
         .iter()
         .map(|&(p, q)| {
-            (0..nn)
+            (0..col_count)
                 .map(|b| made(restrict_first(xg(p, b), &l.class(l.right_kinds[q]))))
                 .collect::<Result<_>>()
         })
@@ -739,9 +744,9 @@ fn closure(
     }
     let two_or_more = max.is_none_or(|m| m - min >= 2);
     let last_at = |s: usize, b: usize| &last[s][b];
-    let mut tail = Vec::with_capacity(np * nn);
+    let mut tail = Vec::with_capacity(row_count * col_count);
     for (a, first_a) in first.iter().enumerate() {
-        for b in 0..nn {
+        for b in 0..col_count {
             d.check()?;
             let mut terms = vec![Expr::Empty, xg(a, b).clone()];
             if two_or_more {
@@ -761,7 +766,7 @@ fn closure(
             tail.push(alt(terms));
         }
     }
-    compose(&mandatory, &Lang::M(tail), l, d)
+    compose(&mandatory, &Lang::PerContext(tail), l, d)
 }
 
 /// Kleene closure `A*` of a square matrix of expressions.
@@ -816,10 +821,10 @@ fn alternatives(e: &Expr) -> Vec<Expr> {
 /// conditions describing the contexts.
 fn to_p(lang: Lang, l: &Local, at: usize, d: &Deadline) -> Result<Conditioned> {
     let v = match lang {
-        Lang::U(e) => return Ok(Conditioned::Plain(e)),
-        Lang::M(v) => v,
+        Lang::Uniform(e) => return Ok(Conditioned::Plain(e)),
+        Lang::PerContext(v) => v,
     };
-    let (np, nn) = (l.left_kinds.len(), l.right_kinds.len());
+    let (row_count, col_count) = (l.left_kinds.len(), l.right_kinds.len());
     let alts: Vec<Vec<Expr>> = v.iter().map(alternatives).collect();
     let mut common: Vec<Expr> = Vec::new();
     for e in &alts[0] {
@@ -843,10 +848,10 @@ fn to_p(lang: Lang, l: &Local, at: usize, d: &Deadline) -> Result<Conditioned> {
     }
     // Group contexts by residual.
     let mut groups: Vec<(Expr, Vec<(usize, usize)>)> = Vec::new();
-    for a in 0..np {
-        for b in 0..nn {
+    for a in 0..row_count {
+        for b in 0..col_count {
             d.check()?;
-            let r = &residual[a * nn + b];
+            let r = &residual[a * col_count + b];
             if matches!(r, Expr::Nothing) {
                 continue;
             }
@@ -857,19 +862,19 @@ fn to_p(lang: Lang, l: &Local, at: usize, d: &Deadline) -> Result<Conditioned> {
         }
     }
     let lb = |rows: &[usize]| -> Option<Conditioned> {
-        if rows.len() == np {
+        if rows.len() == row_count {
             return None;
         }
         let parts: Vec<(Expr, (CharClass, bool))> =
-            rows.iter().map(|&a| l.pre(l.left_kinds[a])).collect();
+            rows.iter().map(|&a| l.prefixes(l.left_kinds[a])).collect();
         Some(Conditioned::Lookbehind(cond_union(parts, at)))
     };
     let la = |cols: &[usize]| -> Option<Conditioned> {
-        if cols.len() == nn {
+        if cols.len() == col_count {
             return None;
         }
         let parts: Vec<(Expr, (CharClass, bool))> =
-            cols.iter().map(|&b| l.suf(l.right_kinds[b])).collect();
+            cols.iter().map(|&b| l.suffixes(l.right_kinds[b])).collect();
         Some(Conditioned::Lookahead(cond_union(parts, at)))
     };
     for (r, pairs) in groups {
