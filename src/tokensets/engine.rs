@@ -103,10 +103,10 @@ impl Engine {
     /// built now rather than by the first mask that needs them (which would
     /// take several milliseconds longer than any other).
     pub fn new(vocab: Vocab) -> Arc<Engine> {
-        let (lexemes, free_exits, _) = shares(DEFAULT_CACHE_BUDGET);
+        let (_, free_exits, _) = shares(DEFAULT_CACHE_BUDGET);
         let engine = Arc::new(Engine {
             vocab,
-            store: Mutex::new(Store::new(lexemes, DEFAULT_CACHE_BUDGET)),
+            store: Mutex::new(Store::new(DEFAULT_CACHE_BUDGET)),
             counts: OnceLock::new(),
             body: OnceLock::new(),
             free_exits: SharedFreeExits::new(free_exits),
@@ -132,10 +132,9 @@ impl Engine {
     /// Sets the byte budget of the caches (0 keeps nothing) and evicts
     /// down to it. Thread-safe.
     pub fn set_cache_budget(&self, bytes: usize) {
-        let (lexemes, free_exits, counted) = shares(bytes);
+        let (_, free_exits, counted) = shares(bytes);
         {
             let mut store = self.store.lock().unwrap();
-            store.budget = lexemes;
             store.whole_budget = bytes;
             store.evict_over_budget();
         }
@@ -325,9 +324,8 @@ struct Store {
     parts: FastMap<Expr, Cached<Table>>,
     /// Stamps uses: an entry's `last_used` is the clock at its last use.
     clock: u64,
-    /// The lexemes' and parts' share of the budget.
-    budget: usize,
-    /// The whole budget (see [`shares`]).
+    /// The whole budget; the lexemes and parts get their share of it
+    /// ([`Store::budget`]).
     whole_budget: usize,
     evictions: u64,
 }
@@ -371,13 +369,12 @@ fn lookup<V>(map: &mut FastMap<Expr, Cached<V>>, clock: &mut u64, key: &Expr) ->
 }
 
 impl Store {
-    fn new(budget: usize, whole_budget: usize) -> Store {
+    fn new(whole_budget: usize) -> Store {
         Store {
             lexemes: FastMap::default(),
             by_id: FastMap::default(),
             parts: FastMap::default(),
             clock: 0,
-            budget,
             whole_budget,
             evictions: 0,
         }
@@ -394,7 +391,7 @@ impl Store {
     /// it is used once and not kept).
     fn admit<V: CacheBytes>(&mut self, key: &Expr, value: &Arc<V>) -> Option<Cached<V>> {
         let key_bytes = key.size() * 48;
-        if key_bytes + value.cache_bytes() > self.budget {
+        if key_bytes + value.cache_bytes() > self.budget() {
             return None;
         }
         self.clock += 1;
@@ -417,12 +414,18 @@ impl Store {
     /// Drops the least recently used entries until the rest fit in seven
     /// eighths of the budget, so that eviction (a pass over every entry)
     /// runs once per many insertions rather than at each.
+    /// The lexemes' and parts' share of the budget (see [`shares`]).
+    fn budget(&self) -> usize {
+        shares(self.whole_budget).0
+    }
+
     fn evict_over_budget(&mut self) {
         let mut bytes = self.count_bytes();
-        if bytes <= self.budget {
+        let budget = self.budget();
+        if bytes <= budget {
             return;
         }
-        let target = self.budget / 8 * 7;
+        let target = budget / 8 * 7;
         let mut by_age: Vec<(u64, usize)> = self
             .lexemes
             .values()
