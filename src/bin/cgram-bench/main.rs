@@ -35,7 +35,7 @@
 //! fresh vocabulary cache each time (`--cold`) or the warm one. Prints
 //! percentiles in microseconds.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -50,6 +50,21 @@ mod memory;
 mod pyjson;
 mod replay;
 mod soak;
+
+/// The `.json` files of `dir`, sorted by name; exits with a message when
+/// `dir` cannot be read.
+fn json_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| {
+            eprintln!("reading {}: {e}", dir.display());
+            std::process::exit(1)
+        })
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    files
+}
 
 fn usage() -> ! {
     eprintln!(

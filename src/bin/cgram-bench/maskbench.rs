@@ -105,19 +105,13 @@ fn reason(msg: &str) -> String {
 }
 
 fn files(opts: &Options) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(&opts.dir)
-        .unwrap_or_else(|e| {
-            eprintln!("reading {}: {e}", opts.dir.display());
-            std::process::exit(1)
-        })
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+    let mut v: Vec<PathBuf> = crate::json_files(&opts.dir)
+        .into_iter()
         .filter(|p| {
             let name = p.file_name().unwrap().to_string_lossy();
             opts.filter.is_empty() || opts.filter.iter().any(|f| name.starts_with(f.as_str()))
         })
         .collect();
-    v.sort();
     if opts.every > 1 {
         v = v.into_iter().step_by(opts.every).collect();
     }

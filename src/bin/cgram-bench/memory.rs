@@ -17,7 +17,7 @@
 //! budget plus a constant: the vocabulary, the allocator's reserve and
 //! the largest single compile.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use cgram::{CompileOptions, Engine, Kind, Matcher, Vocab};
@@ -108,17 +108,8 @@ fn with_suffix(v: &Value, suffix: &str) -> Value {
 /// The `schema` of every readable MaskBench file of `dir` as JSON text,
 /// sorted by name (text, not parsed values: the pool stays small beside
 /// what is measured).
-fn schemas(dir: &PathBuf) -> Vec<String> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| {
-            eprintln!("{}: {e}", dir.display());
-            std::process::exit(1)
-        })
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    paths.sort();
-    paths
+fn schemas(dir: &Path) -> Vec<String> {
+    crate::json_files(dir)
         .iter()
         .filter_map(|p| {
             let text = std::fs::read_to_string(p).ok()?;

@@ -266,15 +266,7 @@ const REGEXES: [&str; 3] = [
 
 /// `pool` schemas spread evenly over the sorted MaskBench directory.
 fn schema_sources(dir: &Path, pool: usize) -> Vec<Source> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| {
-            eprintln!("reading {}: {e}", dir.display());
-            std::process::exit(1)
-        })
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
+    let files = crate::json_files(dir);
     let mut out = Vec::new();
     if files.is_empty() || pool == 0 {
         return out;
