@@ -227,7 +227,7 @@ pub(crate) fn check_exit(
     let mut exits = Vec::new();
     let mut dfs = crate::tokensets::Dfs::new(g.vocab().trie(), &none, out, &mut exits);
     if !exit.below {
-        dfs.accept_node_pub(exit.node as usize);
+        dfs.accept_node(exit.node as usize);
     }
     dfs.below(walker, exit.node as usize);
 }

@@ -89,15 +89,11 @@ impl<'a> Dfs<'a> {
         }
     }
 
-    fn accept_node(&mut self, i: usize) {
+    /// Adds the tokens ending at node `i`.
+    pub(crate) fn accept_node(&mut self, i: usize) {
         let r = self.trie.tokens_at(i as u32);
         self.inside
             .extend_from_slice(&self.trie.token_ids()[r.start as usize..r.end as usize]);
-    }
-
-    /// Adds the tokens ending at node `i`.
-    pub fn accept_node_pub(&mut self, i: usize) {
-        self.accept_node(i);
     }
 
     fn accept_subtree(&mut self, i: usize) {
