@@ -28,7 +28,7 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value};
 
 use super::super::doc::Draft;
-use super::super::node::{AlgebraError, ArrShape, Node, ObjShape, Term};
+use super::super::node::{ArrShape, Node, ObjShape, Term};
 use super::super::strings::StrLang;
 use super::{at, kw_err, Compiler};
 use crate::error::{Error, ErrorKind, Result};
@@ -114,11 +114,6 @@ struct Walk {
     done: FastMap<Term, Vec<Case>>,
 }
 
-/// An error of the node algebra.
-fn algebra(e: AlgebraError) -> Error {
-    e.into()
-}
-
 impl Compiler<'_> {
     /// `node` (of the schema at `id`, being evaluated) with its
     /// `unevaluatedProperties` (`props`) or `unevaluatedItems`, `None`
@@ -153,14 +148,12 @@ impl Compiler<'_> {
             let n = match c.cond {
                 Some(cond) => cond
                     .and(&closed, &self.deadline)
-                    .map_err(|e| wrap(algebra(e)))?,
+                    .map_err(|e| wrap(e.into()))?,
                 None => closed,
             };
-            acc = acc.or(&n).map_err(|e| wrap(algebra(e)))?;
+            acc = acc.or(&n).map_err(|e| wrap(e.into()))?;
         }
-        let n = node
-            .and(&acc, &self.deadline)
-            .map_err(|e| wrap(algebra(e)))?;
+        let n = node.and(&acc, &self.deadline).map_err(|e| wrap(e.into()))?;
         Ok(Some(n))
     }
 
@@ -486,7 +479,7 @@ impl Compiler<'_> {
         let mut out = Vec::new();
         for c in cases {
             let n = match c.cond {
-                Some(x) => x.and(cond, &self.deadline).map_err(algebra)?,
+                Some(x) => x.and(cond, &self.deadline).map_err(Error::from)?,
                 None => cond.clone(),
             };
             if !n.is_empty() {
@@ -508,7 +501,7 @@ impl Compiler<'_> {
                 let cond = match (&x.cond, &y.cond) {
                     (None, None) => None,
                     (Some(c), None) | (None, Some(c)) => Some(c.clone()),
-                    (Some(c), Some(d)) => Some(c.and(d, &self.deadline).map_err(algebra)?),
+                    (Some(c), Some(d)) => Some(c.and(d, &self.deadline).map_err(Error::from)?),
                 };
                 if cond.as_ref().is_some_and(|c| c.is_empty()) {
                     continue;
@@ -537,7 +530,7 @@ impl Compiler<'_> {
             }
             if let Some(x) = out.iter_mut().find(|x| x.ev == c.ev) {
                 x.cond = match (x.cond.take(), c.cond) {
-                    (Some(a), Some(b)) => Some(a.or(&b).map_err(algebra)?),
+                    (Some(a), Some(b)) => Some(a.or(&b).map_err(Error::from)?),
                     _ => None,
                 };
                 continue;
