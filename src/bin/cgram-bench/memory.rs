@@ -66,19 +66,7 @@ fn varied(v: &Value, round: usize) -> Value {
                         ),
                         other => varied(other, round),
                     },
-                    "required" => match x {
-                        Value::Array(names) => Value::Array(
-                            names
-                                .iter()
-                                .map(|n| match n {
-                                    Value::String(s) => Value::String(format!("{s}{suffix}")),
-                                    other => other.clone(),
-                                })
-                                .collect(),
-                        ),
-                        other => other.clone(),
-                    },
-                    "const" | "enum" => with_suffix(x, &suffix),
+                    "required" | "const" | "enum" => with_suffix(x, &suffix),
                     "maxLength" | "minLength" | "maxItems" | "minItems" | "maximum" | "minimum" => {
                         match x.as_u64() {
                             Some(n) => Value::from(n + round as u64),
@@ -96,7 +84,8 @@ fn varied(v: &Value, round: usize) -> Value {
     }
 }
 
-/// String constants with `suffix` appended (inside arrays too).
+/// String constants (and required names) with `suffix` appended, inside
+/// arrays too.
 fn with_suffix(v: &Value, suffix: &str) -> Value {
     match v {
         Value::String(s) => Value::String(format!("{s}{suffix}")),
