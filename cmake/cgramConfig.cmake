@@ -16,13 +16,18 @@ get_filename_component(_cgram_prefix "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLU
 set(cgram_INCLUDE_DIR "${_cgram_prefix}/include")
 
 if(WIN32)
-  # Rust's cdylib on Windows: cgram.dll (in bin/ or lib/) with the import
-  # library cgram.dll.lib (MSVC) or libcgram.dll.a (GNU).
+  # cgram.dll in bin/, with its import libraries in lib/: cgram.lib for MSVC
+  # (and clang-cl), libcgram.dll.a for MinGW (either works there).
   find_file(cgram_DLL NAMES cgram.dll
             PATHS "${_cgram_prefix}/bin" "${_cgram_prefix}/lib" NO_DEFAULT_PATH)
-  find_file(cgram_LIBRARY NAMES cgram.dll.lib libcgram.dll.a
+  if(MSVC)
+    set(_cgram_implib_names cgram.lib libcgram.dll.a)
+  else()
+    set(_cgram_implib_names libcgram.dll.a cgram.lib)
+  endif()
+  find_file(cgram_LIBRARY NAMES ${_cgram_implib_names}
             PATHS "${_cgram_prefix}/lib" NO_DEFAULT_PATH)
-  set(_cgram_static_names cgram.lib libcgram.a)
+  set(_cgram_static_names libcgram.a)
 elseif(APPLE)
   set(cgram_LIBRARY "${_cgram_prefix}/lib/libcgram.dylib")
   set(_cgram_static_names libcgram.a)
@@ -47,12 +52,10 @@ if(WIN32)
     set_target_properties(cgram::cgram PROPERTIES IMPORTED_LOCATION "${cgram_DLL}")
   endif()
 else()
+  # libcgram.so and libcgram.dylib are links to the versioned file, whose
+  # SONAME / install name (libcgram.so.0, @rpath/libcgram.0.dylib) is what
+  # programs record: they keep working across compatible upgrades.
   set_target_properties(cgram::cgram PROPERTIES IMPORTED_LOCATION "${cgram_LIBRARY}")
-  if(NOT APPLE)
-    # Rust does not give libcgram.so a SONAME: link it as -lcgram so that
-    # executables record "libcgram.so", not the absolute path.
-    set_target_properties(cgram::cgram PROPERTIES IMPORTED_NO_SONAME TRUE)
-  endif()
 endif()
 
 # The static library, when installed, with the system libraries Rust's
@@ -61,15 +64,20 @@ find_file(cgram_STATIC_LIBRARY NAMES ${_cgram_static_names}
           PATHS "${_cgram_prefix}/lib" NO_DEFAULT_PATH)
 if(cgram_STATIC_LIBRARY)
   add_library(cgram::cgram_static STATIC IMPORTED)
+  # CGRAM_STATIC: on Windows, cgram.h declares the functions without
+  # __declspec(dllimport).
   set_target_properties(cgram::cgram_static PROPERTIES
     IMPORTED_LOCATION "${cgram_STATIC_LIBRARY}"
-    INTERFACE_INCLUDE_DIRECTORIES "${cgram_INCLUDE_DIR}")
+    INTERFACE_INCLUDE_DIRECTORIES "${cgram_INCLUDE_DIR}"
+    INTERFACE_COMPILE_DEFINITIONS CGRAM_STATIC)
+  # What `--print native-static-libs` lists for each system (as
+  # scripts/install.sh writes them into cgram.pc).
   if(WIN32)
-    set(_cgram_system_libs ws2_32 userenv ntdll bcrypt advapi32 kernel32)
+    set(_cgram_system_libs psapi shell32 user32 advapi32 bcrypt kernel32 ntdll userenv ws2_32 dbghelp)
   elseif(APPLE)
-    set(_cgram_system_libs iconv m)
+    set(_cgram_system_libs iconv System c m)
   else()
-    set(_cgram_system_libs pthread dl m rt)
+    set(_cgram_system_libs gcc_s util rt pthread m dl c)
   endif()
   set_target_properties(cgram::cgram_static PROPERTIES
     INTERFACE_LINK_LIBRARIES "${_cgram_system_libs}")
@@ -78,4 +86,5 @@ endif()
 set(cgram_FOUND TRUE)
 unset(_cgram_prefix)
 unset(_cgram_static_names)
+unset(_cgram_implib_names)
 unset(_cgram_system_libs)

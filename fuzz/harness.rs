@@ -351,7 +351,9 @@ impl Drop for Grammar {
 /// Compile options with the fuzzing limits.
 fn options(kind: u32, flags: u32, json_max_whitespace: u32) -> cg_compile_options {
     let mut o = std::mem::MaybeUninit::<cg_compile_options>::uninit();
-    unsafe { cg_compile_options_init(o.as_mut_ptr()) };
+    unsafe {
+        cg_compile_options_init_size(o.as_mut_ptr(), std::mem::size_of::<cg_compile_options>())
+    };
     let mut o = unsafe { o.assume_init() };
     o.kind = kind;
     o.flags = flags;

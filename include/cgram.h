@@ -57,6 +57,49 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/*
+ * CGRAM_API marks every function of the library. On Windows it is
+ * __declspec(dllimport), so that calls to cgram.dll go straight through
+ * its import table; define CGRAM_STATIC before including this header to
+ * link the static library instead (the CMake target cgram::cgram_static
+ * and `pkg-config --static cgram` define it). Elsewhere it is empty. A
+ * host may define CGRAM_API itself before including the header.
+ */
+#ifndef CGRAM_API
+#  if (defined(_WIN32) || defined(__CYGWIN__)) && !defined(CGRAM_STATIC)
+#    define CGRAM_API __declspec(dllimport)
+#  else
+#    define CGRAM_API
+#  endif
+#endif
+
+/**
+ * The major version of the header: programs built against a header run
+ * on a library of the same major version that is at least as new.
+ */
+#define CGRAM_VERSION_MAJOR 0
+
+/**
+ * The minor version of the header (new functions, constants and fields).
+ */
+#define CGRAM_VERSION_MINOR 2
+
+/**
+ * The patch version of the header (no declaration changes).
+ */
+#define CGRAM_VERSION_PATCH 0
+
+/**
+ * The header's version as one number, MAJOR * 1000000 + MINOR * 1000 +
+ * PATCH (0.2.0 is 2000), to compare with `cg_version_number()`:
+ *
+ *   if (cg_version_number() / 1000000 != CGRAM_VERSION_MAJOR ||
+ *       cg_version_number() < CGRAM_VERSION_NUMBER)
+ *       ... the library is older than the header, or of another major
+ *       version: functions this header declares may be missing ...
+ */
+#define CGRAM_VERSION_NUMBER (((CGRAM_VERSION_MAJOR * 1000000) + (CGRAM_VERSION_MINOR * 1000)) + CGRAM_VERSION_PATCH)
+
 /**
  * Success. Functions that return `int` return `CG_OK` (or a count, or 1/0
  * for yes/no questions) on success and a negative `CG_ERR_*` code on
@@ -254,16 +297,21 @@ typedef struct cg_vocab cg_vocab;
  * Options for `cg_compile`. Initialise with `cg_compile_options_init`, then
  * change the fields you need.
  *
- * The struct only ever grows at its end. `struct_size`, `kind` and `root`
- * never move. A program built against an older header passes its smaller
- * `struct_size` and gets the defaults for the fields it does not know; a
- * `struct_size` larger than this library's is accepted and the fields this
- * library does not know are ignored.
+ * A versioned struct: it only ever grows at its end, and `struct_size`
+ * says how much of it the caller has. `cg_compile_options_init` (a macro
+ * passing `sizeof(cg_compile_options)` to `cg_compile_options_init_size`)
+ * sets it, so the library never writes past the struct the program was
+ * compiled with. A program built against an older header passes its
+ * smaller `struct_size` and gets the defaults for the fields it does not
+ * know. A program built against a newer header than the library passes a
+ * larger one: the fields this library does not know must then hold their
+ * defaults (every field added later defaults to 0), or `cg_compile` fails
+ * with `CG_ERR_UNSUPPORTED` instead of ignoring them.
  */
 typedef struct cg_compile_options {
     /**
-     * `sizeof(cg_compile_options)` as the caller knows it; set by
-     * `cg_compile_options_init`.
+     * `sizeof(cg_compile_options)` as the caller was compiled with it; set
+     * by `cg_compile_options_init`.
      */
     uint32_t struct_size;
     /**
@@ -426,10 +474,20 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * The library version, e.g. "0.1.0". A static string: do not free it.
+ * The library's version as a string, e.g. "0.2.0": the `CGRAM_VERSION`
+ * of the header the library was built with. A static string: do not free it.
  * Thread-safe.
  */
-const char *cg_version(void);
+CGRAM_API const char *cg_version(void);
+
+/**
+ * The library's version as one number, `CGRAM_VERSION_NUMBER` of the
+ * header the library was built with (MAJOR * 1000000 + MINOR * 1000 +
+ * PATCH). A program checks at run time that the library it loaded is at
+ * least as new as the header it was compiled with, and of the same major
+ * version (see `CGRAM_VERSION_NUMBER`). Thread-safe.
+ */
+CGRAM_API uint32_t cg_version_number(void);
 
 /**
  * The message of the last failed cgram call on the calling thread (the
@@ -442,7 +500,7 @@ const char *cg_version(void);
  * cgram call on the same thread (or until the thread exits): copy it to
  * keep it longer. Do not free it.
  */
-const char *cg_last_error(void);
+CGRAM_API const char *cg_last_error(void);
 
 /**
  * The `CG_ERR_*` code of the last failed cgram call on the calling thread
@@ -451,7 +509,7 @@ const char *cg_last_error(void);
  * of failure is told apart (`CG_ERR_PARSE` from `CG_ERR_LIMIT`, say).
  * Thread-safe.
  */
-int cg_last_error_code(void);
+CGRAM_API int cg_last_error_code(void);
 
 /**
  * Loads a vocabulary from a HuggingFace `tokenizer.json` file (byte-level
@@ -459,7 +517,7 @@ int cg_last_error_code(void);
  * fallback) or a Mistral `tekken.json`. The end-of-sequence tokens are
  * taken from the file; override them with `cg_vocab_set_eos`.
  *
- * `path` is a NUL-terminated file name. Returns a new vocabulary that the
+ * `path` is a NUL-terminated file name (UTF-8 on Windows). Returns a new vocabulary that the
  * caller frees with `cg_vocab_free`, or NULL on error, with
  * `cg_last_error` saying why: `CG_ERR_IO` (the file, or the
  * `tokenizer_config.json` / `generation_config.json` next to it, cannot be
@@ -472,7 +530,7 @@ int cg_last_error_code(void);
  * `CG_ERR_LIMIT` (more than 16777216 tokens or a token longer than 65536
  * bytes), `CG_ERR_INVALID_ARGUMENT` (`path` is NULL). Thread-safe.
  */
-struct cg_vocab *cg_vocab_from_tokenizer_json(const char *path);
+CGRAM_API struct cg_vocab *cg_vocab_from_tokenizer_json(const char *path);
 
 /**
  * Builds a vocabulary from what a host such as llama.cpp knows about its
@@ -490,6 +548,7 @@ struct cg_vocab *cg_vocab_from_tokenizer_json(const char *path);
  * arrays, no tokens, unknown flag bits or an EOS id out of range; `CG_ERR_LIMIT` for more than
  * 16777216 tokens or a token longer than 65536 bytes). Thread-safe.
  */
+CGRAM_API
 struct cg_vocab *cg_vocab_new(uint32_t n_tokens,
                               const uint8_t *const *token_bytes,
                               const uint32_t *token_lens,
@@ -501,7 +560,7 @@ struct cg_vocab *cg_vocab_new(uint32_t n_tokens,
  * The number of tokens of the vocabulary (token ids are `0 .. size-1`), or
  * 0 if `vocab` is NULL. Thread-safe.
  */
-uint32_t cg_vocab_size(const struct cg_vocab *vocab);
+CGRAM_API uint32_t cg_vocab_size(const struct cg_vocab *vocab);
 
 /**
  * The exact bytes of token `token`: returns a pointer to `*len` bytes (not
@@ -514,7 +573,10 @@ uint32_t cg_vocab_size(const struct cg_vocab *vocab);
  * Returns NULL and sets `*len` to 0 (when `len` is not NULL) if `vocab` or
  * `len` is NULL or `token` is out of range. Thread-safe.
  */
-const uint8_t *cg_vocab_token_bytes(const struct cg_vocab *vocab, int32_t token, size_t *len);
+CGRAM_API
+const uint8_t *cg_vocab_token_bytes(const struct cg_vocab *vocab,
+                                    int32_t token,
+                                    size_t *len);
 
 /**
  * The vocabulary's end-of-sequence token ids, in increasing order: writes
@@ -523,7 +585,7 @@ const uint8_t *cg_vocab_token_bytes(const struct cg_vocab *vocab, int32_t token,
  * once with `cap` = 0 to size the buffer). Returns a negative `CG_ERR_*` on
  * error. Thread-safe.
  */
-int cg_vocab_eos_tokens(const struct cg_vocab *vocab, int32_t *out, size_t cap);
+CGRAM_API int cg_vocab_eos_tokens(const struct cg_vocab *vocab, int32_t *out, size_t cap);
 
 /**
  * Replaces the vocabulary's end-of-sequence tokens with the `n_eos` ids in
@@ -539,14 +601,14 @@ int cg_vocab_eos_tokens(const struct cg_vocab *vocab, int32_t *out, size_t cap);
  * or a negative `CG_ERR_*`. Not thread-safe: no other thread may use this
  * vocabulary during the call.
  */
-int cg_vocab_set_eos(struct cg_vocab *vocab, const int32_t *eos_tokens, size_t n_eos);
+CGRAM_API int cg_vocab_set_eos(struct cg_vocab *vocab, const int32_t *eos_tokens, size_t n_eos);
 
 /**
  * A new handle to the same vocabulary (nothing is copied): for a host that
  * keeps the vocabulary in two places and frees each handle on its own.
  * Returns NULL on error (`vocab` is NULL). Thread-safe.
  */
-struct cg_vocab *cg_vocab_clone(const struct cg_vocab *vocab);
+CGRAM_API struct cg_vocab *cg_vocab_clone(const struct cg_vocab *vocab);
 
 /**
  * Sets the byte budget of the vocabulary's caches (default 256 MiB; 0
@@ -567,7 +629,7 @@ struct cg_vocab *cg_vocab_clone(const struct cg_vocab *vocab);
  * Returns `CG_OK`, or `CG_ERR_INVALID_ARGUMENT` if `vocab` is NULL.
  * Thread-safe.
  */
-int cg_vocab_set_cache_budget(struct cg_vocab *vocab, size_t budget_bytes);
+CGRAM_API int cg_vocab_set_cache_budget(struct cg_vocab *vocab, size_t budget_bytes);
 
 /**
  * The approximate bytes held by the vocabulary's caches now (see
@@ -575,7 +637,7 @@ int cg_vocab_set_cache_budget(struct cg_vocab *vocab, size_t budget_bytes);
  * the budget between compiles, by what masks learned since the last
  * one. Thread-safe.
  */
-size_t cg_vocab_cache_bytes(const struct cg_vocab *vocab);
+CGRAM_API size_t cg_vocab_cache_bytes(const struct cg_vocab *vocab);
 
 /**
  * Releases the caller's reference to a vocabulary. Grammars compiled from
@@ -583,27 +645,53 @@ size_t cg_vocab_cache_bytes(const struct cg_vocab *vocab);
  * memory goes when the last of them is freed. NULL is a no-op. Each
  * vocabulary must be freed exactly once.
  */
-void cg_vocab_free(struct cg_vocab *vocab);
+CGRAM_API void cg_vocab_free(struct cg_vocab *vocab);
 
 /**
- * Fills `*options` with the defaults: `struct_size` =
- * `sizeof(cg_compile_options)`, `kind` = `CG_KIND_GBNF`, `root` = NULL
+ * Fills the first `options_size` bytes at `options` with the defaults:
+ * `struct_size` = `options_size`, `kind` = `CG_KIND_GBNF`, `root` = NULL
  * ("root"), `flags` = 0, `json_max_whitespace` = 0 (unbounded),
- * `max_compile_ms` = 10000, `max_states` = 1000000, `json_indent` = 0,
- * the separators NULL (no fixed formatting) and `json_documents` NULL
- * (no extra documents). It writes the whole
- * struct. NULL is a no-op (and sets `cg_last_error`). Thread-safe.
+ * `max_compile_ms` = 10000, `max_states` = 1000000, `max_mask_steps` =
+ * 100000000, `json_indent` = 0, the separators NULL (no fixed
+ * formatting), `json_documents` NULL (no extra documents), and 0 for
+ * every byte past the fields this library knows. Nothing past
+ * `options_size` bytes is written.
+ *
+ * Call it through the `cg_compile_options_init` macro, which passes the
+ * `sizeof(cg_compile_options)` of the header the program is compiled
+ * with. `options_size` must cover `struct_size`, `kind` and `root` and be
+ * at most 4096; otherwise, or if `options` is NULL, nothing is written
+ * and `cg_last_error` says why (`CG_ERR_INVALID_ARGUMENT`). Thread-safe.
  */
-void cg_compile_options_init(struct cg_compile_options *options);
+CGRAM_API
+void cg_compile_options_init_size(struct cg_compile_options *options,
+                                  size_t options_size);
+
+/**
+ * The defaults of the first `cg_compile_options` (`struct_size` to
+ * `max_states`, 40 bytes on 64-bit systems), and nothing past them: this
+ * is the symbol that programs built against cgram headers older than
+ * 0.2.0's `cg_compile_options_init_size` call, with no size. Such a
+ * program gets `struct_size` = the size of those first fields, so
+ * `cg_compile` reads no further and uses the defaults for the rest.
+ *
+ * The header defines `cg_compile_options_init` as a macro that calls
+ * `cg_compile_options_init_size` with the size of the struct it declares;
+ * call this function directly (`(cg_compile_options_init)(&options)`,
+ * or through a symbol lookup) only for the first fields. NULL is a no-op
+ * (and sets `cg_last_error`). Thread-safe.
+ */
+CGRAM_API void cg_compile_options_init(struct cg_compile_options *options);
 
 /**
  * Compiles a grammar for a vocabulary: `source` is `source_len` bytes of
  * UTF-8 text (not necessarily NUL-terminated; NULL only if `source_len` is
  * 0) whose meaning `options->kind` gives: GBNF, JSON Schema, regex, or
  * ignored for `CG_KIND_ANY_JSON`. `options` may be NULL for the defaults
- * (GBNF with start rule "root"); otherwise `options->struct_size` must be
- * at least the size of the fields that never move (use
- * `cg_compile_options_init`).
+ * (GBNF with start rule "root"); otherwise `options->struct_size` must
+ * cover the fields that never move (`struct_size`, `kind`, `root`) and be
+ * at most 4096 (use `cg_compile_options_init`), and only that many bytes
+ * are read.
  *
  * A GBNF token reference (`<[id]>`, `<name>`) that no token can match
  * never matches: an id past the vocabulary, or an EOS token (EOS ends the
@@ -616,13 +704,15 @@ void cg_compile_options_init(struct cg_compile_options *options);
  * pointers, bad options, source not UTF-8: the message gives the byte
  * offset; also a source that matches no string at all, such as an
  * unsatisfiable schema), `CG_ERR_PARSE` (with the position),
- * `CG_ERR_UNSUPPORTED`,
+ * `CG_ERR_UNSUPPORTED` (also options with a field this library does not
+ * know set: see `cg_compile_options`),
  * `CG_ERR_LIMIT` (a limit of `cg_compile_options` or one of the fixed
  * ones the README lists; the message names it and its value). The source,
  * the options and `root` are only read during
  * the call. The grammar keeps the vocabulary alive. Thread-safe: several
  * threads may compile for the same vocabulary at once.
  */
+CGRAM_API
 struct cg_grammar *cg_compile(const struct cg_vocab *vocab,
                               const char *source,
                               size_t source_len,
@@ -633,14 +723,14 @@ struct cg_grammar *cg_compile(const struct cg_vocab *vocab,
  * `cg_free` on its own; NULL if `grammar` is NULL (with `cg_last_error`
  * set). Thread-safe.
  */
-struct cg_grammar *cg_grammar_clone(const struct cg_grammar *grammar);
+CGRAM_API struct cg_grammar *cg_grammar_clone(const struct cg_grammar *grammar);
 
 /**
  * How many keywords the compile left out (`CG_JSON_LENIENT`; 0 for every
  * other compile), or `CG_ERR_INVALID_ARGUMENT` if `grammar` is NULL.
  * Thread-safe.
  */
-int cg_grammar_dropped_count(const struct cg_grammar *grammar);
+CGRAM_API int cg_grammar_dropped_count(const struct cg_grammar *grammar);
 
 /**
  * The keyword left out at `index` (0 to `cg_grammar_dropped_count - 1`)
@@ -654,6 +744,7 @@ int cg_grammar_dropped_count(const struct cg_grammar *grammar);
  * once, in the order met. The strings belong to the grammar handle: they
  * stay valid until `cg_free(grammar)`. Thread-safe.
  */
+CGRAM_API
 const char *cg_grammar_dropped(const struct cg_grammar *grammar,
                                size_t index,
                                const char **pointer,
@@ -663,20 +754,20 @@ const char *cg_grammar_dropped(const struct cg_grammar *grammar,
  * The size of the vocabulary the grammar was compiled for, or 0 if
  * `grammar` is NULL. Thread-safe.
  */
-uint32_t cg_grammar_vocab_size(const struct cg_grammar *grammar);
+CGRAM_API uint32_t cg_grammar_vocab_size(const struct cg_grammar *grammar);
 
 /**
  * The number of 32-bit words of a token mask for this grammar:
  * ceil(vocabulary size / 32). Returns 0 if `grammar` is NULL. Thread-safe.
  */
-size_t cg_mask_words(const struct cg_grammar *grammar);
+CGRAM_API size_t cg_mask_words(const struct cg_grammar *grammar);
 
 /**
  * Releases the caller's reference to a grammar. Matchers made from it keep
  * their own reference, so it may be freed while they live. NULL is a
  * no-op. Each grammar must be freed exactly once.
  */
-void cg_free(struct cg_grammar *grammar);
+CGRAM_API void cg_free(struct cg_grammar *grammar);
 
 /**
  * A new grammar cache that keeps at most `budget_bytes` bytes of compiled
@@ -684,7 +775,7 @@ void cg_free(struct cg_grammar *grammar);
  * recently used past it. An entry's size is measured when it is added.
  * Free it with `cg_grammar_cache_free`. Thread-safe.
  */
-struct cg_grammar_cache *cg_grammar_cache_new(size_t budget_bytes);
+CGRAM_API struct cg_grammar_cache *cg_grammar_cache_new(size_t budget_bytes);
 
 /**
  * `cg_compile` through the cache: the grammar compiled earlier from the
@@ -696,6 +787,7 @@ struct cg_grammar_cache *cg_grammar_cache_new(size_t budget_bytes);
  * own), or NULL on error as `cg_compile` (failures are not cached).
  * Thread-safe.
  */
+CGRAM_API
 struct cg_grammar *cg_grammar_cache_compile(const struct cg_grammar_cache *cache,
                                             const struct cg_vocab *vocab,
                                             const char *source,
@@ -709,6 +801,7 @@ struct cg_grammar *cg_grammar_cache_compile(const struct cg_grammar_cache *cache
  * a new reference that the caller frees with `cg_triggers_free`, or NULL
  * on error as `cg_triggers_new`. Thread-safe.
  */
+CGRAM_API
 struct cg_triggers *cg_grammar_cache_triggers(const struct cg_grammar_cache *cache,
                                               const struct cg_vocab *vocab,
                                               const struct cg_trigger *triggers,
@@ -718,13 +811,20 @@ struct cg_triggers *cg_grammar_cache_triggers(const struct cg_grammar_cache *cac
  * Changes the cache's budget (0: the default), evicting what no longer
  * fits. NULL is a no-op (and sets `cg_last_error`). Thread-safe.
  */
-void cg_grammar_cache_set_budget(const struct cg_grammar_cache *cache, size_t budget_bytes);
+CGRAM_API
+void cg_grammar_cache_set_budget(const struct cg_grammar_cache *cache,
+                                 size_t budget_bytes);
 
 /**
- * Fills `*stats` (whose `struct_size` the caller sets) with the cache's
- * counters. Returns `CG_OK`, or `CG_ERR_INVALID_ARGUMENT` for NULL
- * pointers or a `struct_size` smaller than its first field. Thread-safe.
+ * Fills `*stats` (whose `struct_size` the caller sets to
+ * `sizeof(cg_grammar_cache_stats)`) with the cache's counters. Only the
+ * fields that fit in `struct_size` bytes are written; in a larger struct
+ * (a program built against a newer header) the fields this library does
+ * not know are set to 0. Returns `CG_OK`, or `CG_ERR_INVALID_ARGUMENT`
+ * for NULL pointers or a `struct_size` smaller than its first field or
+ * larger than 4096 (nothing is written then). Thread-safe.
  */
+CGRAM_API
 int cg_grammar_cache_get_stats(const struct cg_grammar_cache *cache,
                                struct cg_grammar_cache_stats *stats);
 
@@ -734,6 +834,7 @@ int cg_grammar_cache_get_stats(const struct cg_grammar_cache *cache,
  * vocabulary alive). NULL pointers are a no-op (and set `cg_last_error`).
  * Thread-safe.
  */
+CGRAM_API
 void cg_grammar_cache_forget_vocab(const struct cg_grammar_cache *cache,
                                    const struct cg_vocab *vocab);
 
@@ -741,20 +842,20 @@ void cg_grammar_cache_forget_vocab(const struct cg_grammar_cache *cache,
  * Drops every entry of the cache (grammars and triggers in use stay alive
  * with their users). NULL is a no-op. Thread-safe.
  */
-void cg_grammar_cache_clear(const struct cg_grammar_cache *cache);
+CGRAM_API void cg_grammar_cache_clear(const struct cg_grammar_cache *cache);
 
 /**
  * Frees a grammar cache (grammars and triggers in use stay alive with
  * their users). NULL is a no-op.
  */
-void cg_grammar_cache_free(struct cg_grammar_cache *cache);
+CGRAM_API void cg_grammar_cache_free(struct cg_grammar_cache *cache);
 
 /**
  * A new matcher at the start of the grammar, for one sequence. The caller
  * frees it with `cg_matcher_free`; it keeps the grammar alive. Returns NULL
  * on error. Thread-safe (the grammar is only read).
  */
-struct cg_matcher *cg_matcher_new(const struct cg_grammar *grammar);
+CGRAM_API struct cg_matcher *cg_matcher_new(const struct cg_grammar *grammar);
 
 /**
  * A copy of a matcher in its current state (cheap; for beam search or for
@@ -762,13 +863,13 @@ struct cg_matcher *cg_matcher_new(const struct cg_grammar *grammar);
  * copy with `cg_matcher_free`. Returns NULL on error. The original must not
  * be in use by another thread during the call.
  */
-struct cg_matcher *cg_matcher_clone(const struct cg_matcher *matcher);
+CGRAM_API struct cg_matcher *cg_matcher_clone(const struct cg_matcher *matcher);
 
 /**
  * Frees a matcher. NULL is a no-op. Each matcher must be freed exactly
  * once.
  */
-void cg_matcher_free(struct cg_matcher *matcher);
+CGRAM_API void cg_matcher_free(struct cg_matcher *matcher);
 
 /**
  * Writes the set of tokens allowed next: bit `t % 32` of `mask[t / 32]` is
@@ -786,7 +887,7 @@ void cg_matcher_free(struct cg_matcher *matcher);
  * allows nothing). Not thread-safe for one matcher (it updates caches
  * inside the matcher).
  */
-int cg_fill_mask(struct cg_matcher *matcher, uint32_t *mask, size_t n_words);
+CGRAM_API int cg_fill_mask(struct cg_matcher *matcher, uint32_t *mask, size_t n_words);
 
 /**
  * Advances the matcher by one token. Returns `CG_OK`, or a negative
@@ -797,7 +898,7 @@ int cg_fill_mask(struct cg_matcher *matcher, uint32_t *mask, size_t n_words);
  * accepted EOS). Accepting an EOS token (allowed when the matcher is
  * accepting) terminates the matcher. Not thread-safe for one matcher.
  */
-int cg_accept(struct cg_matcher *matcher, int32_t token);
+CGRAM_API int cg_accept(struct cg_matcher *matcher, int32_t token);
 
 /**
  * Advances the matcher on raw text: `len` bytes at `bytes` (NULL only if
@@ -809,7 +910,7 @@ int cg_accept(struct cg_matcher *matcher, int32_t token);
  * `cg_rollback` step undoes it, whatever the number of tokens its text
  * spans. Not thread-safe for one matcher.
  */
-int cg_accept_bytes(struct cg_matcher *matcher, const uint8_t *bytes, size_t len);
+CGRAM_API int cg_accept_bytes(struct cg_matcher *matcher, const uint8_t *bytes, size_t len);
 
 /**
  * Undoes the last `n_tokens` accepted tokens (speculative decoding: drop
@@ -820,21 +921,21 @@ int cg_accept_bytes(struct cg_matcher *matcher, const uint8_t *bytes, size_t len
  * back EOS un-terminates the matcher. Not thread-safe
  * for one matcher.
  */
-int cg_rollback(struct cg_matcher *matcher, uint32_t n_tokens);
+CGRAM_API int cg_rollback(struct cg_matcher *matcher, uint32_t n_tokens);
 
 /**
  * 1 when the output so far is complete (a sentence of the language), so
  * that EOS is allowed now; 0 when not; `CG_ERR_INVALID_ARGUMENT` for NULL.
  * Not thread-safe for one matcher.
  */
-int cg_is_accepting(const struct cg_matcher *matcher);
+CGRAM_API int cg_is_accepting(const struct cg_matcher *matcher);
 
 /**
  * 1 when the matcher has terminated: EOS was accepted, or nothing at all
  * can follow (then the only allowed tokens are EOS); 0 when not;
  * `CG_ERR_INVALID_ARGUMENT` for NULL. Not thread-safe for one matcher.
  */
-int cg_is_terminated(const struct cg_matcher *matcher);
+CGRAM_API int cg_is_terminated(const struct cg_matcher *matcher);
 
 /**
  * Jump-forward decoding: writes to `out` up to `cap` tokens whose text the
@@ -844,14 +945,14 @@ int cg_is_terminated(const struct cg_matcher *matcher);
  * to the model and `cg_accept` them. Returns a negative `CG_ERR_*` on
  * error. Not thread-safe for one matcher.
  */
-int cg_forced_tokens(struct cg_matcher *matcher, int32_t *out, size_t cap);
+CGRAM_API int cg_forced_tokens(struct cg_matcher *matcher, int32_t *out, size_t cap);
 
 /**
  * Puts the matcher back at the start of the grammar, as `cg_matcher_new`
  * made it (to reuse it for a new sequence). NULL is a no-op (and sets
  * `cg_last_error`). Not thread-safe for one matcher.
  */
-void cg_reset(struct cg_matcher *matcher);
+CGRAM_API void cg_reset(struct cg_matcher *matcher);
 
 /**
  * Fills the masks of `n` matchers at once, spread over `n_threads` threads
@@ -868,6 +969,7 @@ void cg_reset(struct cg_matcher *matcher);
  * each failed one is all zeros. No matcher of the batch may be in use by
  * another thread during the call.
  */
+CGRAM_API
 int cg_fill_masks(struct cg_matcher *const *matchers,
                   size_t n,
                   uint32_t *masks,
@@ -900,6 +1002,7 @@ int cg_fill_masks(struct cg_matcher *const *matchers,
  * fixed time limit). The arrays and strings are only read during the
  * call. Thread-safe.
  */
+CGRAM_API
 struct cg_triggers *cg_triggers_new(const struct cg_vocab *vocab,
                                     const struct cg_trigger *triggers,
                                     size_t n);
@@ -908,7 +1011,7 @@ struct cg_triggers *cg_triggers_new(const struct cg_vocab *vocab,
  * Releases triggers. Lazy matchers made with them keep their own
  * reference. NULL is a no-op. Each must be freed exactly once.
  */
-void cg_triggers_free(struct cg_triggers *triggers);
+CGRAM_API void cg_triggers_free(struct cg_triggers *triggers);
 
 /**
  * A lazy matcher: it allows any token until a trigger fires, then
@@ -943,6 +1046,7 @@ void cg_triggers_free(struct cg_triggers *triggers);
  * `cg_reset` returns to awaiting with no output. `cg_matcher_clone` copies
  * the whole state. `cg_is_triggered` tells which trigger fired.
  */
+CGRAM_API
 struct cg_matcher *cg_matcher_new_lazy(const struct cg_grammar *grammar,
                                        const struct cg_triggers *triggers);
 
@@ -956,10 +1060,28 @@ struct cg_matcher *cg_matcher_new_lazy(const struct cg_grammar *grammar,
  * where the grammar started (0 for a matcher that is not lazy). Not
  * thread-safe for one matcher.
  */
-int cg_is_triggered(const struct cg_matcher *matcher, int32_t *index, size_t *start);
+CGRAM_API int cg_is_triggered(const struct cg_matcher *matcher, int32_t *index, size_t *start);
 
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus
+
+/* The header's version as a string, "MAJOR.MINOR.PATCH" (cg_version() is
+ * the library's). */
+#define CGRAM_VERSION_STRINGIFY_(x) #x
+#define CGRAM_VERSION_STRINGIFY(x) CGRAM_VERSION_STRINGIFY_(x)
+#define CGRAM_VERSION                                                   \
+    CGRAM_VERSION_STRINGIFY(CGRAM_VERSION_MAJOR) "."                    \
+    CGRAM_VERSION_STRINGIFY(CGRAM_VERSION_MINOR) "."                    \
+    CGRAM_VERSION_STRINGIFY(CGRAM_VERSION_PATCH)
+
+/*
+ * cg_compile_options_init(&options): the defaults, written into a struct of
+ * the size this header declares, never past it, whichever library version
+ * runs. (The function of that name, kept for programs built before the
+ * macro, writes only the first fields of the struct.)
+ */
+#define cg_compile_options_init(options) \
+    cg_compile_options_init_size((options), sizeof(cg_compile_options))
 
 #endif  /* CGRAM_H */

@@ -161,7 +161,9 @@ asan() {
   rm -rf "$prefix"
   mkdir -p "$prefix/include" "$prefix/lib" "$prefix/bin"
   cp include/cgram.h "$prefix/include/"
-  cp "$dir/$triple/release/libcgram.so" "$prefix/lib/"
+  # Under its SONAME, which the programs record, and as -lcgram finds it.
+  cp "$dir/$triple/release/libcgram.so" "$prefix/lib/libcgram.so.0"
+  ln -sfn libcgram.so.0 "$prefix/lib/libcgram.so"
   local san=(-fsanitize=address -fno-omit-frame-pointer)
   build_c "$prefix" tests/c/bad_input.c "$prefix/bin/bad_input" "${san[@]}" || return 1
   build_c "$prefix" c-examples/walk.c "$prefix/bin/walk" "${san[@]}" || return 1

@@ -76,7 +76,7 @@ def main():
     lib.cg_vocab_from_tokenizer_json.restype = ctypes.c_void_p
     lib.cg_vocab_from_tokenizer_json.argtypes = [ctypes.c_char_p]
     lib.cg_vocab_size.argtypes = [ctypes.c_void_p]
-    lib.cg_compile_options_init.argtypes = [ctypes.POINTER(Options)]
+    lib.cg_compile_options_init_size.argtypes = [ctypes.POINTER(Options), ctypes.c_size_t]
     lib.cg_compile.restype = ctypes.c_void_p
     lib.cg_compile.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(Options)]
     lib.cg_free.argtypes = [ctypes.c_void_p]
@@ -99,7 +99,8 @@ def main():
             kind, source = make(n)
             src = source.encode()
             opts = Options()
-            lib.cg_compile_options_init(ctypes.byref(opts))
+            # The size of this script's struct: the library writes no more.
+            lib.cg_compile_options_init_size(ctypes.byref(opts), ctypes.sizeof(Options))
             opts.kind = kind
             best_c = best_m = float("inf")
             for _ in range(args.repeat):

@@ -60,7 +60,9 @@ impl Drop for Compiled {
 /// Compiles `text`, or the error code it fails with.
 fn compile(vocab: &Vocab, kind: u32, text: &str) -> Result<Compiled, (i32, String)> {
     let mut options: cg_compile_options = unsafe { std::mem::zeroed() };
-    unsafe { cg_compile_options_init(&mut options) };
+    unsafe {
+        cg_compile_options_init_size(&mut options, std::mem::size_of::<cg_compile_options>())
+    };
     options.kind = kind;
     let g = unsafe { cg_compile(vocab.0, text.as_ptr().cast(), text.len(), &options) };
     if g.is_null() {

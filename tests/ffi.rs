@@ -146,21 +146,64 @@ fn options_layout_and_defaults() {
     assert_eq!(std::mem::offset_of!(cg_compile_options, struct_size), 0);
     assert_eq!(std::mem::offset_of!(cg_compile_options, kind), 4);
     assert_eq!(std::mem::offset_of!(cg_compile_options, root), 8);
-    // The exact bytes a caller with a large zeroed buffer gets (what
-    // anchorbench does): init writes the struct and nothing past it.
-    let mut buf = [0xEEu8; 256];
-    unsafe { cg_compile_options_init(buf.as_mut_ptr().cast()) };
     let size = std::mem::size_of::<cg_compile_options>();
+    let check_defaults = |o: &cg_compile_options| {
+        assert_eq!(o.kind, CG_KIND_GBNF);
+        assert!(o.root.is_null());
+        assert_eq!(o.flags, 0);
+        assert_eq!(o.json_max_whitespace, 0);
+        assert_eq!(o.max_compile_ms, DEFAULT_MAX_COMPILE_MS);
+        assert_eq!(o.max_states, DEFAULT_MAX_STATES as u64);
+    };
+    // The exact bytes a caller with a large buffer gets (what anchorbench
+    // does): init writes the struct and nothing past it.
+    let mut buf = [0xEEu8; 256];
+    unsafe { cg_compile_options_init_size(buf.as_mut_ptr().cast(), size) };
     assert!(buf[size..].iter().all(|&b| b == 0xEE));
     let o = unsafe { &*(buf.as_ptr() as *const cg_compile_options) };
     assert_eq!(o.struct_size as usize, size);
-    assert_eq!(o.kind, CG_KIND_GBNF);
-    assert!(o.root.is_null());
-    assert_eq!(o.flags, 0);
-    assert_eq!(o.json_max_whitespace, 0);
-    assert_eq!(o.max_compile_ms, DEFAULT_MAX_COMPILE_MS);
-    assert_eq!(o.max_states, DEFAULT_MAX_STATES as u64);
-    // NULL is a no-op that says so.
+    check_defaults(o);
+    assert_eq!(o.max_mask_steps, cgram::limits::DEFAULT_MAX_MASK_STEPS);
+
+    // The first struct's size (a program built against the first header,
+    // which ended at `max_states`): only those bytes are written.
+    let first = std::mem::offset_of!(cg_compile_options, max_states) + 8;
+    let mut buf = [0xEEu8; 256];
+    unsafe { cg_compile_options_init_size(buf.as_mut_ptr().cast(), first) };
+    assert!(buf[first..].iter().all(|&b| b == 0xEE));
+    let o = unsafe { &*(buf.as_ptr() as *const cg_compile_options) };
+    assert_eq!(o.struct_size as usize, first);
+    check_defaults(o);
+    // The symbol such a program calls, with no size, writes that much too.
+    let mut buf = [0xEEu8; 256];
+    unsafe { cg_compile_options_init(buf.as_mut_ptr().cast()) };
+    assert!(buf[first..].iter().all(|&b| b == 0xEE));
+    let o = unsafe { &*(buf.as_ptr() as *const cg_compile_options) };
+    assert_eq!(o.struct_size as usize, first);
+    check_defaults(o);
+
+    // A newer header's larger struct: this library's defaults, then zeros
+    // (the default of every later field) up to its size, nothing past it.
+    let mut buf = [0xEEu8; 256];
+    unsafe { cg_compile_options_init_size(buf.as_mut_ptr().cast(), size + 24) };
+    assert!(buf[size..size + 24].iter().all(|&b| b == 0));
+    assert!(buf[size + 24..].iter().all(|&b| b == 0xEE));
+    let o = unsafe { &*(buf.as_ptr() as *const cg_compile_options) };
+    assert_eq!(o.struct_size as usize, size + 24);
+    check_defaults(o);
+
+    // Sizes that cannot be a cg_compile_options, and NULL: nothing written.
+    for bad in [0, 15, 4097, usize::MAX] {
+        let mut buf = [0xEEu8; 256];
+        unsafe { cg_compile_options_init_size(buf.as_mut_ptr().cast(), bad) };
+        assert!(buf.iter().all(|&b| b == 0xEE), "size {bad}");
+        assert_error(
+            "cg_compile_options_init_size",
+            &["options_size", &bad.to_string()],
+        );
+    }
+    unsafe { cg_compile_options_init_size(null_mut(), size) };
+    assert_error("cg_compile_options_init_size", &["options is NULL"]);
     unsafe { cg_compile_options_init(null_mut()) };
     assert_error("cg_compile_options_init", &["options is NULL"]);
 }
@@ -427,7 +470,7 @@ fn compile_checks_arguments() {
     let s = src.as_ptr() as *const c_char;
     let mut o = std::mem::MaybeUninit::<cg_compile_options>::uninit();
     unsafe {
-        cg_compile_options_init(o.as_mut_ptr());
+        cg_compile_options_init_size(o.as_mut_ptr(), std::mem::size_of::<cg_compile_options>());
         let mut o = o.assume_init();
 
         assert!(cg_compile(null(), s, src.len(), &o).is_null());
@@ -450,7 +493,7 @@ fn compile_checks_arguments() {
                 &["struct_size", &size.to_string(), "cg_compile_options_init"],
             );
         }
-        cg_compile_options_init(&mut o);
+        cg_compile_options_init_size(&mut o, std::mem::size_of::<cg_compile_options>());
         o.kind = 4;
         assert!(cg_compile(v, s, src.len(), &o).is_null());
         assert_error("cg_compile", &["kind 4"]);
@@ -734,7 +777,7 @@ fn engine_compile_errors_and_options() {
         assert!(cg_compile(v, bad.as_ptr().cast(), bad.len(), null()).is_null());
         assert_error("cg_compile", &[]);
         let mut o = std::mem::MaybeUninit::<cg_compile_options>::uninit();
-        cg_compile_options_init(o.as_mut_ptr());
+        cg_compile_options_init_size(o.as_mut_ptr(), std::mem::size_of::<cg_compile_options>());
         let mut o = o.assume_init();
         o.root = c"start".as_ptr();
         let src = "start ::= \"c\"";
@@ -747,7 +790,7 @@ fn engine_compile_errors_and_options() {
         let g = cg_compile(v, src.as_ptr().cast(), src.len(), &o);
         assert!(!g.is_null(), "{}", last_error());
         cg_free(g);
-        cg_compile_options_init(&mut o);
+        cg_compile_options_init_size(&mut o, std::mem::size_of::<cg_compile_options>());
         o.max_compile_ms = 0;
         o.max_states = 0;
         let g = cg_compile(v, A_PLUS_B.as_ptr().cast(), A_PLUS_B.len(), &o);
@@ -907,7 +950,7 @@ fn engine_grammar_cache() {
         // Another kind of the same text is another entry; errors are those
         // of cg_compile and are not cached.
         let mut o = std::mem::zeroed::<cg_compile_options>();
-        cg_compile_options_init(&mut o);
+        cg_compile_options_init_size(&mut o, std::mem::size_of::<cg_compile_options>());
         o.kind = CG_KIND_REGEX;
         let re = "a+b?";
         let g3 = cg_grammar_cache_compile(cache, v, re.as_ptr().cast(), re.len(), &o);
@@ -944,6 +987,23 @@ fn engine_grammar_cache() {
             CG_OK
         );
         assert_eq!(small[1], 2);
+        // A newer caller's larger struct: the fields this library does not
+        // know read 0; nothing past its struct_size is written.
+        let known = std::mem::size_of::<cg_grammar_cache_stats>();
+        let mut large = [0xEEu64; 16];
+        large[0] = (known + 16) as u64;
+        assert_eq!(
+            cg_grammar_cache_get_stats(cache, large.as_mut_ptr().cast()),
+            CG_OK
+        );
+        assert_eq!(large[1], 2);
+        assert_eq!(&large[known / 8..known / 8 + 2], &[0, 0]);
+        assert!(large[known / 8 + 2..].iter().all(|&w| w == 0xEE));
+        large[0] = 4097;
+        assert_eq!(
+            cg_grammar_cache_get_stats(cache, large.as_mut_ptr().cast()),
+            CG_ERR_INVALID_ARGUMENT
+        );
         let mut zero: cg_grammar_cache_stats = std::mem::zeroed();
         assert_eq!(
             cg_grammar_cache_get_stats(cache, &mut zero),
@@ -1006,7 +1066,7 @@ fn engine_deep_schema_is_a_limit() {
     );
     let mut o = std::mem::MaybeUninit::<cg_compile_options>::uninit();
     unsafe {
-        cg_compile_options_init(o.as_mut_ptr());
+        cg_compile_options_init_size(o.as_mut_ptr(), std::mem::size_of::<cg_compile_options>());
         let mut o = o.assume_init();
         o.kind = CG_KIND_JSON_SCHEMA;
         let g = cg_compile(v, schema.as_ptr().cast(), schema.len(), &o);

@@ -50,7 +50,9 @@ impl Setup {
 
     fn compile(&self, kind: u32, flags: u32, source: &str) -> Result<*mut cg_grammar, String> {
         let mut o = std::mem::MaybeUninit::<cg_compile_options>::uninit();
-        unsafe { cg_compile_options_init(o.as_mut_ptr()) };
+        unsafe {
+            cg_compile_options_init_size(o.as_mut_ptr(), std::mem::size_of::<cg_compile_options>())
+        };
         let mut o = unsafe { o.assume_init() };
         o.kind = kind;
         o.flags = flags;

@@ -34,7 +34,9 @@ fn last_error() -> String {
 
 fn defaults() -> cg_compile_options {
     let mut o = std::mem::MaybeUninit::<cg_compile_options>::uninit();
-    unsafe { cg_compile_options_init(o.as_mut_ptr()) };
+    unsafe {
+        cg_compile_options_init_size(o.as_mut_ptr(), std::mem::size_of::<cg_compile_options>())
+    };
     unsafe { o.assume_init() }
 }
 

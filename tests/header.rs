@@ -90,6 +90,7 @@ fn compile_with(compiler: &str, ext: &str, flags: &[&str]) {
              cg_matcher_free(m);\n\
              cg_free(g);\n\
              cg_vocab_free(v);\n\
+             rc += (cg_version_number() < CGRAM_VERSION_NUMBER) + (CGRAM_VERSION[0] == 0);\n\
              return rc + (cg_last_error()[0] != 0) + (cg_version()[0] != 0);\n\
          }\n",
     )
@@ -116,6 +117,14 @@ fn header_compiles_as_c99() {
     compile_with("cc", "c", &["-std=c99"]);
 }
 
+/// With MinGW's compiler the header takes its Windows form (CGRAM_API is
+/// `__declspec(dllimport)`); scripts/cross.sh builds every C program with
+/// it, this catches a broken declaration sooner.
+#[test]
+fn header_compiles_for_windows() {
+    compile_with("x86_64-w64-mingw32-gcc", "c", &["-std=c99"]);
+}
+
 #[test]
 fn header_compiles_as_cxx() {
     compile_with("c++", "cpp", &["-std=c++11"]);
@@ -133,6 +142,8 @@ fn header_has_the_contract() {
         "cg_vocab_size(const struct cg_vocab *vocab)",
         "cg_vocab_free(struct cg_vocab *vocab)",
         "cg_compile_options_init(struct cg_compile_options *options)",
+        "cg_compile_options_init_size(struct cg_compile_options *options,",
+        "cg_version_number(void)",
         "cg_compile(const struct cg_vocab *vocab",
         "cg_free(struct cg_grammar *grammar)",
         "cg_matcher_new(const struct cg_grammar *grammar)",

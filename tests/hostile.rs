@@ -53,7 +53,7 @@ fn llama3() -> *const cg_vocab {
 fn options(kind: u32) -> cg_compile_options {
     let mut o = std::mem::MaybeUninit::<cg_compile_options>::uninit();
     unsafe {
-        cg_compile_options_init(o.as_mut_ptr());
+        cg_compile_options_init_size(o.as_mut_ptr(), std::mem::size_of::<cg_compile_options>());
         let mut o = o.assume_init();
         o.kind = kind;
         o

@@ -177,7 +177,9 @@ unsafe impl Sync for Shared {}
 
 fn compile(vocab: *const cg_vocab, s: &Source) -> *mut cg_grammar {
     let mut o = std::mem::MaybeUninit::<cg_compile_options>::uninit();
-    unsafe { cg_compile_options_init(o.as_mut_ptr()) };
+    unsafe {
+        cg_compile_options_init_size(o.as_mut_ptr(), std::mem::size_of::<cg_compile_options>())
+    };
     let mut o = unsafe { o.assume_init() };
     o.kind = s.kind;
     // The limits are not under test here, and sanitizers slow compiles.
@@ -495,7 +497,12 @@ fn run(sh: &Shared, job: &Job) -> Vec<u64> {
             };
             let g = if cached {
                 let mut o = std::mem::MaybeUninit::<cg_compile_options>::uninit();
-                unsafe { cg_compile_options_init(o.as_mut_ptr()) };
+                unsafe {
+                    cg_compile_options_init_size(
+                        o.as_mut_ptr(),
+                        std::mem::size_of::<cg_compile_options>(),
+                    )
+                };
                 let mut o = unsafe { o.assume_init() };
                 o.kind = s.kind;
                 o.max_compile_ms = 0;

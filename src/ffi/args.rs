@@ -118,6 +118,52 @@ pub(crate) fn utf8_error(what: &str, e: std::str::Utf8Error) -> Error {
     }
 }
 
+/// The largest `struct_size` a versioned struct (`cg_compile_options`,
+/// `cg_grammar_cache_stats`) may claim. Structs grow by a few fields a
+/// release; a larger size is a field left uninitialised, and reading or
+/// zeroing that far would touch memory the caller does not own.
+pub(crate) const MAX_STRUCT_SIZE: usize = 4096;
+
+/// A caller's `struct_size` for a versioned struct: at least `min` bytes
+/// (the fields that never move), at most [`MAX_STRUCT_SIZE`]. `what` names
+/// the size, `how` says how to set it right.
+pub(crate) fn struct_size_arg(size: usize, min: usize, what: &str, how: &str) -> Result<usize> {
+    if size < min || size > MAX_STRUCT_SIZE {
+        return Err(Error::invalid(format!(
+            "{what} is {size}, not {min} to {MAX_STRUCT_SIZE} bytes: {how}"
+        )));
+    }
+    Ok(size)
+}
+
+/// For a caller's struct of `size` bytes at `p` that is larger than the
+/// `known` bytes of this library's (a program built against a newer
+/// header): the bytes this library does not know must be 0, the default
+/// of every field added later. A field set to anything else asks for
+/// something this library cannot do, and ignoring it would silently do
+/// something else.
+pub(crate) unsafe fn unknown_fields_are_zero(
+    p: *const u8,
+    known: usize,
+    size: usize,
+    what: &str,
+) -> Result<()> {
+    if size <= known {
+        return Ok(());
+    }
+    let tail = slice::from_raw_parts(p.add(known), size - known);
+    match tail.iter().position(|&b| b != 0) {
+        None => Ok(()),
+        Some(at) => Err(Error::unsupported(format!(
+            "{what} sets a field this library does not know (byte {} of {size}; cgram {} knows \
+             the first {known}): the program was built against a newer cgram.h; upgrade \
+             libcgram, or leave the newer fields at their defaults",
+            known + at,
+            env!("CARGO_PKG_VERSION")
+        ))),
+    }
+}
+
 pub(crate) fn into_handle<T>(value: T) -> *mut T {
     Box::into_raw(Box::new(value))
 }

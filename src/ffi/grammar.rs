@@ -6,7 +6,10 @@ use std::mem::{offset_of, size_of};
 use std::ptr;
 use std::sync::Arc;
 
-use super::args::{bytes_arg, free_handle, grammar_ref, into_handle, null, utf8_error, vocab_ref};
+use super::args::{
+    bytes_arg, free_handle, grammar_ref, into_handle, null, struct_size_arg,
+    unknown_fields_are_zero, utf8_error, vocab_ref,
+};
 use super::error::{guard, guard_int, guard_ptr};
 use super::vocab::{cg_vocab, CG_TOKEN_SPECIAL};
 use crate::error::{Error, Result};
@@ -118,15 +121,20 @@ impl cg_grammar {
 /// Options for `cg_compile`. Initialise with `cg_compile_options_init`, then
 /// change the fields you need.
 ///
-/// The struct only ever grows at its end. `struct_size`, `kind` and `root`
-/// never move. A program built against an older header passes its smaller
-/// `struct_size` and gets the defaults for the fields it does not know; a
-/// `struct_size` larger than this library's is accepted and the fields this
-/// library does not know are ignored.
+/// A versioned struct: it only ever grows at its end, and `struct_size`
+/// says how much of it the caller has. `cg_compile_options_init` (a macro
+/// passing `sizeof(cg_compile_options)` to `cg_compile_options_init_size`)
+/// sets it, so the library never writes past the struct the program was
+/// compiled with. A program built against an older header passes its
+/// smaller `struct_size` and gets the defaults for the fields it does not
+/// know. A program built against a newer header than the library passes a
+/// larger one: the fields this library does not know must then hold their
+/// defaults (every field added later defaults to 0), or `cg_compile` fails
+/// with `CG_ERR_UNSUPPORTED` instead of ignoring them.
 #[repr(C)]
 pub struct cg_compile_options {
-    /// `sizeof(cg_compile_options)` as the caller knows it; set by
-    /// `cg_compile_options_init`.
+    /// `sizeof(cg_compile_options)` as the caller was compiled with it; set
+    /// by `cg_compile_options_init`.
     pub struct_size: u32,
     /// What the source is: `CG_KIND_*`. Default `CG_KIND_GBNF`.
     pub kind: u32,
@@ -213,6 +221,13 @@ pub struct cg_compile_options {
 pub(crate) const OPTIONS_PREFIX: usize =
     offset_of!(cg_compile_options, root) + size_of::<*const c_char>();
 
+/// Bytes of the first `cg_compile_options` (the first C API's: `struct_size`
+/// to `max_states`). `cg_compile_options_init`, the symbol programs built
+/// against headers before `cg_compile_options_init_size` call with no size,
+/// writes no more than this.
+pub(crate) const OPTIONS_FIRST_SIZE: usize =
+    offset_of!(cg_compile_options, max_states) + size_of::<u64>();
+
 /// Reads the options a caller passed, honouring its `struct_size`.
 pub(crate) unsafe fn read_options(p: *const cg_compile_options) -> Result<CompileOptions> {
     let mut o = CompileOptions::default();
@@ -220,12 +235,13 @@ pub(crate) unsafe fn read_options(p: *const cg_compile_options) -> Result<Compil
         return Ok(o);
     }
     let size = ptr::read_unaligned(p.cast::<u32>()) as usize;
-    if size < OPTIONS_PREFIX {
-        return Err(Error::invalid(format!(
-            "options->struct_size is {size}, smaller than the {OPTIONS_PREFIX} bytes every \
-             cg_compile_options has; initialise the options with cg_compile_options_init"
-        )));
-    }
+    let size = struct_size_arg(
+        size,
+        OPTIONS_PREFIX,
+        "options->struct_size",
+        "initialise the options with cg_compile_options_init",
+    )?;
+    unknown_fields_are_zero(p.cast(), size_of::<cg_compile_options>(), size, "options")?;
     // Only the fields that fit in the caller's struct are read.
     macro_rules! field {
         ($name:ident: $ty:ty) => {{
@@ -326,13 +342,56 @@ pub(crate) unsafe fn read_options(p: *const cg_compile_options) -> Result<Compil
     Ok(o)
 }
 
-/// Fills `*options` with the defaults: `struct_size` =
-/// `sizeof(cg_compile_options)`, `kind` = `CG_KIND_GBNF`, `root` = NULL
+/// Fills the first `options_size` bytes at `options` with the defaults:
+/// `struct_size` = `options_size`, `kind` = `CG_KIND_GBNF`, `root` = NULL
 /// ("root"), `flags` = 0, `json_max_whitespace` = 0 (unbounded),
-/// `max_compile_ms` = 10000, `max_states` = 1000000, `json_indent` = 0,
-/// the separators NULL (no fixed formatting) and `json_documents` NULL
-/// (no extra documents). It writes the whole
-/// struct. NULL is a no-op (and sets `cg_last_error`). Thread-safe.
+/// `max_compile_ms` = 10000, `max_states` = 1000000, `max_mask_steps` =
+/// 100000000, `json_indent` = 0, the separators NULL (no fixed
+/// formatting), `json_documents` NULL (no extra documents), and 0 for
+/// every byte past the fields this library knows. Nothing past
+/// `options_size` bytes is written.
+///
+/// Call it through the `cg_compile_options_init` macro, which passes the
+/// `sizeof(cg_compile_options)` of the header the program is compiled
+/// with. `options_size` must cover `struct_size`, `kind` and `root` and be
+/// at most 4096; otherwise, or if `options` is NULL, nothing is written
+/// and `cg_last_error` says why (`CG_ERR_INVALID_ARGUMENT`). Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn cg_compile_options_init_size(
+    options: *mut cg_compile_options,
+    options_size: usize,
+) {
+    guard(
+        "cg_compile_options_init_size",
+        |_| (),
+        || {
+            if options.is_null() {
+                return Err(null("options"));
+            }
+            let size = struct_size_arg(
+                options_size,
+                OPTIONS_PREFIX,
+                "options_size",
+                "pass sizeof(cg_compile_options) (the cg_compile_options_init macro does)",
+            )?;
+            write_default_options(options.cast(), size);
+            Ok(())
+        },
+    )
+}
+
+/// The defaults of the first `cg_compile_options` (`struct_size` to
+/// `max_states`, 40 bytes on 64-bit systems), and nothing past them: this
+/// is the symbol that programs built against cgram headers older than
+/// 0.2.0's `cg_compile_options_init_size` call, with no size. Such a
+/// program gets `struct_size` = the size of those first fields, so
+/// `cg_compile` reads no further and uses the defaults for the rest.
+///
+/// The header defines `cg_compile_options_init` as a macro that calls
+/// `cg_compile_options_init_size` with the size of the struct it declares;
+/// call this function directly (`(cg_compile_options_init)(&options)`,
+/// or through a symbol lookup) only for the first fields. NULL is a no-op
+/// (and sets `cg_last_error`). Thread-safe.
 #[no_mangle]
 pub unsafe extern "C" fn cg_compile_options_init(options: *mut cg_compile_options) {
     guard(
@@ -342,32 +401,48 @@ pub unsafe extern "C" fn cg_compile_options_init(options: *mut cg_compile_option
             if options.is_null() {
                 return Err(null("options"));
             }
-            options.write_unaligned(cg_compile_options {
-                struct_size: size_of::<cg_compile_options>() as u32,
-                kind: CG_KIND_GBNF,
-                root: ptr::null(),
-                flags: 0,
-                json_max_whitespace: 0,
-                max_compile_ms: DEFAULT_MAX_COMPILE_MS,
-                max_states: DEFAULT_MAX_STATES as u64,
-                max_mask_steps: crate::limits::DEFAULT_MAX_MASK_STEPS,
-                json_indent: 0,
-                json_item_separator: ptr::null(),
-                json_key_separator: ptr::null(),
-                json_documents: ptr::null(),
-            });
+            write_default_options(options.cast(), OPTIONS_FIRST_SIZE);
             Ok(())
         },
     )
+}
+
+/// Writes the default options into the `size` bytes at `p`: every field
+/// that fits whole, zeros everywhere else (the default of every field not
+/// set below, NULL pointers included, and of the fields a newer header
+/// added). Nothing past `size` bytes.
+unsafe fn write_default_options(p: *mut u8, size: usize) {
+    ptr::write_bytes(p, 0, size);
+    let put_u64 = |offset: usize, value: u64| {
+        if offset + size_of::<u64>() <= size {
+            p.add(offset).cast::<u64>().write_unaligned(value);
+        }
+    };
+    // `size` is at least OPTIONS_PREFIX and at most MAX_STRUCT_SIZE.
+    p.cast::<u32>().write_unaligned(size as u32);
+    put_u64(
+        offset_of!(cg_compile_options, max_compile_ms),
+        DEFAULT_MAX_COMPILE_MS,
+    );
+    put_u64(
+        offset_of!(cg_compile_options, max_states),
+        DEFAULT_MAX_STATES as u64,
+    );
+    put_u64(
+        offset_of!(cg_compile_options, max_mask_steps),
+        crate::limits::DEFAULT_MAX_MASK_STEPS,
+    );
+    const _: () = assert!(CG_KIND_GBNF == 0);
 }
 
 /// Compiles a grammar for a vocabulary: `source` is `source_len` bytes of
 /// UTF-8 text (not necessarily NUL-terminated; NULL only if `source_len` is
 /// 0) whose meaning `options->kind` gives: GBNF, JSON Schema, regex, or
 /// ignored for `CG_KIND_ANY_JSON`. `options` may be NULL for the defaults
-/// (GBNF with start rule "root"); otherwise `options->struct_size` must be
-/// at least the size of the fields that never move (use
-/// `cg_compile_options_init`).
+/// (GBNF with start rule "root"); otherwise `options->struct_size` must
+/// cover the fields that never move (`struct_size`, `kind`, `root`) and be
+/// at most 4096 (use `cg_compile_options_init`), and only that many bytes
+/// are read.
 ///
 /// A GBNF token reference (`<[id]>`, `<name>`) that no token can match
 /// never matches: an id past the vocabulary, or an EOS token (EOS ends the
@@ -380,7 +455,8 @@ pub unsafe extern "C" fn cg_compile_options_init(options: *mut cg_compile_option
 /// pointers, bad options, source not UTF-8: the message gives the byte
 /// offset; also a source that matches no string at all, such as an
 /// unsatisfiable schema), `CG_ERR_PARSE` (with the position),
-/// `CG_ERR_UNSUPPORTED`,
+/// `CG_ERR_UNSUPPORTED` (also options with a field this library does not
+/// know set: see `cg_compile_options`),
 /// `CG_ERR_LIMIT` (a limit of `cg_compile_options` or one of the fixed
 /// ones the README lists; the message names it and its value). The source,
 /// the options and `root` are only read during
@@ -521,7 +597,7 @@ mod tests {
     fn defaults() -> cg_compile_options {
         let mut o = std::mem::MaybeUninit::<cg_compile_options>::uninit();
         unsafe {
-            cg_compile_options_init(o.as_mut_ptr());
+            cg_compile_options_init_size(o.as_mut_ptr(), size_of::<cg_compile_options>());
             o.assume_init()
         }
     }
@@ -554,16 +630,23 @@ mod tests {
         assert_eq!(old.max_compile_ms, DEFAULT_MAX_COMPILE_MS);
         assert_eq!(old.max_states, DEFAULT_MAX_STATES);
 
-        // A newer caller with more fields: what this library knows is read.
+        // A newer caller with more fields at their default (0): what this
+        // library knows is read.
         let mut bigger = options_bytes(&o);
-        bigger.extend_from_slice(&[0xAB; 64]);
+        bigger.extend_from_slice(&[0; 64]);
         let size = bigger.len() as u32;
         bigger[..4].copy_from_slice(&size.to_ne_bytes());
         let new = unsafe { read_options(bigger.as_ptr().cast()) }.unwrap();
         assert_eq!(new.flags, CG_JSON_COMPACT);
         assert_eq!(new.max_states, 6);
+        // One of those fields set: refused, not ignored.
+        let at = bigger.len() - 7;
+        bigger[at] = 1;
+        let e = unsafe { read_options(bigger.as_ptr().cast()) }.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Unsupported);
+        assert!(e.message().contains(&format!("byte {at} of {size}")), "{e}");
 
-        for size in [0, 4, OPTIONS_PREFIX as u32 - 1] {
+        for size in [0, 4, OPTIONS_PREFIX as u32 - 1, 4097, u32::MAX] {
             o.struct_size = size;
             let e = unsafe { read_options(&o) }.unwrap_err();
             assert_eq!(e.kind(), ErrorKind::InvalidArgument);

@@ -5,12 +5,13 @@ use std::ffi::{c_char, c_int};
 use std::mem::{offset_of, size_of};
 use std::ptr;
 
-use super::args::{bytes_arg, cache_ref, free_handle, into_handle, null, vocab_ref};
+use super::args::{
+    bytes_arg, cache_ref, free_handle, into_handle, null, struct_size_arg, vocab_ref,
+};
 use super::error::{guard, guard_int, guard_ptr, CG_OK};
 use super::grammar::{cg_compile_options, cg_grammar, read_options};
 use super::triggers::{cg_trigger, cg_triggers, trigger_specs};
 use super::vocab::cg_vocab;
-use crate::error::Error;
 use crate::grammar_cache::{self, GrammarCache};
 
 /// A cache of compiled grammars and triggers, for hosts that compile the
@@ -130,9 +131,13 @@ pub unsafe extern "C" fn cg_grammar_cache_set_budget(
     )
 }
 
-/// Fills `*stats` (whose `struct_size` the caller sets) with the cache's
-/// counters. Returns `CG_OK`, or `CG_ERR_INVALID_ARGUMENT` for NULL
-/// pointers or a `struct_size` smaller than its first field. Thread-safe.
+/// Fills `*stats` (whose `struct_size` the caller sets to
+/// `sizeof(cg_grammar_cache_stats)`) with the cache's counters. Only the
+/// fields that fit in `struct_size` bytes are written; in a larger struct
+/// (a program built against a newer header) the fields this library does
+/// not know are set to 0. Returns `CG_OK`, or `CG_ERR_INVALID_ARGUMENT`
+/// for NULL pointers or a `struct_size` smaller than its first field or
+/// larger than 4096 (nothing is written then). Thread-safe.
 #[no_mangle]
 pub unsafe extern "C" fn cg_grammar_cache_get_stats(
     cache: *const cg_grammar_cache,
@@ -144,12 +149,18 @@ pub unsafe extern "C" fn cg_grammar_cache_get_stats(
             return Err(null("stats"));
         }
         let size = ptr::read_unaligned(stats.cast::<u32>()) as usize;
-        if size < size_of::<u32>() {
-            return Err(Error::invalid(format!(
-                "stats->struct_size is {size}; set it to sizeof(cg_grammar_cache_stats)"
-            )));
+        let size = struct_size_arg(
+            size,
+            size_of::<u32>(),
+            "stats->struct_size",
+            "set it to sizeof(cg_grammar_cache_stats)",
+        )?;
+        // Only the fields that fit in the caller's struct are written; the
+        // fields of a newer header that this library does not know read 0.
+        let known = size_of::<cg_grammar_cache_stats>();
+        if size > known {
+            ptr::write_bytes(stats.cast::<u8>().add(known), 0, size - known);
         }
-        // Only the fields that fit in the caller's struct are written.
         let fields = [
             (offset_of!(cg_grammar_cache_stats, hits), s.hits),
             (offset_of!(cg_grammar_cache_stats, misses), s.misses),

@@ -14,8 +14,9 @@
 //! comment states what its pointers must be.
 //!
 //! One module per C object ([`vocab`], [`grammar`], [`grammar_cache`],
-//! [`matcher`], [`triggers`], [`batch`]); [`error`] holds the error codes
-//! and the panic guard, `args` the argument checks. cbindgen reads the
+//! [`matcher`], [`triggers`], [`batch`]); [`version`] holds the version
+//! and what it promises, [`error`] the error codes and the panic guard,
+//! `args` the argument checks. cbindgen reads the
 //! modules in that order (`tests/header.rs`), so the header groups its
 //! functions by object.
 
@@ -25,6 +26,8 @@
 // cbindgen writes the header in the order of these declarations (one C
 // object after another, each after what it is made from); the blank lines
 // keep rustfmt from sorting them.
+pub mod version;
+
 pub mod error;
 
 pub mod vocab;
@@ -47,12 +50,12 @@ pub use grammar::*;
 pub use grammar_cache::*;
 pub use matcher::*;
 pub use triggers::*;
+pub use version::*;
 pub use vocab::*;
 
 use crate::matcher::AnyMatcher;
 use crate::tokensets::CompiledGrammar;
 use crate::trigger::Triggers;
-use std::ffi::c_char;
 
 // What the documented thread-safety rests on: vocabularies and grammars are
 // shared across threads, a matcher is moved to a worker by cg_fill_masks.
@@ -67,10 +70,3 @@ const _: () = {
         send::<AnyMatcher>();
     }
 };
-
-/// The library version, e.g. "0.1.0". A static string: do not free it.
-/// Thread-safe.
-#[no_mangle]
-pub extern "C" fn cg_version() -> *const c_char {
-    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
-}

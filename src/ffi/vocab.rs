@@ -29,7 +29,7 @@ pub struct cg_vocab {
 /// fallback) or a Mistral `tekken.json`. The end-of-sequence tokens are
 /// taken from the file; override them with `cg_vocab_set_eos`.
 ///
-/// `path` is a NUL-terminated file name. Returns a new vocabulary that the
+/// `path` is a NUL-terminated file name (UTF-8 on Windows). Returns a new vocabulary that the
 /// caller frees with `cg_vocab_free`, or NULL on error, with
 /// `cg_last_error` saying why: `CG_ERR_IO` (the file, or the
 /// `tokenizer_config.json` / `generation_config.json` next to it, cannot be
@@ -53,8 +53,13 @@ pub unsafe extern "C" fn cg_vocab_from_tokenizer_json(path: *const c_char) -> *m
             use std::os::unix::ffi::OsStrExt;
             std::path::Path::new(std::ffi::OsStr::from_bytes(path.to_bytes()))
         };
+        // Elsewhere (Windows) the name is UTF-8, as llama.cpp takes it; a
+        // name that is not names no file there.
         #[cfg(not(unix))]
-        let path = std::path::Path::new(path.to_str().map_err(|e| utf8_error("path", e))?);
+        let path = std::path::Path::new(path.to_str().map_err(|e| {
+            let e = super::args::utf8_error("path", e);
+            Error::io(format!("{}: file names are UTF-8 here", e.message()))
+        })?);
         // The path is the only argument: whatever is wrong with what it
         // names (an end-of-sequence token missing from the vocabulary, say)
         // is the file's fault, not the caller's.

@@ -272,6 +272,13 @@ static void test_library(void)
     const char *v = cg_version();
     CASE(v != NULL && v[0] >= '0' && v[0] <= '9' && strchr(v, '.') != NULL, "cg_version: %s",
          v ? v : "(null)");
+    CASE(v != NULL && strcmp(v, CGRAM_VERSION) == 0, "cg_version %s, the header's %s",
+         v ? v : "(null)", CGRAM_VERSION);
+    CASE(cg_version_number() == CGRAM_VERSION_NUMBER, "cg_version_number %u, the header's %u",
+         (unsigned)cg_version_number(), (unsigned)CGRAM_VERSION_NUMBER);
+    CASE(CGRAM_VERSION_NUMBER ==
+             CGRAM_VERSION_MAJOR * 1000000 + CGRAM_VERSION_MINOR * 1000 + CGRAM_VERSION_PATCH,
+         "CGRAM_VERSION_NUMBER is not made of the parts");
     CASE(cg_last_error() != NULL, "cg_last_error is NULL");
     int ok = 0;
     pthread_t th;
@@ -614,7 +621,26 @@ static void test_compile(cg_vocab *v)
     size_t n = strlen(src);
     cg_compile_options o = options(CG_KIND_GBNF);
 
-    VOID_ERR("cg_compile_options_init", cg_compile_options_init(NULL));
+    /* The macro passes the header's size; the function of the same name
+     * (for programs built before it) writes the first fields only. */
+    VOID_ERR("cg_compile_options_init_size", cg_compile_options_init(NULL));
+    VOID_ERR("cg_compile_options_init", (cg_compile_options_init)(NULL));
+    {
+        const size_t bad_sizes[] = {0, 1, 8, 15, 4097, SIZE_MAX};
+        for (int i = 0; i < 6; i++) {
+            unsigned char buf[64];
+            memset(buf, 0xEE, sizeof buf);
+            VOID_ERR("cg_compile_options_init_size",
+                     cg_compile_options_init_size((cg_compile_options *)(void *)buf,
+                                                  bad_sizes[i]));
+            int untouched_buf = 1;
+            for (size_t k = 0; k < sizeof buf; k++)
+                untouched_buf &= buf[k] == 0xEE;
+            CASE(untouched_buf, "cg_compile_options_init_size(%zu) wrote", bad_sizes[i]);
+        }
+        VOID_ERR("cg_compile_options_init_size",
+                 cg_compile_options_init_size(NULL, sizeof(cg_compile_options)));
+    }
     NUL(F, CG_ERR_INVALID_ARGUMENT, cg_compile(NULL, src, n, &o));
     NUL(F, CG_ERR_INVALID_ARGUMENT, cg_compile(NULL, NULL, 0, NULL));
     NUL(F, CG_ERR_INVALID_ARGUMENT, cg_compile(v, NULL, n, &o));
@@ -715,18 +741,30 @@ static void test_compile(cg_vocab *v)
         g = cg_compile(v, src, n, &old);
         CASE(g != NULL && untouched(), "a 16-byte options struct");
         cg_free(g);
-        /* A newer caller's larger struct, with garbage past what this
-         * library knows. */
-        unsigned char buf[512];
+        /* The header's struct: nothing past it is written. */
+        unsigned char buf[512 + 16];
         memset(buf, 0xEE, sizeof buf);
         cg_compile_options_init((cg_compile_options *)(void *)buf);
         CASE(buf[sizeof(cg_compile_options)] == 0xEE, "cg_compile_options_init wrote past the struct");
-        uint32_t size = sizeof buf;
-        memcpy(buf, &size, 4);
+        /* A newer caller's larger struct: the defaults, then zeros, and
+         * nothing past its size. */
+        memset(buf, 0xEE, sizeof buf);
+        cg_compile_options_init_size((cg_compile_options *)(void *)buf, 512);
+        int zeros = 1;
+        for (size_t k = sizeof(cg_compile_options); k < 512; k++)
+            zeros &= buf[k] == 0;
+        CASE(zeros && buf[512] == 0xEE, "a 512-byte options struct: not zeros up to its end");
         poison("");
         g = cg_compile(v, src, n, (cg_compile_options *)(void *)buf);
         CASE(g != NULL && untouched(), "a 512-byte options struct");
         cg_free(g);
+        /* A field this library does not know, set: refused, not ignored. */
+        buf[500] = 1;
+        NUL(F, CG_ERR_UNSUPPORTED, cg_compile(v, src, n, (cg_compile_options *)(void *)buf));
+        /* A size no struct has: refused before reading that far. */
+        uint32_t huge = 1u << 20;
+        memcpy(buf, &huge, 4);
+        NUL(F, CG_ERR_INVALID_ARGUMENT, cg_compile(v, src, n, (cg_compile_options *)(void *)buf));
     }
     const uint32_t bad_kinds[] = {4, 5, 255, 0x80000000u, UINT32_MAX};
     for (int i = 0; i < 5; i++) {
@@ -1547,10 +1585,22 @@ static void test_cache(cg_vocab *v)
     memcpy(buf, &size, 4);
     OK(cg_grammar_cache_get_stats(cache, (cg_grammar_cache_stats *)(void *)buf));
     CASE(buf[4] == 0xEE && buf[8] == 0xEE && buf[15] == 0xEE, "a 12-byte struct was written past");
-    size = sizeof buf;
+    /* A newer header's larger struct: the fields this library does not
+     * know read 0, nothing past its size is written. */
+    size = sizeof buf - 16;
     memcpy(buf, &size, 4);
     OK(cg_grammar_cache_get_stats(cache, (cg_grammar_cache_stats *)(void *)buf));
-    CASE(buf[sizeof(cg_grammar_cache_stats)] == 0xEE, "a larger struct was written past the fields");
+    int zeros = 1;
+    for (size_t k = sizeof(cg_grammar_cache_stats); k < size; k++)
+        zeros &= buf[k] == 0;
+    CASE(zeros, "a larger struct: the unknown fields are not 0");
+    CASE(buf[size] == 0xEE, "a larger struct was written past its size");
+    size = 4097;
+    memcpy(buf, &size, 4);
+    memset(buf + 4, 0xEE, sizeof buf - 4);
+    ERR(FS, CG_ERR_INVALID_ARGUMENT,
+        cg_grammar_cache_get_stats(cache, (cg_grammar_cache_stats *)(void *)buf));
+    CASE(buf[8] == 0xEE, "a 4097-byte struct was written");
 
     const char *FT = "cg_grammar_cache_triggers";
     cg_trigger t;

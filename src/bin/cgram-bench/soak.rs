@@ -841,9 +841,9 @@ impl Soak<'_> {
     fn session(&mut self, vocab: &Vocab, cache: &Cache, src: &Source) {
         self.st.sessions += 1;
         // SAFETY: all-zero is a valid value of this C struct (a NULL
-        // `root`); cg_compile_options_init then writes every field.
+        // `root`); cg_compile_options_init_size then writes every field.
         let mut o: cg_compile_options = unsafe { std::mem::zeroed() };
-        unsafe { cg_compile_options_init(&mut o) };
+        unsafe { cg_compile_options_init_size(&mut o, std::mem::size_of::<cg_compile_options>()) };
         o.kind = src.kind;
         o.flags = src.flags;
         o.json_max_whitespace = src.max_ws;
