@@ -19,14 +19,14 @@ if(WIN32)
   # cgram.dll in bin/, with its import libraries in lib/: cgram.lib for MSVC
   # (and clang-cl), libcgram.dll.a for MinGW (either works there).
   find_file(cgram_DLL NAMES cgram.dll
-            PATHS "${_cgram_prefix}/bin" "${_cgram_prefix}/lib" NO_DEFAULT_PATH)
+            PATHS "${_cgram_prefix}/bin" "${_cgram_prefix}/lib" NO_DEFAULT_PATH NO_CMAKE_FIND_ROOT_PATH)
   if(MSVC)
     set(_cgram_implib_names cgram.lib libcgram.dll.a)
   else()
     set(_cgram_implib_names libcgram.dll.a cgram.lib)
   endif()
   find_file(cgram_LIBRARY NAMES ${_cgram_implib_names}
-            PATHS "${_cgram_prefix}/lib" NO_DEFAULT_PATH)
+            PATHS "${_cgram_prefix}/lib" NO_DEFAULT_PATH NO_CMAKE_FIND_ROOT_PATH)
   set(_cgram_static_names libcgram.a)
 elseif(APPLE)
   set(cgram_LIBRARY "${_cgram_prefix}/lib/libcgram.dylib")
@@ -61,7 +61,7 @@ endif()
 # The static library, when installed, with the system libraries Rust's
 # standard library needs.
 find_file(cgram_STATIC_LIBRARY NAMES ${_cgram_static_names}
-          PATHS "${_cgram_prefix}/lib" NO_DEFAULT_PATH)
+          PATHS "${_cgram_prefix}/lib" NO_DEFAULT_PATH NO_CMAKE_FIND_ROOT_PATH)
 if(cgram_STATIC_LIBRARY)
   add_library(cgram::cgram_static STATIC IMPORTED)
   # CGRAM_STATIC: on Windows, cgram.h declares the functions without

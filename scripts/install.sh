@@ -93,8 +93,10 @@ if [ "$system" = macos ]; then
     aarch64-*) export MACOSX_DEPLOYMENT_TARGET="${MACOSX_DEPLOYMENT_TARGET:-11.0}" ;;
     *) export MACOSX_DEPLOYMENT_TARGET="${MACOSX_DEPLOYMENT_TARGET:-10.12}" ;;
   esac
-  echo "==> cargo zigbuild --release --lib ${target_flag[*]} ${cargo_args[*]:-} (macOS $MACOSX_DEPLOYMENT_TARGET and later)"
-  cargo zigbuild --release --lib "${target_flag[@]}" "${cargo_args[@]}"
+  # The static library only: the dylib is linked below (rustc's own link of
+  # it would export every Rust symbol).
+  echo "==> cargo-zigbuild rustc --release --lib --crate-type staticlib ${target_flag[*]} ${cargo_args[*]:-} (macOS $MACOSX_DEPLOYMENT_TARGET and later)"
+  cargo-zigbuild rustc --release --lib --crate-type staticlib "${target_flag[@]}" "${cargo_args[@]}"
 else
   echo "==> cargo build --release --lib ${target_flag[*]} ${cargo_args[*]:-}"
   cargo build --release --lib "${target_flag[@]}" "${cargo_args[@]}"

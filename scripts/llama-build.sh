@@ -8,6 +8,8 @@
 #   scripts/llama-build.sh            # idempotent; prints the prefix
 #   scripts/llama-build.sh --force    # rebuild from scratch
 #   scripts/llama-build.sh --print prefix|src|bin   # print a directory, build nothing
+#   scripts/llama-build.sh --source   # fetch and unpack the sources only, print src
+#                                     # (headers for cross builds of the drop-in)
 #   CGRAM_LLAMA_CACHE=/dir            # cache here (default: $CGRAM_CACHE if set,
 #                                     # else ~/.cache/cgram: outside the checkout)
 #   CGRAM_LLAMA_JOBS=N                # parallel build jobs (default: nproc)
@@ -54,6 +56,7 @@ prefix="$dir/prefix"
 stamp="$dir/.complete"
 jobs="${CGRAM_LLAMA_JOBS:-$(nproc 2>/dev/null || echo 2)}"
 force=0
+source_only=0
 case "${1:-}" in
   --force) force=1 ;;
   --print)
@@ -64,8 +67,9 @@ case "${1:-}" in
       *) echo "usage: llama-build.sh --print prefix|src|bin" >&2; exit 2 ;;
     esac
     exit 0 ;;
+  --source) source_only=1 ;;
   "") ;;
-  *) echo "usage: llama-build.sh [--force | --print prefix|src|bin]" >&2; exit 2 ;;
+  *) echo "usage: llama-build.sh [--force | --source | --print prefix|src|bin]" >&2; exit 2 ;;
 esac
 
 stamp_text="v$STAMP_VERSION llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION"
@@ -81,19 +85,21 @@ complete() {
 }
 
 if [ "$force" = 0 ] && complete; then
-  echo "llama.cpp (llama-cpp-python $LLAMA_CPP_PYTHON_VERSION) is built: $prefix"
+  if [ "$source_only" = 1 ]; then echo "$src"; else
+    echo "llama.cpp (llama-cpp-python $LLAMA_CPP_PYTHON_VERSION) is built: $prefix"; fi
   exit 0
 fi
 
-"$here/install-deps.sh"
 command -v python3 >/dev/null || { echo "llama-build.sh: python3 is needed" >&2; exit 1; }
-command -v c++ >/dev/null || command -v g++ >/dev/null || {
-  echo "llama-build.sh: a C++ compiler is needed (Debian: apt-get install g++)" >&2
-  exit 1
-}
-
 mkdir -p "$dir"
-rm -f "$stamp"
+if [ "$source_only" = 0 ]; then
+  "$here/install-deps.sh"
+  command -v c++ >/dev/null || command -v g++ >/dev/null || {
+    echo "llama-build.sh: a C++ compiler is needed (Debian: apt-get install g++)" >&2
+    exit 1
+  }
+  rm -f "$stamp"
+fi
 
 if [ ! -s "$sdist" ] || [ "$force" = 1 ]; then
   echo "==> fetching the llama-cpp-python $LLAMA_CPP_PYTHON_VERSION source distribution from PyPI"
@@ -114,6 +120,11 @@ if [ ! -f "$src/include/llama.h" ] || [ "$force" = 1 ]; then
   tar -xzf "$sdist" -C "$dir/unpack" "llama_cpp_python-$LLAMA_CPP_PYTHON_VERSION/vendor/llama.cpp"
   mv "$dir/unpack/llama_cpp_python-$LLAMA_CPP_PYTHON_VERSION/vendor/llama.cpp" "$src"
   rm -rf "$dir/unpack"
+fi
+
+if [ "$source_only" = 1 ]; then
+  echo "$src"
+  exit 0
 fi
 
 [ "$force" = 1 ] && rm -rf "$build" "$prefix"

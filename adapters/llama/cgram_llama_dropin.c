@@ -10,7 +10,9 @@
  *   llama_sampler_init_grammar_lazy_patterns  (tool calls)
  *
  * so that, loaded before libllama (LD_PRELOAD, or the cgram-llama launcher
- * that sets it), every grammar sampler a program creates is a cgram sampler:
+ * that sets it; on macOS DYLD_INSERT_LIBRARIES, through the interpose
+ * section at the end of this file), every grammar sampler a program
+ * creates is a cgram sampler:
  * llama-server's "grammar", "json_schema" and response_format requests
  * (converted to GBNF by llama.cpp as usual), its tool-call grammars with
  * their triggers, llama-cli's --grammar and --json-schema.
@@ -427,26 +429,37 @@ static struct llama_sampler *create(enum kind kind, const struct llama_vocab *vo
     return s;
 }
 
-struct llama_sampler *llama_sampler_init_grammar(const struct llama_vocab *vocab,
-                                                 const char *grammar_str,
-                                                 const char *grammar_root)
+/* The entry points. On ELF systems the drop-in defines llama.cpp's own
+ * names: loaded first (LD_PRELOAD), its definitions are the ones every
+ * other library binds to. macOS binds each call to the library it was
+ * linked against (two-level namespace), so a definition in an inserted
+ * library changes nothing; dyld replaces a function only when the inserted
+ * library lists it in its __DATA,__interpose section, as a pair of the
+ * replacement and the function it replaces. There the entry points get
+ * names of their own and are listed at the end of this file. */
+#if defined(__APPLE__)
+#define ENTRY(name) cgram_dropin_##name
+#else
+#define ENTRY(name) name
+#endif
+
+struct llama_sampler *ENTRY(llama_sampler_init_grammar)(const struct llama_vocab *vocab,
+                                                        const char *grammar_str,
+                                                        const char *grammar_root)
 {
     return create(PLAIN, vocab, grammar_str, grammar_root, NULL, 0, NULL, 0);
 }
 
-struct llama_sampler *llama_sampler_init_grammar_lazy(const struct llama_vocab *vocab,
-                                                      const char *grammar_str,
-                                                      const char *grammar_root,
-                                                      const char **trigger_words,
-                                                      size_t num_trigger_words,
-                                                      const llama_token *trigger_tokens,
-                                                      size_t num_trigger_tokens)
+struct llama_sampler *ENTRY(llama_sampler_init_grammar_lazy)(
+    const struct llama_vocab *vocab, const char *grammar_str, const char *grammar_root,
+    const char **trigger_words, size_t num_trigger_words, const llama_token *trigger_tokens,
+    size_t num_trigger_tokens)
 {
     return create(LAZY_WORDS, vocab, grammar_str, grammar_root, trigger_words, num_trigger_words,
                   trigger_tokens, num_trigger_tokens);
 }
 
-struct llama_sampler *llama_sampler_init_grammar_lazy_patterns(
+struct llama_sampler *ENTRY(llama_sampler_init_grammar_lazy_patterns)(
     const struct llama_vocab *vocab, const char *grammar_str, const char *grammar_root,
     const char **trigger_patterns, size_t num_trigger_patterns, const llama_token *trigger_tokens,
     size_t num_trigger_tokens)
@@ -455,7 +468,7 @@ struct llama_sampler *llama_sampler_init_grammar_lazy_patterns(
                   num_trigger_patterns, trigger_tokens, num_trigger_tokens);
 }
 
-void llama_model_free(struct llama_model *model)
+void ENTRY(llama_model_free)(struct llama_model *model)
 {
     pthread_once(&setup_once, setup);
     if (model && !dropin.broken)
@@ -463,3 +476,24 @@ void llama_model_free(struct llama_model *model)
     if (dropin.model_free)
         dropin.model_free(model);
 }
+
+#if defined(__APPLE__)
+/* dyld's interpose tuples: every other image's calls to the second go to
+ * the first (the drop-in's own calls, and dlsym(RTLD_NEXT), still reach
+ * libllama's). The replaced functions are resolved at load time
+ * (-undefined dynamic_lookup): the drop-in does not link libllama. */
+#define INTERPOSE(name)                                                                       \
+    __attribute__((used)) static const struct {                                               \
+        const void *replacement;                                                              \
+        const void *replaced;                                                                 \
+    } interpose_##name __attribute__((section("__DATA,__interpose"))) = {                     \
+        (const void *)&cgram_dropin_##name, (const void *)&name}
+/* The deprecated word-trigger entry point is replaced like the others. */
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wdeprecated-declarations"
+INTERPOSE(llama_sampler_init_grammar);
+INTERPOSE(llama_sampler_init_grammar_lazy);
+INTERPOSE(llama_sampler_init_grammar_lazy_patterns);
+INTERPOSE(llama_model_free);
+#pragma clang diagnostic pop
+#endif
