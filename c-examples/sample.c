@@ -155,7 +155,8 @@ int main(int argc, char **argv)
     long n_outputs = 5, max_tokens = 64, seed = 42;
     double eos_bias = 4.0;
     const char *root = NULL, *out_prefix = NULL;
-    for (int i = 3; i < argc; i++) {
+    /* Options come in pairs: the name, then its value. */
+    for (int i = 3; i < argc; i += 2) {
         const char *value = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(argv[i], "--n"))
             n_outputs = parse_long(argv[i], value);
@@ -173,7 +174,6 @@ int main(int argc, char **argv)
             fprintf(stderr, "sample: unknown or incomplete option %s\n", argv[i]);
             return 2;
         }
-        i++;
     }
     rng_state = (uint64_t)seed;
 

@@ -2,6 +2,13 @@
  * cgram_llama: a llama.cpp sampler (struct llama_sampler_i) backed by cgram.
  * See cgram_llama.h. Compiled by the host against its own llama.h.
  */
+/* MinGW: the C99 printf of MinGW-w64 (%zu and the other size modifiers),
+ * which cgram_llama_log's format attribute (gnu_printf there, as in
+ * llama.cpp) promises; msvcrt.dll's own vsnprintf does not know them all.
+ * Before the first header, which brings <stdio.h>. */
+#if defined(__MINGW32__) && !defined(__USE_MINGW_ANSI_STDIO)
+#define __USE_MINGW_ANSI_STDIO 1
+#endif
 #include "cgram_llama.h"
 
 #include <math.h>

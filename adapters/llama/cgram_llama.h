@@ -7,7 +7,8 @@
  * adapters/llama/CMakeLists.txt (target cgram_llama), and link libcgram
  * and libllama. Programs that are not to be changed at all (llama-server,
  * llama-cli) get cgram from the drop-in built from the same source,
- * cgram_llama_dropin.c (scripts/install-llama-dropin.sh).
+ * cgram_llama_dropin.c (scripts/install-llama-dropin.sh; on Windows a
+ * proxy llama.dll, scripts/install-llama-dropin-windows.sh).
  *
  *   struct llama_sampler *g = cgram_llama_sampler_init(
  *       llama_model_get_vocab(model), "json_schema", schema_text, NULL);
@@ -312,7 +313,12 @@ int cgram_llama_cache_stats(cg_grammar_cache_stats *stats);
  * added when missing.
  */
 void cgram_llama_log(enum ggml_log_level level, const char *fmt, ...)
-#if defined(__GNUC__)
+#if defined(__MINGW32__) && !defined(__clang__)
+    /* MinGW gcc reads "printf" as msvcrt's dialect, without %zu; the
+     * adapter formats with MinGW-w64's C99 printf, as llama.cpp's own
+     * format attributes say there. */
+    __attribute__((format(gnu_printf, 2, 3)))
+#elif defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;

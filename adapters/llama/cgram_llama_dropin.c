@@ -62,19 +62,99 @@
  * grammar it checks that this libllama has every function it calls and
  * every entry point it replaces; if one is missing (another version), it
  * says so on stderr or in the log and stays off.
+ *
+ * Windows has no preload. There this file is built into a proxy DLL that
+ * takes the place of llama.cpp's own llama.dll
+ * (scripts/install-llama-dropin-windows.sh): the original is renamed
+ * (CGRAM_LLAMA_ORIGINAL_DLL, "llama-cgram-original.dll"), the proxy
+ * exports every function the original exports, as forwarders to it,
+ * except the entry points above, which it defines here. The proxy is
+ * linked against an import library of the original, so the adapter's
+ * calls to llama.cpp (cgram_llama.c) go to the original; the functions it
+ * replaces are found in the original with GetProcAddress. Everything
+ * else (the checks, the environment, the log lines) is as on Linux.
  */
 #if !defined(_GNU_SOURCE)
 #define _GNU_SOURCE
 #endif
 #include "cgram_llama.h"
 
+#if defined(_WIN32)
+#include <windows.h>
+#else
 #include <dlfcn.h>
 #include <pthread.h>
+#endif
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+/* The few system services the drop-in uses, for each system: running a
+ * function once, finding llama.cpp's functions, and the clocks of
+ * CGRAM_LLAMA_STATS. On Unix these expand to exactly the calls the
+ * drop-in has always made (pthread_once, dlsym). */
+#if defined(_WIN32)
+/* The proxy defines llama.cpp's entry points itself and exports them
+ * through its .def file; llama.h must not declare them dllimport (it does
+ * with LLAMA_SHARED alone, except under MinGW), or the definitions below
+ * would clash with that. */
+#if defined(LLAMA_SHARED) && !defined(LLAMA_BUILD) && !defined(__MINGW32__)
+#error "build the Windows drop-in without LLAMA_SHARED (or with LLAMA_BUILD too): it defines llama.dll's entry points"
+#endif
+/* The original llama.dll, renamed beside the proxy. The proxy imports
+ * from it (its import library), so the loader has loaded it before any of
+ * this runs. */
+#if !defined(CGRAM_LLAMA_ORIGINAL_DLL)
+#define CGRAM_LLAMA_ORIGINAL_DLL "llama-cgram-original.dll"
+#endif
+
+#define dropin_once INIT_ONCE
+#define DROPIN_ONCE_INIT INIT_ONCE_STATIC_INIT
+
+struct once_call {
+    void (*fn)(void);
+};
+
+static BOOL CALLBACK once_callback(PINIT_ONCE once, PVOID param, PVOID *context)
+{
+    (void)once;
+    (void)context;
+    ((const struct once_call *)param)->fn();
+    return TRUE;
+}
+
+static void run_once(dropin_once *flag, void (*fn)(void))
+{
+    struct once_call call = {fn};
+    InitOnceExecuteOnce(flag, once_callback, &call, NULL);
+}
+
+/* A function of the original llama.dll, or NULL. Through void (*)(void),
+ * the generic function pointer type, so that casting it to the real type
+ * draws no warning. */
+static void (*original_function(const char *name))(void)
+{
+    HMODULE original = GetModuleHandleA(CGRAM_LLAMA_ORIGINAL_DLL);
+    return original ? (void (*)(void))GetProcAddress(original, name) : NULL;
+}
+
+/* The replaced entry points come from the original llama.dll, and so do
+ * the functions the proxy calls (the import library names that DLL). */
+#define FIND_NEXT(type, name) ((type)original_function(name))
+#define FIND_DEFAULT(name) original_function(name)
+#else
+#define dropin_once pthread_once_t
+#define DROPIN_ONCE_INIT PTHREAD_ONCE_INIT
+#define run_once pthread_once
+/* The definitions that come after the drop-in's (libllama's), and any
+ * definition in the process. FIND_NEXT is only ever the right-hand side of
+ * an assignment (hence no parentheses around it: the expansion is the
+ * drop-in's code as it was before Windows). */
+#define FIND_NEXT(type, name) (type)dlsym(RTLD_NEXT, name)
+#define FIND_DEFAULT(name) dlsym(RTLD_DEFAULT, name)
+#endif
 
 typedef struct llama_sampler *(*init_grammar_fn)(const struct llama_vocab *, const char *,
                                                  const char *);
@@ -96,8 +176,8 @@ static struct {
     int broken;       /* libllama lacks functions the drop-in calls */
 } dropin;
 
-static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
-static pthread_once_t announce_once = PTHREAD_ONCE_INIT;
+static dropin_once setup_once = DROPIN_ONCE_INIT;
+static dropin_once announce_once = DROPIN_ONCE_INIT;
 
 static int env_on(const char *name)
 {
@@ -122,26 +202,25 @@ static void setup(void)
      * first call to it abort the program: stay off instead, and say so on
      * stderr (llama.cpp's log may be what is missing). */
     for (size_t i = 0; i < sizeof needed / sizeof needed[0]; i++) {
-        if (!dlsym(RTLD_DEFAULT, needed[i])) {
+        if (!FIND_DEFAULT(needed[i])) {
             fprintf(stderr,
                     "cgram: the libllama of this program has no %s (another llama.cpp version "
                     "than the drop-in was built for?): cgram is off\n",
                     needed[i]);
             dropin.enabled = 0;
-            dropin.grammar = (init_grammar_fn)dlsym(RTLD_NEXT, "llama_sampler_init_grammar");
-            dropin.lazy_words = (init_lazy_fn)dlsym(RTLD_NEXT, "llama_sampler_init_grammar_lazy");
+            dropin.grammar = FIND_NEXT(init_grammar_fn, "llama_sampler_init_grammar");
+            dropin.lazy_words = FIND_NEXT(init_lazy_fn, "llama_sampler_init_grammar_lazy");
             dropin.lazy_patterns =
-                (init_lazy_fn)dlsym(RTLD_NEXT, "llama_sampler_init_grammar_lazy_patterns");
-            dropin.model_free = (model_free_fn)dlsym(RTLD_NEXT, "llama_model_free");
+                FIND_NEXT(init_lazy_fn, "llama_sampler_init_grammar_lazy_patterns");
+            dropin.model_free = FIND_NEXT(model_free_fn, "llama_model_free");
             dropin.broken = 1;
             return;
         }
     }
-    dropin.grammar = (init_grammar_fn)dlsym(RTLD_NEXT, "llama_sampler_init_grammar");
-    dropin.lazy_words = (init_lazy_fn)dlsym(RTLD_NEXT, "llama_sampler_init_grammar_lazy");
-    dropin.lazy_patterns =
-        (init_lazy_fn)dlsym(RTLD_NEXT, "llama_sampler_init_grammar_lazy_patterns");
-    dropin.model_free = (model_free_fn)dlsym(RTLD_NEXT, "llama_model_free");
+    dropin.grammar = FIND_NEXT(init_grammar_fn, "llama_sampler_init_grammar");
+    dropin.lazy_words = FIND_NEXT(init_lazy_fn, "llama_sampler_init_grammar_lazy");
+    dropin.lazy_patterns = FIND_NEXT(init_lazy_fn, "llama_sampler_init_grammar_lazy_patterns");
+    dropin.model_free = FIND_NEXT(model_free_fn, "llama_model_free");
     const char *mode = getenv("CGRAM_LLAMA");
     dropin.enabled = !(mode && (strcmp(mode, "off") == 0 || strcmp(mode, "0") == 0));
     dropin.stats = env_on("CGRAM_LLAMA_STATS");
@@ -175,6 +254,31 @@ static void announce(void)
                         cg_version());
 }
 
+#if defined(_WIN32)
+static int64_t now_ns(void)
+{
+    LARGE_INTEGER count, freq;
+    QueryPerformanceCounter(&count);
+    QueryPerformanceFrequency(&freq);
+    /* Seconds and the rest apart: count * 1e9 would overflow after days. */
+    int64_t s = count.QuadPart / freq.QuadPart, rest = count.QuadPart % freq.QuadPart;
+    return s * 1000000000 + rest * 1000000000 / freq.QuadPart;
+}
+
+/* The calling thread's CPU time (kernel and user, in 100 ns units).
+ * Windows counts it in scheduler ticks (about 15.6 ms), so that the CPU
+ * columns of CGRAM_LLAMA_STATS are coarse there (a sum over many calls
+ * still says where the time goes); the wall-time ones are exact. */
+static int64_t cpu_ns(void)
+{
+    FILETIME created, exited, kernel, user;
+    if (!GetThreadTimes(GetCurrentThread(), &created, &exited, &kernel, &user))
+        return 0;
+    uint64_t k = ((uint64_t)kernel.dwHighDateTime << 32) | kernel.dwLowDateTime;
+    uint64_t u = ((uint64_t)user.dwHighDateTime << 32) | user.dwLowDateTime;
+    return (int64_t)(k + u) * 100;
+}
+#else
 static int64_t now_ns(void)
 {
     struct timespec ts;
@@ -191,6 +295,7 @@ static int64_t cpu_ns(void)
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
+#endif
 
 /* ------------------------------------------------------------------------ */
 /* the timing wrapper (CGRAM_LLAMA_STATS) */
@@ -340,11 +445,16 @@ static struct llama_sampler *original(enum kind kind, const struct llama_vocab *
 static void dump(enum kind kind, const char *str, const char **texts, size_t n_texts,
                  const llama_token *tokens, size_t n_tokens)
 {
+#if defined(_WIN32)
+    static volatile LONG counter;
+    unsigned n = (unsigned)InterlockedIncrement(&counter) - 1;
+#else
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     static unsigned counter;
     pthread_mutex_lock(&lock);
     unsigned n = counter++;
     pthread_mutex_unlock(&lock);
+#endif
     char path[4096];
     snprintf(path, sizeof path, "%s/grammar-%04u.gbnf", dropin.dump, n);
     FILE *f = fopen(path, "wb");
@@ -369,13 +479,13 @@ static struct llama_sampler *create(enum kind kind, const struct llama_vocab *vo
                                     const char *str, const char *root, const char **texts,
                                     size_t n_texts, const llama_token *tokens, size_t n_tokens)
 {
-    pthread_once(&setup_once, setup);
+    run_once(&setup_once, setup);
     int64_t t0 = now_ns(), c0 = cpu_ns();
     const char *engine = "llama.cpp";
     struct llama_sampler *s = NULL;
     int use_cgram = dropin.enabled && vocab && str && str[0] != '\0';
     if (str && str[0] != '\0' && !dropin.broken) {
-        pthread_once(&announce_once, announce);
+        run_once(&announce_once, announce);
         if (dropin.dump)
             dump(kind, str, texts, n_texts, tokens, n_tokens);
     }
@@ -436,7 +546,9 @@ static struct llama_sampler *create(enum kind kind, const struct llama_vocab *vo
  * library changes nothing; dyld replaces a function only when the inserted
  * library lists it in its __DATA,__interpose section, as a pair of the
  * replacement and the function it replaces. There the entry points get
- * names of their own and are listed at the end of this file. */
+ * names of their own and are listed at the end of this file. On Windows
+ * the proxy llama.dll defines llama.cpp's names and exports them (its
+ * .def file), in place of forwarders to the original. */
 #if defined(__APPLE__)
 #define ENTRY(name) cgram_dropin_##name
 #else
@@ -470,7 +582,7 @@ struct llama_sampler *ENTRY(llama_sampler_init_grammar_lazy_patterns)(
 
 void ENTRY(llama_model_free)(struct llama_model *model)
 {
-    pthread_once(&setup_once, setup);
+    run_once(&setup_once, setup);
     if (model && !dropin.broken)
         cgram_llama_vocab_forget(llama_model_get_vocab(model));
     if (dropin.model_free)

@@ -20,10 +20,27 @@
  * sentinels past what may be written.
  *
  * Built by scripts/sanitize.sh against an installed cgram and run plainly,
- * under valgrind and under AddressSanitizer. Prints "N cases passed" and
- * exits 0, or lists every failed case and exits 1.
+ * under valgrind and under AddressSanitizer, and by scripts/cross.sh for
+ * every target it can run (Linux aarch64 under qemu-aarch64, Windows
+ * x86-64 under wine). Prints "N cases passed" and exits 0, or lists every
+ * failed case and exits 1. The cases and their expectations are the same
+ * on every platform.
+ *
+ * Building it (PREFIX: an installed cgram):
+ *   POSIX    cc -std=c11 -Wall -Wextra -Wpedantic -Werror -I$PREFIX/include
+ *              bad_input.c -o bad_input -L$PREFIX/lib -lcgram -pthread -lm
+ *   Windows  x86_64-w64-mingw32-gcc -std=c11 -Wall -Wextra -Wpedantic -Werror
+ *              -I$PREFIX/include bad_input.c -o bad_input.exe
+ *              $PREFIX/lib/libcgram.dll.a -static -pthread
+ *            (-static puts winpthreads and libgcc into the .exe, which then
+ *            needs only cgram.dll; the import library is named by its path,
+ *            as -lcgram would pick the static libcgram.a under -static.)
  */
 #define _GNU_SOURCE
+#ifdef _WIN32
+#define __USE_MINGW_ANSI_STDIO 1 /* C99 printf (%zu, %llu), not msvcrt's */
+#define WIN32_LEAN_AND_MEAN
+#endif
 #include <cgram.h>
 
 #include <errno.h>
@@ -34,8 +51,102 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* ------------------------------------------------------------------------
+ * Portability: the private directory of the test files, and the files in
+ * it. Every path given to the library is UTF-8 (what it takes on Windows),
+ * so on Windows the temporary directory comes from GetTempPathW and the
+ * files are made and removed through the UTF-16 functions. DEV_NULL is a
+ * device that reads as empty. */
+
+#ifdef _WIN32
+#include <direct.h>
+#include <io.h>
+#include <windows.h>
+
+#define DEV_NULL "NUL"
+
+/* A UTF-8 path as UTF-16, or an empty string if it does not fit. */
+static const wchar_t *wide(const char *path, wchar_t *buf, int size)
+{
+    if (MultiByteToWideChar(CP_UTF8, 0, path, -1, buf, size) == 0)
+        buf[0] = 0;
+    return buf;
+}
+
+static FILE *create_file(const char *path)
+{
+    wchar_t w[600];
+    return _wfopen(wide(path, w, 600), L"wb");
+}
+
+static int make_dir(const char *path)
+{
+    wchar_t w[600];
+    return _wmkdir(wide(path, w, 600));
+}
+
+static int remove_file(const char *path)
+{
+    wchar_t w[600];
+    return _wunlink(wide(path, w, 600));
+}
+
+static int remove_dir(const char *path)
+{
+    wchar_t w[600];
+    return _wrmdir(wide(path, w, 600));
+}
+
+/* %TEMP%\cgram-bad-input-PID-N, made here (mkdtemp's part), in UTF-8. */
+static int make_temp_dir(char *dir, size_t size)
+{
+    wchar_t w[MAX_PATH + 1];
+    char base[3 * MAX_PATH + 1];
+    DWORD n = GetTempPathW(MAX_PATH + 1, w);
+    if (n == 0 || n > MAX_PATH ||
+        WideCharToMultiByte(CP_UTF8, 0, w, -1, base, (int)sizeof base, NULL, NULL) == 0) {
+        errno = ENOENT;
+        return -1;
+    }
+    for (unsigned i = 0; i < 1000; i++) {
+        /* GetTempPathW ends with a backslash. */
+        int len = snprintf(dir, size, "%scgram-bad-input-%lu-%u", base,
+                           (unsigned long)GetCurrentProcessId(), i);
+        if (len < 0 || (size_t)len >= size) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        if (make_dir(dir) == 0)
+            return 0;
+        if (errno != EEXIST)
+            return -1;
+    }
+    return -1;
+}
+#else
 #include <sys/stat.h>
 #include <unistd.h>
+
+#define DEV_NULL "/dev/null"
+
+static FILE *create_file(const char *path) { return fopen(path, "wb"); }
+static int make_dir(const char *path) { return mkdir(path, 0700); }
+static int remove_file(const char *path) { return unlink(path); }
+static int remove_dir(const char *path) { return rmdir(path); }
+
+/* $TMPDIR/cgram-bad-input-XXXXXX (or under /tmp). */
+static int make_temp_dir(char *dir, size_t size)
+{
+    const char *base = getenv("TMPDIR");
+    int len = snprintf(dir, size, "%s/cgram-bad-input-XXXXXX", base && *base ? base : "/tmp");
+    if (len < 0 || (size_t)len >= size) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return mkdtemp(dir) != NULL ? 0 : -1;
+}
+#endif
 
 /* ------------------------------------------------------------------------
  * Counting and checking. */
@@ -480,14 +591,14 @@ static const char *write_file(const char *name, const void *data, size_t len)
     if (slash) {
         char *dir = written[n_written];
         snprintf(dir, sizeof written[0], "%s/%.*s", tmpdir, (int)(slash - name), name);
-        if (mkdir(dir, 0700) == 0)
+        if (make_dir(dir) == 0)
             n_written++; /* removed after its files */
         else
             MUST(errno == EEXIST, "mkdir %s", dir);
     }
     char *path = written[n_written++];
     snprintf(path, sizeof written[0], "%s/%s", tmpdir, name);
-    FILE *f = fopen(path, "wb");
+    FILE *f = create_file(path);
     MUST(f != NULL, "cannot write %s", path);
     if (len)
         MUST(fwrite(data, 1, len, f) == len, "cannot write %s", path);
@@ -499,9 +610,9 @@ static void remove_files(void)
 {
     /* Files and directories, latest first. */
     for (int i = n_written - 1; i >= 0; i--)
-        if (unlink(written[i]) != 0 && rmdir(written[i]) != 0 && errno != ENOENT)
+        if (remove_file(written[i]) != 0 && remove_dir(written[i]) != 0 && errno != ENOENT)
             fprintf(stderr, "bad_input: could not remove %s: %s\n", written[i], strerror(errno));
-    if (rmdir(tmpdir) != 0)
+    if (remove_dir(tmpdir) != 0)
         fprintf(stderr, "bad_input: could not remove %s: %s\n", tmpdir, strerror(errno));
 }
 
@@ -515,10 +626,10 @@ static void test_vocab_files(void)
     NUL(F, CG_ERR_INVALID_ARGUMENT, cg_vocab_from_tokenizer_json(NULL));
     NUL(F, CG_ERR_IO, cg_vocab_from_tokenizer_json(""));
     NUL(F, CG_ERR_IO, cg_vocab_from_tokenizer_json("/nonexistent/tokenizer.json"));
-    NUL(F, CG_ERR_IO, cg_vocab_from_tokenizer_json("/"));
+    NUL(F, CG_ERR_IO, cg_vocab_from_tokenizer_json("/")); /* on Windows: the drive's root */
     NUL(F, CG_ERR_IO, cg_vocab_from_tokenizer_json(tmpdir));
     NUL(F, CG_ERR_IO, cg_vocab_from_tokenizer_json("/nonexistent/\xff\xfe/\xc3"));
-    NUL(F, CG_ERR_IO, cg_vocab_from_tokenizer_json("/dev/null"));
+    NUL(F, CG_ERR_IO, cg_vocab_from_tokenizer_json(DEV_NULL));
 
     /* Each file with the code the header gives for it: CG_ERR_IO for a
      * file that is not a (consistent) tokenizer, CG_ERR_UNSUPPORTED for a
@@ -1803,9 +1914,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s TOKENIZER.json (the Llama 3 tokenizer)\n", argv[0]);
         return 2;
     }
-    const char *base = getenv("TMPDIR");
-    snprintf(tmpdir, sizeof tmpdir, "%s/cgram-bad-input-XXXXXX", base && *base ? base : "/tmp");
-    MUST(mkdtemp(tmpdir) != NULL, "mkdtemp: %s", strerror(errno));
+    MUST(make_temp_dir(tmpdir, sizeof tmpdir) == 0, "cannot make a temporary directory: %s",
+         strerror(errno));
 
     test_library();
     test_vocab_new();
