@@ -137,9 +137,10 @@ pub unsafe extern "C" fn cg_triggers_free(triggers: *mut cg_triggers) {
 /// token the grammar cannot start with. Checking a token that could fire
 /// searches the end of the output for where the grammar would start (all
 /// of it for a pattern of unbounded length); when the searches of one
-/// mask would take more than about a millisecond, none is made and every
-/// such token is allowed unchecked, so that the mask depends on the state
-/// alone (it is the same after `cg_rollback` and in a clone).
+/// mask would take more than a fixed number of steps (about a millisecond
+/// of work), none is made and every such token is allowed unchecked, so
+/// that the mask depends on the state alone (it is the same after
+/// `cg_rollback`, in a clone, and on every machine).
 /// `cg_accept` rejects a refused token and leaves the matcher unchanged.
 /// `cg_accept` keeps the token's text (special tokens' text included,
 /// as llama.cpp does). EOS ends the sequence (`cg_is_terminated`).
