@@ -256,11 +256,21 @@ target_windows() { # dir prefix
     "$prefix/lib/cgram.lib" -o "$dir/bin/walk-msvc-implib.exe" ||
     fail "walk does not link against cgram.lib" || return 1
 
-  local rc=0
+  # And with the flags of the package's cgram.pc (-lcgram: the import
+  # library, without -static).
+  local pc
+  pc="$(PKG_CONFIG_LIBDIR="$prefix/lib/pkgconfig" pkg-config --cflags --libs cgram)" || return 1
+  # shellcheck disable=SC2086
+  x86_64-w64-mingw32-gcc "${cflags[@]}" c-examples/walk.c -o "$dir/bin/walk-pkgconfig.exe" $pc ||
+    fail "walk does not build with pkg-config's flags" || return 1
+
+  local rc=0 w
   run_programs "$dir" "$dir/c-examples" .exe wine || rc=1
-  say "walk, linked with cgram.lib"
-  wine "$dir/bin/walk-msvc-implib.exe" "$tokenizer" "$gbnf/json.gbnf" '{"a": [1, 2]}' >/dev/null ||
-    { fail "walk linked with cgram.lib failed"; rc=1; }
+  for w in walk-msvc-implib walk-pkgconfig; do
+    say "$w.exe"
+    wine "$dir/bin/$w.exe" "$tokenizer" "$gbnf/json.gbnf" '{"a": [1, 2]}' | tail -n 1 ||
+      { fail "$w.exe failed"; rc=1; }
+  done
   same_digests "$dir" || rc=1
   # The llama.cpp drop-in for Windows: a proxy llama.dll in front of a
   # llama.cpp cross-built with MinGW (cached), an unmodified llama.cpp
@@ -294,21 +304,38 @@ target_macos() { # dir prefix target
   python3 scripts/abi.py check-exports include/cgram.h "$lib" || return 1
   [ $build_only -eq 1 ] && return 0
 
-  # Link-check: C programs linked against the dylib with zig, every symbol
-  # resolved; each records the dylib by its install name.
-  local zt="${t%%-*}-macos.$minos" p
+  # Link-check: C programs linked against the dylib with zig and the flags
+  # of the package's cgram.pc, every symbol resolved; each records the
+  # dylib by its install name.
+  local zt="${t%%-*}-macos.$minos" p pc
+  pc="$(PKG_CONFIG_LIBDIR="$prefix/lib/pkgconfig" pkg-config --cflags --libs cgram)" || return 1
   mkdir -p "$dir/bin"
   for p in c-examples/walk.c c-examples/sample.c tests/c/bad_input.c tests/c/mask_digest.c; do
     local name
     name="$(basename "$p" .c)"
-    zig cc -target "$zt" "${cflags[@]}" -I"$prefix/include" "$p" -o "$dir/bin/$name" \
-      -L"$prefix/lib" -lcgram -Wl,-rpath,@executable_path/../lib >"$dir/link-$name.log" 2>&1 ||
+    # shellcheck disable=SC2086
+    zig cc -target "$zt" "${cflags[@]}" "$p" -o "$dir/bin/$name" $pc \
+      -Wl,-rpath,@executable_path/../lib >"$dir/link-$name.log" 2>&1 ||
       { cat "$dir/link-$name.log"; fail "$name does not link against the dylib"; return 1; }
     python3 scripts/abi.py dylib-info "$dir/bin/$name" |
       grep -q "^loads @rpath/libcgram.$major.dylib " || fail "$name does not load libcgram.$major.dylib" ||
       return 1
   done
   say "walk, sample, bad_input and mask_digest link against libcgram.$major.dylib (not run: macOS)"
+
+  # The C examples with CMake: find_package(cgram) finds the dylib. zig
+  # is the compiler, through a one-line wrapper (CMake takes one program).
+  printf '#!/bin/sh\nexec "%s" -m ziglang cc -target %s "$@"\n' \
+    "$CGRAM_CROSS_TOOLS/venv/bin/python" "$zt" >"$dir/zig-cc" && chmod +x "$dir/zig-cc"
+  printf 'set(CMAKE_SYSTEM_NAME Darwin)\nset(CMAKE_C_COMPILER "%s")\n%s\n' "$dir/zig-cc" \
+    'set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)' >"$dir/toolchain.cmake"
+  cmake -S c-examples -B "$dir/c-examples" -DCMAKE_TOOLCHAIN_FILE="$dir/toolchain.cmake" \
+    -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release >"$dir/cmake.log" 2>&1 &&
+    cmake --build "$dir/c-examples" >>"$dir/cmake.log" 2>&1 ||
+    { cat "$dir/cmake.log"; fail "the C examples do not build with CMake for macOS"; return 1; }
+  python3 scripts/abi.py dylib-info "$dir/c-examples/walk" | grep -q "^loads @rpath/libcgram.$major.dylib " ||
+    fail "CMake's walk does not load libcgram.$major.dylib" || return 1
+  say "CMake: find_package(cgram) gave libcgram.dylib; walk and sample built (not run: macOS)"
   macos_dropin "$dir" "$prefix" "$zt"
 }
 

@@ -35,4 +35,15 @@ cmake -S "$root/adapters/llama/dropin" -B "$work" -DCMAKE_BUILD_TYPE=Release \
   >"$work.cmake.log" 2>&1 || { cat "$work.cmake.log" >&2; exit 1; }
 cmake --build "$work" --parallel 2 >"$work.build.log" 2>&1 || { cat "$work.build.log" >&2; exit 1; }
 cmake --install "$work" >/dev/null
+# The drop-in exports llama.cpp's entry points and the cgram_llama_*
+# functions (and the symbols the linker defines in every shared library);
+# libcgram, linked in, stays private (docs/ABI.md).
+others="$(python3 "$root/scripts/abi.py" exports "$dest/lib/libcgram-llama.so" |
+  grep -v -e '^llama_sampler_init_grammar' -e '^llama_model_free$' -e '^cgram_llama_' \
+    -e '^_init$' -e '^_fini$' -e '^_edata$' -e '^_end$' -e '^__bss_start$' || true)"
+if [ -n "$others" ]; then
+  echo "install-llama-dropin.sh: libcgram-llama.so exports more than it should:" >&2
+  echo "$others" | head -n 20 >&2
+  exit 1
+fi
 echo "installed $dest/lib/libcgram-llama.so and $dest/bin/cgram-llama"
