@@ -324,7 +324,11 @@ def elf_exports(data):
     return names - {""}
 
 
-def pe_exports(data):
+def pe_export_table(data):
+    """{name: forwarder or None} of a PE file's export table: a forwarder
+    ("other.function") is an export the loader binds to another DLL."""
+    if data[:2] != b"MZ":
+        raise SystemExit("abi.py: not a PE file")
     pe = struct.unpack_from("<I", data, 0x3C)[0]
     if data[pe : pe + 4] != b"PE\0\0":
         raise SystemExit("abi.py: not a PE file")
@@ -333,7 +337,7 @@ def pe_exports(data):
     opt = pe + 24
     magic, = struct.unpack_from("<H", data, opt)
     dirs = opt + (112 if magic == 0x20B else 96)
-    export_rva, _export_size = struct.unpack_from("<II", data, dirs)
+    export_rva, export_size = struct.unpack_from("<II", data, dirs)
     sections = [struct.unpack_from("<8sIIII", data, opt + opt_size + 40 * i) for i in range(n_sections)]
 
     def at(rva):
@@ -342,18 +346,29 @@ def pe_exports(data):
                 return rva - vaddr + rawptr
         raise SystemExit(f"abi.py: RVA {rva:#x} is in no section")
 
-    if export_rva == 0:
-        return set()
-    d = at(export_rva)
-    # IMAGE_EXPORT_DIRECTORY: NumberOfNames at 24, AddressOfNames at 32.
-    n_names, = struct.unpack_from("<I", data, d + 24)
-    names_rva, = struct.unpack_from("<I", data, d + 32)
-    names = set()
-    for i in range(n_names):
-        rva, = struct.unpack_from("<I", data, at(names_rva) + 4 * i)
+    def string(rva):
         start = at(rva)
-        names.add(data[start : data.index(b"\0", start)].decode())
-    return names
+        return data[start : data.index(b"\0", start)].decode()
+
+    if export_rva == 0:
+        return {}
+    d = at(export_rva)
+    # IMAGE_EXPORT_DIRECTORY: NumberOfNames at 24, AddressOfFunctions at
+    # 28, AddressOfNames at 32, AddressOfNameOrdinals at 36.
+    n_names, functions, names, ordinals = struct.unpack_from("<IIII", data, d + 24)
+    exports = {}
+    for i in range(n_names):
+        name_rva, = struct.unpack_from("<I", data, at(names) + 4 * i)
+        index, = struct.unpack_from("<H", data, at(ordinals) + 2 * i)
+        function_rva, = struct.unpack_from("<I", data, at(functions) + 4 * index)
+        # An address inside the export directory is a forwarder's string.
+        inside = export_rva <= function_rva < export_rva + export_size
+        exports[string(name_rva)] = string(function_rva) if inside else None
+    return exports
+
+
+def pe_exports(data):
+    return set(pe_export_table(data))
 
 
 def uleb(data, i):

@@ -5,7 +5,8 @@
 #
 #   Debian packages  gcc-aarch64-linux-gnu (linker and C compiler for Linux
 #                    ARM, with its C library for qemu), qemu-user
-#                    (qemu-aarch64), gcc-mingw-w64-x86-64 (Windows), wine64
+#                    (qemu-aarch64), gcc-mingw-w64-x86-64 (Windows) and
+#                    g++-mingw-w64-x86-64-posix (llama.cpp for Windows), wine64
 #                    and wine (runs the Windows build), llvm (llvm-objdump,
 #                    llvm-otool, llvm-nm to inspect PE and Mach-O files,
 #                    llvm-dlltool for the MSVC import library), cmake.
@@ -34,6 +35,9 @@ missing=()
 command -v aarch64-linux-gnu-gcc >/dev/null || missing+=(gcc-aarch64-linux-gnu)
 command -v qemu-aarch64 >/dev/null || missing+=(qemu-user)
 command -v x86_64-w64-mingw32-gcc >/dev/null || missing+=(gcc-mingw-w64-x86-64)
+# llama.cpp for Windows (the drop-in's test, scripts/llama-build-windows.sh)
+# is C++ with std::thread: the posix-threads variant of MinGW's g++.
+command -v x86_64-w64-mingw32-g++-posix >/dev/null || missing+=(g++-mingw-w64-x86-64-posix)
 command -v wine >/dev/null || missing+=(wine)
 [ -x /usr/lib/wine/wine64 ] || missing+=(wine64)
 llvm_tool llvm-dlltool >/dev/null 2>&1 && llvm_tool llvm-otool >/dev/null 2>&1 || missing+=(llvm)

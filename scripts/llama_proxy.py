@@ -34,9 +34,13 @@ Standard library only, so that it runs on Windows too (CMake calls it).
 """
 
 import argparse
+import os
 import re
-import struct
 import sys
+
+# The PE reader of scripts/abi.py, beside this file.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import abi  # noqa: E402
 
 # The entry points cgram_llama_dropin.c defines; all other names forward.
 REPLACED = (
@@ -53,45 +57,7 @@ DEF_NAME = re.compile(r"^[A-Za-z0-9_?@$.]+$")
 
 def pe_exports(path):
     """{name: forwarder string or None} of a PE file's export table."""
-    data = open(path, "rb").read()
-    if data[:2] != b"MZ":
-        raise SystemExit(f"llama_proxy.py: {path} is not a PE file")
-    pe = struct.unpack_from("<I", data, 0x3C)[0]
-    if data[pe : pe + 4] != b"PE\0\0":
-        raise SystemExit(f"llama_proxy.py: {path} is not a PE file")
-    n_sections, = struct.unpack_from("<H", data, pe + 6)
-    opt_size, = struct.unpack_from("<H", data, pe + 20)
-    opt = pe + 24
-    magic, = struct.unpack_from("<H", data, opt)
-    dirs = opt + (112 if magic == 0x20B else 96)
-    export_rva, export_size = struct.unpack_from("<II", data, dirs)
-    sections = [struct.unpack_from("<8sIIII", data, opt + opt_size + 40 * i) for i in range(n_sections)]
-
-    def at(rva):
-        for _name, vsize, vaddr, rawsize, rawptr in sections:
-            if vaddr <= rva < vaddr + max(vsize, rawsize):
-                return rva - vaddr + rawptr
-        raise SystemExit(f"llama_proxy.py: RVA {rva:#x} is in no section of {path}")
-
-    def string(rva):
-        start = at(rva)
-        return data[start : data.index(b"\0", start)].decode()
-
-    if export_rva == 0:
-        return {}
-    d = at(export_rva)
-    # IMAGE_EXPORT_DIRECTORY: NumberOfNames at 24, AddressOfFunctions at
-    # 28, AddressOfNames at 32, AddressOfNameOrdinals at 36.
-    n_names, functions, names, ordinals = struct.unpack_from("<IIII", data, d + 24)
-    exports = {}
-    for i in range(n_names):
-        name_rva, = struct.unpack_from("<I", data, at(names) + 4 * i)
-        index, = struct.unpack_from("<H", data, at(ordinals) + 2 * i)
-        function_rva, = struct.unpack_from("<I", data, at(functions) + 4 * index)
-        # An address inside the export directory is a forwarder's string.
-        forward = string(function_rva) if export_rva <= function_rva < export_rva + export_size else None
-        exports[string(name_rva)] = forward
-    return exports
+    return abi.pe_export_table(open(path, "rb").read())
 
 
 def adapter_functions(header):
