@@ -29,8 +29,6 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 ZIGLANG_VERSION=0.17.1
 CARGO_ZIGBUILD_VERSION=0.24.1
 
-"$root/scripts/install-deps.sh"
-
 missing=()
 command -v aarch64-linux-gnu-gcc >/dev/null || missing+=(gcc-aarch64-linux-gnu)
 command -v qemu-aarch64 >/dev/null || missing+=(qemu-user)
@@ -41,18 +39,8 @@ command -v x86_64-w64-mingw32-g++-posix >/dev/null || missing+=(g++-mingw-w64-x8
 command -v wine >/dev/null || missing+=(wine)
 [ -x /usr/lib/wine/wine64 ] || missing+=(wine64)
 llvm_tool llvm-dlltool >/dev/null 2>&1 && llvm_tool llvm-otool >/dev/null 2>&1 || missing+=(llvm)
-if [ ${#missing[@]} -gt 0 ]; then
-  command -v apt-get >/dev/null || {
-    echo "cross-deps.sh: please install: ${missing[*]} (no apt-get here)" >&2
-    exit 1
-  }
-  sudo=""
-  [ "$(id -u)" -ne 0 ] && sudo="sudo"
-  echo "==> installing ${missing[*]} with apt-get"
-  export DEBIAN_FRONTEND=noninteractive
-  $sudo apt-get update -qq
-  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+# With cmake, pkg-config and the compilers, if any is missing.
+"$root/scripts/install-deps.sh" "${missing[@]}"
 
 targets=(aarch64-unknown-linux-gnu x86_64-pc-windows-gnu aarch64-apple-darwin x86_64-apple-darwin)
 installed="$(rustup target list --installed)"

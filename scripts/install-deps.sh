@@ -2,9 +2,15 @@
 # Installs what a fresh Debian machine with Rust, gcc and Python lacks for
 # cgram's scripts: cmake (C examples), pkg-config, and g++ (llama.cpp). Does nothing when they
 # are there. Uses sudo only when not root.
+#
+#   scripts/install-deps.sh [PACKAGE...]
+#
+# Packages named on the command line (Debian's names, which the caller
+# found missing: scripts/cross-deps.sh) are installed with the same
+# apt-get run.
 set -euo pipefail
 
-missing=()
+missing=("$@")
 command -v cmake >/dev/null || missing+=(cmake)
 command -v pkg-config >/dev/null || missing+=(pkg-config)
 command -v cc >/dev/null || missing+=(gcc)
@@ -21,4 +27,4 @@ sudo=""
 echo "==> installing ${missing[*]} with apt-get"
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
-$sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
