@@ -236,6 +236,11 @@ target_windows() { # dir prefix
     say "creating the wine prefix $WINEPREFIX (once)"
     wineboot --init >/dev/null 2>&1 || true
   fi
+  # One wineserver for all the runs: started by each program and left to
+  # exit after it, it can be on its way out as the next program connects
+  # ("wine client error: recvmsg: Connection reset by peer", seen in CI).
+  # It stays up until 60 s after the last program.
+  wineserver -p60
 
   # The C examples with CMake: find_package(cgram) finds the DLL and its
   # import library (IMPORTED_IMPLIB) through the MinGW toolchain file.

@@ -140,6 +140,11 @@ if [ ! -f "$WINEPREFIX/system.reg" ]; then
   say "creating the wine prefix $WINEPREFIX (once)"
   wineboot --init >/dev/null 2>&1 || true
 fi
+# One wineserver for all the runs: started by each program and left to
+# exit after it, it can be on its way out as the next program connects
+# ("wine client error: recvmsg: Connection reset by peer", seen in CI).
+# It stays up until 60 s after the last program.
+wineserver -p60
 
 run_test() { # folder mode what
   local log="$work/test-$1${2:+-${2#--}}.log"
