@@ -223,6 +223,40 @@ fn enum_of_100k_strings_compiles() {
     assert_ne!(m.try_feed("\"v100000\""), CG_OK);
 }
 
+/// `anyOf` and `oneOf` of 60,000 `const`s: unions and exclusions of
+/// that many branches once took a step per pair of branches (past the
+/// deadline, or for minutes). The meaning is checked: `oneOf` drops a
+/// value two branches share, whatever its spelling.
+#[test]
+fn const_alternatives_60k_compile() {
+    let mut branches: Vec<String> = (0..60_000)
+        .map(|i| format!("{{\"const\": \"value-{}-{}\"}}", i / 100, i % 100))
+        .collect();
+    branches.push(r#"{"const": "value-7-7"}"#.to_string());
+    branches.push(r#"{"enum": [1, 2.5, null]}"#.to_string());
+    branches.push(r#"{"const": 1.0}"#.to_string());
+    for kw in ["anyOf", "oneOf"] {
+        let schema = format!("{{\"{kw}\": [{}]}}", branches.join(","));
+        let g = compile(&schema, CG_KIND_JSON_SCHEMA);
+        for (text, any_of, one_of) in [
+            ("\"value-599-99\"", true, true),
+            ("\"value-7-7\"", true, false),
+            ("\"value-600-0\"", false, false),
+            ("2.5", true, true),
+            ("null", true, true),
+            ("1", true, false),
+        ] {
+            let m = Matcher::new(&g);
+            let ok = m.try_feed(text) == CG_OK && m.accepting();
+            assert_eq!(
+                ok,
+                if kw == "anyOf" { any_of } else { one_of },
+                "{kw}: {text}"
+            );
+        }
+    }
+}
+
 #[test]
 fn object_with_1000_required_properties_compiles() {
     let n = 1000;
@@ -382,6 +416,19 @@ fn compile_deadline_is_checked_everywhere() {
         ),
         // A DFA that grows exponentially with the count.
         (CG_KIND_REGEX, "[ab]*a[ab]{16}".to_string()),
+        // oneOf: every pair of 3,000 overlapping objects is compared.
+        (
+            CG_KIND_JSON_SCHEMA,
+            format!(
+                "{{\"oneOf\": [{}]}}",
+                (0..3000)
+                    .map(|i| format!(
+                        "{{\"properties\": {{\"n\": {{\"minimum\": {i}}}}}, \"required\": [\"n\"]}}"
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+        ),
     ];
     for (kind, source) in cases {
         let mut o = options(kind);

@@ -16,10 +16,11 @@
 use std::collections::BTreeSet;
 
 use crate::error::ErrorKind;
+use crate::ir::Expr;
 use crate::limits::Deadline;
 use crate::util::hash::FastSet;
 
-use super::number::{set_and, set_not, set_or, NumAtom};
+use super::number::{set_and, set_not, set_union, NumAtom};
 use super::strings::StrLang;
 
 /// Most shapes (alternatives) of one type in a node.
@@ -797,10 +798,7 @@ impl Node {
         let mut pairs = 0;
         let arr = product(&self.arr, &o.arr, ArrShape::and, &mut pairs, deadline)?;
         let obj = product(&self.obj, &o.obj, ObjShape::and, &mut pairs, deadline)?;
-        let num = set_and(&self.num, &o.num);
-        if num.len() > MAX_SHAPES {
-            return Err(too_many());
-        }
+        let num = set_and(&self.num, &o.num).ok_or_else(too_many)?;
         Ok(Node {
             null: self.null && o.null,
             bools: self.bools & o.bools,
@@ -812,36 +810,61 @@ impl Node {
     }
 
     pub fn or(&self, o: &Node) -> Result<Node, AlgebraError> {
-        let mut arr = self.arr.clone();
-        for s in &o.arr {
-            if !arr.contains(s) {
-                arr.push(s.clone());
+        Node::union_all([self, o])
+    }
+
+    /// The union of `nodes`, in one pass: folding [`Node::or`] over an
+    /// `anyOf` of 60,000 `const`s copied the strings so far at each step.
+    pub fn union_all<'a>(nodes: impl IntoIterator<Item = &'a Node>) -> Result<Node, AlgebraError> {
+        let mut out = Node::none();
+        let mut lits: BTreeSet<String> = BTreeSet::new();
+        let mut res: Vec<&Expr> = Vec::new();
+        let mut nums: Vec<&[NumAtom]> = Vec::new();
+        let (mut arr_seen, mut obj_seen) = (FastSet::default(), FastSet::default());
+        let mut any_str = false;
+        for n in nodes {
+            out.null |= n.null;
+            out.bools |= n.bools;
+            nums.push(&n.num);
+            match &n.str {
+                StrLang::Lits(l) => lits.extend(l.iter().cloned()),
+                s if s.is_any() => any_str = true,
+                StrLang::Re(e) => {
+                    if *e != Expr::Nothing && !res.contains(&e) {
+                        res.push(e);
+                    }
+                }
+            }
+            for s in &n.arr {
+                if arr_seen.insert(s) {
+                    out.arr.push(s.clone());
+                }
+            }
+            for s in &n.obj {
+                if obj_seen.insert(s) {
+                    out.obj.push(s.clone());
+                }
             }
         }
-        let mut obj = self.obj.clone();
-        for s in &o.obj {
-            if !obj.contains(s) {
-                obj.push(s.clone());
-            }
-        }
+        out.num = set_union(nums);
+        out.str = if any_str {
+            StrLang::any()
+        } else {
+            res.into_iter().fold(StrLang::Lits(lits), |acc, e| {
+                acc.or(&StrLang::Re(e.clone()))
+            })
+        };
         // A union with "any" of a type is "any" of that type.
-        if arr.contains(&ArrShape::any()) {
-            arr = vec![ArrShape::any()];
+        if out.arr.contains(&ArrShape::any()) {
+            out.arr = vec![ArrShape::any()];
         }
-        if obj.contains(&ObjShape::any()) {
-            obj = vec![ObjShape::any()];
+        if out.obj.contains(&ObjShape::any()) {
+            out.obj = vec![ObjShape::any()];
         }
-        if arr.len() > MAX_SHAPES || obj.len() > MAX_SHAPES {
+        if out.arr.len() > MAX_SHAPES || out.obj.len() > MAX_SHAPES {
             return Err(too_many());
         }
-        Ok(Node {
-            null: self.null || o.null,
-            bools: self.bools | o.bools,
-            num: set_or(&self.num, &o.num),
-            str: self.str.or(&o.str),
-            arr,
-            obj,
-        })
+        Ok(out)
     }
 
     /// The node with unlisted names rejected (see [`Term::Unlisted`]).
@@ -863,10 +886,7 @@ impl Node {
         for s in &self.obj {
             obj = product(&obj, &s.negate()?, ObjShape::and, &mut pairs, deadline)?;
         }
-        let num = set_not(&self.num);
-        if num.len() > MAX_SHAPES {
-            return Err(too_many());
-        }
+        let num = set_not(&self.num).ok_or_else(too_many)?;
         Ok(Node {
             null: !self.null,
             bools: !self.bools & 3,

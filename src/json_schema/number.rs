@@ -31,6 +31,7 @@
 
 use super::decimal::{digits_to_u128, Dec};
 use crate::ir::{CharClass, Expr};
+use crate::util::hash::FastSet;
 
 /// Most fraction digits of a mantissa in an integer's scientific notation.
 pub const INT_SCI_FRAC_MAX: u32 = 16;
@@ -243,39 +244,96 @@ impl NumAtom {
         true
     }
 
-    /// The numbers this atom rejects, as a union of atoms.
+    /// The numbers this atom rejects, as a union of disjoint atoms.
+    ///
+    /// With constraints `c1 ∧ … ∧ ck`, the pieces are `¬c1`, `c1 ∧ ¬c2`,
+    /// …, `c1 ∧ … ∧ ck-1 ∧ ¬ck`. Disjoint pieces keep the complement of a
+    /// union small: intersecting two disjoint unions gives a disjoint
+    /// union whose pieces are cells of the bounds' arrangement, while
+    /// overlapping pieces (`¬c1 ∨ ¬c2 ∨ …`) multiply with every atom
+    /// negated, and the same numbers are then written out again and
+    /// again (`set_not` of twenty ranges took minutes). Bounds come first:
+    /// the pieces below and above a range then stay whole.
     pub fn negate(&self) -> Vec<NumAtom> {
-        let mut out = Vec::new();
-        let one = |f: &dyn Fn(&mut NumAtom)| {
-            let mut a = NumAtom::any();
-            f(&mut a);
-            a
+        let mut constraints: Vec<(NumAtom, NumAtom)> = Vec::new();
+        let mut push = |f: &dyn Fn(&mut NumAtom, bool)| {
+            let (mut yes, mut no) = (NumAtom::any(), NumAtom::any());
+            f(&mut yes, true);
+            f(&mut no, false);
+            constraints.push((yes, no));
         };
-        if let Some(i) = self.int {
-            out.push(one(&|a| a.int = Some(!i)));
-        }
-        if let Some(p) = self.plain {
-            out.push(one(&|a| a.plain = Some(!p)));
-        }
         if let Some((d, s)) = &self.lo {
-            out.push(one(&|a| a.hi = Some((d.clone(), !*s))));
+            push(&|a, yes| {
+                if yes {
+                    a.lo = Some((d.clone(), *s));
+                } else {
+                    a.hi = Some((d.clone(), !*s));
+                }
+            });
         }
         if let Some((d, s)) = &self.hi {
-            out.push(one(&|a| a.lo = Some((d.clone(), !*s))));
+            push(&|a, yes| {
+                if yes {
+                    a.hi = Some((d.clone(), *s));
+                } else {
+                    a.lo = Some((d.clone(), !*s));
+                }
+            });
+        }
+        if let Some(i) = self.int {
+            push(&|a, yes| a.int = Some(if yes { i } else { !i }));
+        }
+        if let Some(p) = self.plain {
+            push(&|a, yes| a.plain = Some(if yes { p } else { !p }));
         }
         for m in &self.mult {
-            out.push(one(&|a| a.not_mult = vec![m.clone()]));
+            push(&|a, yes| {
+                if yes {
+                    a.mult = vec![m.clone()];
+                } else {
+                    a.not_mult = vec![m.clone()];
+                }
+            });
         }
         for m in &self.not_mult {
-            out.push(one(&|a| a.mult = vec![m.clone()]));
+            push(&|a, yes| {
+                if yes {
+                    a.not_mult = vec![m.clone()];
+                } else {
+                    a.mult = vec![m.clone()];
+                }
+            });
         }
         if let Some(v) = &self.value {
-            out.push(one(&|a| a.not_values = vec![v.clone()]));
+            push(&|a, yes| {
+                if yes {
+                    a.value = Some(v.clone());
+                } else {
+                    a.not_values = vec![v.clone()];
+                }
+            });
         }
         for v in &self.not_values {
-            out.push(one(&|a| a.value = Some(v.clone())));
+            push(&|a, yes| {
+                if yes {
+                    a.not_values = vec![v.clone()];
+                } else {
+                    a.value = Some(v.clone());
+                }
+            });
         }
-        out.retain_mut(|a| a.normalize());
+        let mut out = Vec::new();
+        // The constraints before the current one, all holding.
+        let mut before = NumAtom::any();
+        for (yes, no) in constraints {
+            if let Some(piece) = before.and(&no) {
+                out.push(piece);
+            }
+            match before.and(&yes) {
+                Some(b) => before = b,
+                None => break,
+            }
+        }
         out
     }
 
@@ -376,38 +434,62 @@ fn union(a: &[Dec], b: &[Dec]) -> Vec<Dec> {
     v
 }
 
-/// Union of atoms: the conjunction of two unions (distributed).
-pub fn set_and(a: &[NumAtom], b: &[NumAtom]) -> Vec<NumAtom> {
+/// Most atoms in one union of number constraints.
+pub const MAX_NUM_ATOMS: usize = 1024;
+
+/// Most pairs of atoms one intersection of unions meets: each is a merge
+/// of two atoms, so this keeps one operation to milliseconds.
+pub const MAX_NUM_PAIRS: usize = 1 << 16;
+
+/// Union of atoms: the conjunction of two unions (distributed). `None`
+/// past [`MAX_NUM_PAIRS`] pairs met, or when it makes more than
+/// [`MAX_NUM_ATOMS`] atoms and more than either side had (an `enum` of
+/// thousands of numbers stays that many under `type: number`).
+pub fn set_and(a: &[NumAtom], b: &[NumAtom]) -> Option<Vec<NumAtom>> {
+    if a.len().saturating_mul(b.len()) > MAX_NUM_PAIRS {
+        return None;
+    }
+    let most = MAX_NUM_ATOMS.max(a.len()).max(b.len());
     let mut out: Vec<NumAtom> = Vec::new();
+    let mut seen: FastSet<NumAtom> = FastSet::default();
     for x in a {
         for y in b {
             if let Some(z) = x.and(y) {
-                if !out.contains(&z) {
+                if seen.insert(z.clone()) {
                     out.push(z);
+                    if out.len() > most {
+                        return None;
+                    }
                 }
             }
         }
     }
-    simplify_set(out)
+    Some(simplify_set(out))
 }
 
-/// The complement of a union of atoms.
-pub fn set_not(a: &[NumAtom]) -> Vec<NumAtom> {
+/// The complement of a union of atoms (`None` past the bounds of
+/// [`set_and`]).
+pub fn set_not(a: &[NumAtom]) -> Option<Vec<NumAtom>> {
     let mut acc = vec![NumAtom::any()];
     for x in a {
-        acc = set_and(&acc, &x.negate());
+        acc = set_and(&acc, &x.negate())?;
         if acc.is_empty() {
             break;
         }
     }
-    acc
+    Some(acc)
 }
 
-pub fn set_or(a: &[NumAtom], b: &[NumAtom]) -> Vec<NumAtom> {
-    let mut out = a.to_vec();
-    for x in b {
-        if !out.contains(x) {
-            out.push(x.clone());
+/// The union of unions of atoms, without repeats (a union adds no more
+/// atoms than its parts have, so it needs no bound of its own).
+pub fn set_union<'a>(parts: impl IntoIterator<Item = &'a [NumAtom]>) -> Vec<NumAtom> {
+    let mut out = Vec::new();
+    let mut seen: FastSet<&NumAtom> = FastSet::default();
+    for part in parts {
+        for x in part {
+            if seen.insert(x) {
+                out.push(x.clone());
+            }
         }
     }
     simplify_set(out)
@@ -914,6 +996,68 @@ mod tests {
         b.hi = Some((Dec::parse("3").unwrap(), true));
         assert!(b.normalize());
         assert_eq!(b.value, Some(Dec::parse("2").unwrap()));
-        assert_eq!(set_not(&[NumAtom::any()]), vec![]);
+        assert_eq!(set_not(&[NumAtom::any()]), Some(vec![]));
+    }
+
+    /// Whether a union of atoms holds the value `v` (its spelling aside).
+    fn holds(set: &[NumAtom], v: &Dec) -> bool {
+        set.iter()
+            .any(|a| a.admits(v) && a.value.as_ref().is_none_or(|x| x.cmp_value(v).is_eq()))
+    }
+
+    /// A small deterministic generator (no dependency for one test).
+    fn next(seed: &mut u64) -> u64 {
+        *seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        *seed >> 33
+    }
+
+    #[test]
+    fn complements_of_many_ranges_stay_small_and_exact() {
+        // Twenty integer ranges with mixed bounds: the overlapping form
+        // of the complement had up to 3^20 atoms.
+        let mut seed = 7;
+        let mut atoms = Vec::new();
+        for i in 0..20 {
+            let lo = (next(&mut seed) % 60) as i64;
+            let hi = lo + 2 + (next(&mut seed) % 40) as i64;
+            let mut a = if i % 3 == 0 {
+                NumAtom::any()
+            } else {
+                NumAtom::integer()
+            };
+            a.lo = Some((Dec::parse(&lo.to_string()).unwrap(), i % 2 == 0));
+            a.hi = Some((Dec::parse(&hi.to_string()).unwrap(), false));
+            if i % 5 == 0 {
+                a.not_values = vec![Dec::parse(&(lo + 1).to_string()).unwrap()];
+            }
+            assert!(a.normalize());
+            atoms.push(a);
+        }
+        let not = set_not(&atoms).expect("within the bounds");
+        assert!(not.len() < 200, "{} atoms", not.len());
+        let back = set_not(&not).expect("within the bounds");
+        for tenths in -20i64..1200 {
+            let sign = if tenths < 0 { "-" } else { "" };
+            let (whole, frac) = (tenths.abs() / 10, tenths.abs() % 10);
+            let v = Dec::parse(&format!("{sign}{whole}.{frac}")).unwrap();
+            let inside = holds(&atoms, &v);
+            assert_eq!(holds(&not, &v), !inside, "{}", v.to_text());
+            assert_eq!(holds(&back, &v), inside, "{}", v.to_text());
+        }
+    }
+
+    #[test]
+    fn products_past_the_bound_are_refused() {
+        let many: Vec<NumAtom> = (0..2000)
+            .map(|i| NumAtom::value(Dec::parse(&i.to_string()).unwrap()))
+            .collect();
+        assert_eq!(set_and(&many[..300], &many[..300]), None);
+        // Narrowing a long union is not growing it.
+        assert_eq!(
+            set_and(&many, &[NumAtom::integer()]).map(|v| v.len()),
+            Some(2000)
+        );
     }
 }
