@@ -38,6 +38,9 @@ use std::sync::OnceLock;
 
 use cgram::ffi::*;
 
+#[path = "schema_mutations.rs"]
+mod schema_mutations;
+
 /// `cg_compile_options.max_compile_ms` for fuzz inputs.
 pub const MAX_COMPILE_MS: u64 = 300;
 /// `cg_compile_options.max_states` for fuzz inputs: room for a
@@ -56,6 +59,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("regex_compile", regex_compile),
     ("tokenizer_json", tokenizer_json),
     ("matcher_drive", matcher_drive),
+    ("json_schema_deadline", json_schema_deadline),
 ];
 
 // ---------------------------------------------------------------------------
@@ -358,7 +362,7 @@ fn options(kind: u32, flags: u32, json_max_whitespace: u32) -> cg_compile_option
     o.kind = kind;
     o.flags = flags;
     o.json_max_whitespace = json_max_whitespace;
-    o.max_compile_ms = COMPILE_LIMITS.with(|c| c.get().0);
+    o.max_compile_ms = compile_limits((MAX_COMPILE_MS, COMPILE_SLACK_MS)).0;
     o.max_states = MAX_STATES;
     o
 }
@@ -386,10 +390,11 @@ pub const COMPILE_SLACK_MS: u64 = 400;
 
 thread_local! {
     /// `(max_compile_ms, slack)` for the compilations of fuzz inputs on
-    /// this thread: [`MAX_COMPILE_MS`] and [`COMPILE_SLACK_MS`] unless
-    /// [`with_compile_limits`] says otherwise.
-    static COMPILE_LIMITS: std::cell::Cell<(u64, u64)> =
-        const { std::cell::Cell::new((MAX_COMPILE_MS, COMPILE_SLACK_MS)) };
+    /// this thread, when [`with_compile_limits`] sets them; otherwise each
+    /// target's own ([`MAX_COMPILE_MS`] and [`COMPILE_SLACK_MS`] but for
+    /// `json_schema_deadline`).
+    static COMPILE_LIMITS: std::cell::Cell<Option<(u64, u64)>> =
+        const { std::cell::Cell::new(None) };
 }
 
 /// Runs `f` with other compile limits on this thread: the regression test
@@ -397,20 +402,40 @@ thread_local! {
 /// with a tighter deadline and slack so that a deadline that is not
 /// checked still shows.
 pub fn with_compile_limits<T>(max_compile_ms: u64, slack_ms: u64, f: impl FnOnce() -> T) -> T {
-    let old = COMPILE_LIMITS.with(|c| c.replace((max_compile_ms, slack_ms)));
+    let old = COMPILE_LIMITS.with(|c| c.replace(Some((max_compile_ms, slack_ms))));
     let r = f();
     COMPILE_LIMITS.with(|c| c.set(old));
     r
+}
+
+/// The compile limits on this thread: those of [`with_compile_limits`],
+/// else `default`.
+fn compile_limits(default: (u64, u64)) -> (u64, u64) {
+    COMPILE_LIMITS.with(|c| c.get()).unwrap_or(default)
 }
 
 /// `cg_compile`; `None` for the errors the header gives (anything but
 /// `CG_ERR_INTERNAL`). A compilation that runs past `max_compile_ms` (plus
 /// the slack, [`COMPILE_SLACK_MS`] by default) is a finding, failed or not.
 fn compile(vocab: &Vocab, source: &[u8], o: &cg_compile_options) -> Option<Grammar> {
+    compile_with_slack(
+        vocab,
+        source,
+        o,
+        compile_limits((MAX_COMPILE_MS, COMPILE_SLACK_MS)).1,
+    )
+}
+
+/// [`compile`], with `slack` past `max_compile_ms` allowed.
+fn compile_with_slack(
+    vocab: &Vocab,
+    source: &[u8],
+    o: &cg_compile_options,
+    slack: u64,
+) -> Option<Grammar> {
     let start = thread_cpu_time();
     let g = unsafe { cg_compile(vocab.ptr, source.as_ptr().cast(), source.len(), o) };
     let took = thread_cpu_time() - start;
-    let slack = COMPILE_LIMITS.with(|c| c.get().1);
     if o.max_compile_ms > 0 {
         assert!(
             took.as_millis() as u64 <= o.max_compile_ms + slack,
@@ -1179,6 +1204,39 @@ pub fn json_schema_compile(data: &[u8]) {
     if let Some(g) = compile(&vocab, data, &o) {
         exercise(&g, &vocab, data);
     }
+}
+
+/// `json_schema_deadline`: a schema edited by a recipe of structure-aware
+/// mutations (`fuzz/schema_mutations.rs`), compiled on [`Vocab::bytes`]
+/// with the library's default options (its 10 s deadline, its state
+/// limit), lenient when the recipe's flag byte says so. A compile that
+/// takes more than 1.5 times its deadline, failed or not, is a finding:
+/// some loop of the front end does not check it, or grows without a bound.
+pub fn json_schema_deadline(data: &[u8]) {
+    let Some((source, flag_byte)) = mutated_schema(data) else {
+        return;
+    };
+    let vocab = Vocab::bytes();
+    let default_ms = cgram::limits::DEFAULT_MAX_COMPILE_MS;
+    let (max_ms, slack) = compile_limits((default_ms, default_ms / 2));
+    let mut o = options(CG_KIND_JSON_SCHEMA, 0, 0);
+    o.max_compile_ms = max_ms;
+    o.max_states = cgram::limits::DEFAULT_MAX_STATES as u64;
+    if flag_byte & 1 != 0 {
+        o.flags |= CG_JSON_LENIENT;
+    }
+    if flag_byte & 2 != 0 {
+        o.flags |= CG_JSON_STRICT_INTEGERS;
+    }
+    drop(compile_with_slack(&vocab, source.as_bytes(), &o, slack));
+}
+
+/// The schema a `json_schema_deadline` input compiles, and its recipe's
+/// flag byte (`None` when the input's schema is not JSON).
+pub fn mutated_schema(data: &[u8]) -> Option<(String, u8)> {
+    let (text, recipe) = schema_mutations::split(data);
+    let (schema, flag_byte) = schema_mutations::mutate(text, recipe)?;
+    Some((schema.to_string(), flag_byte))
 }
 
 /// `regex_compile`: the input is an ECMA-262 pattern, compiled as

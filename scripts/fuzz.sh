@@ -11,6 +11,9 @@
 #   tokenizer_json       a tokenizer.json (+ config files) loaded, then used
 #   matcher_drive        operations on matchers of a fixed grammar corpus,
 #                        checking the mask invariants
+#   json_schema_deadline a schema edited by structure-aware mutations
+#                        (fuzz/schema_mutations.rs), compiled with the
+#                        default 10 s deadline: past 15 s is a finding
 #
 # Builds the targets (nightly toolchain; installs cargo-fuzz when missing).
 # For each target, one after the other, niced:
@@ -18,7 +21,7 @@
 #    listed in fuzz/regressions/open.txt that still fails is reported as
 #    open; any other that fails is a regression;
 # 2. fuzzes for SECONDS (default 60) with -timeout=1 (an input over 1 s is
-#    a finding) and -rss_limit_mb=2048, starting from the committed corpus
+#    a finding; json_schema_deadline: 20 s, its harness's bound is 15 s) and -rss_limit_mb=2048, starting from the committed corpus
 #    fuzz/corpus/<target>/ plus what earlier runs found (fuzz/work/<target>/,
 #    git-ignored). libFuzzer stops at the first finding unless --keep-going
 #    (-fork=1 with -ignore_crashes/timeouts/ooms: one fuzzing process still,
@@ -45,7 +48,7 @@ sanitizer=none
 update=0
 keep_going=0
 targets=()
-all_targets=(gbnf_compile json_schema_compile regex_compile tokenizer_json matcher_drive)
+all_targets=(gbnf_compile json_schema_compile regex_compile tokenizer_json matcher_drive json_schema_deadline)
 
 usage() { sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
@@ -91,6 +94,15 @@ max_len() {
     regex_compile) echo 1024 ;;
     tokenizer_json) echo 32768 ;;
     matcher_drive) echo 512 ;;
+    json_schema_deadline) echo 16640 ;;
+  esac
+}
+
+# Per-target libFuzzer -timeout (s), and the replay bound (ms) it implies.
+timeout_s() {
+  case "$1" in
+    json_schema_deadline) echo 20 ;;
+    *) echo 1 ;;
   esac
 }
 
@@ -124,9 +136,9 @@ for t in "${targets[@]}"; do
     # libFuzzer does not apply -timeout to inputs given as files: the time
     # it reports is checked here.
     ok=0
-    if timeout 120 "$bin_dir/$t" -timeout=1 -rss_limit_mb=2048 "$f" >"work/$t.replay.log" 2>&1; then
+    if timeout 120 "$bin_dir/$t" -timeout="$(timeout_s "$t")" -rss_limit_mb=2048 "$f" >"work/$t.replay.log" 2>&1; then
       ms="$(sed -n 's/^Executed .* in \([0-9]*\) ms$/\1/p' "work/$t.replay.log" | tail -n 1)"
-      if [ -n "$ms" ] && [ "$ms" -le 1000 ]; then ok=1; else echo "took ${ms:-?} ms" >>"work/$t.replay.log"; fi
+      if [ -n "$ms" ] && [ "$ms" -le $(($(timeout_s "$t") * 1000)) ]; then ok=1; else echo "took ${ms:-?} ms" >>"work/$t.replay.log"; fi
     fi
     if [ "$ok" = 1 ]; then
       n_ok=$((n_ok + 1))
@@ -147,7 +159,7 @@ for t in "${targets[@]}"; do
   [ "$keep_going" = 1 ] && fork=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
   # shellcheck disable=SC2086
   timeout --kill-after=30 $((time_s + 600)) nice -n 10 "$bin_dir/$t" "${fork[@]}" \
-    -max_total_time="$time_s" -timeout=1 -rss_limit_mb=2048 -max_len="$(max_len "$t")" \
+    -max_total_time="$time_s" -timeout="$(timeout_s "$t")" -rss_limit_mb=2048 -max_len="$(max_len "$t")" \
     -print_final_stats=1 -artifact_prefix="artifacts/$t/" ${FUZZ_ARGS:-} \
     "work/$t" "corpus/$t" >"$log" 2>&1
   code=$?
@@ -183,7 +195,7 @@ for t in "${targets[@]}"; do
     echo "fuzz.sh: minimizing fuzz/corpus/$t with the new inputs"
     cp -n "work/$t"/* "corpus/$t"/ 2>/dev/null || true
     nice -n 10 cargo +nightly fuzz cmin --sanitizer "$sanitizer" --target-dir "$target_dir" "$t" "corpus/$t" \
-      -- -timeout=1 -rss_limit_mb=2048 -max_len="$(max_len "$t")" >"work/$t.cmin.log" 2>&1 ||
+      -- -timeout="$(timeout_s "$t")" -rss_limit_mb=2048 -max_len="$(max_len "$t")" >"work/$t.cmin.log" 2>&1 ||
       echo "fuzz.sh: cmin of $t failed: see fuzz/work/$t.cmin.log" >&2
     echo "fuzz.sh: fuzz/corpus/$t: $(find "corpus/$t" -type f | wc -l) files, $(du -sh "corpus/$t" | cut -f1)"
   fi

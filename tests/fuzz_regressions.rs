@@ -136,6 +136,9 @@ fn replay_all(target_name: &str, files: &[PathBuf], strict: bool) {
         match replay(target_name, path, strict) {
             Ok(t) => {
                 total += t;
+                if t > LIMIT / 4 {
+                    eprintln!("  slow ({t:?}, within the limit): {}", path.display());
+                }
                 if t > slowest.0 {
                     slowest = (t, path.clone());
                 }
@@ -247,3 +250,19 @@ corpus_test!(corpus_json_schema_compile);
 corpus_test!(corpus_regex_compile);
 corpus_test!(corpus_tokenizer_json);
 corpus_test!(corpus_matcher_drive);
+corpus_test!(corpus_json_schema_deadline);
+
+/// `CGRAM_FUZZ_SHOW=FILE cargo test --test fuzz_regressions -- --ignored
+/// show_mutated_schema --nocapture`: prints the schema a
+/// `json_schema_deadline` input compiles (its recipe applied) and the
+/// recipe's flag byte.
+#[test]
+#[ignore = "needs CGRAM_FUZZ_SHOW=FILE"]
+fn show_mutated_schema() {
+    let path = std::env::var("CGRAM_FUZZ_SHOW").expect("CGRAM_FUZZ_SHOW=FILE");
+    let data = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    match harness::mutated_schema(&data) {
+        Some((schema, flags)) => println!("flags {flags}\n{schema}"),
+        None => println!("{path}: its schema is not JSON"),
+    }
+}
