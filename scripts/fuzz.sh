@@ -159,7 +159,7 @@ for t in "${targets[@]}"; do
   [ "$keep_going" = 1 ] && fork=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
   # shellcheck disable=SC2086
   timeout --kill-after=30 $((time_s + 600)) nice -n 10 "$bin_dir/$t" "${fork[@]}" \
-    -max_total_time="$time_s" -timeout="$(timeout_s "$t")" -rss_limit_mb=2048 -max_len="$(max_len "$t")" \
+    -max_total_time="$time_s" -timeout="$(timeout_s "$t")" -report_slow_units="$(timeout_s "$t")" -rss_limit_mb=2048 -max_len="$(max_len "$t")" \
     -print_final_stats=1 -artifact_prefix="artifacts/$t/" ${FUZZ_ARGS:-} \
     "work/$t" "corpus/$t" >"$log" 2>&1
   code=$?
