@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::decimal::Dec;
 use super::doc::{Doc, Draft};
-use super::node::{too_many, AlgebraError, ArrShape, Node, ObjShape, Term};
+use super::node::{too_many_numbers, AlgebraError, ArrShape, Node, ObjShape, Term};
 use super::number::NumAtom;
 use super::strings::{is_full, StrLang};
 use super::JsonOptions;
@@ -705,7 +705,7 @@ impl<'a> Compiler<'a> {
         }
         if let Some(a) = self.number_keywords(m, &ptr)? {
             node.num = super::number::set_and(&node.num, &[a])
-                .ok_or_else(|| algebra("type", &ptr, too_many()))?;
+                .ok_or_else(|| algebra("type", &ptr, too_many_numbers()))?;
         }
         if !node.obj.is_empty() {
             if let Some(shape) = self.object_keywords(id, m, &ptr)? {

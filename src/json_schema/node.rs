@@ -664,6 +664,17 @@ pub struct Node {
     pub obj: Vec<ObjShape>,
 }
 
+/// The number algebra past its bounds ([`super::number::MAX_NUM_ATOMS`],
+/// [`super::number::MAX_NUM_PAIRS`]).
+pub fn too_many_numbers() -> AlgebraError {
+    AlgebraError::Limit(format!(
+        "more than {} number constraints in one union, or {} pairs of them in one \
+         intersection, after combining subschemas",
+        super::number::MAX_NUM_ATOMS,
+        super::number::MAX_NUM_PAIRS
+    ))
+}
+
 pub fn too_many() -> AlgebraError {
     AlgebraError::Limit(format!(
         "more than {MAX_SHAPES} alternatives of one type after combining subschemas"
@@ -798,7 +809,7 @@ impl Node {
         let mut pairs = 0;
         let arr = product(&self.arr, &o.arr, ArrShape::and, &mut pairs, deadline)?;
         let obj = product(&self.obj, &o.obj, ObjShape::and, &mut pairs, deadline)?;
-        let num = set_and(&self.num, &o.num).ok_or_else(too_many)?;
+        let num = set_and(&self.num, &o.num).ok_or_else(too_many_numbers)?;
         Ok(Node {
             null: self.null && o.null,
             bools: self.bools & o.bools,
@@ -886,7 +897,7 @@ impl Node {
         for s in &self.obj {
             obj = product(&obj, &s.negate()?, ObjShape::and, &mut pairs, deadline)?;
         }
-        let num = set_not(&self.num).ok_or_else(too_many)?;
+        let num = set_not(&self.num).ok_or_else(too_many_numbers)?;
         Ok(Node {
             null: !self.null,
             bools: !self.bools & 3,

@@ -28,7 +28,9 @@
 use std::collections::BTreeSet;
 use std::rc::Rc;
 
-use super::super::node::{too_many, AlgebraError, Node, ObjShape, Shape, Term, MAX_SHAPES};
+use super::super::node::{
+    too_many, too_many_numbers, AlgebraError, Node, ObjShape, Shape, Term, MAX_SHAPES,
+};
 use super::super::number::{set_and, set_not};
 use super::super::strings::StrLang;
 use super::{algebra, Compiler};
@@ -110,7 +112,7 @@ impl Compiler<'_> {
     ) -> Result<std::result::Result<Node, AlgebraError>> {
         self.check_time()?;
         let Some(num) = set_not(&b.num).and_then(|not_b| set_and(&a.num, &not_b)) else {
-            return Ok(Err(too_many()));
+            return Ok(Err(too_many_numbers()));
         };
         // Shapes met, against MAX_PAIRS: emptiness tests evaluate
         // member schemas, which may take differences of their own, so each
