@@ -665,13 +665,14 @@ pub struct Node {
 }
 
 /// The number algebra past its bounds ([`super::number::MAX_NUM_ATOMS`],
-/// [`super::number::MAX_NUM_PAIRS`]).
+/// [`super::number::MAX_NUM_PAIRS`], [`super::number::MAX_NOT_PAIRS`]).
 pub fn too_many_numbers() -> AlgebraError {
     AlgebraError::Limit(format!(
         "more than {} number constraints in one union, or {} pairs of them in one \
-         intersection, after combining subschemas",
+         intersection ({} in one complement), after combining subschemas",
         super::number::MAX_NUM_ATOMS,
-        super::number::MAX_NUM_PAIRS
+        super::number::MAX_NUM_PAIRS,
+        super::number::MAX_NOT_PAIRS
     ))
 }
 

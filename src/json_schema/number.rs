@@ -441,6 +441,10 @@ pub const MAX_NUM_ATOMS: usize = 1024;
 /// of two atoms, so this keeps one operation to milliseconds.
 pub const MAX_NUM_PAIRS: usize = 1 << 16;
 
+/// Most pairs of atoms one complement ([`set_not`]) meets over all its
+/// intersections: a few milliseconds, however many atoms it negates.
+pub const MAX_NOT_PAIRS: usize = 4 * MAX_NUM_PAIRS;
+
 /// Union of atoms: the conjunction of two unions (distributed). `None`
 /// past [`MAX_NUM_PAIRS`] pairs met, or when it makes more than
 /// [`MAX_NUM_ATOMS`] atoms and more than either side had (an `enum` of
@@ -467,12 +471,18 @@ pub fn set_and(a: &[NumAtom], b: &[NumAtom]) -> Option<Vec<NumAtom>> {
     Some(simplify_set(out))
 }
 
-/// The complement of a union of atoms (`None` past the bounds of
-/// [`set_and`]).
+/// The complement of a union of atoms: `None` past the bounds of
+/// [`set_and`] at any step, or past [`MAX_NOT_PAIRS`] pairs in all.
 pub fn set_not(a: &[NumAtom]) -> Option<Vec<NumAtom>> {
     let mut acc = vec![NumAtom::any()];
+    let mut pairs = 0usize;
     for x in a {
-        acc = set_and(&acc, &x.negate())?;
+        let negated = x.negate();
+        pairs += acc.len() * negated.len();
+        if pairs > MAX_NOT_PAIRS {
+            return None;
+        }
+        acc = set_and(&acc, &negated)?;
         if acc.is_empty() {
             break;
         }
