@@ -463,6 +463,7 @@ pub fn compile_ir(
     let mut kinds: Vec<(String, RuleKind)> = Vec::new();
     let limits = DfaLimits {
         deadline: options.deadline,
+        max_states: options.max_states,
         ..DfaLimits::default()
     };
     let productive = low.analysis.productive.clone();

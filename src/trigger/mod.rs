@@ -158,6 +158,7 @@ impl Triggers {
                     crate::limits::TRIGGER_MAX_COMPILE_MS,
                     "the time limit of a trigger pattern",
                 ),
+                ..DfaLimits::default()
             };
             let pattern = match spec {
                 TriggerSpec::Token(t) => {

@@ -29,7 +29,7 @@ fn too_large() -> Error {
 /// regular parts come from (and go to) `cache`.
 pub fn table_of(e: &Expr, limits: &DfaLimits, cache: &dyn LexemeSource) -> Result<Arc<Table>> {
     if let Expr::JsonStrings(js) = e {
-        return Ok(Arc::new(super::json_string::table(js, &limits.deadline)?));
+        return Ok(Arc::new(super::json_string::table(js, limits)?));
     }
     if let Expr::Rfc3339(r) = e {
         return Ok(super::rfc3339::table(r));

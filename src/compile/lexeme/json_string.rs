@@ -547,9 +547,12 @@ impl Builder<'_> {
 }
 
 /// The DFA of `js` (quotes included): minimal, state 0 the start. An
-/// error once `deadline` passes.
-pub fn table(js: &JsonStrings, deadline: &crate::limits::Deadline) -> crate::error::Result<Table> {
-    let mut meter = deadline.meter();
+/// error once `limits`' deadline passes, or as soon as the table has more
+/// than `limits.max_states` states (100,000 values that share few
+/// prefixes need several states per character, for the escapes: refused
+/// when the table passes the grammar's budget, not once it is whole).
+pub fn table(js: &JsonStrings, limits: &super::DfaLimits) -> crate::error::Result<Table> {
+    let mut meter = limits.deadline.meter();
     let cp = CpDfa::new(js);
     let (classes, reps) = byte_classes(&cp);
     let mut b = Builder {
@@ -575,6 +578,14 @@ pub fn table(js: &JsonStrings, deadline: &crate::limits::Deadline) -> crate::err
         meter.step(256 + reps.len() + 4 * listed)?;
         b.row(&key, &mut row);
         trans.extend(reps.iter().map(|&r| row[r as usize]));
+        if b.keys.len() > limits.max_states {
+            return Err(crate::error::Error::limit(format!(
+                "the JSON strings of {} listed values need more than {} automaton states \
+                 (max_states)",
+                js.values().len(),
+                limits.max_states
+            )));
+        }
         done += 1;
     }
     let is_final = b.keys.iter().map(|k| *k == Key::End).collect();
@@ -731,7 +742,7 @@ mod tests {
                     continue;
                 }
                 let js = JsonStrings::new(values.iter().map(|s| s.to_string()), negated);
-                let ours = table(&js, &crate::limits::Deadline::none()).unwrap();
+                let ours = table(&js, &super::super::DfaLimits::default()).unwrap();
                 let theirs = general(&js);
                 assert!(
                     super::super::tests::same_language(&ours, &theirs),
@@ -793,7 +804,7 @@ mod tests {
             for negated in [false, true] {
                 let js = JsonStrings::new(values.clone(), negated);
                 let (ours, theirs) = (
-                    table(&js, &crate::limits::Deadline::none()).unwrap(),
+                    table(&js, &super::super::DfaLimits::default()).unwrap(),
                     general(&js),
                 );
                 assert!(
@@ -809,11 +820,27 @@ mod tests {
         }
     }
 
+    /// A set whose automaton passes `max_states` stops there, naming it.
+    #[test]
+    fn states_past_the_budget_are_refused() {
+        let values: Vec<String> = (0..2000)
+            .map(|i| format!("{:x}", i * 7919 + 12345))
+            .collect();
+        let js = JsonStrings::new(values, false);
+        let whole = table(&js, &super::super::DfaLimits::default()).unwrap();
+        let limits = super::super::DfaLimits {
+            max_states: whole.num_states() / 2,
+            ..Default::default()
+        };
+        let err = table(&js, &limits).unwrap_err();
+        assert!(err.message().contains("max_states"), "{}", err.message());
+    }
+
     #[test]
     fn spellings() {
         let names = JsonStrings::new(["ab".to_string(), "é😀".to_string()], false);
         let others = JsonStrings::new(["ab".to_string(), "é😀".to_string()], true);
-        let none = crate::limits::Deadline::none();
+        let none = super::super::DfaLimits::default();
         let (t, n) = (
             table(&names, &none).unwrap(),
             table(&others, &none).unwrap(),

@@ -355,6 +355,10 @@ pub struct DfaLimits {
     pub max_bytes: usize,
     /// The compilation's deadline, checked while states are built.
     pub deadline: Deadline,
+    /// The grammar's `max_states`: an automaton built state by state
+    /// without a byte bound of its own (a set of JSON strings) stops as
+    /// soon as it alone has more.
+    pub max_states: usize,
 }
 
 impl Default for DfaLimits {
@@ -362,6 +366,7 @@ impl Default for DfaLimits {
         DfaLimits {
             max_bytes: 32 << 20,
             deadline: Deadline::none(),
+            max_states: usize::MAX,
         }
     }
 }
