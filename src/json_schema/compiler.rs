@@ -155,7 +155,6 @@ fn bad(kw: &str, ptr: &str, reason: impl std::fmt::Display) -> Error {
     kw_err(ErrorKind::Parse, kw, ptr, reason)
 }
 
-/// Errors from the node algebra (limits or inexpressible negations).
 /// `oneOf` of branches that are finite sets of scalars (`const`s and
 /// `enum`s of strings, numbers, booleans, `null`): the values in exactly
 /// one branch, counted in one pass instead of excluding every pair of
@@ -217,6 +216,7 @@ fn exactly_one_value(branches: &[Node]) -> Option<Node> {
     })
 }
 
+/// Errors from the node algebra (limits or inexpressible negations).
 fn algebra(kw: &str, ptr: &str, e: AlgebraError) -> Error {
     kw_err(e.kind(), kw, ptr, e)
 }

@@ -859,12 +859,17 @@ impl Node {
             }
         }
         out.num = set_union(nums);
+        // One alternation of every language (folding `StrLang::or` would
+        // nest and copy it once per branch).
         out.str = if any_str {
             StrLang::any()
+        } else if res.is_empty() {
+            StrLang::Lits(lits)
         } else {
-            res.into_iter().fold(StrLang::Lits(lits), |acc, e| {
-                acc.or(&StrLang::Re(e.clone()))
-            })
+            let listed = (!lits.is_empty()).then(|| StrLang::Lits(lits).to_expr());
+            StrLang::Re(Expr::alt(
+                listed.into_iter().chain(res.into_iter().cloned()).collect(),
+            ))
         };
         // A union with "any" of a type is "any" of that type.
         if out.arr.contains(&ArrShape::any()) {
