@@ -533,6 +533,14 @@ fn live_columns(
         return Ok((columns, column_of));
     };
     let min = min as usize;
+    if max < min {
+        // No length is within the bounds: nothing is live.
+        add(0, &vec![0u64; words]);
+        for c in 1..=cap {
+            column_of[c] = column_of[0];
+        }
+        return Ok((columns, column_of));
+    }
     // From `min` on a count needs a length of at most `max - c`: the
     // union of the first layers.
     let mut acc = vec![0u64; words];
@@ -547,7 +555,8 @@ fn live_columns(
     // the block's end) and the beginning of the next (unions from the
     // next block's start), so each layer is merged twice at most.
     let w = max - min + 1;
-    let mut block = 1 / w * w;
+    // (No count is below a minimum of 0.)
+    let mut block = if min == 0 { 1 } else { 1 / w * w };
     while block <= min {
         let first = block.max(1);
         let last = (block + w - 1).min(min);
@@ -741,9 +750,13 @@ mod tests {
                 list.dedup();
             }
             let exits: Vec<u32> = (0..1 + next(3)).map(|_| next(m as u64) as u32).collect();
-            let min = next(12) as u32;
-            let max =
-                (round % 3 != 0).then(|| min + next(if round % 2 == 0 { 5 } else { 90 }) as u32);
+            let min = if round % 7 == 0 { 0 } else { next(12) as u32 };
+            let max = match round % 3 {
+                0 => None,
+                // Below the minimum: nothing is live.
+                _ if round % 11 == 0 => Some(min.saturating_sub(1 + next(3) as u32)),
+                _ => Some(min + next(if round % 2 == 0 { 5 } else { 90 }) as u32),
+            };
             let mut meter = Deadline::none().meter();
             let layers = Layers::new(
                 &preds,
