@@ -16,7 +16,7 @@
 //! | GBNF group nesting | [`crate::gbnf::MAX_NESTING`] (20,000; llama.cpp overflows an 8 MiB stack from ~18,700) | - | parser |
 //! | GBNF repetition | 2,000 copies (llama.cpp's) | - | parser |
 //! | JSON Schema nesting | [`crate::json_schema::MAX_SCHEMA_NESTING`] | - | JSON reader |
-//! | JSON Schema size | 100,000 rules, 200,000 subschema combinations, 1,024 alternatives of one type (`MAX_SHAPES` in `json_schema/node.rs`), 1,024 number constraints in one union and 65,536 pairs of them per intersection (`MAX_NUM_ATOMS`, `MAX_NUM_PAIRS` in `json_schema/number.rs`), 6 negated `additionalProperties` on one object (`MAX_NEEDS` in `json_schema/compiler.rs`) | - | schema translation |
+//! | JSON Schema size | 100,000 rules, 200,000 subschema combinations, 1,024 alternatives of one type (`MAX_SHAPES` in `json_schema/node.rs`), 1,024 number constraints in one union, 65,536 pairs of them per intersection and 262,144 per complement (`MAX_NUM_ATOMS`, `MAX_NUM_PAIRS`, `MAX_NOT_PAIRS` in `json_schema/number.rs`), 6 negated `additionalProperties` on one object (`MAX_NEEDS` in `json_schema/compiler.rs`) | - | schema translation |
 //! | JSON Schema `multipleOf` | [`MAX_MULTIPLE_OF_STATES`] residue states (divisor `a × 10^-k`: `a × (k + 3)`) | - | schema translation |
 //! | regex nesting and repetition | see [`crate::regex`] | - | regex parser |
 //! | one lexeme DFA | 32 MiB | - | lexeme builder: a regular part whose DFA would be larger becomes a parser rule (no error; intersections and complements, which only exist as DFAs, are refused) |
