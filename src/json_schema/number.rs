@@ -255,73 +255,77 @@ impl NumAtom {
     /// again (`set_not` of twenty ranges took minutes). Bounds come first:
     /// the pieces below and above a range then stay whole.
     pub fn negate(&self) -> Vec<NumAtom> {
+        // Each constraint alone, as (it holds, it fails).
         let mut constraints: Vec<(NumAtom, NumAtom)> = Vec::new();
-        let mut push = |f: &dyn Fn(&mut NumAtom, bool)| {
-            let (mut yes, mut no) = (NumAtom::any(), NumAtom::any());
-            f(&mut yes, true);
-            f(&mut no, false);
-            constraints.push((yes, no));
-        };
+        let any = NumAtom::any;
         if let Some((d, s)) = &self.lo {
-            push(&|a, yes| {
-                if yes {
-                    a.lo = Some((d.clone(), *s));
-                } else {
-                    a.hi = Some((d.clone(), !*s));
-                }
-            });
+            let holds = NumAtom {
+                lo: Some((d.clone(), *s)),
+                ..any()
+            };
+            let fails = NumAtom {
+                hi: Some((d.clone(), !*s)),
+                ..any()
+            };
+            constraints.push((holds, fails));
         }
         if let Some((d, s)) = &self.hi {
-            push(&|a, yes| {
-                if yes {
-                    a.hi = Some((d.clone(), *s));
-                } else {
-                    a.lo = Some((d.clone(), !*s));
-                }
-            });
+            let holds = NumAtom {
+                hi: Some((d.clone(), *s)),
+                ..any()
+            };
+            let fails = NumAtom {
+                lo: Some((d.clone(), !*s)),
+                ..any()
+            };
+            constraints.push((holds, fails));
         }
         if let Some(i) = self.int {
-            push(&|a, yes| a.int = Some(if yes { i } else { !i }));
+            constraints.push((
+                NumAtom {
+                    int: Some(i),
+                    ..any()
+                },
+                NumAtom {
+                    int: Some(!i),
+                    ..any()
+                },
+            ));
         }
         if let Some(p) = self.plain {
-            push(&|a, yes| a.plain = Some(if yes { p } else { !p }));
+            constraints.push((
+                NumAtom {
+                    plain: Some(p),
+                    ..any()
+                },
+                NumAtom {
+                    plain: Some(!p),
+                    ..any()
+                },
+            ));
         }
-        for m in &self.mult {
-            push(&|a, yes| {
-                if yes {
-                    a.mult = vec![m.clone()];
-                } else {
-                    a.not_mult = vec![m.clone()];
-                }
-            });
-        }
-        for m in &self.not_mult {
-            push(&|a, yes| {
-                if yes {
-                    a.not_mult = vec![m.clone()];
-                } else {
-                    a.mult = vec![m.clone()];
-                }
-            });
-        }
+        let multiple = |m: &Dec| NumAtom {
+            mult: vec![m.clone()],
+            ..any()
+        };
+        let not_multiple = |m: &Dec| NumAtom {
+            not_mult: vec![m.clone()],
+            ..any()
+        };
+        constraints.extend(self.mult.iter().map(|m| (multiple(m), not_multiple(m))));
+        constraints.extend(self.not_mult.iter().map(|m| (not_multiple(m), multiple(m))));
+        let not_value = |v: &Dec| NumAtom {
+            not_values: vec![v.clone()],
+            ..any()
+        };
         if let Some(v) = &self.value {
-            push(&|a, yes| {
-                if yes {
-                    a.value = Some(v.clone());
-                } else {
-                    a.not_values = vec![v.clone()];
-                }
-            });
+            constraints.push((NumAtom::value(v.clone()), not_value(v)));
         }
-        for v in &self.not_values {
-            push(&|a, yes| {
-                if yes {
-                    a.not_values = vec![v.clone()];
-                } else {
-                    a.value = Some(v.clone());
-                }
-            });
-        }
+        constraints.extend(
+            self.not_values
+                .iter()
+                .map(|v| (not_value(v), NumAtom::value(v.clone()))),
+        );
         let mut out = Vec::new();
         // The constraints before the current one, all holding.
         let mut before = NumAtom::any();
