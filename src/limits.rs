@@ -19,7 +19,7 @@
 //! | JSON Schema size | 100,000 rules, 200,000 subschema combinations, 1,024 alternatives of one type (`MAX_SHAPES` in `json_schema/node.rs`), 1,024 number constraints in one union, 65,536 pairs of them per intersection and 262,144 per complement (`MAX_NUM_ATOMS`, `MAX_NUM_PAIRS`, `MAX_NOT_PAIRS` in `json_schema/number.rs`), 6 negated `additionalProperties` on one object (`MAX_NEEDS` in `json_schema/compiler.rs`) | - | schema translation |
 //! | JSON Schema `multipleOf` | [`MAX_MULTIPLE_OF_STATES`] residue states (divisor `a × 10^-k`: `a × (k + 3)`) | - | schema translation |
 //! | regex nesting and repetition | see [`crate::regex`] | - | regex parser |
-//! | one lexeme DFA | 32 MiB | - | lexeme builder: a regular part whose DFA would be larger becomes a parser rule (no error; intersections and complements, which only exist as DFAs, are refused) |
+//! | one lexeme DFA | 32 MiB | - | lexeme builder: a regular part whose DFA would be larger becomes a parser rule (no error; intersections and complements, which only exist as DFAs, are refused, and so is the trie of a large set of strings) |
 //! | vocabulary | 16,777,216 tokens of at most 65,536 bytes | - | `cg_vocab_new` |
 //! | memory kept per vocabulary | [`crate::tokensets::DEFAULT_CACHE_BUDGET`] (256 MiB) | `cg_vocab_set_cache_budget` | the engine's caches: least recently used lexemes dropped past three quarters of it, two shared tables cleared past an eighth each |
 //!

@@ -223,6 +223,49 @@ fn enum_of_100k_strings_compiles() {
     assert_ne!(m.try_feed("\"v100000\""), CG_OK);
 }
 
+/// 100,000 random 12-letter names share few prefixes: a trie of about a
+/// million nodes, which as a table would be millions of states (it was
+/// refused for `max_states`). Any spelling of a listed name is one.
+#[test]
+fn enum_of_100k_random_names_compiles() {
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    let letters = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    let names: Vec<String> = (0..100_000)
+        .map(|_| {
+            (0..12)
+                .map(|_| letters[next(52) as usize] as char)
+                .collect()
+        })
+        .collect();
+    let quoted: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+    let g = compile(
+        &format!("{{\"enum\": [{}]}}", quoted.join(",")),
+        CG_KIND_JSON_SCHEMA,
+    );
+    let name = &names[31_337];
+    let m = Matcher::new(&g);
+    m.feed("\"");
+    assert!(!m.allowed().is_empty());
+    m.feed(&format!("{name}\""));
+    assert!(m.accepting());
+    // The first letter escaped, as `\u00XX`.
+    let m = Matcher::new(&g);
+    m.feed(&format!("\"\\u{:04X}{}\"", name.as_bytes()[0], &name[1..]));
+    assert!(m.accepting());
+    // A listed name cut short, or one letter longer.
+    for text in [format!("\"{}\"", &name[..11]), format!("\"{name}a\"")] {
+        let m = Matcher::new(&g);
+        let ok = m.try_feed(&text) == CG_OK && m.accepting();
+        assert!(!ok, "{text}");
+    }
+}
+
 /// `anyOf` and `oneOf` of 60,000 `const`s: unions and exclusions of
 /// that many branches once took a step per pair of branches (past the
 /// deadline, or for minutes). The meaning is checked: `oneOf` drops a

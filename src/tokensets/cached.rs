@@ -37,13 +37,13 @@ pub fn info_for(g: &CompiledGrammar, state: u32) -> Arc<TokenInfo> {
 pub(crate) fn lexeme_state_info(vocab: &Engine, dfa: &Lexeme, s: u32) -> Arc<TokenInfo> {
     // States that no token can tell apart share one token set.
     let s = dfa.token_class(s, vocab.max_token_len());
-    if dfa.counter.is_some() {
-        if let Some(info) = dfa.counted_infos.lock().unwrap().get(&s) {
+    if dfa.computed.is_some() {
+        if let Some(info) = dfa.computed_infos.lock().unwrap().get(&s) {
             return info.clone();
         }
         let info = Arc::new(lexeme_info(vocab, dfa, s));
-        let mut infos = dfa.counted_infos.lock().unwrap();
-        if infos.len() < super::lexeme::MAX_COUNTED_INFOS {
+        let mut infos = dfa.computed_infos.lock().unwrap();
+        if infos.len() < super::lexeme::MAX_COMPUTED_INFOS {
             dfa.note_learned(info.memory());
             infos.insert(s, info.clone());
         }

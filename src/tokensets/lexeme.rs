@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use super::info::TokenInfo;
 use super::lexeme_walk::SubtreeWalks;
-use crate::compile::lexeme::{LexemeDfa, SafeGroups, StringBody, DEAD};
+use crate::compile::lexeme::{Computed, LexemeDfa, SafeGroups, StringBody, DEAD};
 use crate::error::Result;
 use crate::limits::Deadline;
 use crate::util::hash::FastMap;
@@ -22,9 +22,10 @@ use crate::vocab::TokenTrie;
 /// time (see [`Lexeme::prepare_walks`]).
 const EAGER_WALK_ANALYSIS_STATES: usize = 512;
 
-/// Token sets kept per counted lexeme (by state and count class); past
-/// it, new ones are computed for each mask and dropped.
-pub const MAX_COUNTED_INFOS: usize = 4096;
+/// Token sets kept per lexeme with computed states (a counted lexeme's by
+/// state and count class, a string trie's by state); past it, new ones
+/// are computed for each mask and dropped.
+pub const MAX_COMPUTED_INFOS: usize = 4096;
 
 /// A lexeme automaton with what the mask path learned about it.
 pub struct Lexeme {
@@ -33,9 +34,9 @@ pub struct Lexeme {
     /// on first use. Indexed by state; read without locks on the mask
     /// path.
     pub(crate) infos: Box<[OnceLock<Arc<TokenInfo>>]>,
-    /// Token sets of a counted lexeme by canonical state (see
-    /// `cached::lexeme_state_info`), bounded by [`MAX_COUNTED_INFOS`].
-    pub(crate) counted_infos: Mutex<FastMap<u32, Arc<TokenInfo>>>,
+    /// Token sets of a lexeme with computed states by canonical state (see
+    /// `cached::lexeme_state_info`), bounded by [`MAX_COMPUTED_INFOS`].
+    pub(crate) computed_infos: Mutex<FastMap<u32, Arc<TokenInfo>>>,
     /// Walks of single first-byte subtrees, shared by the token sets of
     /// every state that reaches the same state on that byte (see
     /// `lexeme_walk::lexeme_info`).
@@ -72,7 +73,7 @@ impl Lexeme {
         Lexeme {
             dfa,
             infos: (0..n).map(|_| OnceLock::new()).collect(),
-            counted_infos: Mutex::default(),
+            computed_infos: Mutex::default(),
             pieces: Mutex::new(SubtreeWalks::default()),
             safe: OnceLock::new(),
             char_safe: OnceLock::new(),
@@ -85,8 +86,11 @@ impl Lexeme {
     /// A representative of `state`'s token class (see
     /// [`LexemeDfa::token_classes`]), computed on first use.
     pub fn token_class(&self, state: u32, horizon: usize) -> u32 {
-        if let Some(c) = &self.dfa.counter {
-            return c.token_class(state, horizon);
+        match self.dfa.computed.as_deref() {
+            Some(Computed::Counted(c)) => return c.token_class(state, horizon),
+            // Each state its own class.
+            Some(Computed::Strings(_)) => return state,
+            None => {}
         }
         let refined = self.token_classes.get_or_init(|| {
             self.dfa
@@ -107,7 +111,7 @@ impl Lexeme {
     /// An error once `deadline` passes (what was not computed then is
     /// computed on first use).
     pub fn prepare_walks(&self, trie: &TokenTrie, deadline: &Deadline) -> Result<()> {
-        if let Some(c) = &self.dfa.counter {
+        if let Some(c) = self.dfa.counter() {
             // The count classes read every (state, count) pair once.
             c.prepare(trie.max_len());
         }
@@ -184,8 +188,9 @@ impl Lexeme {
     /// closing quote), or [`DEAD`].
     pub fn string_body_states(&self, body: &StringBody) -> &[u32] {
         let dfa = &*self.dfa;
-        if dfa.counter.is_some() {
-            // A count never ends in "any string".
+        if dfa.computed.is_some() {
+            // A count never ends in "any string", and a set of strings
+            // never reaches it.
             return &[];
         }
         self.body_states.get_or_init(|| {

@@ -47,7 +47,7 @@
 //! | cache | where | scope | bound, eviction |
 //! |---|---|---|---|
 //! | lexemes and regular parts | [`Engine`] store | vocabulary | 3/4 of the budget, each lexeme counted with what it learned; least recently used dropped |
-//! | token sets of lexeme states | [`Lexeme`] `infos`, `counted_infos` | vocabulary | the automaton's states; 4,096 counted states (new ones used once) |
+//! | token sets of lexeme states | [`Lexeme`] `infos`, `computed_infos` | vocabulary | the automaton's states; 4,096 computed states, counted or string-trie (new ones used once) |
 //! | subtree walks, walk analyses | [`Lexeme`] `pieces`, `safe`, `char_safe`, `token_classes`, `body_states` | vocabulary | 4 Mi walk entries; one analysis each |
 //! | free exits of lexeme states | [`context::SharedFreeExits`] | vocabulary | 1/8 of the budget; cleared when full |
 //! | counted-string token sets | [`string_counts::StringCounts`] `infos` | vocabulary | 1/8 of the budget; cleared when full |

@@ -111,9 +111,9 @@ impl StringCounts {
     /// reach) and then goes on in one state, whatever the count: that
     /// state (`Some(DEAD)` for "exactly" languages, which read no quote).
     /// A lexeme may read more after the quote (an array item's whitespace).
-    /// `dfa` has no [`Counter`](crate::compile::lexeme::Counter) (its table is read directly).
+    /// `dfa` has no [`Computed`](crate::compile::lexeme::Computed) states (its table is read directly).
     pub fn accepts_counted(&self, dfa: &LexemeDfa, state: u32, lang: CountedString) -> Option<u32> {
-        debug_assert!(dfa.counter.is_none());
+        debug_assert!(dfa.computed.is_none());
         let reps = class_pair_reps(dfa, &self.any);
         let mut pairs: crate::util::hash::FastSet<(u32, u32)> = Default::default();
         let mut stack = vec![(state, Self::START)];

@@ -34,7 +34,7 @@ fn any_string_info(vocab: &Engine) -> Option<&Arc<TokenInfo>> {
 /// a chunk's), shared through the vocabulary's [`StringCounts`] (`None` if
 /// `state` is not such a state).
 pub(crate) fn string_tail_info(vocab: &Engine, dfa: &Lexeme, state: u32) -> Option<Arc<TokenInfo>> {
-    if dfa.counter.is_some() || dfa.is_final[state as usize] {
+    if dfa.computed.is_some() || dfa.is_final[state as usize] {
         return None;
     }
     let counts = vocab.string_counts()?;

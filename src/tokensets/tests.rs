@@ -226,7 +226,7 @@ fn counted_token_sets_match_brute_force() {
             .counted_lexeme(&key, &pattern, min, max, &DfaLimits::default())
             .unwrap()
             .unwrap();
-        assert!(dfa.counter.is_some());
+        assert!(dfa.counter().is_some());
         // Every state reachable within a few tokens.
         let mut states = vec![dfa.start];
         let mut seen: crate::util::hash::FastSet<u32> = states.iter().copied().collect();
@@ -250,6 +250,75 @@ fn counted_token_sets_match_brute_force() {
         for &state in &states {
             assert_token_sets_are_brute_force(&vocab, &dfa, state, &format!("{min}..{max:?}"));
         }
+    }
+}
+
+/// A set of strings large enough to be a string trie (states computed,
+/// no table): the token sets of every state reachable within a few
+/// tokens, escapes and multi-byte characters included, are brute force.
+#[test]
+fn string_trie_token_sets_match_brute_force() {
+    let vocab = random_vocab(
+        &[
+            "a",
+            "b",
+            "e",
+            "0",
+            "D",
+            "\"",
+            "\\",
+            "u",
+            "n",
+            "é",
+            "\u{1F600}",
+            "\u{D7FF}",
+            "d8",
+        ],
+        0xD1B5_4A32_D192_ED03,
+        1500,
+        5,
+    );
+    let pool = [
+        'a', 'b', 'e', '0', 'D', '"', '\\', '\n', 'é', '😀', '\u{D7FF}',
+    ];
+    let mut seed = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    let values: Vec<String> = (0..1500)
+        .map(|_| (0..3 + next(8)).map(|_| pool[next(pool.len())]).collect())
+        .collect();
+    let expr = Expr::json_strings(values, false);
+    let dfa = vocab.lexeme(&expr, &DfaLimits::default()).unwrap();
+    assert!(matches!(
+        dfa.computed.as_deref(),
+        Some(crate::compile::lexeme::Computed::Strings(_))
+    ));
+    let mut states = vec![dfa.start];
+    let mut seen: crate::util::hash::FastSet<u32> = states.iter().copied().collect();
+    let mut i = 0;
+    while i < states.len() && states.len() < 300 {
+        let q0 = states[i];
+        for t in 0..vocab.len() as u32 {
+            let mut q = q0;
+            for &b in vocab.token_bytes(t) {
+                q = dfa.next(q, b);
+                if q == DEAD {
+                    break;
+                }
+                if seen.insert(q) {
+                    states.push(q);
+                }
+            }
+        }
+        i += 1;
+    }
+    assert!(states.len() > 100, "{} states reached", states.len());
+    for &state in &states {
+        assert_token_sets_are_brute_force(&vocab, &dfa, state, "string trie");
     }
 }
 

@@ -18,33 +18,38 @@
 use std::sync::Arc;
 
 use super::{Table, DEAD};
+use crate::error::Result;
 use crate::ir::JsonStrings;
+use crate::limits::Meter;
 use crate::util::hash::FastMap;
 
 /// A trie state, or one of these.
-type CpState = u32;
+pub(super) type CpState = u32;
 /// No value continues this way.
 const CP_DEAD: CpState = u32::MAX;
 /// Past the last code point (a range from 0 that holds them all).
 const ALL: u32 = 0x110000;
 
 /// The values as a minimal DFA over code points: trie states with their
-/// children, where every other code point goes (`other`: the state of
-/// "some other value" when negated, else [`CP_DEAD`]) and whether the value
-/// read so far is in the language.
-struct CpDfa {
-    children: Vec<Vec<(u32, CpState)>>,
-    is_final: Vec<bool>,
+/// children (sorted by code point), where every other code point goes
+/// (`other`: the state of "some other value" when negated, else
+/// [`CP_DEAD`]) and whether the value read so far is in the language.
+/// State 0 is the start.
+pub(super) struct CpDfa {
+    pub(super) children: Vec<Vec<(u32, CpState)>>,
+    pub(super) is_final: Vec<bool>,
     other: Vec<CpState>,
 }
 
 impl CpDfa {
-    fn new(js: &JsonStrings) -> CpDfa {
+    /// An error once `meter`'s deadline passes.
+    pub(super) fn new(js: &JsonStrings, meter: &mut Meter) -> Result<CpDfa> {
         // The plain trie; a parent always has a smaller index than its
         // children.
         let mut children: Vec<Vec<(u32, u32)>> = vec![Vec::new()];
         let mut ends = vec![false];
         for v in js.values() {
+            meter.step(v.len())?;
             let mut q = 0usize;
             for c in v.chars() {
                 let c = c as u32;
@@ -69,6 +74,7 @@ impl CpDfa {
         let mut out_children: Vec<Vec<(u32, u32)>> = Vec::new();
         let mut out_ends: Vec<bool> = Vec::new();
         for q in (0..n).rev() {
+            meter.step(children[q].len() + 1)?;
             let mut kids: Vec<(u32, u32)> = children[q]
                 .iter()
                 .map(|&(c, t)| (c, canon[t as usize]))
@@ -107,28 +113,28 @@ impl CpDfa {
             // Any value at all: the root is "some other value" itself (a
             // state of its own would be a second, equivalent state right
             // after the opening quote).
-            CpDfa {
+            Ok(CpDfa {
                 children,
                 is_final: vec![true],
                 other: vec![0],
-            }
+            })
         } else if js.negated() {
             // "Some other value": a final state that reads anything.
             let out = m as u32;
             children.push(Vec::new());
             let mut is_final: Vec<bool> = ends.iter().map(|&e| !e).collect();
             is_final.push(true);
-            CpDfa {
+            Ok(CpDfa {
                 children,
                 is_final,
                 other: vec![out; m + 1],
-            }
+            })
         } else {
-            CpDfa {
+            Ok(CpDfa {
                 children,
                 is_final: ends,
                 other: vec![CP_DEAD; m],
-            }
+            })
         }
     }
 
@@ -551,13 +557,23 @@ impl Builder<'_> {
 /// than `limits.max_states` states (100,000 values that share few
 /// prefixes need several states per character, for the escapes: refused
 /// when the table passes the grammar's budget, not once it is whole).
-pub fn table(js: &JsonStrings, limits: &super::DfaLimits) -> crate::error::Result<Table> {
+pub fn table(js: &JsonStrings, limits: &super::DfaLimits) -> Result<Table> {
     let mut meter = limits.deadline.meter();
-    let cp = CpDfa::new(js);
-    let (classes, reps) = byte_classes(&cp);
+    let cp = CpDfa::new(js, &mut meter)?;
+    table_of(&cp, js, limits, &mut meter)
+}
+
+/// [`table`] from the values' code-point automaton `cp`.
+pub(super) fn table_of(
+    cp: &CpDfa,
+    js: &JsonStrings,
+    limits: &super::DfaLimits,
+    meter: &mut Meter,
+) -> Result<Table> {
+    let (classes, reps) = byte_classes(cp);
     let mut b = Builder {
         other: cp.other.first().copied().unwrap_or(CP_DEAD),
-        cp: &cp,
+        cp,
         ids: FastMap::default(),
         keys: Vec::new(),
         main_ids: vec![u32::MAX; cp.children.len()],

@@ -8,6 +8,7 @@
 //! [`table`] (expression to table), [`analysis`] (what states share:
 //! byte classes, safe groups, state pairings), `boolean` (intersection
 //! and complement), `counted` (a count beside an automaton),
+//! `string_trie` (a large set of strings stepped on its trie, no table),
 //! `json_string`, `multiple`, `rfc3339` (DFAs built directly),
 //! `determinize` and `minimize`.
 //!
@@ -36,6 +37,7 @@ mod minimize;
 mod multiple;
 mod rfc3339;
 pub mod source;
+pub mod string_trie;
 pub mod table;
 
 pub use analysis::SafeGroups;
@@ -46,6 +48,7 @@ pub use source::{
     any_string_expr, build_counted_lexeme, build_lexeme, build_part, string_body, table,
     too_large_error, LexemeSource, StringBody, Uncached,
 };
+pub use string_trie::StringTrie;
 pub(crate) use table::class_table;
 pub use table::{table_from_hir, to_hir, Table};
 
@@ -71,11 +74,21 @@ pub struct LexemeDfa {
     /// of the minimal DFA look alike to every token (see
     /// [`LexemeDfa::token_classes`]).
     pub counting: bool,
-    /// A count of code points next to the automaton (see [`Counter`]):
-    /// then states are `count * table states + table state`, and
-    /// [`Self::next`], [`Self::is_final_state`] and
+    /// States computed rather than stored in the table (see
+    /// [`Computed`]): then [`Self::next`], [`Self::is_final_state`] and
     /// [`Self::first_bytes_of`] are the only way to read them.
-    pub counter: Option<Box<Counter>>,
+    pub computed: Option<Box<Computed>>,
+}
+
+/// A lexeme whose states are numbered and stepped by code, not rows of
+/// its table.
+pub enum Computed {
+    /// A count of code points next to the table's automaton (see
+    /// [`Counter`]): states are `count * table states + table state`.
+    Counted(Counter),
+    /// A large set of JSON strings, stepped on its trie (see
+    /// [`StringTrie`]); the table is empty.
+    Strings(StringTrie),
 }
 
 /// DFAs with fewer states are not worth the refinement (minimization
@@ -222,15 +235,15 @@ impl LexemeDfa {
     #[inline(always)]
     pub fn next(&self, state: u32, byte: u8) -> u32 {
         // The table's step stays a few instructions, inlined in every trie
-        // walk; a counted lexeme's is out of line.
-        if self.counter.is_none() {
+        // walk; a computed lexeme's is out of line.
+        if self.computed.is_none() {
             self.trans[state as usize * self.num_classes + self.classes[byte as usize] as usize]
         } else {
-            self.next_counted(state, byte)
+            self.next_computed(state, byte)
         }
     }
 
-    /// [`Self::next`] of a lexeme without a [`Counter`] (not checked):
+    /// [`Self::next`] of a lexeme without [`Computed`] states (not checked):
     /// the table's step alone, for the shared string automata's walks.
     #[inline(always)]
     pub fn table_next(&self, state: u32, byte: u8) -> u32 {
@@ -238,34 +251,47 @@ impl LexemeDfa {
     }
 
     #[inline(never)]
-    fn next_counted(&self, state: u32, byte: u8) -> u32 {
-        match &self.counter {
-            Some(c) => c.next(self, state, byte),
+    fn next_computed(&self, state: u32, byte: u8) -> u32 {
+        match self.computed.as_deref() {
+            Some(Computed::Counted(c)) => c.next(self, state, byte),
+            Some(Computed::Strings(s)) => s.next(state, byte),
             None => DEAD,
+        }
+    }
+
+    /// The [`Counter`] beside the table, if the lexeme counts.
+    pub fn counter(&self) -> Option<&Counter> {
+        match self.computed.as_deref() {
+            Some(Computed::Counted(c)) => Some(c),
+            _ => None,
         }
     }
 
     /// Whether the lexeme can end in `state`.
     #[inline(always)]
     pub fn is_final_state(&self, state: u32) -> bool {
-        match &self.counter {
+        match self.computed.as_deref() {
             None => self.is_final[state as usize],
-            Some(c) => c.is_final(self, state),
+            Some(Computed::Counted(c)) => c.is_final(self, state),
+            Some(Computed::Strings(s)) => s.is_final(state),
         }
     }
 
     /// The bytes with a transition out of `state`.
     #[inline(always)]
     pub fn first_bytes_of(&self, state: u32) -> ByteSet {
-        match &self.counter {
+        match self.computed.as_deref() {
             None => self.first_bytes[state as usize],
-            Some(c) => self.first_bytes_counted(c, state),
+            Some(c) => self.first_bytes_computed(c, state),
         }
     }
 
     #[inline(never)]
-    fn first_bytes_counted(&self, c: &Counter, state: u32) -> ByteSet {
-        c.first_bytes(self, state)
+    fn first_bytes_computed(&self, c: &Computed, state: u32) -> ByteSet {
+        match c {
+            Computed::Counted(c) => c.first_bytes(self, state),
+            Computed::Strings(s) => s.first_bytes(state),
+        }
     }
 
     /// States of the table (a counted lexeme has more, see
@@ -275,29 +301,33 @@ impl LexemeDfa {
     }
 
     /// States a grammar numbers for this lexeme: the table's, or with a
-    /// [`Counter`] every (count, state) pair.
+    /// [`Counter`] every (count, state) pair, or a [`StringTrie`]'s.
     pub fn num_lexeme_states(&self) -> usize {
-        match &self.counter {
+        match self.computed.as_deref() {
             None => self.num_states(),
-            Some(c) => c.num_states(),
+            Some(Computed::Counted(c)) => c.num_states(),
+            Some(Computed::Strings(s)) => s.num_states(),
         }
     }
 
     /// The table state whose analyses hold for `state` on strings of up
     /// to `height` bytes: itself, or for a counted lexeme the state
     /// without its count where no such string can reach a bound (else
-    /// `None`: no shortcut).
+    /// `None`: no shortcut, as for a [`StringTrie`], which has no table).
     #[inline(always)]
     pub fn table_state_for_walks(&self, trie: &TokenTrie, state: u32, height: u16) -> Option<u32> {
-        match &self.counter {
+        match self.computed.as_deref() {
             None => Some(state),
-            Some(c) => Self::free_state_counted(c, trie, state, height),
+            Some(c) => Self::free_state_computed(c, trie, state, height),
         }
     }
 
     #[inline(never)]
-    fn free_state_counted(c: &Counter, trie: &TokenTrie, state: u32, height: u16) -> Option<u32> {
-        c.free_state(state, height as usize, trie.max_len())
+    fn free_state_computed(c: &Computed, trie: &TokenTrie, state: u32, height: u16) -> Option<u32> {
+        match c {
+            Computed::Counted(c) => c.free_state(state, height as usize, trie.max_len()),
+            Computed::Strings(_) => None,
+        }
     }
 
     /// How many times `state` reads `byte` before it cannot (at most
@@ -342,10 +372,12 @@ impl LexemeDfa {
     /// Approximate heap bytes of the automaton (what the mask path
     /// learns about it is counted by the token-set layer).
     pub fn memory(&self) -> usize {
-        self.counter.as_ref().map_or(0, |c| c.memory())
-            + self.trans.len() * 4
-            + self.is_final.len() * (1 + 32)
-            + 256
+        let computed = match self.computed.as_deref() {
+            None => 0,
+            Some(Computed::Counted(c)) => c.memory(),
+            Some(Computed::Strings(s)) => s.memory(),
+        };
+        computed + self.trans.len() * 4 + self.is_final.len() * (1 + 32) + 256
     }
 }
 

@@ -4,12 +4,14 @@
 
 use super::boolean;
 use super::counted::{self, Counter};
+use super::json_string::{self, CpDfa};
+use super::string_trie::{StringTrie, STRING_TRIE_MIN_NODES};
 use std::sync::Arc;
 
 use super::table::{table_from_hir, table_from_hir_within, to_hir, too_large, Table};
-use super::{has_boolean, has_counting, DfaLimits, LexemeDfa, DEAD};
+use super::{has_boolean, has_counting, Computed, DfaLimits, LexemeDfa, DEAD};
 use crate::error::{Error, Result};
-use crate::ir::Expr;
+use crate::ir::{Expr, JsonStrings};
 
 /// The inside of a JSON string that may go on with any characters: the
 /// state after the opening quote of "any string".
@@ -81,23 +83,42 @@ impl LexemeSource for Uncached {
 /// compiler then matches that part another way (as a parser rule, see
 /// `compile_ir`). Where a DFA cannot be had at all (intersections,
 /// complements) the size is an error. Regular parts of intersections come
-/// from `parts`.
+/// from `parts`. A large set of JSON strings is a [`StringTrie`], with no
+/// table.
 pub fn build_lexeme(
     expr: &Expr,
     limits: &DfaLimits,
     parts: &dyn LexemeSource,
 ) -> Result<Option<LexemeDfa>> {
-    let table = if has_boolean(expr) {
-        boolean::table_of(expr, limits, parts)?
+    let mut built = if let Expr::JsonStrings(js) = expr {
+        strings_lexeme(js, limits)?
     } else {
-        match table_from_hir_within(&to_hir(expr), limits)? {
-            Some(t) => Arc::new(t),
-            None => return Ok(None),
-        }
+        let table = if has_boolean(expr) {
+            boolean::table_of(expr, limits, parts)?
+        } else {
+            match table_from_hir_within(&to_hir(expr), limits)? {
+                Some(t) => Arc::new(t),
+                None => return Ok(None),
+            }
+        };
+        LexemeDfa::from_table_by(&table, &limits.deadline)?
     };
-    let mut built = LexemeDfa::from_table_by(&table, &limits.deadline)?;
     built.counting = has_counting(expr);
     Ok(Some(built))
+}
+
+/// The lexeme of a set of JSON strings: its table, or past
+/// [`STRING_TRIE_MIN_NODES`] trie nodes (a set that is not negated) the
+/// trie alone.
+fn strings_lexeme(js: &JsonStrings, limits: &DfaLimits) -> Result<LexemeDfa> {
+    let mut meter = limits.deadline.meter();
+    let cp = CpDfa::new(js, &mut meter)?;
+    if !js.negated() && cp.children.len() >= STRING_TRIE_MIN_NODES {
+        let trie = StringTrie::new(&cp, js.values().len(), limits.max_bytes, &mut meter)?;
+        return Ok(LexemeDfa::of_string_trie(trie));
+    }
+    let table = json_string::table_of(&cp, js, limits, &mut meter)?;
+    LexemeDfa::from_table_by(&table, &limits.deadline)
 }
 
 /// The JSON strings of `pattern` (a quoted JSON string language) whose
@@ -120,9 +141,9 @@ pub fn build_counted_lexeme(
     };
     let mut built = LexemeDfa::from_table_by(&product, &limits.deadline)?;
     let mut meter = limits.deadline.meter();
-    built.counter = Some(Box::new(Counter::new(
+    built.computed = Some(Box::new(Computed::Counted(Counter::new(
         &built, inside, boundary, min, max, &mut meter,
-    )?));
+    )?)));
     Ok(Some(built))
 }
 

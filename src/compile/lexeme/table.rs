@@ -7,7 +7,7 @@ use regex_automata::nfa::thompson;
 use regex_syntax::hir::{self, Hir};
 
 use super::analysis::ClassBytes;
-use super::{predecessors, truncate, DfaLimits, LexemeDfa, DEAD};
+use super::{predecessors, truncate, Computed, DfaLimits, LexemeDfa, StringTrie, DEAD};
 use crate::error::{Error, Result};
 use crate::ir::{CharClass, Expr};
 use crate::limits::Deadline;
@@ -224,9 +224,8 @@ impl LexemeDfa {
                 }
             }
         }
-        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         Ok(LexemeDfa {
-            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            id: next_lexeme_id(),
             classes,
             num_classes,
             trans,
@@ -234,8 +233,32 @@ impl LexemeDfa {
             first_bytes,
             start: if n > 0 && live[0] { 0 } else { DEAD },
             counting: true,
-            counter: None,
+            computed: None,
         })
+    }
+}
+
+/// A new [`LexemeDfa::id`].
+fn next_lexeme_id() -> u64 {
+    static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+impl LexemeDfa {
+    /// The lexeme of a [`StringTrie`]: no table (one dead row), every
+    /// state computed.
+    pub fn of_string_trie(trie: StringTrie) -> LexemeDfa {
+        LexemeDfa {
+            id: next_lexeme_id(),
+            classes: [0; 256],
+            num_classes: 1,
+            trans: vec![DEAD],
+            is_final: vec![false],
+            first_bytes: vec![[0; 4]],
+            start: trie.start(),
+            counting: false,
+            computed: Some(Box::new(Computed::Strings(trie))),
+        }
     }
 }
 
