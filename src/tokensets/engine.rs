@@ -260,18 +260,31 @@ impl Engine {
         let Some(built) = build()? else {
             return Ok(None);
         };
-        let built = Arc::new(Lexeme::new(Arc::new(built)));
+        let language = built.language_key();
         let store = &mut *self.store.lock().unwrap();
         if let Some(l) = lookup(&mut store.lexemes, &mut store.clock, expr) {
             // Built by another thread meanwhile.
             return Ok(Some(l));
         }
-        if let Some(entry) = store.admit(expr, &built) {
-            store.by_id.insert(built.dfa.id, built.clone());
+        // The same language under another expression: its automaton, and
+        // what masks learned about it, serve this one too.
+        let same = language.and_then(|key| store.same_language(key, &built));
+        let lexeme = match same {
+            Some(l) => l,
+            None => Arc::new(Lexeme::new(Arc::new(built))),
+        };
+        if let Some(entry) = store.admit(expr, &lexeme) {
+            store.by_id.insert(lexeme.dfa.id, lexeme.clone());
+            if let Some(key) = language {
+                let ids = store.by_language.entry(key).or_default();
+                if !ids.contains(&lexeme.dfa.id) {
+                    ids.push(lexeme.dfa.id);
+                }
+            }
             store.lexemes.insert(expr.clone(), entry);
             store.evict_over_budget();
         }
-        Ok(Some(built))
+        Ok(Some(lexeme))
     }
 }
 
@@ -319,6 +332,9 @@ struct Store {
     /// The lexemes again by their automaton's id (see
     /// [`Engine::lexeme_of`]); evicted with them.
     by_id: FastMap<u64, Arc<Lexeme>>,
+    /// The ids of the kept lexemes by [`LexemeDfa::language_key`]
+    /// (several only where keys collide); evicted with them.
+    by_language: FastMap<u64, Vec<u64>>,
     /// The regular parts of intersections and complements (the JSON string
     /// body, "any text"), which many lexemes share.
     parts: FastMap<Expr, Cached<Table>>,
@@ -373,6 +389,7 @@ impl Store {
         Store {
             lexemes: FastMap::default(),
             by_id: FastMap::default(),
+            by_language: FastMap::default(),
             parts: FastMap::default(),
             clock: 0,
             whole_budget,
@@ -411,14 +428,24 @@ impl Store {
         }
     }
 
-    /// Drops the least recently used entries until the rest fit in seven
-    /// eighths of the budget, so that eviction (a pass over every entry)
-    /// runs once per many insertions rather than at each.
     /// The lexemes' and parts' share of the budget (see [`shares`]).
     fn budget(&self) -> usize {
         shares(self.whole_budget).0
     }
 
+    /// A kept lexeme whose automaton accepts what `dfa` does (its
+    /// language key is `key`).
+    fn same_language(&self, key: u64, dfa: &LexemeDfa) -> Option<Arc<Lexeme>> {
+        let ids = self.by_language.get(&key)?;
+        ids.iter()
+            .filter_map(|id| self.by_id.get(id))
+            .find(|l| l.dfa.same_language(dfa))
+            .cloned()
+    }
+
+    /// Drops the least recently used entries until the rest fit in seven
+    /// eighths of the budget, so that eviction (a pass over every entry)
+    /// runs once per many insertions rather than at each.
     fn evict_over_budget(&mut self) {
         let mut bytes = self.count_bytes();
         let budget = self.budget();
@@ -448,6 +475,10 @@ impl Store {
         self.lexemes.retain(|_, e| e.last_used > cutoff);
         let kept: FastSet<u64> = self.lexemes.values().map(|e| e.value.dfa.id).collect();
         self.by_id.retain(|id, _| kept.contains(id));
+        self.by_language.retain(|_, ids| {
+            ids.retain(|id| kept.contains(id));
+            !ids.is_empty()
+        });
         self.parts.retain(|_, e| e.last_used > cutoff);
         self.evictions += evicted;
     }

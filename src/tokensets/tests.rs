@@ -253,6 +253,31 @@ fn counted_token_sets_match_brute_force() {
     }
 }
 
+/// Expressions of one language (alternatives in another order, a class
+/// spelled as alternatives) share one lexeme, and so its token sets;
+/// another language does not.
+#[test]
+fn lexemes_of_one_language_are_shared() {
+    let vocab = random_vocab(&["a", "b", "c", "\""], 0x1234_5678_9ABC_DEF1, 200, 4);
+    let (a, b) = (Expr::literal("a"), Expr::literal("b"));
+    let quoted = |e: Expr| Expr::seq(vec![Expr::literal("\""), e, Expr::literal("\"")]);
+    let one = quoted(Expr::star(Expr::alt(vec![a.clone(), b.clone()])));
+    let same = quoted(Expr::star(Expr::Class(CharClass::from_ranges([(
+        0x61, 0x62,
+    )]))));
+    let other = quoted(Expr::plus(Expr::alt(vec![b, a])));
+    let limits = DfaLimits::default();
+    let before = vocab.num_lexemes();
+    let (x, y, z) = (
+        vocab.lexeme(&one, &limits).unwrap(),
+        vocab.lexeme(&same, &limits).unwrap(),
+        vocab.lexeme(&other, &limits).unwrap(),
+    );
+    assert!(Arc::ptr_eq(&x, &y));
+    assert!(!Arc::ptr_eq(&x, &z));
+    assert_eq!(vocab.num_lexemes() - before, 3, "three expressions kept");
+}
+
 /// A set of strings large enough to be a string trie (states computed,
 /// no table): the token sets of every state reachable within a few
 /// tokens, escapes and multi-byte characters included, are brute force.

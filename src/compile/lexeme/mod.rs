@@ -344,6 +344,43 @@ impl LexemeDfa {
         n
     }
 
+    /// A hash of the language the table accepts from its start, the same
+    /// for every minimal, trimmed DFA of that language whatever its state
+    /// numbering and byte classes: the number of states and, as a
+    /// multiset, each state's finality and first bytes (which an
+    /// isomorphism keeps). Lexemes built from different expressions
+    /// (`a ∧ ¬b` and `¬b ∧ a`) then share one automaton and everything
+    /// masks learn about it, once [`Self::same_language`] confirms it.
+    /// `None` for computed states.
+    pub fn language_key(&self) -> Option<u64> {
+        if self.computed.is_some() || self.start == DEAD {
+            return None;
+        }
+        let sign = |s: usize| {
+            let mut h = mix(self.is_final[s] as u64);
+            for w in self.first_bytes[s] {
+                h = mix(h ^ w);
+            }
+            h
+        };
+        let states = (0..self.num_states()).fold(0u64, |acc, s| acc.wrapping_add(sign(s)));
+        Some(mix(mix(self.num_states() as u64) ^ states) ^ sign(self.start as usize))
+    }
+
+    /// Whether this table and `other` accept the same strings from their
+    /// starts (a walk of the pairs of states the same strings reach).
+    /// `false` also for computed states.
+    pub fn same_language(&self, other: &LexemeDfa) -> bool {
+        if self.computed.is_some() || other.computed.is_some() {
+            return false;
+        }
+        if self.start == DEAD || other.start == DEAD {
+            return self.start == other.start;
+        }
+        let budget = usize::MAX;
+        Pairing::new(self, other).same(self, self.start, other, other.start, budget) == Some(true)
+    }
+
     /// The state of this DFA (if any, and the first by number) that accepts
     /// the same strings as state `theirs` of `other`, with the pairs of
     /// states that the same strings lead the two to from there (all of them
@@ -379,6 +416,15 @@ impl LexemeDfa {
         };
         computed + self.trans.len() * 4 + self.is_final.len() * (1 + 32) + 256
     }
+}
+
+/// A 64-bit mixer (splitmix64's finalizer).
+fn mix(mut x: u64) -> u64 {
+    x ^= x >> 30;
+    x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x ^= x >> 27;
+    x = x.wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
 }
 
 /// Size and time limits for building one lexeme DFA.
