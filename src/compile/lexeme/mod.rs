@@ -369,7 +369,9 @@ impl LexemeDfa {
 
     /// Whether this table and `other` accept the same strings from their
     /// starts (a walk of the pairs of states the same strings reach).
-    /// `false` also for computed states.
+    /// `false` also for computed states, and where the walk visits more
+    /// pairs than the two have states: equal minimal DFAs pair each state
+    /// once, and tables whose keys collide must not cost a product.
     pub fn same_language(&self, other: &LexemeDfa) -> bool {
         if self.computed.is_some() || other.computed.is_some() {
             return false;
@@ -377,8 +379,9 @@ impl LexemeDfa {
         if self.start == DEAD || other.start == DEAD {
             return self.start == other.start;
         }
-        let budget = usize::MAX;
-        Pairing::new(self, other).same(self, self.start, other, other.start, budget) == Some(true)
+        let mut pairing = Pairing::new(self, other);
+        let budget = (self.num_states() + other.num_states()) * pairing.reps.len();
+        pairing.same(self, self.start, other, other.start, budget) == Some(true)
     }
 
     /// The state of this DFA (if any, and the first by number) that accepts
