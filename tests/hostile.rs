@@ -266,6 +266,34 @@ fn enum_of_100k_random_names_compiles() {
     }
 }
 
+/// 60,000 values of one character each (CJK and past U+FFFF): one trie
+/// node with 60,000 children, once a quadratic search while the trie was
+/// built (0.5 s here, minutes for all of Unicode).
+#[test]
+fn enum_of_60k_single_characters_compiles() {
+    let values: Vec<char> = (0x4E00..0x4E00 + 20_000)
+        .chain(0x20000..0x20000 + 40_000)
+        .filter_map(char::from_u32)
+        .collect();
+    let quoted: Vec<String> = values.iter().map(|c| format!("\"{c}\"")).collect();
+    let g = compile(
+        &format!("{{\"enum\": [{}]}}", quoted.join(",")),
+        CG_KIND_JSON_SCHEMA,
+    );
+    for (text, listed) in [
+        ("\"\u{4E00}\"", true),
+        ("\"\u{29000}\"", true),
+        // U+29000 as a surrogate pair.
+        ("\"\\ud864\\uDC00\"", true),
+        ("\"\u{3000}\"", false),
+        ("\"\u{4E00}\u{4E00}\"", false),
+    ] {
+        let m = Matcher::new(&g);
+        let ok = m.try_feed(text) == CG_OK && m.accepting();
+        assert_eq!(ok, listed, "{text}");
+    }
+}
+
 /// `anyOf` and `oneOf` of 60,000 `const`s: unions and exclusions of
 /// that many branches once took a step per pair of branches (past the
 /// deadline, or for minutes). The meaning is checked: `oneOf` drops a

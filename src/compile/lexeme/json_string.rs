@@ -45,7 +45,10 @@ impl CpDfa {
     /// An error once `meter`'s deadline passes.
     pub(super) fn new(js: &JsonStrings, meter: &mut Meter) -> Result<CpDfa> {
         // The plain trie; a parent always has a smaller index than its
-        // children.
+        // children. The values are sorted (by bytes, which for UTF-8 is by
+        // code points), so a child that exists is the last one added and
+        // children come in order: linear in the values' length however
+        // many children a node has.
         let mut children: Vec<Vec<(u32, u32)>> = vec![Vec::new()];
         let mut ends = vec![false];
         for v in js.values() {
@@ -53,9 +56,9 @@ impl CpDfa {
             let mut q = 0usize;
             for c in v.chars() {
                 let c = c as u32;
-                q = match children[q].iter().find(|x| x.0 == c) {
-                    Some(&(_, t)) => t as usize,
-                    None => {
+                q = match children[q].last() {
+                    Some(&(last, t)) if last == c => t as usize,
+                    _ => {
                         let t = children.len();
                         children.push(Vec::new());
                         ends.push(false);
