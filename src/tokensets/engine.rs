@@ -267,7 +267,8 @@ impl Engine {
             return Ok(Some(l));
         }
         // The same language under another expression: its automaton, and
-        // what masks learned about it, serve this one too.
+        // what masks learned about it, serve this one too (counted once
+        // per expression that holds it: the budget errs toward evicting).
         let same = language.and_then(|key| store.same_language(key, &built));
         let lexeme = match same {
             Some(l) => l,
