@@ -80,6 +80,31 @@ fn assert_token_sets_are_brute_force(vocab: &Engine, dfa: &Lexeme, state: u32, w
     assert_eq!(exits, want_exits, "{what} state {state}");
 }
 
+/// The states of `dfa` that tokens lead to from its start, breadth first,
+/// until there are `limit` (every state reachable within a few tokens).
+fn reachable_states(vocab: &Engine, dfa: &Lexeme, limit: usize) -> Vec<u32> {
+    let mut states = vec![dfa.start];
+    let mut seen: crate::util::hash::FastSet<u32> = states.iter().copied().collect();
+    let mut i = 0;
+    while i < states.len() && states.len() < limit {
+        let q0 = states[i];
+        for t in 0..vocab.len() as u32 {
+            let mut q = q0;
+            for &b in vocab.token_bytes(t) {
+                q = dfa.next(q, b);
+                if q == DEAD {
+                    break;
+                }
+                if seen.insert(q) {
+                    states.push(q);
+                }
+            }
+        }
+        i += 1;
+    }
+    states
+}
+
 /// Every state's token sets of lexemes whose states read letters into
 /// different states (names and their complement, "contains",
 /// letters-then-digits, a count) equal brute force over a vocabulary
@@ -227,26 +252,7 @@ fn counted_token_sets_match_brute_force() {
             .unwrap()
             .unwrap();
         assert!(dfa.counter().is_some());
-        // Every state reachable within a few tokens.
-        let mut states = vec![dfa.start];
-        let mut seen: crate::util::hash::FastSet<u32> = states.iter().copied().collect();
-        let mut i = 0;
-        while i < states.len() && states.len() < 400 {
-            let q0 = states[i];
-            for t in 0..vocab.len() as u32 {
-                let mut q = q0;
-                for &b in vocab.token_bytes(t) {
-                    q = dfa.next(q, b);
-                    if q == DEAD {
-                        break;
-                    }
-                    if seen.insert(q) {
-                        states.push(q);
-                    }
-                }
-            }
-            i += 1;
-        }
+        let states = reachable_states(&vocab, &dfa, 400);
         for &state in &states {
             assert_token_sets_are_brute_force(&vocab, &dfa, state, &format!("{min}..{max:?}"));
         }
@@ -322,25 +328,7 @@ fn string_trie_token_sets_match_brute_force() {
         dfa.computed.as_deref(),
         Some(crate::compile::lexeme::Computed::Strings(_))
     ));
-    let mut states = vec![dfa.start];
-    let mut seen: crate::util::hash::FastSet<u32> = states.iter().copied().collect();
-    let mut i = 0;
-    while i < states.len() && states.len() < 300 {
-        let q0 = states[i];
-        for t in 0..vocab.len() as u32 {
-            let mut q = q0;
-            for &b in vocab.token_bytes(t) {
-                q = dfa.next(q, b);
-                if q == DEAD {
-                    break;
-                }
-                if seen.insert(q) {
-                    states.push(q);
-                }
-            }
-        }
-        i += 1;
-    }
+    let states = reachable_states(&vocab, &dfa, 300);
     assert!(states.len() > 100, "{} states reached", states.len());
     for &state in &states {
         assert_token_sets_are_brute_force(&vocab, &dfa, state, "string trie");

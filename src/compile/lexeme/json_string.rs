@@ -245,7 +245,7 @@ enum Key {
 }
 
 /// The code point of a short escape `\x`.
-fn short_escape(b: u8) -> Option<u32> {
+pub(super) fn short_escape(b: u8) -> Option<u32> {
     Some(match b {
         b'"' => 0x22,
         b'\\' => 0x5C,

@@ -27,7 +27,7 @@
 //! node, where a table would merge some), which only costs token-set
 //! caching, never a wrong mask.
 
-use super::json_string::CpDfa;
+use super::json_string::{short_escape, CpDfa};
 use super::DEAD;
 use crate::error::{Error, Result};
 use crate::limits::Meter;
@@ -447,21 +447,6 @@ const CONTINUATION_BYTES: [u8; 64] = {
     }
     out
 };
-
-/// The code point of a short escape `\x`.
-fn short_escape(b: u8) -> Option<u32> {
-    Some(match b {
-        b'"' => 0x22,
-        b'\\' => 0x5C,
-        b'/' => 0x2F,
-        b'b' => 0x08,
-        b'f' => 0x0C,
-        b'n' => 0x0A,
-        b'r' => 0x0D,
-        b't' => 0x09,
-        _ => return None,
-    })
-}
 
 fn hex_value(b: u8) -> Option<u8> {
     match b {
