@@ -407,15 +407,19 @@ impl StringTrie {
             if !self.kids(q).is_empty() {
                 byteset_insert(&mut set, b'\\');
             }
-            for &(c, _) in &self.edges[self.kids(q)] {
-                let mut buf = [0u8; 4];
-                let first = char::from_u32(c)
-                    .expect("a code point")
-                    .encode_utf8(&mut buf)
-                    .as_bytes()[0];
-                if self.next_main(q, first) != DEAD {
+            // One child per first byte: past it, a search skips the code
+            // points that share its first byte (a node can have a child
+            // per code point of Unicode).
+            let kids = &self.edges[self.kids(q)];
+            let mut i = 0;
+            while i < kids.len() {
+                let c = kids[i].0;
+                let (first, past) = first_byte_span(c);
+                let raw = c >= 0x80 || ((0x20..0x80).contains(&c) && c != 0x22 && c != 0x5C);
+                if raw {
                     byteset_insert(&mut set, first);
                 }
+                i += kids[i..].partition_point(|x| x.0 < past);
             }
             return set;
         }
@@ -435,6 +439,23 @@ impl StringTrie {
         }
         set
     }
+}
+
+/// The first byte of code point `c`'s UTF-8, and the first code point
+/// past those that start with it.
+fn first_byte_span(c: u32) -> (u8, u32) {
+    let shift = match c {
+        0..=0x7F => return (c as u8, c + 1),
+        0x80..=0x7FF => 6,
+        0x800..=0xFFFF => 12,
+        _ => 18,
+    };
+    let lead: u32 = match shift {
+        6 => 0xC0,
+        12 => 0xE0,
+        _ => 0xF0,
+    };
+    ((lead | (c >> shift)) as u8, ((c >> shift) + 1) << shift)
 }
 
 /// Every UTF-8 continuation byte.
@@ -523,12 +544,14 @@ mod tests {
         let mut q = t.start();
         for &b in s {
             let fb = t.first_bytes(q);
+            for x in 0..=255u8 {
+                assert_eq!(
+                    ((fb[x as usize / 64] >> (x % 64)) & 1) == 1,
+                    t.next(q, x) != DEAD,
+                    "first bytes and next disagree on {x:#x}"
+                );
+            }
             q = t.next(q, b);
-            assert_eq!(
-                ((fb[b as usize / 64] >> (b % 64)) & 1) == 1,
-                q != DEAD,
-                "first bytes and next disagree on {b:#x}"
-            );
             if q == DEAD {
                 return None;
             }
