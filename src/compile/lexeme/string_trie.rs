@@ -345,8 +345,8 @@ impl StringTrie {
             (4, b'\\') => SEP_BACKSLASH,
             (5, b'u') => SEP_U,
             (4 | 5, _) => return DEAD,
-            (_, b) => match hex_value(b) {
-                Some(d) => d,
+            (_, b) => match (b as char).to_digit(16) {
+                Some(d) => d as u8,
                 None => return DEAD,
             },
         };
@@ -468,15 +468,6 @@ const CONTINUATION_BYTES: [u8; 64] = {
     }
     out
 };
-
-fn hex_value(b: u8) -> Option<u8> {
-    match b {
-        b'0'..=b'9' => Some(b - b'0'),
-        b'a'..=b'f' => Some(b - b'a' + 10),
-        b'A'..=b'F' => Some(b - b'A' + 10),
-        _ => None,
-    }
-}
 
 /// The values of `width` hex digits that start with `digits`: `lo..hi`.
 fn digit_range(digits: &[u8], width: usize) -> (u32, u32) {
