@@ -12,7 +12,9 @@ pub(crate) mod graph;
 mod json_string;
 pub mod rfc3339;
 
-pub use json_string::{encode, encode_class, quoted_length, valid_content, JsonStrings};
+pub use json_string::{
+    encode, encode_class, json_quoted_spelled, quoted_length, valid_content, JsonStrings,
+};
 
 /// Index of a rule in [`Grammar::rules`].
 pub type RuleId = u32;
@@ -179,6 +181,16 @@ pub enum Expr {
     /// values or of its complement: regular, never empty-string. Shared
     /// (`Arc`) because property-name sets are large and copied often.
     JsonStrings(Arc<JsonStrings>),
+    /// JSON string literals (quotes included, every spelling) whose
+    /// decoded values the operand matches: a regular expression over code
+    /// points (no `Ref`, `Token` or JSON-level leaf). The lexeme builder
+    /// determinizes the operand over code points and spells the automaton
+    /// out directly (`compile::lexeme::json_string`): spelled out as an
+    /// expression first ([`json_quoted_spelled`]), every class carries
+    /// every escape of every character, and a subset construction over
+    /// that costs several times the result. Shared (`Arc`) because
+    /// patterns are large and copied often.
+    JsonQuoted(Arc<Expr>),
     /// Plain decimals `-?(0|[1-9][0-9]*)(\.[0-9]+)?` whose value is an
     /// integer multiple of `divisor / 10^scale` (JSON Schema `multipleOf`):
     /// a residue automaton, built directly as a DFA (its regular
@@ -341,6 +353,16 @@ impl Expr {
         }
     }
 
+    /// The JSON string literals whose decoded values `e` (over code
+    /// points) matches ([`Expr::JsonQuoted`]).
+    pub fn json_quoted(e: Expr) -> Expr {
+        if e == Expr::Nothing {
+            Expr::Nothing
+        } else {
+            Expr::JsonQuoted(Arc::new(e))
+        }
+    }
+
     /// Complement of a regular expression.
     pub fn complement(e: Expr) -> Expr {
         Expr::Not(Box::new(e))
@@ -361,6 +383,7 @@ impl Expr {
             | Expr::Class(_)
             | Expr::Token(_)
             | Expr::JsonStrings(_)
+            | Expr::JsonQuoted(_)
             | Expr::DecimalMultiple(_)
             | Expr::Rfc3339(_) => false,
             Expr::Ref(r) => rules.get(*r as usize).copied().unwrap_or(false),

@@ -168,6 +168,7 @@ impl RefMatcher<'_> {
                 }
             }
             Expr::JsonStrings(js) => out = self.ends(&js.spelled(), i),
+            Expr::JsonQuoted(chars) => out = self.ends(&cgram::ir::json_quoted_spelled(chars), i),
             Expr::Rfc3339(r) => {
                 for j in i..=self.input.len() {
                     let text: Option<String> = self.input[i..j]

@@ -317,6 +317,7 @@ impl<'g> Lowering<'g> {
             Expr::And(_)
             | Expr::Not(_)
             | Expr::JsonStrings(_)
+            | Expr::JsonQuoted(_)
             | Expr::DecimalMultiple(_)
             | Expr::Rfc3339(_) => {
                 if !is_regular_expr(e, &self.analysis.regular) {

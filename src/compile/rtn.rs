@@ -258,6 +258,7 @@ impl<'a> RtnBuilder<'a> {
             Expr::And(_)
             | Expr::Not(_)
             | Expr::JsonStrings(_)
+            | Expr::JsonQuoted(_)
             | Expr::DecimalMultiple(_)
             | Expr::Rfc3339(_) => {
                 return Err(Error::unsupported(

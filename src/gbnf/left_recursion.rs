@@ -118,6 +118,7 @@ fn leftmost_refs(e: &Expr, nullable: &[bool], out: &mut Vec<RuleId>) {
         | Expr::Class(_)
         | Expr::Token(_)
         | Expr::JsonStrings(_)
+        | Expr::JsonQuoted(_)
         | Expr::DecimalMultiple(_)
         | Expr::Rfc3339(_) => {}
     }

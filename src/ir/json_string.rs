@@ -262,10 +262,18 @@ pub fn encode(e: &Expr) -> Expr {
             }),
             _ => Expr::Nothing,
         },
-        Expr::Ref(_) | Expr::Token(_) | Expr::JsonStrings(_) | Expr::DecimalMultiple(_) => {
-            Expr::Nothing
-        }
+        Expr::Ref(_)
+        | Expr::Token(_)
+        | Expr::JsonStrings(_)
+        | Expr::JsonQuoted(_)
+        | Expr::DecimalMultiple(_) => Expr::Nothing,
     }
+}
+
+/// The language of [`Expr::JsonQuoted`]`(e)` as a plain regular
+/// expression: every spelling of `e`'s strings, between quotes.
+pub fn json_quoted_spelled(e: &Expr) -> Expr {
+    Expr::seq(vec![Expr::literal("\""), encode(e), Expr::literal("\"")])
 }
 
 /// Every valid JSON string content, between the quotes (built once).

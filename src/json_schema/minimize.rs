@@ -46,6 +46,7 @@ impl Hash for Shape<'_> {
             Expr::Class(c) => c.hash(h),
             Expr::Token(t) => t.hash(h),
             Expr::JsonStrings(js) => js.hash(h),
+            Expr::JsonQuoted(e) => Shape(e).hash(h),
             Expr::DecimalMultiple(m) => m.hash(h),
             Expr::Rfc3339(r) => r.hash(h),
             Expr::Seq(v) | Expr::Alt(v) | Expr::And(v) => {

@@ -258,6 +258,7 @@ fn ends(e: &Expr, s: &[u32], start: usize) -> BTreeSet<usize> {
         | Expr::Ref(_)
         | Expr::Token(_)
         | Expr::JsonStrings(_)
+        | Expr::JsonQuoted(_)
         | Expr::DecimalMultiple(_) => {}
         Expr::Rfc3339(r) if r.form != TextForm::Chars => {}
         Expr::Rfc3339(r) => {
@@ -446,6 +447,7 @@ pub fn encode_lang(l: &StrLang) -> Expr {
         StrLang::Lits(s) => return Expr::json_strings(s.iter().cloned(), false),
         StrLang::Re(Expr::Not(x)) => match literal_values(x) {
             Some(values) => return Expr::json_strings(values, true),
+            None if !mentions_rfc3339(x) => return Expr::json_quoted(Expr::Not(x.clone())),
             None => encode(&Expr::Not(x.clone())),
         },
         StrLang::Re(Expr::And(parts)) if parts.iter().any(|p| negated_values(p).is_some()) => {
@@ -460,6 +462,7 @@ pub fn encode_lang(l: &StrLang) -> Expr {
                     .collect(),
             );
         }
+        StrLang::Re(e) if !mentions_rfc3339(e) => return Expr::json_quoted(e.clone()),
         StrLang::Re(e) => encode(e),
     };
     // A date-time quoted is a leaf of its own, and the quotes go into
@@ -494,6 +497,18 @@ pub fn encode_lang(l: &StrLang) -> Expr {
         ),
         body => quoted(body),
     }
+}
+
+/// `e` holds a `time` or `date-time` leaf ([`Expr::Rfc3339`]): such a
+/// language stays spelled out, so that the leaf (66,000 states) remains a
+/// lexeme of its own that every schema shares.
+fn mentions_rfc3339(e: &Expr) -> bool {
+    if matches!(e, Expr::Rfc3339(_)) {
+        return true;
+    }
+    let mut found = false;
+    e.for_each_child(|c| found = found || mentions_rfc3339(c));
+    found
 }
 
 /// A `time` or `date-time` ([`Expr::Rfc3339`]) intersected with length

@@ -259,6 +259,7 @@ pub fn edge_chars(e: &Expr, last: bool) -> CharClass {
         | Expr::Ref(_)
         | Expr::Token(_)
         | Expr::JsonStrings(_)
+        | Expr::JsonQuoted(_)
         | Expr::DecimalMultiple(_) => CharClass::empty(),
         // Digits first; digits, `Z` or `z` last.
         Expr::Rfc3339(r) if r.form == crate::ir::TextForm::Chars => {
@@ -421,6 +422,7 @@ fn derive(e: &Expr, c: u32) -> Expr {
         | Expr::Ref(_)
         | Expr::Token(_)
         | Expr::JsonStrings(_)
+        | Expr::JsonQuoted(_)
         | Expr::DecimalMultiple(_) => Expr::Nothing,
         Expr::Rfc3339(r) if r.form == crate::ir::TextForm::Chars => {
             derive(&super::formats::rfc3339_regex(r.date), c)

@@ -335,9 +335,13 @@ impl Lower<'_> {
             }
             // Its plain spelling (the set itself, not its complement).
             Expr::JsonStrings(js) if !js.negated() => self.seq(&js.spelled(), ctx, out),
+            Expr::JsonQuoted(chars) if !cgram::compile::lexeme::has_boolean(chars) => {
+                self.seq(&cgram::ir::json_quoted_spelled(chars), ctx, out)
+            }
             Expr::And(_)
             | Expr::Not(_)
             | Expr::JsonStrings(_)
+            | Expr::JsonQuoted(_)
             | Expr::DecimalMultiple(_)
             | Expr::Rfc3339(_) => {
                 panic!("reference: intersection, complement and residue automata are not supported")

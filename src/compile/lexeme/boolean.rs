@@ -34,6 +34,16 @@ pub fn table_of(e: &Expr, limits: &DfaLimits, cache: &dyn LexemeSource) -> Resul
     if let Expr::Rfc3339(r) = e {
         return Ok(super::rfc3339::table(r));
     }
+    if let Expr::JsonQuoted(chars) = e {
+        // Determinized over code points (UTF-8), where a class is a few
+        // byte ranges rather than every escape of every character, then
+        // spelled out in JSON.
+        let mut t = table_of(chars, limits, cache)?;
+        if has_boolean(chars) {
+            t = Arc::new(minimize(&t, &limits.deadline)?);
+        }
+        return Ok(Arc::new(super::json_string::quoted_table(&t, limits)?));
+    }
     if let Expr::DecimalMultiple(m) = e {
         return Ok(Arc::new(minimize(
             &super::multiple::table(m),

@@ -1,4 +1,6 @@
-//! The DFA of a [`JsonStrings`] node, built directly.
+//! The DFA of JSON strings over a code-point automaton, built directly:
+//! a [`JsonStrings`] node's trie, or a pattern's automaton
+//! ([`quoted_table`], for [`Expr::JsonQuoted`](crate::ir::Expr)).
 //!
 //! Spelled out as a regular expression, a set of property names holds
 //! every spelling of every character (raw, short escape, `\uXXXX` in
@@ -14,6 +16,14 @@
 //! the code points it can still become), so states that cannot be told
 //! apart are one state and the result is minimal without a minimization
 //! pass (a test checks it against the general construction).
+//!
+//! A pattern (`^[a-z]{2,3}(-[A-Z]{2})?$`, a key pattern minus the listed
+//! names) goes the same way: determinized over UTF-8 where a class is a
+//! few byte ranges, read back as ranges of code points per state
+//! ([`CpRanges`]), then spelled out. Spelled out first as an expression,
+//! every class would carry every escape of every character, and the
+//! subset construction and minimization over that cost 5-20 times as
+//! much for the same automaton.
 
 use std::sync::Arc;
 
@@ -27,8 +37,6 @@ use crate::util::hash::FastMap;
 pub(super) type CpState = u32;
 /// No value continues this way.
 const CP_DEAD: CpState = u32::MAX;
-/// Past the last code point (a range from 0 that holds them all).
-const ALL: u32 = 0x110000;
 
 /// The values as a minimal DFA over code points: trie states with their
 /// children (sorted by code point), where every other code point goes
@@ -140,50 +148,213 @@ impl CpDfa {
             })
         }
     }
+}
 
-    /// What the code points `base..base + size` lead to from `q`.
-    fn restrict(&self, q: CpState, base: u32, size: u32) -> Targets {
-        let kids = &self.children[q as usize];
-        let lo = kids.partition_point(|x| x.0 < base);
-        let hi = kids.partition_point(|x| (x.0 as u64) < base as u64 + size as u64);
+/// A DFA over code points, as the byte-level builder reads it.
+trait CodePoints {
+    fn num_states(&self) -> usize;
+    fn is_final(&self, q: CpState) -> bool;
+    /// Where every code point no transition lists goes: [`CP_DEAD`], or
+    /// the state of "some other value" of a negated set.
+    fn other(&self) -> CpState;
+    /// The transitions of `q`, from code point 0 ([`Targets`]).
+    fn transitions(&self, q: CpState) -> Targets;
+    /// What each byte does, for [`byte_classes`].
+    fn byte_roles(&self) -> ByteRoles;
+}
+
+impl CodePoints for CpDfa {
+    fn num_states(&self) -> usize {
+        self.children.len()
+    }
+
+    fn is_final(&self, q: CpState) -> bool {
+        self.is_final[q as usize]
+    }
+
+    fn other(&self) -> CpState {
+        self.other.first().copied().unwrap_or(CP_DEAD)
+    }
+
+    fn transitions(&self, q: CpState) -> Targets {
         Targets {
-            listed: kids[lo..hi].iter().map(|&(c, t)| (c - base, t)).collect(),
+            listed: self.children[q as usize]
+                .iter()
+                .map(|&(c, t)| (c, c, t))
+                .collect(),
             other: self.other[q as usize],
         }
     }
+
+    fn byte_roles(&self) -> ByteRoles {
+        // Every character no trie state lists goes to one place: bytes
+        // that spell only such characters are alike.
+        let mut roles = ByteRoles {
+            marked: [false; 256],
+            by_interval: false,
+        };
+        for kids in &self.children {
+            for &(c, _) in kids {
+                roles.mark(c);
+            }
+        }
+        roles
+    }
 }
 
-/// Where a range of code points goes: `listed` (offset in the range,
-/// trie state), everything else to `other`.
+/// A DFA over code points whose transitions are ranges: the code-point
+/// view of a UTF-8 automaton (see [`quoted_table`]).
+struct CpRanges {
+    /// Per state, sorted disjoint inclusive ranges and their targets.
+    ranges: Vec<Vec<(u32, u32, CpState)>>,
+    is_final: Vec<bool>,
+}
+
+impl CodePoints for CpRanges {
+    fn num_states(&self) -> usize {
+        self.ranges.len()
+    }
+
+    fn is_final(&self, q: CpState) -> bool {
+        self.is_final[q as usize]
+    }
+
+    fn other(&self) -> CpState {
+        CP_DEAD
+    }
+
+    fn transitions(&self, q: CpState) -> Targets {
+        Targets {
+            listed: self.ranges[q as usize].iter().copied().collect(),
+            other: CP_DEAD,
+        }
+    }
+
+    fn byte_roles(&self) -> ByteRoles {
+        // A byte on neither side of any range's edge, at any position of
+        // a character, spells characters of one range wherever it is read;
+        // bytes between the same edges are alike.
+        let mut roles = ByteRoles {
+            marked: [false; 256],
+            by_interval: true,
+        };
+        for ranges in &self.ranges {
+            for &(lo, hi, _) in ranges {
+                roles.mark(lo);
+                if hi < MAX_CP {
+                    roles.mark(hi + 1);
+                }
+            }
+        }
+        roles
+    }
+}
+
+/// The last code point.
+const MAX_CP: u32 = 0x10FFFF;
+
+/// Bytes that spell an edge of what a [`CodePoints`] automaton tells
+/// apart, for [`byte_classes`]: each marked byte is a class of its own
+/// (within its role); unmarked bytes are one class (`by_interval` false:
+/// every unmarked character goes to one place) or one per run between
+/// marked bytes.
+struct ByteRoles {
+    marked: [bool; 256],
+    by_interval: bool,
+}
+
+impl ByteRoles {
+    /// Marks the bytes of code point `c`'s UTF-8 form (by arithmetic, so
+    /// that an edge at a surrogate marks the bytes around it too).
+    fn mark(&mut self, c: u32) {
+        let bytes: ([u8; 4], usize) = match c {
+            0..=0x7F => ([c as u8, 0, 0, 0], 1),
+            0x80..=0x7FF => ([0xC0 | (c >> 6) as u8, 0x80 | (c & 0x3F) as u8, 0, 0], 2),
+            0x800..=0xFFFF => (
+                [
+                    0xE0 | (c >> 12) as u8,
+                    0x80 | ((c >> 6) & 0x3F) as u8,
+                    0x80 | (c & 0x3F) as u8,
+                    0,
+                ],
+                3,
+            ),
+            _ => (
+                [
+                    0xF0 | (c >> 18) as u8,
+                    0x80 | ((c >> 12) & 0x3F) as u8,
+                    0x80 | ((c >> 6) & 0x3F) as u8,
+                    0x80 | (c & 0x3F) as u8,
+                ],
+                4,
+            ),
+        };
+        for &b in &bytes.0[..bytes.1] {
+            self.marked[b as usize] = true;
+        }
+    }
+
+    /// A byte's identity among the bytes of its role: itself when marked,
+    /// else its run between marked bytes (or 0 for every unmarked byte).
+    fn identity(&self, b: u8) -> u16 {
+        if self.marked[b as usize] {
+            return 0x100 | b as u16;
+        }
+        if !self.by_interval {
+            return 0;
+        }
+        self.marked[..b as usize].iter().filter(|&&m| m).count() as u16
+    }
+}
+
+/// Where a range of code points goes: `listed` (sorted disjoint
+/// inclusive ranges of offsets in the range, and their state),
+/// everything else to `other`.
 #[derive(Clone, PartialEq, Eq, Hash)]
 struct Targets {
-    listed: Arc<[(u32, CpState)]>,
+    listed: Arc<[(u32, u32, CpState)]>,
     other: CpState,
+}
+
+/// The ranges of `listed` within `lo..hi`, cut to it, offsets from
+/// `origin` (at most `lo`).
+fn clip(
+    listed: &[(u32, u32, CpState)],
+    origin: u32,
+    lo: u32,
+    hi: u64,
+) -> Arc<[(u32, u32, CpState)]> {
+    let a = listed.partition_point(|x| x.1 < lo);
+    let b = listed.partition_point(|x| (x.0 as u64) < hi);
+    listed[a..b.max(a)]
+        .iter()
+        .map(|&(x, y, t)| {
+            (
+                x.max(lo) - origin,
+                (y as u64).min(hi - 1) as u32 - origin,
+                t,
+            )
+        })
+        .collect()
 }
 
 impl Targets {
     fn is_dead(&self) -> bool {
-        self.other == CP_DEAD && self.listed.iter().all(|&(_, t)| t == CP_DEAD)
+        self.other == CP_DEAD && self.listed.iter().all(|&(_, _, t)| t == CP_DEAD)
     }
 
     fn at(&self, offset: u32) -> CpState {
-        match self.listed.binary_search_by_key(&offset, |x| x.0) {
-            Ok(i) => self.listed[i].1,
-            Err(_) => self.other,
+        let i = self.listed.partition_point(|x| x.1 < offset);
+        match self.listed.get(i) {
+            Some(&(lo, _, t)) if lo <= offset => t,
+            _ => self.other,
         }
     }
 
     /// The part `start..start + size`, offsets from `start`.
     fn sub(&self, start: u32, size: u32) -> Targets {
-        let lo = self.listed.partition_point(|x| x.0 < start);
-        let hi = self
-            .listed
-            .partition_point(|x| (x.0 as u64) < start as u64 + size as u64);
         Targets {
-            listed: self.listed[lo..hi]
-                .iter()
-                .map(|&(o, t)| (o - start, t))
-                .collect(),
+            listed: clip(&self.listed, start, start, start as u64 + size as u64),
             other: self.other,
         }
     }
@@ -272,7 +443,7 @@ fn canonical_rest(rest: &mut Rest, targets: &mut Targets) {
             targets.listed = targets
                 .listed
                 .iter()
-                .map(|&(o, t)| (o + 0xC00, t))
+                .map(|&(lo, hi, t)| (lo + 0xC00, hi + 0xC00, t))
                 .collect();
         }
         _ => {}
@@ -312,7 +483,7 @@ const HEX_DIGITS: [(u8, u32); 22] = {
 /// hashing (trie states, the "other" state partway through a character);
 /// only states partway through a listed character are hashed.
 struct Builder<'a> {
-    cp: &'a CpDfa,
+    cp: &'a dyn CodePoints,
     /// Where every unlisted code point goes ([`CP_DEAD`] or the state of
     /// "some other value").
     other: CpState,
@@ -368,18 +539,18 @@ impl Builder<'_> {
     fn partial(
         &mut self,
         rest: Option<Rest>,
-        listed: &[(u32, CpState)],
+        listed: &[(u32, u32, CpState)],
         origin: u32,
         lo: u32,
         hi: u32,
     ) -> u32 {
-        let a = listed.partition_point(|x| x.0 < lo);
-        let b = listed.partition_point(|x| x.0 < hi);
-        let part = &listed[a..b];
+        let a = listed.partition_point(|x| x.1 < lo);
+        let b = listed.partition_point(|x| x.0 < hi).max(a);
         let Some(rest) = rest else {
-            return self.main(part.first().map_or(self.other, |x| x.1));
+            return self.main(listed[a..b].first().map_or(self.other, |x| x.2));
         };
-        if part.is_empty() {
+        let empty = a == b;
+        if empty {
             if self.other == CP_DEAD {
                 return DEAD;
             }
@@ -388,11 +559,11 @@ impl Builder<'_> {
             }
         }
         let targets = Targets {
-            listed: part.iter().map(|&(o, t)| (o - origin, t)).collect(),
+            listed: clip(&listed[a..b], origin, lo, hi as u64),
             other: self.other,
         };
         let id = self.id(Key::Partial { rest, targets });
-        if part.is_empty() {
+        if empty {
             self.uniform.push((rest, id));
         }
         id
@@ -405,10 +576,10 @@ impl Builder<'_> {
             Key::Start => row[b'"' as usize] = self.main(0),
             Key::End => {}
             &Key::Main(q) => {
-                if self.cp.is_final[q as usize] {
+                if self.cp.is_final(q) {
                     row[b'"' as usize] = self.id(Key::End);
                 }
-                let all = self.cp.restrict(q, 0, ALL);
+                let all = self.cp.transitions(q);
                 row[b'\\' as usize] = self.id(Key::Escape(all.clone()));
                 let unlisted = self.main(self.other);
                 for b in 0x20..0x80u8 {
@@ -416,9 +587,11 @@ impl Builder<'_> {
                         row[b as usize] = unlisted;
                     }
                 }
-                for &(c, t) in all.listed.iter() {
-                    if (0x20..0x80).contains(&c) && c != b'"' as u32 && c != b'\\' as u32 {
-                        row[c as usize] = self.main(t);
+                for &(lo, hi, t) in all.listed.iter() {
+                    for c in lo.max(0x20)..=hi.min(0x7F) {
+                        if c != b'"' as u32 && c != b'\\' as u32 {
+                            row[c as usize] = self.main(t);
+                        }
                     }
                 }
                 for (first, last, bits, left, lo, hi) in LEADS {
@@ -573,13 +746,163 @@ pub(super) fn table_of(
     limits: &super::DfaLimits,
     meter: &mut Meter,
 ) -> Result<Table> {
-    let (classes, reps) = byte_classes(cp);
+    spell(cp, limits, meter, || {
+        format!("the JSON strings of {} listed values", js.values().len())
+    })
+}
+
+/// The DFA of the JSON strings (quotes included, every spelling) whose
+/// decoded values `chars` accepts: `chars` is a DFA over UTF-8 (valid
+/// UTF-8 only, as the automaton of an expression over code points is),
+/// read as a DFA over code points and spelled out. Minimal when `chars`
+/// is (the states are named by what they lead to, as for a trie). An
+/// error once `limits`' deadline passes or past `limits.max_states`.
+pub fn quoted_table(chars: &Table, limits: &super::DfaLimits) -> Result<Table> {
+    let mut meter = limits.deadline.meter();
+    let cp = CpRanges::new(chars, &mut meter)?;
+    if cp.ranges[0].is_empty() && !cp.is_final[0] {
+        // No string at all: the start alone (a minimal table, as spelling
+        // it out would leave a state after the opening quote).
+        return Ok(Table {
+            classes: [0; 256],
+            num_classes: 1,
+            trans: vec![DEAD],
+            is_final: vec![false],
+        });
+    }
+    spell(&cp, limits, &mut meter, || {
+        format!(
+            "the JSON strings of a pattern of {} automaton states",
+            chars.num_states()
+        )
+    })
+}
+
+impl CpRanges {
+    /// The code-point view of `chars`: its states between characters
+    /// (from the start, renumbered in the order they are found), each
+    /// with the ranges of code points its characters lead by.
+    fn new(chars: &Table, meter: &mut Meter) -> Result<CpRanges> {
+        let mut ids: FastMap<u32, CpState> = FastMap::default();
+        let mut order: Vec<u32> = vec![0];
+        ids.insert(0, 0);
+        let mut tails: Tails = FastMap::default();
+        let mut ranges = Vec::new();
+        let mut done = 0;
+        while done < order.len() {
+            let q = order[done];
+            done += 1;
+            let mut out: Vec<(u32, u32, u32)> = Vec::new();
+            for b in 0..0x80u8 {
+                push_range(&mut out, b as u32, b as u32, chars.next(q, b));
+            }
+            for (first, last, bits, left, lo, hi) in LEADS {
+                let block = 64u32.pow(left as u32);
+                for lead in first..=last {
+                    let t = chars.next(q, lead);
+                    if t == DEAD {
+                        continue;
+                    }
+                    let base = (lead as u32 & bits) * block;
+                    let tail = utf8_tail(chars, t, left, &mut tails, meter)?;
+                    // The byte after the lead is limited to `lo..=hi`.
+                    let sub = block / 64;
+                    let (from, to) = ((lo as u32 & 0x3F) * sub, ((hi as u32 & 0x3F) + 1) * sub);
+                    for &(x, y, target) in tail.iter() {
+                        let (x, y) = (x.max(from), y.min(to - 1));
+                        if x <= y {
+                            push_range(&mut out, base + x, base + y, target);
+                        }
+                    }
+                }
+            }
+            meter.step(128 + out.len())?;
+            // Targets become code-point states.
+            for r in out.iter_mut() {
+                let next = order.len() as CpState;
+                let id = *ids.entry(r.2).or_insert(next);
+                if id == next {
+                    order.push(r.2);
+                }
+                r.2 = id;
+            }
+            ranges.push(out);
+        }
+        let is_final = order.iter().map(|&q| chars.is_final[q as usize]).collect();
+        Ok(CpRanges { ranges, is_final })
+    }
+}
+
+/// Per state of a UTF-8 table inside a character and continuation bytes
+/// left, where the rest of the character leads: ranges of offsets within
+/// its block, and their state ([`utf8_tail`]).
+type Tails = FastMap<(u32, u8), Arc<[(u32, u32, u32)]>>;
+
+/// Appends `lo..=hi` going to `target` (a state of the UTF-8 table) to
+/// sorted ranges, merged with the last one when they touch and agree;
+/// dead ranges are left out.
+fn push_range(out: &mut Vec<(u32, u32, u32)>, lo: u32, hi: u32, target: u32) {
+    if target == DEAD {
+        return;
+    }
+    match out.last_mut() {
+        Some(last) if last.2 == target && last.1 + 1 == lo => last.1 = hi,
+        _ => out.push((lo, hi, target)),
+    }
+}
+
+/// Where `left` more continuation bytes lead from state `t` of `chars`:
+/// ranges of offsets within the block of `64^left` code points they
+/// spell (memoized in `tails`: the states inside characters are shared
+/// by many leads and states).
+fn utf8_tail(
+    chars: &Table,
+    t: u32,
+    left: u8,
+    tails: &mut Tails,
+    meter: &mut Meter,
+) -> Result<Arc<[(u32, u32, u32)]>> {
+    if let Some(known) = tails.get(&(t, left)) {
+        return Ok(known.clone());
+    }
+    meter.step(64)?;
+    let sub = 64u32.pow(left as u32 - 1);
+    let mut out = Vec::new();
+    for c in 0x80..=0xBFu8 {
+        let next = chars.next(t, c);
+        if next == DEAD {
+            continue;
+        }
+        let base = (c as u32 & 0x3F) * sub;
+        if left == 1 {
+            push_range(&mut out, base, base, next);
+        } else {
+            let tail = utf8_tail(chars, next, left - 1, tails, meter)?;
+            for &(x, y, target) in tail.iter() {
+                push_range(&mut out, base + x, base + y, target);
+            }
+        }
+    }
+    let out: Arc<[(u32, u32, u32)]> = out.into();
+    tails.insert((t, left), out.clone());
+    Ok(out)
+}
+
+/// The byte-level DFA of the JSON strings of `cp` (see [`Builder`]);
+/// `what` names the language in the error past `limits.max_states`.
+fn spell(
+    cp: &dyn CodePoints,
+    limits: &super::DfaLimits,
+    meter: &mut Meter,
+    what: impl Fn() -> String,
+) -> Result<Table> {
+    let (classes, reps) = byte_classes(&cp.byte_roles());
     let mut b = Builder {
-        other: cp.other.first().copied().unwrap_or(CP_DEAD),
+        other: cp.other(),
         cp,
         ids: FastMap::default(),
         keys: Vec::new(),
-        main_ids: vec![u32::MAX; cp.children.len()],
+        main_ids: vec![u32::MAX; cp.num_states()],
         uniform: Vec::new(),
     };
     b.id(Key::Start);
@@ -599,9 +922,8 @@ pub(super) fn table_of(
         trans.extend(reps.iter().map(|&r| row[r as usize]));
         if b.keys.len() > limits.max_states {
             return Err(crate::error::Error::limit(format!(
-                "the JSON strings of {} listed values need more than {} automaton states \
-                 (max_states)",
-                js.values().len(),
+                "{} need more than {} automaton states (max_states)",
+                what(),
                 limits.max_states
             )));
         }
@@ -616,44 +938,21 @@ pub(super) fn table_of(
     })
 }
 
-/// Byte classes of the DFA of `cp`, from what each byte does rather than
-/// from the transition table: in every state a byte acts as a raw
-/// character (the same for every character no trie state lists), as what
-/// it escapes after a backslash, as a hex digit, as a UTF-8 lead or
-/// continuation byte. Bytes that do all of these alike are alike
-/// everywhere. Returns the class of each byte and each class's first byte.
-fn byte_classes(cp: &CpDfa) -> ([u8; 256], Vec<u8>) {
-    let mut listed_ascii = [false; 128];
-    // Lead and continuation bytes of the listed multi-byte characters.
-    let mut listed_byte = [false; 256];
-    for kids in &cp.children {
-        for &(c, _) in kids {
-            match char::from_u32(c) {
-                Some(ch) if c < 0x80 => listed_ascii[ch as usize] = true,
-                Some(ch) => {
-                    let mut buf = [0u8; 4];
-                    for &b in ch.encode_utf8(&mut buf).as_bytes() {
-                        listed_byte[b as usize] = true;
-                    }
-                }
-                None => {}
-            }
-        }
-    }
+/// Byte classes of the DFA of a [`CodePoints`] automaton, from what each
+/// byte does rather than from the transition table: in every state a
+/// byte acts as a raw character, as what it escapes after a backslash,
+/// as a hex digit, as a UTF-8 lead or continuation byte; `roles` says
+/// which raw characters the automaton tells apart. Bytes that do all of
+/// these alike are alike everywhere. Returns the class of each byte and
+/// each class's first byte.
+fn byte_classes(roles: &ByteRoles) -> ([u8; 256], Vec<u8>) {
     let signature = |b: u8| -> (u8, u16, u16, u16) {
         match b {
             0x00..=0x1F | 0xC0 | 0xC1 | 0xF5..=0xFF => (0, 0, 0, 0),
             b'"' | b'\\' => (1, b as u16, 0, 0),
             0x20..=0x7F => {
-                // A listed character raw, or any other one.
-                let raw = if listed_ascii[b as usize] {
-                    b as u16
-                } else {
-                    0
-                };
                 let escaped = match short_escape(b) {
-                    Some(c) if (c as usize) < 128 && listed_ascii[c as usize] => 0x100 | c as u16,
-                    Some(_) => 0x200,
+                    Some(c) => 0x1000 | roles.identity(c as u8),
                     None if b == b'u' => 0x300,
                     None => 0,
                 };
@@ -663,29 +962,19 @@ fn byte_classes(cp: &CpDfa) -> ([u8; 256], Vec<u8>) {
                     b'A'..=b'F' => 11 + (b - b'A') as u16,
                     _ => 0,
                 };
-                (2, raw, escaped, hex)
+                (2, roles.identity(b), escaped, hex)
             }
             0x80..=0xBF => {
                 // The ranges a lead byte allows next: 80-8F, 90-9F, A0-BF.
                 let part = (b >= 0x90) as u16 + (b >= 0xA0) as u16;
-                (
-                    3,
-                    part,
-                    if listed_byte[b as usize] { b as u16 } else { 0 },
-                    0,
-                )
+                (3, part, roles.identity(b), 0)
             }
             _ => {
                 let group = LEADS
                     .iter()
                     .position(|&(first, last, ..)| (first..=last).contains(&b))
                     .expect("a lead byte") as u16;
-                (
-                    4,
-                    group,
-                    if listed_byte[b as usize] { b as u16 } else { 0 },
-                    0,
-                )
+                (4, group, roles.identity(b), 0)
             }
         }
     };
@@ -711,6 +1000,7 @@ fn byte_classes(cp: &CpDfa) -> ([u8; 256], Vec<u8>) {
 mod tests {
     use super::*;
     use crate::compile::lexeme::{minimize, table_from_hir, to_hir, DfaLimits};
+    use crate::ir::Expr;
 
     /// The general construction of the same language: the spelled-out
     /// expression (a product with a complement when negated).
@@ -773,6 +1063,96 @@ mod tests {
                     "{values:?} negated {negated}: not minimal"
                 );
             }
+        }
+    }
+
+    /// A code-point expression spelled out by [`quoted_table`] and by the
+    /// general construction (its every escape written as an expression):
+    /// the same language, and ours minimal.
+    fn check_quoted(e: &Expr) {
+        let cache = crate::compile::lexeme::Uncached;
+        let limits = DfaLimits::default();
+        let ours = super::super::boolean::table_of(&Expr::json_quoted(e.clone()), &limits, &cache)
+            .unwrap();
+        let spelled = crate::ir::json_quoted_spelled(e);
+        let theirs = if super::super::has_boolean(e) {
+            let t = super::super::boolean::table_of(&spelled, &limits, &cache).unwrap();
+            minimize(&t, &crate::limits::Deadline::none()).unwrap()
+        } else {
+            table_from_hir(&to_hir(&spelled), &limits).unwrap()
+        };
+        assert!(super::super::tests::same_language(&ours, &theirs), "{e:?}");
+        assert_eq!(ours.num_states(), theirs.num_states(), "{e:?}: not minimal");
+    }
+
+    #[test]
+    fn patterns_match_the_spelled_construction() {
+        let full = crate::regex::Anchoring::Full;
+        let search = crate::regex::Anchoring::Search;
+        let patterns = [
+            (r"[a-z][a-z0-9_]*", full),
+            (r"x(-[A-Za-z0-9]{1,8})+", full),
+            (r"^[A-Z]{2,3}(-[0-9]{3})?$", search),
+            (r"literal", search),
+            (r".", full),
+            (r"[^a]*", full),
+            (r"[^\u0000-\u001f]+", full),
+            (r#"["\\/\n\t\u0008\u000c\r]+"#, full),
+            (r"[é-ü]+x", full),
+            (r"[\u0080-\u07ff][\u0800-\uffff]", full),
+            (r"[\ud7ff-\ue000]{2}", full),
+            (r"[\u{10000}-\u{10ffff}]|😀|\u{10ffff}", full),
+            (r"[\u{ffff}-\u{10001}]", full),
+            (r"(a|\u{100}|\u{1000}|\u{10000})*b", full),
+        ];
+        let other = crate::regex::to_expr(r"[a-f\u00e9\u20ac]{1,3}", full).unwrap();
+        for (p, anchoring) in patterns {
+            let e = crate::regex::to_expr(p, anchoring).unwrap();
+            check_quoted(&e);
+            // Complements and intersections, over code points.
+            check_quoted(&Expr::complement(e.clone()));
+            check_quoted(&Expr::and(vec![e.clone(), Expr::complement(other.clone())]));
+            check_quoted(&Expr::and(vec![
+                Expr::star(Expr::Class(crate::ir::CharClass::any())),
+                e,
+                other.clone(),
+            ]));
+        }
+    }
+
+    /// Random expressions over code points where spellings meet (the
+    /// classes' edges at escapable ASCII, UTF-8 lengths, the surrogate gap
+    /// and the planes), with complements and intersections.
+    #[test]
+    fn random_patterns_match_the_spelled_construction() {
+        use crate::ir::CharClass;
+        let edges = [
+            0x0, 0x1F, 0x20, 0x22, 0x2F, 0x30, 0x5C, 0x61, 0x7F, 0x80, 0x7FF, 0x800, 0xD7FF,
+            0xE000, 0xFFFF, 0x10000, 0x10FFFF,
+        ];
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        fn build(next: &mut dyn FnMut(usize) -> usize, edges: &[u32], depth: u32) -> Expr {
+            let leaf = depth == 0 || next(3) == 0;
+            match if leaf { 0 } else { 1 + next(5) } {
+                0 => {
+                    let (a, b) = (edges[next(edges.len())], edges[next(edges.len())]);
+                    Expr::Class(CharClass::from_ranges([(a.min(b), a.max(b))]))
+                }
+                1 => Expr::seq((0..2).map(|_| build(next, edges, depth - 1)).collect()),
+                2 => Expr::alt((0..2).map(|_| build(next, edges, depth - 1)).collect()),
+                3 => Expr::repeat(build(next, edges, depth - 1), next(2) as u32, None),
+                4 => Expr::complement(build(next, edges, depth - 1)),
+                _ => Expr::and((0..2).map(|_| build(next, edges, depth - 1)).collect()),
+            }
+        }
+        for _ in 0..60 {
+            check_quoted(&build(&mut next, &edges, 3));
         }
     }
 

@@ -478,10 +478,10 @@ pub(crate) fn predecessors(
 /// a loop), and refining them into token classes finds nothing to merge
 /// (a 9,584-state set of property names spent 7 ms finding so).
 pub(crate) fn has_counting(e: &Expr) -> bool {
-    if let Expr::Repeat { min, max, .. } = e {
-        if max.unwrap_or(*min) > 4 {
-            return true;
-        }
+    match e {
+        Expr::Repeat { min, max, .. } if max.unwrap_or(*min) > 4 => return true,
+        Expr::JsonQuoted(chars) => return has_counting(chars),
+        _ => {}
     }
     let mut found = false;
     e.for_each_child(|c| found = found || has_counting(c));
@@ -496,6 +496,7 @@ pub fn has_boolean(e: &Expr) -> bool {
         Expr::And(_)
             | Expr::Not(_)
             | Expr::JsonStrings(_)
+            | Expr::JsonQuoted(_)
             | Expr::DecimalMultiple(_)
             | Expr::Rfc3339(_)
     ) {

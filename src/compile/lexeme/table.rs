@@ -43,6 +43,7 @@ pub fn to_hir(expr: &Expr) -> Hir {
         | Expr::And(_)
         | Expr::Not(_)
         | Expr::JsonStrings(_)
+        | Expr::JsonQuoted(_)
         | Expr::DecimalMultiple(_)
         | Expr::Rfc3339(_) => {
             unreachable!("lexemes are built from expanded regular expressions")
