@@ -493,6 +493,12 @@ struct Builder<'a> {
     main_ids: Vec<u32>,
     /// `Partial` states whose characters all go to `other`, by rest.
     uniform: Vec<(Rest, u32)>,
+    /// `Partial` states whose characters all lead to one state (by rest,
+    /// the span's offsets from its origin, and that state): a pattern's
+    /// states mostly read whole blocks of code points alike (`.{0,256}`
+    /// is 5,000 such states), and these need neither a slice nor a hash
+    /// of one.
+    whole: FastMap<(Rest, u32, u32, CpState), u32>,
 }
 
 impl Builder<'_> {
@@ -550,6 +556,11 @@ impl Builder<'_> {
             return self.main(listed[a..b].first().map_or(self.other, |x| x.2));
         };
         let empty = a == b;
+        let whole = (b == a + 1 && listed[a].0 <= lo && listed[a].1 >= hi - 1)
+            .then(|| (rest, lo - origin, hi - origin, listed[a].2));
+        if let Some(id) = whole.and_then(|w| self.whole.get(&w)) {
+            return *id;
+        }
         if empty {
             if self.other == CP_DEAD {
                 return DEAD;
@@ -565,6 +576,9 @@ impl Builder<'_> {
         let id = self.id(Key::Partial { rest, targets });
         if empty {
             self.uniform.push((rest, id));
+        }
+        if let Some(w) = whole {
+            self.whole.insert(w, id);
         }
         id
     }
@@ -904,6 +918,7 @@ fn spell(
         keys: Vec::new(),
         main_ids: vec![u32::MAX; cp.num_states()],
         uniform: Vec::new(),
+        whole: FastMap::default(),
     };
     b.id(Key::Start);
     let mut row = [DEAD; 256];
