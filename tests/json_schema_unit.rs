@@ -220,6 +220,26 @@ fn strings() {
     );
 }
 
+/// A pattern whose automaton is too large for one DFA (2^21 states for
+/// the 21st character from the end) runs as parser rules, as in GBNF.
+#[test]
+fn pattern_too_large_for_a_dfa() {
+    let tail = "ab".repeat(10);
+    check(
+        r#"{"type": "string", "pattern": "^[ab]*a[ab]{20}$"}"#,
+        &[
+            &format!("\"a{tail}\""),
+            &format!("\"bba{tail}\""),
+            &format!("\"\\u0061{tail}\""),
+        ],
+        &[
+            &format!("\"b{tail}\""),
+            &format!("\"ab{}\"", "b".repeat(20)),
+            &format!("\"a{}\"", "b".repeat(19)),
+        ],
+    );
+}
+
 #[test]
 fn long_strings() {
     let s = |n: usize| format!("\"{}\"", "é".repeat(n));

@@ -311,6 +311,12 @@ impl<'g> Lowering<'g> {
                 let lexeme = expand(e, self.g);
                 Expr::Ref(self.anon_lexeme(lexeme))
             }
+            // The JSON strings of a plain pattern, in a parser rule (one
+            // too large to be a lexeme as a whole): spelled out, a plain
+            // regular expression like any other.
+            Expr::JsonQuoted(chars) if !lexeme::has_boolean(chars) => {
+                self.lower(&ir::json_quoted_spelled(chars), depth + 1)?
+            }
             // Intersection, complement and sets of JSON strings exist only
             // as DFAs: inside a parser rule (one too large to be a lexeme
             // as a whole) each is a lexeme of its own.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use super::table::{table_from_hir, table_from_hir_within, to_hir, too_large, Table};
 use super::{has_boolean, has_counting, Computed, DfaLimits, LexemeDfa, DEAD};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::ir::{Expr, JsonStrings};
 
 /// The inside of a JSON string that may go on with any characters: the
@@ -94,7 +94,18 @@ pub fn build_lexeme(
         strings_lexeme(js, limits)?
     } else {
         let table = if has_boolean(expr) {
-            boolean::table_of(expr, limits, parts)?
+            match boolean::table_of(expr, limits, parts) {
+                Ok(t) => t,
+                // Only the JSON strings of plain patterns make it boolean:
+                // too large as one automaton, it becomes parser rules, as
+                // any other plain regular expression does (`compile_ir`
+                // spells the pattern out there).
+                Err(e) if e.kind() == ErrorKind::Limit && booleans_are_plain_patterns(expr) => {
+                    limits.deadline.check()?;
+                    return Ok(None);
+                }
+                Err(e) => return Err(e),
+            }
         } else {
             match table_from_hir_within(&to_hir(expr), limits)? {
                 Some(t) => Arc::new(t),
@@ -105,6 +116,24 @@ pub fn build_lexeme(
     };
     built.counting = has_counting(expr);
     Ok(Some(built))
+}
+
+/// Every node of `expr` that only exists as a DFA is the JSON strings of
+/// a pattern without intersection or complement ([`Expr::JsonQuoted`]).
+fn booleans_are_plain_patterns(expr: &Expr) -> bool {
+    match expr {
+        Expr::JsonQuoted(chars) => !has_boolean(chars),
+        Expr::And(_)
+        | Expr::Not(_)
+        | Expr::JsonStrings(_)
+        | Expr::DecimalMultiple(_)
+        | Expr::Rfc3339(_) => false,
+        _ => {
+            let mut plain = true;
+            expr.for_each_child(|c| plain = plain && booleans_are_plain_patterns(c));
+            plain
+        }
+    }
 }
 
 /// The lexeme of a set of JSON strings: its table, or past
