@@ -499,6 +499,9 @@ struct Builder<'a> {
     /// is 5,000 such states), and these need neither a slice nor a hash
     /// of one.
     whole: FastMap<(Rest, u32, u32, CpState), u32>,
+    /// The lead bytes' row of a state that lists no character past ASCII
+    /// (the same in every such state), once one is built.
+    unlisted_leads: Option<[u32; 0xF4 - 0xC2 + 1]>,
 }
 
 impl Builder<'_> {
@@ -608,6 +611,19 @@ impl Builder<'_> {
                         }
                     }
                 }
+                // Where no character past ASCII is listed (most sets of
+                // names), every lead byte goes where it goes from any
+                // such state: nowhere, or into "some other value".
+                let ascii_only = all.listed.last().is_none_or(|x| x.1 < 0x80);
+                if ascii_only && self.other == CP_DEAD {
+                    return;
+                }
+                if ascii_only {
+                    if let Some(leads) = &self.unlisted_leads {
+                        row[0xC2..=0xF4].copy_from_slice(&leads[..]);
+                        return;
+                    }
+                }
                 for (first, last, bits, left, lo, hi) in LEADS {
                     let rest = Rest::Utf8 { left, lo, hi };
                     let size = rest_size(rest);
@@ -622,6 +638,11 @@ impl Builder<'_> {
                         );
                         row[b as usize] = self.partial(Some(rest), &all.listed, base, from, to);
                     }
+                }
+                if ascii_only {
+                    let mut leads = [DEAD; 0xF4 - 0xC2 + 1];
+                    leads.copy_from_slice(&row[0xC2..=0xF4]);
+                    self.unlisted_leads = Some(leads);
                 }
             }
             Key::Escape(all) => {
@@ -919,6 +940,7 @@ fn spell(
         main_ids: vec![u32::MAX; cp.num_states()],
         uniform: Vec::new(),
         whole: FastMap::default(),
+        unlisted_leads: None,
     };
     b.id(Key::Start);
     let mut row = [DEAD; 256];
