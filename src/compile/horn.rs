@@ -120,13 +120,8 @@ mod tests {
 
     #[test]
     fn agrees_with_passes_on_random_clauses() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |m: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % m) as u32
-        };
+        let mut rng = crate::util::test_rng::TestRng::new(0x2545_f491_4f6c_dd1d);
+        let mut next = |m: u64| rng.below(m as usize) as u32;
         for round in 0..300 {
             let n = 1 + (round % 40) as usize;
             let facts: Vec<u32> = (0..next(3)).map(|_| next(n as u64)).collect();

@@ -14,13 +14,9 @@ use std::sync::Arc;
 
 /// The pieces of `alphabet`, and `n` random strings of 2 to `longest +
 /// 1` of them (xorshift from `seed`), as a vocabulary.
-fn random_vocab(alphabet: &[&str], mut seed: u64, n: usize, longest: usize) -> Arc<Engine> {
-    let mut next = |n: usize| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        (seed % n as u64) as usize
-    };
+fn random_vocab(alphabet: &[&str], seed: u64, n: usize, longest: usize) -> Arc<Engine> {
+    let mut rng = crate::util::test_rng::TestRng::new(seed);
+    let mut next = |n: usize| rng.below(n);
     let mut tokens: Vec<Vec<u8>> = alphabet.iter().map(|s| s.as_bytes().to_vec()).collect();
     for _ in 0..n {
         let len = 2 + next(longest);
@@ -312,13 +308,8 @@ fn string_trie_token_sets_match_brute_force() {
     let pool = [
         'a', 'b', 'e', '0', 'D', '"', '\\', '\n', 'é', '😀', '\u{D7FF}',
     ];
-    let mut seed = 0x2545_F491_4F6C_DD1Du64;
-    let mut next = |n: usize| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        (seed % n as u64) as usize
-    };
+    let mut rng = crate::util::test_rng::TestRng::new(0x2545_F491_4F6C_DD1D);
+    let mut next = |n: usize| rng.below(n);
     let values: Vec<String> = (0..1500)
         .map(|_| (0..3 + next(8)).map(|_| pool[next(pool.len())]).collect())
         .collect();

@@ -5,3 +5,5 @@
 pub(crate) mod allocator;
 pub mod byteset;
 pub(crate) mod hash;
+#[cfg(test)]
+pub(crate) mod test_rng;

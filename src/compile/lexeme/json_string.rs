@@ -1167,13 +1167,8 @@ mod tests {
             0x0, 0x1F, 0x20, 0x22, 0x2F, 0x30, 0x5C, 0x61, 0x7F, 0x80, 0x7FF, 0x800, 0xD7FF,
             0xE000, 0xFFFF, 0x10000, 0x10FFFF,
         ];
-        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = |n: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n as u64) as usize
-        };
+        let mut rng = crate::util::test_rng::TestRng::new(0x9E37_79B9_7F4A_7C15);
+        let mut next = |n: usize| rng.below(n);
         fn build(next: &mut dyn FnMut(usize) -> usize, edges: &[u32], depth: u32) -> Expr {
             let leaf = depth == 0 || next(3) == 0;
             match if leaf { 0 } else { 1 + next(5) } {
@@ -1225,13 +1220,8 @@ mod tests {
             '\u{10FFFF}',
         ]
         .to_vec();
-        let mut seed = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = |n: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n as u64) as usize
-        };
+        let mut rng = crate::util::test_rng::TestRng::new(0x2545_F491_4F6C_DD1D);
+        let mut next = |n: usize| rng.below(n);
         for _ in 0..40 {
             let count = 1 + next(4);
             let values: Vec<String> = (0..count)

@@ -394,13 +394,8 @@ mod tests {
 
     #[test]
     fn random_tables_match_the_textbook_refinement() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut rand = |m: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % m
-        };
+        let mut rng = crate::util::test_rng::TestRng::new(0x2545_f491_4f6c_dd1d);
+        let mut rand = |m: u64| rng.below(m as usize) as u64;
         for _ in 0..2000 {
             let n = 1 + rand(12) as usize;
             let k = 1 + rand(4) as usize;

@@ -623,13 +623,8 @@ mod tests {
             '\u{10FFFF}',
         ]
         .to_vec();
-        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = |n: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n as u64) as usize
-        };
+        let mut rng = crate::util::test_rng::TestRng::new(0x9E37_79B9_7F4A_7C15);
+        let mut next = |n: usize| rng.below(n);
         for _ in 0..60 {
             let count = 1 + next(6);
             let values: Vec<String> = (0..count)
