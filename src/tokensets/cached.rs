@@ -9,7 +9,7 @@ use super::info::TokenInfo;
 use super::lexeme::Lexeme;
 use super::lexeme_walk::lexeme_info;
 use super::parser_walk::structural_info;
-use super::strings::{string_body_info, string_tail_info};
+use super::strings::{counted_string_info, string_body_info, string_tail_info};
 use crate::tokensets::CompiledGrammar;
 
 /// The cached token sets of any state (computed on first use). A parser
@@ -35,6 +35,11 @@ pub fn info_for(g: &CompiledGrammar, state: u32) -> Arc<TokenInfo> {
 /// The cached token sets of state `s` of a lexeme: its own, or those of
 /// the vocabulary's shared string DFAs where they agree.
 pub(crate) fn lexeme_state_info(vocab: &Engine, dfa: &Lexeme, s: u32) -> Arc<TokenInfo> {
+    if dfa.computed.is_some() {
+        if let Some(info) = counted_string_info(vocab, dfa, s) {
+            return info;
+        }
+    }
     // States that no token can tell apart share one token set.
     let s = dfa.token_class(s, vocab.max_token_len());
     if dfa.computed.is_some() {

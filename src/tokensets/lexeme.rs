@@ -11,7 +11,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use super::info::TokenInfo;
 use super::lexeme_walk::SubtreeWalks;
-use crate::compile::lexeme::{Computed, LexemeDfa, SafeGroups, StringBody, DEAD};
+use crate::compile::lexeme::{
+    table_equivalents, Computed, LexemeDfa, SafeGroups, StringBody, DEAD,
+};
 use crate::error::Result;
 use crate::limits::Deadline;
 use crate::util::hash::FastMap;
@@ -52,6 +54,8 @@ pub struct Lexeme {
     token_classes: OnceLock<Option<Vec<u32>>>,
     /// See [`Lexeme::string_body_states`].
     body_states: OnceLock<Box<[u32]>>,
+    /// See [`Lexeme::counted_any_string`].
+    counted_any: OnceLock<Option<Box<[u32]>>>,
     /// Heap bytes of what the mask path learned and keeps here (token
     /// sets, subtree walks): counted by the engine's budget.
     learned_bytes: AtomicUsize,
@@ -79,6 +83,7 @@ impl Lexeme {
             char_safe: OnceLock::new(),
             token_classes: OnceLock::new(),
             body_states: OnceLock::new(),
+            counted_any: OnceLock::new(),
             learned_bytes: AtomicUsize::new(0),
         }
     }
@@ -216,6 +221,18 @@ impl Lexeme {
             .map_or(DEAD, |s| s as u32)
     }
 
+    /// For a counted lexeme whose automaton is "any string" (`body`'s, a
+    /// pure length bound): per state of the automaton, the equivalent
+    /// state of "any string". Then every state's token sets derive from
+    /// "any string"'s by the count alone (see
+    /// `strings::counted_string_info`). `None` for other lexemes.
+    pub fn counted_any_string(&self, body: &StringBody) -> Option<&[u32]> {
+        self.dfa.counter()?;
+        self.counted_any
+            .get_or_init(|| table_equivalents(&self.dfa, &body.dfa).map(Vec::into_boxed_slice))
+            .as_deref()
+    }
+
     /// Approximate heap bytes: the automaton and what the mask path
     /// learned so far.
     pub fn memory(&self) -> usize {
@@ -229,7 +246,12 @@ impl Lexeme {
                 .get()
                 .and_then(Option::as_ref)
                 .map_or(0, |c| c.len() * 4)
-            + self.body_states.get().map_or(0, |b| b.len() * 4);
+            + self.body_states.get().map_or(0, |b| b.len() * 4)
+            + self
+                .counted_any
+                .get()
+                .and_then(Option::as_ref)
+                .map_or(0, |c| c.len() * 4);
         self.dfa.memory()
             + self.infos.len() * (2 * 16 + std::mem::size_of::<OnceLock<Arc<TokenInfo>>>())
             + analyses

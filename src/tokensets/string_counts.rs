@@ -101,6 +101,12 @@ impl StringCounts {
         (state != Self::END && state.is_multiple_of(m)).then_some((state / m) as usize)
     }
 
+    /// Whether state `any_state` of "any string" is at a character
+    /// boundary between the quotes (where [`StringCounts::START`] is).
+    pub fn at_boundary(&self, any_state: u32) -> bool {
+        self.states.index.get(any_state as usize) == Some(&0)
+    }
+
     /// The state after `read` whole characters.
     fn after_chars(&self, read: usize) -> u32 {
         (read * self.states.content.len()) as u32

@@ -9,7 +9,7 @@ use super::engine::Engine;
 use super::info::TokenInfo;
 use super::lexeme::Lexeme;
 use super::lexeme_walk::lexeme_info;
-use super::string_counts::{CountedString, StringCounts};
+use super::string_counts::{CountedKey, CountedString, StringCounts};
 use crate::compile::lexeme::DEAD;
 use crate::vocab::TokenTrie;
 
@@ -26,8 +26,79 @@ pub(crate) fn string_body_info(vocab: &Engine, dfa: &Lexeme, state: u32) -> Opti
 /// The token sets of [`StringBody`]'s state.
 fn any_string_info(vocab: &Engine) -> Option<&Arc<TokenInfo>> {
     let body = vocab.string_body()?;
-    let (any, s) = (&body.lexeme, body.body.state);
+    any_string_state_info(vocab, body.body.state)
+}
+
+/// The token sets of state `s` of "any string".
+fn any_string_state_info(vocab: &Engine, s: u32) -> Option<&Arc<TokenInfo>> {
+    let any = &vocab.string_body()?.lexeme;
     Some(any.infos[s as usize].get_or_init(|| Arc::new(lexeme_info(vocab, any, s))))
+}
+
+/// The token sets of a state of a counted lexeme whose automaton is "any
+/// string" (a pure length bound, see [`Lexeme::counted_any_string`]):
+/// "any string"'s, less the tokens that the count left forbids, shared
+/// with every such lexeme and with the tables' strings near their bounds
+/// (see [`string_tail_info`]). `None` where the count left is not read
+/// off the state alone: within a character, near a bound.
+pub(crate) fn counted_string_info(
+    vocab: &Engine,
+    dfa: &Lexeme,
+    state: u32,
+) -> Option<Arc<TokenInfo>> {
+    let counter = dfa.counter()?;
+    let any = vocab.string_body()?;
+    let like = dfa.counted_any_string(&any.body)?;
+    let (p, count) = counter.state_and_count(state);
+    if !counter.is_inside(p) {
+        return None;
+    }
+    let any_state = like[p as usize];
+    let horizon = counted_horizon(vocab);
+    let (min, max) = counter.bounds();
+    let least = min.saturating_sub(count) as usize;
+    // A live state's count is within the maximum.
+    let most = max.map(|m| m.saturating_sub(count) as usize);
+    // No token holds more characters than the count has left.
+    let roomy = most.is_none_or(|m| m > horizon) && vocab.max_token_len() <= horizon;
+    if roomy && least == 0 {
+        return any_string_state_info(vocab, any_state).cloned();
+    }
+    let counts = vocab.string_counts()?;
+    if !counts.at_boundary(any_state) || (!roomy && most.is_none_or(|m| m > horizon)) {
+        return None;
+    }
+    // Past the horizon, "at least `least`, at most `horizon`" takes the
+    // same tokens as "at least `least`, any number": none has more.
+    let most = most.map_or(horizon, |m| m.min(horizon));
+    let lang = CountedString {
+        min: least.min(horizon + 1) as u16,
+        max: most as u16,
+        closed: true,
+    };
+    shared_counted_info(counts, (lang, None), || {
+        let body = any_string_info(vocab)?;
+        Some(body.within_chars(vocab, &counts.chars, lang.min as usize, most))
+    })
+}
+
+/// The token sets kept in `counts` under `key`, or those `compute` gives,
+/// then kept.
+fn shared_counted_info(
+    counts: &StringCounts,
+    key: CountedKey,
+    compute: impl FnOnce() -> Option<TokenInfo>,
+) -> Option<Arc<TokenInfo>> {
+    if let Some(info) = counts.infos.lock().unwrap().get(&key) {
+        return Some(info.clone());
+    }
+    let info = Arc::new(compute()?);
+    counts
+        .infos
+        .lock()
+        .unwrap()
+        .insert(key, info.clone(), info.memory());
+    Some(info)
 }
 
 /// The token sets of a counted JSON string's state near its bound (or of
@@ -45,27 +116,20 @@ pub(crate) fn string_tail_info(vocab: &Engine, dfa: &Lexeme, state: u32) -> Opti
     let ends = after_quote == DEAD
         || (dfa.is_final[after_quote as usize] && dfa.first_bytes[after_quote as usize] == [0; 4]);
     let key = (lang, (!ends).then_some((dfa.id, after_quote)));
-    if let Some(info) = counts.infos.lock().unwrap().get(&key) {
-        return Some(info.clone());
-    }
-    // "Any string" counted: its token sets, less the tokens holding too
-    // many (or too few) characters.
-    let body = any_string_info(vocab)?;
-    let (min, max) = (lang.min as usize, lang.max as usize);
-    let info = Arc::new(if !lang.closed {
-        body.exactly_chars(vocab, &counts.chars, max, &counts.nodes_by_chars[max])
-    } else if ends {
-        body.within_chars(vocab, &counts.chars, min, max)
-    } else {
-        body.within_chars(vocab, &counts.chars, min, max)
-            .then_reading(vocab, dfa, after_quote)
-    });
-    counts
-        .infos
-        .lock()
-        .unwrap()
-        .insert(key, info.clone(), info.memory());
-    Some(info)
+    shared_counted_info(counts, key, || {
+        // "Any string" counted: its token sets, less the tokens holding
+        // too many (or too few) characters.
+        let body = any_string_info(vocab)?;
+        let (min, max) = (lang.min as usize, lang.max as usize);
+        Some(if !lang.closed {
+            body.exactly_chars(vocab, &counts.chars, max, &counts.nodes_by_chars[max])
+        } else if ends {
+            body.within_chars(vocab, &counts.chars, min, max)
+        } else {
+            body.within_chars(vocab, &counts.chars, min, max)
+                .then_reading(vocab, dfa, after_quote)
+        })
+    })
 }
 
 /// Most characters a [`CountedString`] counts: [`TokenChars`] saturate at

@@ -234,13 +234,23 @@ fn counted_token_sets_match_brute_force() {
         Expr::plus(Expr::Class(CharClass::from_ranges([(0x21, 0x10ffff)]))),
     ]);
     let a_then_any = Expr::seq(vec![Expr::literal("a"), Expr::star(any.clone())]);
+    let any_string = Expr::star(any.clone());
     let cache = &*vocab;
+    let horizon = vocab.max_token_len() as u32;
+    // States of pure length bounds that took "any string"'s token sets.
+    let mut shared = 0;
     for (pattern, min, max) in [
         (words.clone(), 2, Some(12)),
         (a_then_any.clone(), 0, Some(9)),
         (a_then_any, 6, None),
         (words, 5, Some(5)),
+        // Pure length bounds: near them, and further than a token reaches.
+        (any_string.clone(), 0, Some(4)),
+        (any_string.clone(), 3, Some(horizon + 9)),
+        (any_string.clone(), horizon + 2, Some(2 * horizon + 2)),
+        (any_string.clone(), horizon / 2, None),
     ] {
+        let pure = pattern == any_string;
         let pattern = quoted(pattern);
         let key = Expr::And(vec![pattern.clone(), crate::ir::quoted_length(min, max)]);
         let dfa = cache
@@ -250,9 +260,16 @@ fn counted_token_sets_match_brute_force() {
         assert!(dfa.counter().is_some());
         let states = reachable_states(&vocab, &dfa, 400);
         for &state in &states {
+            if pure && counted_string_info(&vocab, &dfa, state).is_some() {
+                shared += 1;
+            }
             assert_token_sets_are_brute_force(&vocab, &dfa, state, &format!("{min}..{max:?}"));
         }
     }
+    assert!(
+        shared >= 100,
+        "{shared} states of pure length bounds shared"
+    );
 }
 
 /// Expressions of one language (alternatives in another order, a class

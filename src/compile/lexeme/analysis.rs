@@ -135,6 +135,49 @@ impl Pairing {
     }
 }
 
+/// Per state of `a`'s table, the state of `b`'s table that accepts the
+/// same strings, when the two tables accept the same language from their
+/// start states (a walk of the pairs of states that the same strings
+/// reach, on the tables alone: a computed lexeme's states beside its
+/// table, such as a count, are not read); [`DEAD`] for states no string
+/// reaches. `None` when the languages differ. Each state of `a` is
+/// visited once.
+pub(crate) fn table_equivalents(a: &LexemeDfa, b: &LexemeDfa) -> Option<Vec<u32>> {
+    let reps = class_pair_reps(a, b);
+    let mut like = vec![DEAD; a.is_final.len()];
+    let mut stack = vec![(a.start, b.start)];
+    if a.start == DEAD || b.start == DEAD {
+        return (a.start == b.start).then_some(like);
+    }
+    like[a.start as usize] = b.start;
+    while let Some((s, t)) = stack.pop() {
+        if a.is_final[s as usize] != b.is_final[t as usize] {
+            return None;
+        }
+        for &byte in &reps {
+            let (s2, t2) = (a.table_next(s, byte), b.table_next(t, byte));
+            if (s2 == DEAD) != (t2 == DEAD) {
+                return None;
+            }
+            if s2 == DEAD {
+                continue;
+            }
+            match like[s2 as usize] {
+                DEAD => {
+                    like[s2 as usize] = t2;
+                    stack.push((s2, t2));
+                }
+                // Reached with another state of `b`: equivalent to it only
+                // if `b` has two equivalent states, which a minimal `b`
+                // (the tables compared here are) does not.
+                seen if seen != t2 => return None,
+                _ => {}
+            }
+        }
+    }
+    Some(like)
+}
+
 /// A DFA's byte classes seen from the trie's byte and character groups.
 pub(crate) struct ClassBytes {
     /// Per class: its bytes.

@@ -186,6 +186,24 @@ impl Counter {
         self.columns[col + p as usize / 64] & (1u64 << (p % 64)) != 0
     }
 
+    /// The automaton's state of `v` and its count.
+    #[inline]
+    pub fn state_and_count(&self, v: u32) -> (u32, u32) {
+        self.split(v)
+    }
+
+    /// Whether the automaton's state `p` is inside the string (between
+    /// the quotes).
+    #[inline]
+    pub fn is_inside(&self, p: u32) -> bool {
+        self.inside[p as usize]
+    }
+
+    /// The length bounds: `min..=max` code points (`None`: no maximum).
+    pub fn bounds(&self) -> (u32, Option<u32>) {
+        (self.min, self.max)
+    }
+
     /// The closing quote may be read with count `c`.
     #[inline]
     fn in_bounds(&self, c: u32) -> bool {

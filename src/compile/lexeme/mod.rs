@@ -41,7 +41,7 @@ pub mod string_trie;
 pub mod table;
 
 pub use analysis::SafeGroups;
-pub(crate) use analysis::{class_pair_reps, ContentStates, Pairing};
+pub(crate) use analysis::{class_pair_reps, table_equivalents, ContentStates, Pairing};
 pub use counted::Counter;
 pub use minimize::minimize;
 pub use source::{

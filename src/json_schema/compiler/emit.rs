@@ -6,9 +6,10 @@
 use super::super::node::{ArrShape, Node, ObjShape, Term};
 use super::super::strings::{canonical_json, encode, encode_lang, length, StrLang};
 use super::{
-    all_needs, at, counted_length, finite_values, holds_rfc3339, json_equal, pure_length, Compiler,
-    MemberCount, NeedsMet, ANY_ORDER_EXACT_MAX, CHUNK, CHUNK_ABOVE, COUNTED_FROM, MAX_COUNT_STATES,
-    MAX_NEEDS, MAX_RULES, MAX_UNIQUE_DOMAIN, MAX_UNIQUE_STATES, REQUIRED_SET_MAX_ALTS,
+    all_needs, at, class_length, counted_length, finite_values, holds_rfc3339, json_equal,
+    pure_length, Compiler, MemberCount, NeedsMet, ANY_ORDER_EXACT_MAX, CHUNK, CHUNK_ABOVE,
+    COUNTED_FROM, LENGTH_COUNTED_FROM, MAX_COUNT_STATES, MAX_NEEDS, MAX_RULES, MAX_UNIQUE_DOMAIN,
+    MAX_UNIQUE_STATES, REQUIRED_SET_MAX_ALTS,
 };
 use crate::error::{Error, Result};
 use crate::ir::{CharClass, Expr, LexemeHint, RuleId};
@@ -111,7 +112,10 @@ impl Compiler<'_> {
                 Some((lo, hi)) if lo > CHUNK_ABOVE || hi.is_some_and(|h| h > CHUNK_ABOVE) => {
                     composite.push(Expr::Ref(self.chunked_string(lo, hi)?));
                 }
-                _ => match counted_length(&n.str) {
+                Some((lo, hi)) if lo >= LENGTH_COUNTED_FROM || hi >= Some(LENGTH_COUNTED_FROM) => {
+                    composite.push(Expr::Ref(self.counted_string(&StrLang::any(), lo, hi)?));
+                }
+                _ => match counted_length(&n.str).or_else(|| class_length(&n.str)) {
                     Some((rest, lo, hi))
                         if lo >= COUNTED_FROM
                             || hi.is_some_and(|h| h >= COUNTED_FROM)
