@@ -332,11 +332,28 @@ impl Counter {
                     dead_column
                 }
             };
-            let mut window_ids: FastMap<Vec<u32>, u32> = FastMap::default();
+            // A window is keyed by its first column and where (relative to
+            // its start) and to what it changes: columns change only near
+            // the bounds, so a window far from them is one entry rather
+            // than `horizon + 1` (a `maxLength` of 65,536 took 12 ms).
+            let changes: Vec<usize> = (1..width + horizon)
+                .filter(|&p| column_at(p) != column_at(p - 1))
+                .collect();
+            let mut window_ids: FastMap<Vec<(u32, u32)>, u32> = FastMap::default();
             let mut class_of = Vec::with_capacity(width);
             let mut rep = Vec::new();
+            let mut first_change = 0;
             for c in 0..width {
-                let window: Vec<u32> = (c..=c + horizon).map(column_at).collect();
+                while first_change < changes.len() && changes[first_change] <= c {
+                    first_change += 1;
+                }
+                let mut window = vec![(0, column_at(c))];
+                window.extend(
+                    changes[first_change..]
+                        .iter()
+                        .take_while(|&&p| p <= c + horizon)
+                        .map(|&p| ((p - c) as u32, column_at(p))),
+                );
                 let n = window_ids.len() as u32;
                 let id = *window_ids.entry(window).or_insert_with(|| {
                     rep.push(c as u32);
@@ -526,12 +543,24 @@ fn live_columns(
     let mut ids: FastMap<Vec<u64>, u32> = FastMap::default();
     let mut columns = Vec::new();
     let mut column_of = vec![0u32; cap + 1];
+    // The last column added and its id: consecutive counts mostly share
+    // their column (all of them far from the bounds), which a comparison
+    // finds faster than a hash.
+    let mut last: Option<(Vec<u64>, u32)> = None;
     let mut add = |c: usize, col: &[u64]| {
+        if let Some((prev, id)) = &last {
+            if prev[..] == col[..] {
+                column_of[c] = *id;
+                return;
+            }
+        }
         let n = ids.len() as u32;
-        column_of[c] = *ids.entry(col.to_vec()).or_insert_with(|| {
+        let id = *ids.entry(col.to_vec()).or_insert_with(|| {
             columns.extend_from_slice(col);
             n
         });
+        column_of[c] = id;
+        last = Some((col.to_vec(), id));
     };
     let or = |acc: &mut [u64], x: &[u64]| {
         for (a, b) in acc.iter_mut().zip(x) {
