@@ -250,7 +250,16 @@ impl ClassBytes {
     /// their continuation bytes). Appends to `to` the distinct states that
     /// the groups all of whose bytes (characters) are readable lead to,
     /// each with those groups, and returns the readable groups.
-    fn group_steps(&self, s: u32, trans: &[u32], by_char: bool, to: &mut Vec<(u32, u64)>) -> u64 {
+    /// `scratch` holds the sets of states followed through a character's
+    /// bytes (kept between calls: this runs for every state).
+    fn group_steps(
+        &self,
+        s: u32,
+        trans: &[u32],
+        by_char: bool,
+        to: &mut Vec<(u32, u64)>,
+        scratch: &mut (Vec<u32>, Vec<u32>),
+    ) -> u64 {
         use crate::vocab::trie::byte_group;
         let k = self.num_classes;
         let from = to.len();
@@ -286,8 +295,7 @@ impl ClassBytes {
         }
         // Each character group: every valid character of it, class by class.
         let mut dead = 0u64;
-        let mut frontier: Vec<u32> = Vec::new();
-        let mut next: Vec<u32> = Vec::new();
+        let (frontier, next) = scratch;
         for (&(g, .., more), (leads, seconds)) in MULTI_BYTE.iter().zip(&self.multi_byte_classes) {
             let bit = 1u64 << g;
             if dead & bit != 0 {
@@ -304,7 +312,7 @@ impl ClassBytes {
                     break;
                 }
                 next.clear();
-                for &q in &frontier {
+                for &q in frontier.iter() {
                     for &c in classes {
                         let t = trans[q as usize * k + c as usize];
                         if !next.contains(&t) {
@@ -312,13 +320,13 @@ impl ClassBytes {
                         }
                     }
                 }
-                std::mem::swap(&mut frontier, &mut next);
+                std::mem::swap(frontier, next);
             }
             if frontier.contains(&DEAD) {
                 dead |= bit;
             } else {
                 live |= bit;
-                for &t in &frontier {
+                for &t in frontier.iter() {
                     add(to, t, bit);
                 }
             }
@@ -358,10 +366,11 @@ impl GroupSteps {
         let mut live = Vec::with_capacity(n);
         let mut start = Vec::with_capacity(n + 1);
         let mut to = Vec::new();
+        let mut scratch = (Vec::new(), Vec::new());
         for s in 0..n {
             meter.step(4 * dfa.num_classes)?;
             start.push(to.len() as u32);
-            live.push(by_class.group_steps(s as u32, &dfa.trans, by_char, &mut to));
+            live.push(by_class.group_steps(s as u32, &dfa.trans, by_char, &mut to, &mut scratch));
             // Most groups first: they are the ones worth keeping (see
             // `SafeGroups::solve`).
             to[start[s] as usize..].sort_by_key(|&(t, g)| (std::cmp::Reverse(g.count_ones()), t));
@@ -428,7 +437,9 @@ impl SafeGroups {
             n,
             (0..n).flat_map(|s| targets(s).iter().map(move |&(t, _)| (t, s as u32))),
         );
-        let mut per_state: Vec<Vec<(u16, u64)>> = vec![Vec::new(); n];
+        // The groups each changed state had before its change, in order of
+        // height: `(state, height, groups)`.
+        let mut history: Vec<(u32, u16, u64)> = Vec::new();
         let mut cur = vec![u64::MAX; n];
         let mut candidates: Vec<u32> = (0..n as u32).collect();
         let mut marked = vec![false; n];
@@ -450,7 +461,7 @@ impl SafeGroups {
             for &(s, g) in &updates {
                 let s = s as usize;
                 meter.step(1 + preds.of(s).len())?;
-                per_state[s].push(((h - 1) as u16, cur[s]));
+                history.push((s as u32, (h - 1) as u16, cur[s]));
                 cur[s] = g;
                 for &p in preds.of(s) {
                     if !marked[p as usize] {
@@ -463,14 +474,25 @@ impl SafeGroups {
                 marked[p as usize] = false;
             }
         }
-        let mut steps = Vec::new();
-        let mut start = Vec::with_capacity(n + 1);
-        for (s, v) in per_state.into_iter().enumerate() {
-            start.push(steps.len() as u32);
-            steps.extend(v);
-            steps.push((u16::MAX, cur[s]));
+        // Per state its history, heights increasing, then its final
+        // groups for every height: placed by a count of each state's
+        // entries.
+        let mut start = vec![0u32; n + 1];
+        for &(s, ..) in &history {
+            start[s as usize + 1] += 1;
         }
-        start.push(steps.len() as u32);
+        for s in 0..n {
+            start[s + 1] += start[s] + 1;
+        }
+        let mut steps = vec![(0u16, 0u64); start[n] as usize];
+        let mut fill = start.clone();
+        for &(s, h, g) in &history {
+            steps[fill[s as usize] as usize] = (h, g);
+            fill[s as usize] += 1;
+        }
+        for s in 0..n {
+            steps[fill[s] as usize] = (u16::MAX, cur[s]);
+        }
         Ok(SafeGroups { steps, start })
     }
 
