@@ -258,6 +258,32 @@ fn long_strings() {
     assert!(accepts(&g, &s(1000)));
     assert!(accepts(&g, "\"\\u00e9\\n\""));
     assert!(!accepts(&g, &s(1001)));
+    // Counted bounds: escapes and surrogate pairs of escapes are one code
+    // point each, beside another type, and bounds no string meets.
+    let g = grammar(r#"{"type": ["string", "null"], "minLength": 16, "maxLength": 18}"#);
+    let pair = "\\ud83d\\ude00";
+    for ok in [
+        "null".to_string(),
+        s(16),
+        s(18),
+        format!("\"{}{pair}\\n\"", "a".repeat(16)),
+        format!("\"{}\"", pair.repeat(17)),
+    ] {
+        assert!(accepts(&g, &ok), "{ok}");
+    }
+    for bad in [s(15), s(19), format!("\"{}{pair}\\n\"", "a".repeat(17))] {
+        assert!(!accepts(&g, &bad), "{bad}");
+    }
+    let g = grammar(r#"{"type": ["string", "null"], "minLength": 30, "maxLength": 20}"#);
+    assert!(accepts(&g, "null"));
+    assert!(!accepts(&g, &s(25)));
+    // A repetition of one class, counted beside the class.
+    let g = grammar(r#"{"type": "string", "pattern": "^[^\\n]{1,100}$"}"#);
+    assert!(accepts(&g, &s(100)));
+    assert!(accepts(&g, "\"a\\tb\""));
+    assert!(!accepts(&g, &s(101)));
+    assert!(!accepts(&g, "\"a\\nb\""));
+    assert!(!accepts(&g, "\"\""));
 }
 
 #[test]

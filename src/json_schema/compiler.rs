@@ -1178,10 +1178,12 @@ fn holds_rfc3339(l: &StrLang) -> bool {
 /// class's strings and the length bounds.
 fn class_length(l: &StrLang) -> Option<(StrLang, u32, Option<u32>)> {
     match l {
-        StrLang::Re(Expr::Repeat { expr, min, max }) => match &**expr {
-            Expr::Class(_) => Some((StrLang::Re(Expr::star((**expr).clone())), *min, *max)),
-            _ => None,
-        },
+        StrLang::Re(Expr::Repeat { expr, min, max }) if max.is_none_or(|h| h >= *min) => {
+            match &**expr {
+                Expr::Class(_) => Some((StrLang::Re(Expr::star((**expr).clone())), *min, *max)),
+                _ => None,
+            }
+        }
         _ => None,
     }
 }

@@ -112,7 +112,10 @@ impl Compiler<'_> {
                 Some((lo, hi)) if lo > CHUNK_ABOVE || hi.is_some_and(|h| h > CHUNK_ABOVE) => {
                     composite.push(Expr::Ref(self.chunked_string(lo, hi)?));
                 }
-                Some((lo, hi)) if lo >= LENGTH_COUNTED_FROM || hi >= Some(LENGTH_COUNTED_FROM) => {
+                Some((lo, hi))
+                    if hi.is_none_or(|h| h >= lo)
+                        && (lo >= LENGTH_COUNTED_FROM || hi >= Some(LENGTH_COUNTED_FROM)) =>
+                {
                     composite.push(Expr::Ref(self.counted_string(&StrLang::any(), lo, hi)?));
                 }
                 _ => match counted_length(&n.str).or_else(|| class_length(&n.str)) {
