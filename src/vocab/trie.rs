@@ -23,9 +23,13 @@ pub struct TrieNode {
     pub tok_start: u32,
 }
 
-/// Coarse byte groups (each ASCII punctuation character alone, letters,
-/// digits, controls, UTF-8 lead and continuation bytes), so that a subtree's
-/// bytes fit in one `u64`: see [`TokenTrie::groups_below`].
+/// Coarse byte groups (each ASCII punctuation character alone, most
+/// lowercase letters alone, capitals, digits, controls, UTF-8 lead and
+/// continuation bytes), so that a subtree's bytes fit in one `u64`: see
+/// [`TokenTrie::groups_below`]. Lowercase letters have groups of their own
+/// so that a state that refuses one letter ("contains no `b`") still takes
+/// whole the subtrees without it; the five rarest in text (`j k q x z`)
+/// share one, as the 64 bits hold no more.
 #[inline]
 pub fn byte_group(b: u8) -> u32 {
     BYTE_GROUPS[b as usize] as u32
@@ -48,7 +52,8 @@ const fn group_of(b: u8) -> u32 {
         b' ' => 1,
         b'0'..=b'9' => 2,
         b'A'..=b'Z' => 3,
-        b'a'..=b'z' => 4,
+        b'j' | b'k' | b'q' | b'x' | b'z' => 4,
+        b'a'..=b'z' => 42 + own_letter_index(b),
         0x7f => 5,
         0x80..=0xbf => 6,
         0xc0..=0xdf => 7,
@@ -60,6 +65,21 @@ const fn group_of(b: u8) -> u32 {
         b'['..=b'`' => 32 + (b - b'[') as u32,
         b'{'..=b'~' => 38 + (b - b'{') as u32,
     }
+}
+
+/// The place of lowercase letter `b` among those with a group of their
+/// own (not `j k q x z`): 0 to 20, groups 42 to 62 (bit 63 is
+/// [`INSIDE_CHAR`]).
+const fn own_letter_index(b: u8) -> u32 {
+    let mut i = 0;
+    let mut c = b'a';
+    while c < b {
+        if !matches!(c, b'j' | b'k' | b'q' | b'x' | b'z') {
+            i += 1;
+        }
+        c += 1;
+    }
+    i
 }
 
 /// Character groups (see [`TokenTrie::char_groups_below`]): ASCII
@@ -490,6 +510,25 @@ mod tests {
             (lo, hi) = (i + 1, nodes[i].subtree_end as usize);
         }
         at.unwrap() as u32
+    }
+
+    /// Every group is below [`INSIDE_CHAR`]'s bit; each punctuation
+    /// character and each common lowercase letter has a group of its own.
+    #[test]
+    fn byte_groups_fit_in_63_bits() {
+        assert!((0..=255u8).all(|b| byte_group(b) < 63));
+        let alone: Vec<u8> = (b'!'..=b'~')
+            .filter(|b| !b.is_ascii_alphanumeric())
+            .chain((b'a'..=b'z').filter(|b| !b"jkqxz".contains(b)))
+            .collect();
+        for &b in &alone {
+            let same = (0..=255u8)
+                .filter(|&c| byte_group(c) == byte_group(b))
+                .count();
+            assert_eq!(same, 1, "{:?}", b as char);
+        }
+        assert_eq!(byte_group(b'j'), byte_group(b'z'));
+        assert_ne!(byte_group(b'j'), byte_group(b'A'));
     }
 
     #[test]
