@@ -112,7 +112,7 @@ pub fn build_lexeme(
                 None => return Ok(None),
             }
         };
-        LexemeDfa::from_table_by(&table, &limits.deadline)?
+        LexemeDfa::from_table_by(Arc::unwrap_or_clone(table), &limits.deadline)?
     };
     built.counting = has_counting(expr);
     Ok(Some(built))
@@ -147,7 +147,7 @@ fn strings_lexeme(js: &JsonStrings, limits: &DfaLimits) -> Result<LexemeDfa> {
         return Ok(LexemeDfa::of_string_trie(trie));
     }
     let table = json_string::table_of(&cp, js, limits, &mut meter)?;
-    LexemeDfa::from_table_by(&table, &limits.deadline)
+    LexemeDfa::from_table_by(table, &limits.deadline)
 }
 
 /// The JSON strings of `pattern` (a quoted JSON string language) whose
@@ -168,7 +168,7 @@ pub fn build_counted_lexeme(
     else {
         return Ok(None);
     };
-    let mut built = LexemeDfa::from_table_by(&product, &limits.deadline)?;
+    let mut built = LexemeDfa::from_table_by(product, &limits.deadline)?;
     let mut meter = limits.deadline.meter();
     built.computed = Some(Box::new(Computed::Counted(Counter::new(
         &built, inside, boundary, min, max, &mut meter,

@@ -176,20 +176,19 @@ impl LexemeDfa {
     /// The lexeme of a table: states that cannot reach a final state
     /// become [`DEAD`].
     pub fn from_table(t: &Table) -> LexemeDfa {
-        Self::from_table_by(t, &Deadline::none()).expect("no deadline")
+        Self::from_table_by(t.clone(), &Deadline::none()).expect("no deadline")
     }
 
-    /// [`LexemeDfa::from_table`], an error once `deadline` passes.
-    pub fn from_table_by(t: &Table, deadline: &Deadline) -> Result<LexemeDfa> {
+    /// [`LexemeDfa::from_table`], taking the table (a large one is not
+    /// copied), an error once `deadline` passes.
+    pub fn from_table_by(t: Table, deadline: &Deadline) -> Result<LexemeDfa> {
         let mut meter = deadline.meter();
         let Table {
             classes,
             num_classes,
-            trans,
+            mut trans,
             is_final,
         } = t;
-        let (classes, num_classes, mut trans, is_final) =
-            (*classes, *num_classes, trans.clone(), is_final.clone());
         let n = is_final.len();
         let k = num_classes;
         let live = live_states(&trans, &is_final, k, LIVE_PASSES, &mut meter)?;
