@@ -691,6 +691,32 @@ fn rfc3339_leap_seconds_and_year_zero() {
             &[r#""1998-12-31T23:59:60-08:00""#, over.as_str()],
         );
     }
+    // With a pattern, the product is built over code points and then
+    // spelled out: escapes, leap seconds and the pattern all still hold.
+    check(
+        r#"{"type":"string","format":"date-time","pattern":"\\d\\d:\\d\\dZ"}"#,
+        &[
+            r#""1998-12-31T23:59:60Z""#,
+            r#""1998-12-31T10:11:12Z""#,
+            r#""1998-12-31T10:11:\u0031\u0032Z""#,
+        ],
+        &[
+            r#""1998-12-31T10:11:12.5Z""#,
+            r#""1998-12-31T23:58:60Z""#,
+            r#""1998-12-31T10:11:12+00:00""#,
+            r#""1998-12-31T10:11:12.5+01:00""#,
+            r#""1998-02-30T10:11:12Z""#,
+        ],
+    );
+    check(
+        r#"{"type":"string","format":"time","pattern":"^1"}"#,
+        &[r#""15:59:60-08:00""#, r#""\u00310:00:00Z""#],
+        &[
+            r#""15:58:60-08:00""#,
+            r#""05:59:60-08:00""#,
+            r#""10:00:00""#,
+        ],
+    );
     check(
         r#"{"format": "date"}"#,
         &[r#""0000-01-01""#, r#""0000-02-29""#],

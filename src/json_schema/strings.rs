@@ -463,6 +463,12 @@ pub fn encode_lang(l: &StrLang) -> Expr {
             );
         }
         StrLang::Re(e) if !mentions_rfc3339(e) => return Expr::json_quoted(e.clone()),
+        // A `time` or `date-time` with a `pattern`: their product is a
+        // lexeme of its own anyway. Over code points (11,000 states for
+        // the format) it is built and minimized before it is spelled out,
+        // instead of a product of spellings (66,000 states times the
+        // pattern's: 140,000 states and 90 ms for an unanchored one).
+        StrLang::Re(e @ Expr::And(_)) => return Expr::json_quoted(e.clone()),
         StrLang::Re(e) => encode(e),
     };
     // A date-time quoted is a leaf of its own, and the quotes go into
