@@ -213,6 +213,27 @@ fn strings() {
         ],
         &["\"a\"", "\"abcd\"", "\"\\ud83d\"", "\"a\\x\""],
     );
+    // Bounds the pattern already keeps, and bounds it does not.
+    check(
+        r#"{"type": "string", "pattern": "^[a-z]+$", "minLength": 1}"#,
+        &["\"a\"", "\"abc\""],
+        &["\"\"", "\"a1\""],
+    );
+    check(
+        r#"{"type": "string", "pattern": "^[a-z]+$", "minLength": 2, "maxLength": 3}"#,
+        &["\"ab\"", "\"abc\""],
+        &["\"a\"", "\"abcd\""],
+    );
+    check(
+        r#"{"type": "string", "pattern": "^(ab|c)$", "minLength": 1, "maxLength": 2}"#,
+        &["\"ab\"", "\"c\""],
+        &["\"\"", "\"abc\""],
+    );
+    check(
+        r#"{"type": "string", "pattern": "^$|^a+$", "minLength": 1}"#,
+        &["\"a\"", "\"aa\""],
+        &["\"\""],
+    );
     check(
         r#"{"enum": ["a\"b", "x/y"]}"#,
         &["\"a\\\"b\"", "\"x/y\"", "\"x\\/y\""],

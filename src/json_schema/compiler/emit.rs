@@ -7,9 +7,9 @@ use super::super::node::{ArrShape, Node, ObjShape, Term};
 use super::super::strings::{canonical_json, encode, encode_lang, length, StrLang};
 use super::{
     all_needs, at, class_length, counted_length, finite_values, holds_rfc3339, json_equal,
-    pure_length, Compiler, MemberCount, NeedsMet, ANY_ORDER_EXACT_MAX, CHUNK, CHUNK_ABOVE,
-    COUNTED_FROM, LENGTH_COUNTED_FROM, MAX_COUNT_STATES, MAX_NEEDS, MAX_RULES, MAX_UNIQUE_DOMAIN,
-    MAX_UNIQUE_STATES, REQUIRED_SET_MAX_ALTS,
+    pure_length, without_implied_lengths, Compiler, MemberCount, NeedsMet, ANY_ORDER_EXACT_MAX,
+    CHUNK, CHUNK_ABOVE, COUNTED_FROM, LENGTH_COUNTED_FROM, MAX_COUNT_STATES, MAX_NEEDS, MAX_RULES,
+    MAX_UNIQUE_DOMAIN, MAX_UNIQUE_STATES, REQUIRED_SET_MAX_ALTS,
 };
 use crate::error::{Error, Result};
 use crate::ir::{CharClass, Expr, LexemeHint, RuleId};
@@ -108,7 +108,9 @@ impl Compiler<'_> {
         }
         let mut composite = Vec::new();
         if !n.str.is_empty() {
-            match pure_length(&n.str) {
+            let fewer_bounds = without_implied_lengths(&n.str);
+            let str_lang = fewer_bounds.as_ref().unwrap_or(&n.str);
+            match pure_length(str_lang) {
                 Some((lo, hi)) if lo > CHUNK_ABOVE || hi.is_some_and(|h| h > CHUNK_ABOVE) => {
                     composite.push(Expr::Ref(self.chunked_string(lo, hi)?));
                 }
@@ -118,7 +120,7 @@ impl Compiler<'_> {
                 {
                     composite.push(Expr::Ref(self.counted_string(&StrLang::any(), lo, hi)?));
                 }
-                _ => match counted_length(&n.str).or_else(|| class_length(&n.str)) {
+                _ => match counted_length(str_lang).or_else(|| class_length(str_lang)) {
                     Some((rest, lo, hi))
                         if lo >= COUNTED_FROM
                             || hi.is_some_and(|h| h >= COUNTED_FROM)
@@ -126,7 +128,7 @@ impl Compiler<'_> {
                     {
                         composite.push(Expr::Ref(self.counted_string(&rest, lo, hi)?));
                     }
-                    _ => scalars.push(self.encoded(&n.str)),
+                    _ => scalars.push(self.encoded(str_lang)),
                 },
             }
         }
