@@ -258,6 +258,10 @@ pub struct Compiler<'a> {
     /// JSON texts of string languages already spelled (see
     /// [`Compiler::encoded`]).
     encoded: FastMap<StrLang, Expr>,
+    /// JSON texts of number sets already written (see
+    /// [`Compiler::number_expr`]): a schema with a hundred integer
+    /// properties built the same integer expression a hundred times.
+    numbers: RefCell<FastMap<Vec<NumAtom>, Expr>>,
     arr_rules: FastMap<ArrShape, RuleId>,
     obj_rules: FastMap<ObjShape, RuleId>,
     ws: Option<RuleId>,
@@ -342,6 +346,7 @@ impl<'a> Compiler<'a> {
             rule_of_term: FastMap::default(),
             lexemes: FastMap::default(),
             encoded: FastMap::default(),
+            numbers: RefCell::default(),
             arr_rules: FastMap::default(),
             obj_rules: FastMap::default(),
             ws: None,

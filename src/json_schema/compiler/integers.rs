@@ -30,6 +30,15 @@ fn integral(a: &NumAtom) -> bool {
 impl Compiler<'_> {
     /// The JSON texts of a set of numbers, honouring `strict_integers`.
     pub(super) fn number_expr(&self, atoms: &[NumAtom]) -> Result<Expr> {
+        if let Some(e) = self.numbers.borrow().get(atoms) {
+            return Ok(e.clone());
+        }
+        let e = self.number_expr_uncached(atoms)?;
+        self.numbers.borrow_mut().insert(atoms.to_vec(), e.clone());
+        Ok(e)
+    }
+
+    fn number_expr_uncached(&self, atoms: &[NumAtom]) -> Result<Expr> {
         if !self.opts.strict_integers || !atoms.iter().any(integral) {
             return set_expr(atoms).map_err(Error::unsupported);
         }
