@@ -1134,7 +1134,7 @@ fn counted_length(l: &StrLang) -> Option<(StrLang, u32, Option<u32>)> {
     };
     let rest: Vec<Expr> = parts
         .iter()
-        .filter(|p| pure_length(&StrLang::Re((*p).clone())).is_none())
+        .filter(|p| length_part(p).is_none())
         .cloned()
         .collect();
     if rest.is_empty() || hi.is_some_and(|h| h < lo) {
@@ -1152,14 +1152,16 @@ fn without_implied_lengths(l: &StrLang) -> Option<StrLang> {
     let StrLang::Re(Expr::And(parts)) = l else {
         return None;
     };
-    let (lengths, rest): (Vec<&Expr>, Vec<&Expr>) = parts
-        .iter()
-        .partition(|p| pure_length(&StrLang::Re((*p).clone())).is_some());
+    let (lengths, rest): (Vec<&Expr>, Vec<&Expr>) =
+        parts.iter().partition(|p| length_part(p).is_some());
     if lengths.is_empty() || rest.is_empty() {
         return None;
     }
-    let (lo, hi) = code_point_bounds(&Expr::And(rest.iter().map(|p| (*p).clone()).collect()));
-    let implied = |p: &Expr| match pure_length(&StrLang::Re(p.clone())) {
+    let (lo, hi) = rest
+        .iter()
+        .map(|p| code_point_bounds(p))
+        .fold((0, None), intersect_bounds);
+    let implied = |p: &Expr| match length_part(p) {
         Some((min, max)) => min <= lo && max.is_none_or(|max| hi.is_some_and(|hi| hi <= max)),
         None => false,
     };
@@ -1209,19 +1211,20 @@ fn code_point_bounds(e: &Expr) -> (u32, Option<u32>) {
         Expr::And(v) => v
             .iter()
             .map(code_point_bounds)
-            .fold((0, None), |(a, b), (c, d)| {
-                (
-                    a.max(c),
-                    match (b, d) {
-                        (Some(b), Some(d)) => Some(b.min(d)),
-                        (b, d) => b.or(d),
-                    },
-                )
-            }),
+            .fold((0, None), intersect_bounds),
         // Complements, `time`/`date-time`, and what is not a decoded
         // string: nothing known.
         _ => (0, None),
     }
+}
+
+/// Bounds on the lengths of an intersection's strings, from its parts'.
+fn intersect_bounds(a: (u32, Option<u32>), b: (u32, Option<u32>)) -> (u32, Option<u32>) {
+    let hi = match (a.1, b.1) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    };
+    (a.0.max(b.0), hi)
 }
 
 /// The length bounds among the parts of an intersection (the largest
@@ -1230,20 +1233,10 @@ fn length_bounds(e: &Expr) -> Option<(u32, Option<u32>)> {
     let Expr::And(parts) = e else {
         return None;
     };
-    let mut bounds = None;
-    for p in parts {
-        if let Some((a, b)) = pure_length(&StrLang::Re(p.clone())) {
-            let (lo, hi): (u32, Option<u32>) = bounds.unwrap_or((0, None));
-            bounds = Some((
-                lo.max(a),
-                match (hi, b) {
-                    (Some(x), Some(y)) => Some(x.min(y)),
-                    (x, y) => x.or(y),
-                },
-            ));
-        }
-    }
-    bounds
+    parts
+        .iter()
+        .filter_map(length_part)
+        .reduce(intersect_bounds)
 }
 
 /// Whether a string language holds an exact `time`/`date-time` leaf,
@@ -1276,7 +1269,15 @@ fn class_length(l: &StrLang) -> Option<(StrLang, u32, Option<u32>)> {
 
 fn pure_length(l: &StrLang) -> Option<(u32, Option<u32>)> {
     match l {
-        StrLang::Re(Expr::Repeat { expr, min, max }) => match &**expr {
+        StrLang::Re(e) => length_part(e),
+        _ => None,
+    }
+}
+
+/// The bounds of a length bound (any code point, repeated).
+fn length_part(e: &Expr) -> Option<(u32, Option<u32>)> {
+    match e {
+        Expr::Repeat { expr, min, max } => match &**expr {
             Expr::Class(c) if is_full(c) => Some((*min, *max)),
             _ => None,
         },
