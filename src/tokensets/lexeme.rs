@@ -202,7 +202,7 @@ impl Lexeme {
             let mut like = vec![DEAD; dfa.num_states()];
             // A count never ends in "any string" (and pairing its states
             // with it would walk the count).
-            if !Arc::ptr_eq(&self.dfa, &body.dfa) && !dfa.counting {
+            if !Arc::ptr_eq(&self.dfa, &body.dfa) && dfa.count_span == 0 {
                 for (s, t) in dfa.state_like(&body.dfa, body.state).1 {
                     like[s as usize] = t;
                 }

@@ -70,10 +70,11 @@ pub struct LexemeDfa {
     /// Unique among the lexemes of the process (keys caches shared by
     /// several lexemes, see `tokensets::context::SharedFreeExits`).
     pub id: u64,
-    /// The expression counts (a bounded repetition): only then can states
-    /// of the minimal DFA look alike to every token (see
-    /// [`LexemeDfa::token_classes`]).
-    pub counting: bool,
+    /// How far the expression's counts reach, in bytes (see
+    /// [`count_span`]): only past the longest token can states of the
+    /// minimal DFA look alike to every token (see
+    /// [`LexemeDfa::token_classes`]). `usize::MAX` when not known.
+    pub count_span: usize,
     /// States computed rather than stored in the table (see
     /// [`Computed`]): then [`Self::next`], [`Self::is_final_state`] and
     /// [`Self::first_bytes_of`] are the only way to read them.
@@ -120,7 +121,7 @@ impl LexemeDfa {
     /// states per round, so the refinement costs about its size, not its
     /// size times the horizon.
     pub fn token_classes(&self, horizon: usize, meter: &mut Meter) -> Result<Option<Vec<u32>>> {
-        if !self.counting || self.num_states() < TOKEN_CLASS_MIN_STATES {
+        if self.count_span <= horizon || self.num_states() < TOKEN_CLASS_MIN_STATES {
             return Ok(None);
         }
         self.refine(horizon, meter)
@@ -470,22 +471,88 @@ pub(crate) fn predecessors(
     Adjacency::new_metered(n, links, meter)
 }
 
-/// The expression repeats something a bounded number of times (more than
-/// four: `\uXXXX` and dates count to four, in small automata): its DFA
-/// copies states per count, and states far from the bound differ only on
-/// strings longer than any token. Without such a count, two
-/// states of a minimal DFA tell apart on short strings (a trie of names,
-/// a loop), and refining them into token classes finds nothing to merge
-/// (a 9,584-state set of property names spent 7 ms finding so).
-pub(crate) fn has_counting(e: &Expr) -> bool {
+/// How far, in bytes, the expression's bounded repetitions reach: for
+/// each one counting more than four times (`\uXXXX` and dates count to
+/// four, in small automata), its bound times the bytes of its shortest
+/// iteration; the largest of them, 0 without such a count, `usize::MAX`
+/// when an iteration's length is not known.
+///
+/// A count copies its states once per iteration, and two copies differ
+/// on the strings that run past the bound from one and not the other:
+/// about that many bytes. Only when they reach beyond the longest token
+/// can states of the minimal DFA look alike to every token (see
+/// [`LexemeDfa::token_classes`]); below it they tell apart on short
+/// strings, as a trie of names or a loop does, and refining them finds
+/// nothing to merge (a 9,584-state set of property names spent 7 ms
+/// finding so, a BCP 47 language tag's `[A-Za-z]{5,8}` in 60 property
+/// patterns 13 ms).
+pub(crate) fn count_span(e: &Expr) -> usize {
+    count_span_in(e, false)
+}
+
+fn count_span_in(e: &Expr, quoted: bool) -> usize {
+    let own = match e {
+        Expr::Repeat { expr, min, max } if max.unwrap_or(*min) > 4 => {
+            let bound = max.unwrap_or(*min) as usize;
+            // An iteration that may be empty does not bound the copies'
+            // distance: take it as unknown.
+            match shortest_bytes(expr, quoted) {
+                Some(l) if l > 0 => bound.saturating_mul(l),
+                _ => usize::MAX,
+            }
+        }
+        Expr::JsonQuoted(chars) => return count_span_in(chars, true),
+        _ => 0,
+    };
+    let mut span = own;
+    e.for_each_child(|c| span = span.max(count_span_in(c, quoted)));
+    span
+}
+
+/// The length in bytes of one of the shortest strings of `e` (spelled as
+/// JSON string content when `quoted`), or `None` where it is not worked
+/// out (references, intersections, complements, leaves built as DFAs).
+/// Never below the true shortest, so that [`count_span`] never claims a
+/// count shorter than it is.
+fn shortest_bytes(e: &Expr, quoted: bool) -> Option<usize> {
+    let char_bytes = |cp: u32| -> usize {
+        let escaped = cp < 0x20 || cp == '"' as u32 || cp == '\\' as u32;
+        if quoted && escaped {
+            2
+        } else {
+            char::from_u32(cp).map_or(4, char::len_utf8)
+        }
+    };
     match e {
-        Expr::Repeat { min, max, .. } if max.unwrap_or(*min) > 4 => return true,
-        Expr::JsonQuoted(chars) => return has_counting(chars),
-        _ => {}
+        Expr::Empty => Some(0),
+        Expr::Literal(text) => Some(text.chars().map(|c| char_bytes(c as u32)).sum()),
+        Expr::Class(class) => class
+            .ranges()
+            .iter()
+            .map(|&(lo, hi)| {
+                // Within a range the bytes grow with the code point, but
+                // for the escaped ones: the range's first, or its first
+                // unescaped ASCII.
+                [lo, 0x20, 0x23, 0x5d]
+                    .into_iter()
+                    .filter(|&cp| lo <= cp && cp <= hi)
+                    .map(char_bytes)
+                    .min()
+                    .unwrap_or(4)
+            })
+            .min(),
+        Expr::Seq(parts) => parts.iter().try_fold(0usize, |sum, p| {
+            Some(sum.saturating_add(shortest_bytes(p, quoted)?))
+        }),
+        // Any alternative worked out bounds the shortest from above.
+        Expr::Alt(alts) => alts.iter().filter_map(|a| shortest_bytes(a, quoted)).min(),
+        Expr::Repeat { min: 0, .. } => Some(0),
+        Expr::Repeat { expr, min, .. } => {
+            Some(shortest_bytes(expr, quoted)?.saturating_mul(*min as usize))
+        }
+        Expr::JsonQuoted(chars) => Some(shortest_bytes(chars, true)?.saturating_add(2)),
+        _ => None,
     }
-    let mut found = false;
-    e.for_each_child(|c| found = found || has_counting(c));
-    found
 }
 
 /// The expression uses intersection or complement somewhere, or JSON
@@ -536,6 +603,31 @@ mod tests {
             st = d.next(st, b);
         }
         (st != DEAD).then(|| d.is_final[st as usize])
+    }
+
+    /// How far counts reach, in bytes: the bound times the shortest
+    /// iteration, spelled in UTF-8 or in JSON.
+    #[test]
+    fn count_spans() {
+        let re = |p: &str| crate::regex::to_expr(p, crate::regex::Anchoring::Full).unwrap();
+        let quoted = |p: &str| Expr::json_quoted(re(p));
+        // A BCP 47 tag's counts stay far below any token.
+        assert_eq!(
+            count_span(&re("[A-Za-z]{2,3}(-[A-Za-z]{3}){0,2}|[A-Za-z]{5,8}")),
+            8
+        );
+        assert_eq!(count_span(&re("a{4}")), 0);
+        assert_eq!(count_span(&re("[a-z]*")), 0);
+        assert_eq!(count_span(&re(".{0,300}")), 300);
+        assert_eq!(count_span(&re("(?:\\S+\\s+){0,50}\\S+")), 100);
+        assert_eq!(count_span(&re("(?:ab|c){7}")), 7);
+        // Non-ASCII characters take two bytes or more; a quote or a
+        // control character two in JSON (`\"`, `\n`).
+        assert_eq!(count_span(&re("[é-ü]{10}")), 20);
+        assert_eq!(count_span(&quoted("[\"x]{10}")), 10);
+        assert_eq!(count_span(&quoted("[\"\n]{10}")), 20);
+        // An iteration that may be empty: unknown, taken as far.
+        assert_eq!(count_span(&re("(?:a?){10}")), usize::MAX);
     }
 
     /// Both tables accept the same byte strings (a walk of the product).

@@ -9,7 +9,7 @@ use super::string_trie::{StringTrie, STRING_TRIE_MIN_NODES};
 use std::sync::Arc;
 
 use super::table::{table_from_hir, table_from_hir_within, to_hir, too_large, Table};
-use super::{has_boolean, has_counting, Computed, DfaLimits, LexemeDfa, DEAD};
+use super::{count_span, has_boolean, Computed, DfaLimits, LexemeDfa, DEAD};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ir::{Expr, JsonStrings};
 
@@ -114,7 +114,7 @@ pub fn build_lexeme(
         };
         LexemeDfa::from_table_by(Arc::unwrap_or_clone(table), &limits.deadline)?
     };
-    built.counting = has_counting(expr);
+    built.count_span = count_span(expr);
     Ok(Some(built))
 }
 

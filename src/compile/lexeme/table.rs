@@ -220,7 +220,7 @@ impl LexemeDfa {
             is_final,
             first_bytes,
             start: if n > 0 && live[0] { 0 } else { DEAD },
-            counting: true,
+            count_span: usize::MAX,
             computed: None,
         })
     }
@@ -306,7 +306,7 @@ impl LexemeDfa {
             is_final: vec![false],
             first_bytes: vec![[0; 4]],
             start: trie.start(),
-            counting: false,
+            count_span: 0,
             computed: Some(Box::new(Computed::Strings(trie))),
         }
     }
