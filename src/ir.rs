@@ -41,6 +41,11 @@ impl CharClass {
         CharClass::from_ranges([(0, MAX_CHAR)])
     }
 
+    /// Equal to [`CharClass::any`].
+    pub fn is_any(&self) -> bool {
+        self.ranges == [(0, 0xD7FF), (0xE000, MAX_CHAR)]
+    }
+
     /// Exactly one code point.
     pub fn single(c: u32) -> CharClass {
         CharClass::from_ranges([(c, c)])

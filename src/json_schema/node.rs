@@ -161,6 +161,16 @@ impl ArrShape {
         }
     }
 
+    /// Equal to [`ArrShape::any`].
+    pub fn is_any(&self) -> bool {
+        self.prefix.is_empty()
+            && self.rest == Term::True
+            && self.min == 0
+            && self.max.is_none()
+            && self.contains.is_empty()
+            && !self.unique
+    }
+
     pub fn at(&self, i: usize) -> &Term {
         self.prefix.get(i).unwrap_or(&self.rest)
     }
@@ -350,6 +360,17 @@ impl ObjShape {
             weak: BTreeSet::new(),
             need: Vec::new(),
         }
+    }
+
+    /// Equal to [`ObjShape::any`].
+    pub fn is_any(&self) -> bool {
+        self.props.is_empty()
+            && self.required.is_empty()
+            && matches!(&self.extra[..], [(l, Term::True)] if l.is_any())
+            && self.min == 0
+            && self.max.is_none()
+            && self.weak.is_empty()
+            && self.need.is_empty()
     }
 
     /// The schema a property named `k` must satisfy.
@@ -785,8 +806,15 @@ impl Node {
         }
     }
 
+    /// Equal to [`Node::any`], checked without building it (the
+    /// intersections ask at every step).
     pub fn is_any(&self) -> bool {
-        *self == Node::any()
+        self.null
+            && self.bools == 3
+            && matches!(&self.num[..], [n] if *n == NumAtom::any())
+            && self.str.is_any()
+            && matches!(&self.arr[..], [a] if a.is_any())
+            && matches!(&self.obj[..], [o] if o.is_any())
     }
 
     /// Provably accepts nothing (shallow: member schemas not looked at).
@@ -872,10 +900,10 @@ impl Node {
             ))
         };
         // A union with "any" of a type is "any" of that type.
-        if out.arr.contains(&ArrShape::any()) {
+        if out.arr.iter().any(ArrShape::is_any) {
             out.arr = vec![ArrShape::any()];
         }
-        if out.obj.contains(&ObjShape::any()) {
+        if out.obj.iter().any(ObjShape::is_any) {
             out.obj = vec![ObjShape::any()];
         }
         if out.arr.len() > MAX_SHAPES || out.obj.len() > MAX_SHAPES {
@@ -935,5 +963,37 @@ mod tests {
         let any = Node::any();
         assert!(any.not(&Deadline::none()).unwrap().is_empty());
         assert!(Node::none().not(&Deadline::none()).unwrap().is_any());
+    }
+
+    /// `is_any` (checked field by field) agrees with equality to `any()`.
+    #[test]
+    fn is_any_is_equality_to_any() {
+        assert!(Node::any().is_any() && ObjShape::any().is_any() && ArrShape::any().is_any());
+        let mut nodes = vec![Node::none()];
+        let mut n = Node::any();
+        n.null = false;
+        nodes.push(n);
+        let mut n = Node::any();
+        n.bools = 2;
+        nodes.push(n);
+        let mut n = Node::any();
+        n.num = vec![NumAtom::integer()];
+        nodes.push(n);
+        let mut n = Node::any();
+        n.str = StrLang::lit("a");
+        nodes.push(n);
+        let mut n = Node::any();
+        n.arr[0].unique = true;
+        nodes.push(n);
+        let mut n = Node::any();
+        n.obj[0].min = 1;
+        nodes.push(n);
+        let mut n = Node::any();
+        n.obj[0].extra[0].1 = Term::False;
+        nodes.push(n);
+        for n in nodes {
+            assert!(!n.is_any());
+            assert_eq!(n.is_any(), n == Node::any());
+        }
     }
 }

@@ -15,6 +15,7 @@ use std::collections::BTreeSet;
 
 pub use crate::ir::{encode, encode_class};
 use crate::ir::{CharClass, Expr, Rfc3339, TextForm, MAX_CHAR};
+use crate::regex::expr::is_any_star;
 
 /// A set of decoded strings.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -51,8 +52,9 @@ impl StrLang {
         }
     }
 
+    /// Equal to [`StrLang::any`], checked without building it.
     pub fn is_any(&self) -> bool {
-        matches!(self, StrLang::Re(e) if *e == any_string())
+        matches!(self, StrLang::Re(e) if is_any_star(e))
     }
 
     /// Provably empty (false does not mean non-empty).
@@ -152,6 +154,7 @@ impl StrLang {
     pub fn contains(&self, s: &str) -> bool {
         match self {
             StrLang::Lits(l) => l.contains(s),
+            any if any.is_any() => true,
             StrLang::Re(e) => matches(e, s),
         }
     }

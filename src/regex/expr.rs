@@ -26,7 +26,7 @@ pub fn any_plus() -> Expr {
 }
 
 pub fn is_any_star(e: &Expr) -> bool {
-    matches!(e, Expr::Repeat { expr, min: 0, max: None } if matches!(&**expr, Expr::Class(c) if *c == CharClass::any()))
+    matches!(e, Expr::Repeat { expr, min: 0, max: None } if matches!(&**expr, Expr::Class(c) if c.is_any()))
 }
 
 fn class_of_single(e: &Expr) -> Option<CharClass> {
@@ -303,7 +303,7 @@ pub fn edge_chars(e: &Expr, last: bool) -> CharClass {
 /// The strings of `e` whose first character is in `c` (the empty string
 /// is dropped).
 pub fn restrict_first(e: &Expr, c: &CharClass) -> Expr {
-    if *c == CharClass::any() {
+    if c.is_any() {
         return nonempty(e);
     }
     // Decided by the possible first characters alone.
@@ -353,7 +353,7 @@ pub fn restrict_first(e: &Expr, c: &CharClass) -> Expr {
 /// The strings of `e` whose last character is in `c` (the empty string
 /// is dropped).
 pub fn restrict_last(e: &Expr, c: &CharClass) -> Expr {
-    if *c == CharClass::any() {
+    if c.is_any() {
         return nonempty(e);
     }
     let edge = edge_chars(e, true);

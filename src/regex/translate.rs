@@ -281,12 +281,16 @@ impl Local {
     /// Only one character kind on the left, and it is any character.
     fn left_is_any_char(&self) -> bool {
         self.left_after_char.len() == 1
-            && self.class(self.left_kinds[self.left_after_char[0]]) == CharClass::any()
+            && self
+                .class(self.left_kinds[self.left_after_char[0]])
+                .is_any()
     }
 
     fn right_is_any_char(&self) -> bool {
         self.right_after_char.len() == 1
-            && self.class(self.right_kinds[self.right_after_char[0]]) == CharClass::any()
+            && self
+                .class(self.right_kinds[self.right_after_char[0]])
+                .is_any()
     }
 }
 
