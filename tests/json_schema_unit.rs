@@ -667,6 +667,38 @@ fn draft4_integers_have_no_fraction_or_exponent() {
     check(r#"{"type": "integer"}"#, &["1.0"], &["1.5"]);
 }
 
+/// A length bound beside nested intersections and complements of
+/// patterns: the bound is found under the nesting (and counted beside
+/// the rest), the language stays the same.
+#[test]
+fn lengths_beside_nested_negations() {
+    let schema = r#"{"type": "string", "pattern": "[aA][12].*[zZ]",
+        "minLength": 10, "maxLength": 70,
+        "anyOf": [
+            {"not": {"allOf": [{"pattern": "^[a-z0-9]*$"}, {"pattern": "\\d\\d"}]}},
+            {"not": {"allOf": [{"pattern": "^.{16}$"}, {"pattern": "b1"}]}}
+        ]}"#;
+    let long = |n: usize| format!("\"a1{}z\"", "x".repeat(n));
+    check(
+        schema,
+        &[
+            r#""a1xxxxxxxz""#,
+            r#""A2 b12xxxxZ""#,
+            r#""a12b1xxxxxxxxxxxz""#,
+            r#""a1ééééééééz""#,
+            &long(67),
+        ],
+        &[
+            // Lower case and digits with two digits in a row, 16 code
+            // points with "b1": both complements fail.
+            r#""a12b1xxxxxxxxxxz""#,
+            r#""a1xxxxxxz""#,
+            r#""bbbbbbbbbbbb""#,
+            &long(68),
+        ],
+    );
+}
+
 /// RFC 3339: a leap second whenever the UTC time is 23:59:60, whatever
 /// the offset; year 0000 is a date (and a leap year).
 #[test]

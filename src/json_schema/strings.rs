@@ -86,20 +86,13 @@ impl StrLang {
             (StrLang::Lits(a), StrLang::Re(e)) | (StrLang::Re(e), StrLang::Lits(a)) => {
                 StrLang::Lits(a.iter().filter(|s| matches(e, s)).cloned().collect())
             }
-            (StrLang::Re(Expr::Not(a)), StrLang::Re(Expr::Not(b))) => {
-                // ¬A ∧ ¬B = ¬(A ∨ B): one complement instead of two.
-                StrLang::Re(Expr::complement(Expr::alt(vec![
-                    (**a).clone(),
-                    (**b).clone(),
-                ])))
-            }
             (StrLang::Re(a), StrLang::Re(b)) => {
                 if *a == Expr::Nothing || *b == Expr::Nothing || prefixes_apart(a, b) {
                     StrLang::Re(Expr::Nothing)
                 } else if a == b {
                     self.clone()
                 } else {
-                    StrLang::Re(Expr::and(vec![a.clone(), b.clone()]))
+                    StrLang::Re(flat_and(a, b))
                 }
             }
         }
@@ -158,6 +151,34 @@ impl StrLang {
             StrLang::Re(e) => matches(e, s),
         }
     }
+}
+
+/// `a ∧ b` as one flat intersection, so that the length parts of nested
+/// ones are found (counted beside the rest, or left out when implied),
+/// with its complements joined: ¬A ∧ ¬B = ¬(A ∨ B), one complement to
+/// build instead of two.
+fn flat_and(a: &Expr, b: &Expr) -> Expr {
+    let mut parts: Vec<Expr> = Vec::new();
+    let mut excluded: Vec<Expr> = Vec::new();
+    for e in [a, b] {
+        let inner = match e {
+            Expr::And(inner) => &inner[..],
+            one => std::slice::from_ref(one),
+        };
+        for p in inner {
+            let (list, p) = match p {
+                Expr::Not(x) => (&mut excluded, &**x),
+                p => (&mut parts, p),
+            };
+            if !list.contains(p) {
+                list.push(p.clone());
+            }
+        }
+    }
+    if !excluded.is_empty() {
+        parts.push(Expr::complement(Expr::alt(excluded)));
+    }
+    Expr::and(parts)
 }
 
 /// The strings of `e` when they are at most `cap` (and `e` has no
@@ -453,17 +474,23 @@ pub fn encode_lang(l: &StrLang) -> Expr {
             None if !mentions_rfc3339(x) => return Expr::json_quoted(Expr::Not(x.clone())),
             None => encode(&Expr::Not(x.clone())),
         },
-        StrLang::Re(Expr::And(parts)) if parts.iter().any(|p| negated_values(p).is_some()) => {
-            // Quotes distribute over an intersection of JSON texts.
-            return Expr::and(
-                parts
-                    .iter()
-                    .map(|p| match negated_values(p) {
-                        Some(values) => Expr::json_strings(values, true),
-                        None => encode_lang(&StrLang::Re(p.clone())),
-                    })
-                    .collect(),
-            );
+        StrLang::Re(Expr::And(parts)) if parts.iter().any(|p| many_negated_values(p).is_some()) => {
+            // Quotes distribute over an intersection of JSON texts; the
+            // parts other than excluded values stay one intersection over
+            // code points (a product of their spellings costs several
+            // times as much).
+            let mut quoted = Vec::new();
+            let mut rest = Vec::new();
+            for p in parts {
+                match many_negated_values(p) {
+                    Some(values) => quoted.push(Expr::json_strings(values, true)),
+                    None => rest.push(p.clone()),
+                }
+            }
+            if !rest.is_empty() {
+                quoted.push(encode_lang(&StrLang::Re(Expr::and(rest))));
+            }
+            return Expr::and(quoted);
         }
         StrLang::Re(e) if !mentions_rfc3339(e) => return Expr::json_quoted(e.clone()),
         // A `time` or `date-time` with a `pattern`: their product is a
@@ -632,6 +659,21 @@ fn negated_values(e: &Expr) -> Option<Vec<String>> {
     }
 }
 
+/// Excluded values (the names an object lists beside its
+/// `patternProperties`) from which they become an automaton of their own
+/// in an intersection, built directly from their trie
+/// ([`Expr::JsonStrings`]). Fewer join the intersection of the other parts
+/// over code points, where a few dozen names cost little, instead of a
+/// product of two spelled automata (60 objects of `Github_ultra---o12344`
+/// with about 12 names each: compile 84 -> 76 ms).
+const EXCLUDED_APART_FROM: usize = 64;
+
+/// The values `¬(v1 | v2 | ...)` excludes, when they are many (see
+/// [`EXCLUDED_APART_FROM`]).
+fn many_negated_values(e: &Expr) -> Option<Vec<String>> {
+    negated_values(e).filter(|v| v.len() >= EXCLUDED_APART_FROM)
+}
+
 /// Strings of `min..=max` code points.
 pub fn length(min: u32, max: Option<u32>) -> Expr {
     Expr::repeat(Expr::Class(CharClass::any()), min, max)
@@ -645,6 +687,26 @@ pub fn is_full(c: &CharClass) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Intersections of intersections are one, their complements joined.
+    #[test]
+    fn intersections_stay_flat() {
+        let lit = |s: &str| Expr::literal(s);
+        let not = |e: Expr| Expr::complement(e);
+        let a = StrLang::Re(Expr::And(vec![lit("a"), not(lit("b"))]));
+        let b = StrLang::Re(Expr::And(vec![length(2, Some(5)), not(lit("c")), lit("a")]));
+        let StrLang::Re(Expr::And(parts)) = a.and(&b) else {
+            panic!("an intersection");
+        };
+        assert_eq!(
+            parts,
+            vec![
+                lit("a"),
+                length(2, Some(5)),
+                not(Expr::alt(vec![lit("b"), lit("c")]))
+            ]
+        );
+    }
 
     #[test]
     fn membership() {
