@@ -134,29 +134,44 @@ pub fn analyze(g: &Grammar) -> Result<Analysis> {
     let n = g.rules.len();
     check_all_refs(g)?;
     let refs: Vec<Vec<RuleId>> = g.rules.iter().map(|r| collect_refs(&r.body)).collect();
-    // Productive: the rule matches at least one string. A rule is looked
-    // at again only when a rule it refers to became productive (passes
-    // over every rule until nothing changed took one pass per link of a
-    // chain of rules: quadratic).
+    // Productive: the rule matches at least one string. Components of
+    // the reference graph are decided callees first, each rule looked at
+    // once unless it is recursive: within a component a rule is looked at
+    // again when a rule of it that it refers to became productive. (From
+    // the start rule down, a rule was looked at again for each callee
+    // that became productive: quadratic in a large alternation.)
     let callers = super::adjacency::Adjacency::new(
         n,
         refs.iter()
             .enumerate()
             .flat_map(|(r, rs)| rs.iter().map(move |&c| (c, r as u32))),
     );
+    let sccs = tarjan(&refs);
+    let mut component = vec![0u32; n];
+    for (i, comp) in sccs.iter().enumerate() {
+        for &r in comp {
+            component[r as usize] = i as u32;
+        }
+    }
     let mut productive = vec![false; n];
-    let mut work: Vec<u32> = (0..n as u32).rev().collect();
-    while let Some(r) = work.pop() {
-        let r = r as usize;
-        if !productive[r] && is_productive(&g.rules[r].body, &productive) {
-            productive[r] = true;
-            work.extend(callers.of(r).iter().filter(|&&c| !productive[c as usize]));
+    for (i, comp) in sccs.iter().enumerate() {
+        let mut work: Vec<u32> = comp.clone();
+        while let Some(r) = work.pop() {
+            let r = r as usize;
+            if !productive[r] && is_productive(&g.rules[r].body, &productive) {
+                productive[r] = true;
+                work.extend(
+                    callers
+                        .of(r)
+                        .iter()
+                        .filter(|&&c| component[c as usize] == i as u32 && !productive[c as usize]),
+                );
+            }
         }
     }
     // Regular: no recursion through the rule and no token elements,
     // computed over strongly connected components in reverse topological
     // order (Tarjan emits callees first).
-    let sccs = tarjan(&refs);
     let mut regular = vec![false; n];
     for comp in &sccs {
         let cyclic = comp.len() > 1 || refs[comp[0] as usize].contains(&comp[0]);
@@ -623,5 +638,40 @@ mod tests {
         assert!(!a.productive[dead as usize]);
         assert!(a.productive[root as usize]);
         let _ = Rule::new("", Expr::Empty);
+    }
+
+    /// Productivity through recursion: a cycle that leaves through one of
+    /// its rules is productive, one that never leaves is not, nor is
+    /// what needs it.
+    #[test]
+    fn productive_through_cycles() {
+        let mut b = GrammarBuilder::new();
+        let [root, a, c, d, e, f] = ["root", "a", "c", "d", "e", "f"].map(|n| b.add_rule(n));
+        // a -> "x" c | d;  c -> a "y" | "z": productive through c.
+        b.set_body(root, Expr::alt(vec![Expr::Ref(a), Expr::Ref(e)]));
+        b.set_body(
+            a,
+            Expr::alt(vec![
+                Expr::seq(vec![Expr::literal("x"), Expr::Ref(c)]),
+                Expr::Ref(d),
+            ]),
+        );
+        b.set_body(
+            c,
+            Expr::alt(vec![
+                Expr::seq(vec![Expr::Ref(a), Expr::literal("y")]),
+                Expr::literal("z"),
+            ]),
+        );
+        // d -> d "q": never leaves; e -> f d; f -> e | "w".
+        b.set_body(d, Expr::seq(vec![Expr::Ref(d), Expr::literal("q")]));
+        b.set_body(e, Expr::seq(vec![Expr::Ref(f), Expr::Ref(d)]));
+        b.set_body(f, Expr::alt(vec![Expr::Ref(e), Expr::literal("w")]));
+        let g = b.finish(root);
+        let p = analyze(&g).unwrap().productive;
+        assert_eq!(
+            [root, a, c, d, e, f].map(|r| p[r as usize]),
+            [true, true, true, false, false, true]
+        );
     }
 }
