@@ -699,6 +699,28 @@ fn lengths_beside_nested_negations() {
     );
 }
 
+/// An array of date-times reads each one with the shared date-time
+/// lexeme: the items' repetition does not become a lexeme holding a
+/// second copy of its 66,000 states.
+#[test]
+fn date_time_items_share_one_lexeme() {
+    let schema = r#"{"type": "array", "items": {"type": "string", "format": "date-time"}}"#;
+    let g = grammar(schema);
+    assert!(g.num_states() < 80_000, "{} states", g.num_states());
+    check(
+        schema,
+        &[
+            r#"[]"#,
+            r#"["1998-12-31T23:59:60Z"]"#,
+            r#"["2020-02-29T00:00:00Z", "1998-12-31T15:59:60-08:00"]"#,
+        ],
+        &[
+            r#"["2019-02-29T00:00:00Z"]"#,
+            r#"["2020-02-29T00:00:00Z", 1]"#,
+        ],
+    );
+}
+
 /// RFC 3339: a leap second whenever the UTC time is 23:59:60, whatever
 /// the offset; year 0000 is a date (and a leap year).
 #[test]

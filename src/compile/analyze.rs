@@ -62,6 +62,13 @@ impl Analysis {
         }
     }
 
+    /// Whether an expression over regular rules (unexpanded) is small
+    /// enough to be one lexeme (see [`LEXEME_MAX_SIZE`]): not when it holds
+    /// a date-time, which stays a lexeme of its own.
+    pub fn fits_lexeme(&self, e: &Expr) -> bool {
+        expanded_size(e, &self.expanded_size) <= LEXEME_MAX_SIZE
+    }
+
     /// Whether an expression over regular rules (unexpanded) loops.
     pub fn loops(&self, e: &Expr) -> bool {
         has_loop(e, &self.looping)

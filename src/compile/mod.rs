@@ -306,7 +306,9 @@ impl<'g> Lowering<'g> {
                 _ => Expr::Ref(self.compiled_rule(*r)),
             },
             Expr::Repeat { expr, min, max }
-                if is_loopish(*min, *max) && is_regular_expr(expr, &self.analysis.regular) =>
+                if is_loopish(*min, *max)
+                    && is_regular_expr(expr, &self.analysis.regular)
+                    && self.analysis.fits_lexeme(e) =>
             {
                 let lexeme = expand(e, self.g);
                 Expr::Ref(self.anon_lexeme(lexeme))
