@@ -515,10 +515,14 @@ fn count_span_in(e: &Expr, quoted: bool) -> usize {
 /// Never below the true shortest, so that [`count_span`] never claims a
 /// count shorter than it is.
 fn shortest_bytes(e: &Expr, quoted: bool) -> Option<usize> {
+    // In JSON, `"`, `\` and five control characters have two-byte
+    // escapes (`\n`), the other controls six (`\u0001`).
+    const SHORT_ESCAPES: [u32; 7] = [0x08, 0x09, 0x0A, 0x0C, 0x0D, 0x22, 0x5C];
     let char_bytes = |cp: u32| -> usize {
-        let escaped = cp < 0x20 || cp == '"' as u32 || cp == '\\' as u32;
-        if quoted && escaped {
+        if quoted && SHORT_ESCAPES.contains(&cp) {
             2
+        } else if quoted && cp < 0x20 {
+            6
         } else {
             char::from_u32(cp).map_or(4, char::len_utf8)
         }
@@ -530,11 +534,12 @@ fn shortest_bytes(e: &Expr, quoted: bool) -> Option<usize> {
             .ranges()
             .iter()
             .map(|&(lo, hi)| {
-                // Within a range the bytes grow with the code point, but
-                // for the escaped ones: the range's first, or its first
-                // unescaped ASCII.
-                [lo, 0x20, 0x23, 0x5d]
+                // Within a range the bytes grow with the code point but
+                // for the escaped ones: the range's first, a short escape,
+                // or the first unescaped ASCII.
+                [lo, 0x20, 0x23, 0x5D]
                     .into_iter()
+                    .chain(SHORT_ESCAPES)
                     .filter(|&cp| lo <= cp && cp <= hi)
                     .map(char_bytes)
                     .min()
@@ -626,6 +631,8 @@ mod tests {
         assert_eq!(count_span(&re("[é-ü]{10}")), 20);
         assert_eq!(count_span(&quoted("[\"x]{10}")), 10);
         assert_eq!(count_span(&quoted("[\"\n]{10}")), 20);
+        assert_eq!(count_span(&quoted("[\\x00-\\x07]{10}")), 60);
+        assert_eq!(count_span(&quoted("[\\x00-\\x09]{10}")), 20);
         // An iteration that may be empty: unknown, taken as far.
         assert_eq!(count_span(&re("(?:a?){10}")), usize::MAX);
     }
