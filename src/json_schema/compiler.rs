@@ -16,7 +16,7 @@ use super::decimal::Dec;
 use super::doc::{Doc, Draft};
 use super::node::{too_many_numbers, AlgebraError, ArrShape, Node, ObjShape, Term};
 use super::number::NumAtom;
-use super::strings::{is_full, StrLang};
+use super::strings::StrLang;
 use super::JsonOptions;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ir::{Expr, GrammarBuilder, RuleId};
@@ -1278,7 +1278,7 @@ fn pure_length(l: &StrLang) -> Option<(u32, Option<u32>)> {
 fn length_part(e: &Expr) -> Option<(u32, Option<u32>)> {
     match e {
         Expr::Repeat { expr, min, max } => match &**expr {
-            Expr::Class(c) if is_full(c) => Some((*min, *max)),
+            Expr::Class(c) if c.is_any() => Some((*min, *max)),
             _ => None,
         },
         _ => None,

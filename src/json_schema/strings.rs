@@ -14,7 +14,7 @@
 use std::collections::BTreeSet;
 
 pub use crate::ir::{encode, encode_class};
-use crate::ir::{CharClass, Expr, Rfc3339, TextForm, MAX_CHAR};
+use crate::ir::{CharClass, Expr, Rfc3339, TextForm};
 use crate::regex::expr::is_any_star;
 
 /// A set of decoded strings.
@@ -569,7 +569,7 @@ pub fn rfc3339_within_lengths(e: &Expr, keep_exact: bool) -> Option<Expr> {
         Expr::Rfc3339(r) if r.form == TextForm::Chars => Some(*r),
         _ => None,
     })?;
-    let is_length = |p: &Expr| matches!(p, Expr::Repeat { expr, .. } if matches!(&**expr, Expr::Class(c) if is_full(c)));
+    let is_length = |p: &Expr| matches!(p, Expr::Repeat { expr, .. } if matches!(&**expr, Expr::Class(c) if c.is_any()));
     if !parts.iter().any(is_length) {
         return None;
     }
@@ -677,11 +677,6 @@ fn many_negated_values(e: &Expr) -> Option<Vec<String>> {
 /// Strings of `min..=max` code points.
 pub fn length(min: u32, max: Option<u32>) -> Expr {
     Expr::repeat(Expr::Class(CharClass::any()), min, max)
-}
-
-/// Whether the class holds every code point.
-pub fn is_full(c: &CharClass) -> bool {
-    c.count() == (MAX_CHAR as u64 + 1) - 0x800
 }
 
 #[cfg(test)]
