@@ -699,6 +699,41 @@ fn lengths_beside_nested_negations() {
     );
 }
 
+/// Word limits (`^(?:\S+\s+){0,N}\S+$`) count their words beside one
+/// copy of the word's automaton: the limit holds with raw and escaped
+/// spaces, and the quote closes the string only within it.
+#[test]
+fn word_limits_are_counted() {
+    let words = |n: usize, space: &str| {
+        let w: Vec<String> = (0..n).map(|i| format!("w{i}")).collect();
+        format!("\"{}\"", w.join(space))
+    };
+    let schema = r#"{"type": "object", "properties": {
+        "summary": {"type": "string", "pattern": "^(?:\\S+\\s+){0,199}\\S+$"},
+        "note": {"type": "string", "pattern": "^$|(^(?:\\S+\\s+){0,49}\\S+$)"}},
+        "additionalProperties": false}"#;
+    let summary = |n: usize, space: &str| format!(r#"{{"summary": {}}}"#, words(n, space));
+    let note = |n: usize| format!(r#"{{"note": {}}}"#, words(n, " "));
+    check(
+        schema,
+        &[
+            &summary(1, " "),
+            &summary(200, " "),
+            &summary(200, "\\n \\t"),
+            &summary(200, "\\u0020"),
+            r#"{"note": ""}"#,
+            &note(50),
+        ],
+        &[
+            &summary(201, " "),
+            &summary(201, "\\u0020"),
+            r#"{"summary": ""}"#,
+            r#"{"summary": "a "}"#,
+            &note(51),
+        ],
+    );
+}
+
 /// An array of date-times reads each one with the shared date-time
 /// lexeme: the items' repetition does not become a lexeme holding a
 /// second copy of its 66,000 states.

@@ -227,7 +227,9 @@ impl Lexeme {
     /// "any string"'s by the count alone (see
     /// `strings::counted_string_info`). `None` for other lexemes.
     pub fn counted_any_string(&self, body: &StringBody) -> Option<&[u32]> {
-        self.dfa.counter()?;
+        if !self.dfa.counter()?.counts_code_points() {
+            return None;
+        }
         self.counted_any
             .get_or_init(|| table_equivalents(&self.dfa, &body.dfa).map(Vec::into_boxed_slice))
             .as_deref()

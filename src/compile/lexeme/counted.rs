@@ -19,6 +19,10 @@
 //!   once, backwards from the closing quote ([`Counter::new`]);
 //! - the closing quote is read only within the bounds.
 //!
+//! The same count serves a pattern's large repetition (a word limit),
+//! counting its iterations instead of code points: see
+//! [`super::iterations`].
+//!
 //! Without a maximum, counts saturate at the minimum (every count past it
 //! behaves alike). Token sets are cached per state and *count class*:
 //! counts whose liveness agrees over the next `horizon` code points (the
@@ -51,8 +55,12 @@ pub struct Counter {
     /// Per state: inside the string (after the opening quote, before the
     /// closing one).
     inside: Vec<bool>,
-    /// Per state: at a character boundary inside the string.
+    /// Per state: a step into it inside the string counts one (a
+    /// character boundary, or the start of an iteration).
     boundary: Vec<bool>,
+    /// What it counts: code points (else iterations of a repetition,
+    /// see [`Counter::of_iterations`]).
+    counts_code_points: bool,
     /// Per count: the id of its column in `columns`.
     column_of: Vec<u32>,
     /// The distinct columns of liveness, `words` words each: bit `p` of
@@ -161,8 +169,21 @@ impl Counter {
             base_live,
             class_bytes,
             class_reps,
+            counts_code_points: true,
             classes: OnceLock::new(),
         })
+    }
+
+    /// The same count, of the iterations that `boundary` marks rather
+    /// than of code points (see [`super::iterations`]).
+    pub fn of_iterations(mut self) -> Counter {
+        self.counts_code_points = false;
+        self
+    }
+
+    /// Whether it counts code points (a length bound), not iterations.
+    pub fn counts_code_points(&self) -> bool {
+        self.counts_code_points
     }
 
     fn width(&self) -> usize {

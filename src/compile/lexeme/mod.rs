@@ -8,6 +8,7 @@
 //! [`table`] (expression to table), [`analysis`] (what states share:
 //! byte classes, safe groups, state pairings), `boolean` (intersection
 //! and complement), `counted` (a count beside an automaton),
+//! [`iterations`] (a large repetition counted by that count),
 //! `string_trie` (a large set of strings stepped on its trie, no table),
 //! `json_string`, `multiple`, `rfc3339` (DFAs built directly),
 //! `determinize` and `minimize`.
@@ -32,6 +33,7 @@ pub mod analysis;
 mod boolean;
 pub mod counted;
 mod determinize;
+pub mod iterations;
 mod json_string;
 mod minimize;
 mod multiple;
@@ -84,8 +86,8 @@ pub struct LexemeDfa {
 /// A lexeme whose states are numbered and stepped by code, not rows of
 /// its table.
 pub enum Computed {
-    /// A count of code points next to the table's automaton (see
-    /// [`Counter`]): states are `count * table states + table state`.
+    /// A count of code points or iterations next to the table's automaton
+    /// (see [`Counter`]): states are `count * table states + table state`.
     Counted(Counter),
     /// A large set of JSON strings, stepped on its trie (see
     /// [`StringTrie`]); the table is empty.

@@ -4,6 +4,7 @@
 
 use super::boolean;
 use super::counted::{self, Counter};
+use super::iterations::build_counted_iterations;
 use super::json_string::{self, CpDfa};
 use super::string_trie::{StringTrie, STRING_TRIE_MIN_NODES};
 use std::sync::Arc;
@@ -90,6 +91,9 @@ pub fn build_lexeme(
     limits: &DfaLimits,
     parts: &dyn LexemeSource,
 ) -> Result<Option<LexemeDfa>> {
+    if let Some(counted) = build_counted_iterations(expr, limits, parts)? {
+        return Ok(Some(counted));
+    }
     let mut built = if let Expr::JsonStrings(js) = expr {
         strings_lexeme(js, limits)?
     } else {
