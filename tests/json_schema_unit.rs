@@ -734,6 +734,32 @@ fn word_limits_are_counted() {
     );
 }
 
+/// A property-name pattern of one class repeated (`^.{1,256}$`) counts
+/// the name's code points: escapes and multi-byte characters count one.
+#[test]
+fn property_name_lengths_are_counted() {
+    let schema = r#"{"type": "object", "additionalProperties": false,
+        "patternProperties": {"^.{1,256}$": {"type": "integer"}}}"#;
+    let name = |n: usize, c: &str| format!(r#"{{"{}": 1}}"#, c.repeat(n));
+    check(
+        schema,
+        &[
+            &name(1, "a"),
+            &name(256, "a"),
+            &name(256, "\\u00e9"),
+            &name(256, "é"),
+            &format!(r#"{{"{}": 1, "b": 2}}"#, "a".repeat(200)),
+        ],
+        &[
+            "{\"\": 1}",
+            &name(257, "a"),
+            &name(257, "\\u00e9"),
+            &name(257, "é"),
+            &name(3, "\\n"),
+        ],
+    );
+}
+
 /// An array of date-times reads each one with the shared date-time
 /// lexeme: the items' repetition does not become a lexeme holding a
 /// second copy of its 66,000 states.

@@ -26,8 +26,16 @@
 //! The repetition must sit where every path counts it the same way: on
 //! the pattern's spine (sequences), or under an alternative or an
 //! optional part when its minimum is 0 (a path around it counts 0).
+//!
+//! One class repeated as the whole pattern (`^.{1,256}$`, a common
+//! property-name pattern: 7,171 states spelled out) counts code points:
+//! it becomes the length bound beside the class's automaton that string
+//! values with a `maxLength` already get.
+
+use std::sync::Arc;
 
 use super::json_string::quoted_table;
+use super::source::{build_counted_lexeme, string_body};
 use super::{Counter, DfaLimits, LexemeDfa, LexemeSource, Table, DEAD};
 use crate::error::Result;
 use crate::ir::Expr;
@@ -78,15 +86,28 @@ pub fn build_counted_iterations(
     else {
         unreachable!("find_loop finds repetitions");
     };
-    // A class repeated spells out to a few states per count (a whole
-    // pattern of one is a length bound in the JSON Schema front end
-    // already); a nullable body has no definite count.
-    if matches!(**body, Expr::Class(_)) || body.nullable() {
+    // A nullable body has no definite count.
+    if body.nullable() {
         return Ok(None);
     }
     let body_states = quoted_table(&*parts.part(body, limits)?, limits)?.num_states();
     if (max.unwrap_or(*min) as usize).saturating_mul(body_states) < ITERATIONS_COUNTED_STATES {
         return Ok(None);
+    }
+    if let Expr::Class(_) = **body {
+        // One class repeated counts code points. As the whole pattern
+        // (`^.{1,256}$` for property names), that is a length bound
+        // beside the class's automaton, whose token sets are shared the
+        // way a string value's are; inside a longer pattern it is spelled
+        // out, a few states per count.
+        if !std::ptr::eq(counted, &**chars) {
+            return Ok(None);
+        }
+        let Some(any) = string_body(parts) else {
+            return Ok(None);
+        };
+        let pattern = Expr::JsonQuoted(Arc::new(Expr::star((**body).clone())));
+        return build_counted_lexeme(&pattern, *min, *max, limits, &any, parts);
     }
     let mut nfa = Nfa {
         states: Vec::new(),
@@ -447,7 +468,6 @@ mod tests {
     use super::*;
     use crate::compile::lexeme::Uncached;
     use crate::regex::{to_expr, Anchoring};
-    use std::sync::Arc;
 
     fn quoted(pattern: &str) -> Expr {
         let anchoring = if pattern.starts_with('^') {
@@ -521,6 +541,9 @@ mod tests {
             r"^(?:\S+\s+){40,}\S*$",
             r"^(?:[a-c]+,){0,300}[a-c]*$",
             r"^x?(?:(?:ab|c)\s){5,200}$",
+            // One class: a length bound beside the class's automaton.
+            r"^.{1,256}$",
+            r"^[^,]{100,}$",
         ] {
             let e = quoted(pattern);
             let fast = counted(&e).unwrap_or_else(|| panic!("{pattern} is counted"));
@@ -550,6 +573,8 @@ mod tests {
             r"^-|(?:\S+\s+){2,40}$",
             // Small: spelled out.
             r"^(?:\S+\s+){0,9}\S+$",
+            // One class inside a longer pattern: spelled out.
+            r"^x.{1,256}$",
         ] {
             assert!(counted(&quoted(pattern)).is_none(), "{pattern}");
         }
