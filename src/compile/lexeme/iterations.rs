@@ -37,7 +37,7 @@ use std::sync::Arc;
 use super::json_string::quoted_table;
 use super::source::{build_counted_lexeme, string_body};
 use super::{Counter, DfaLimits, LexemeDfa, LexemeSource, Table, DEAD};
-use crate::error::Result;
+use crate::error::{ErrorKind, Result};
 use crate::ir::Expr;
 use crate::limits::Meter;
 use crate::util::hash::FastMap;
@@ -126,7 +126,15 @@ pub fn build_counted_iterations(
     // closing one: every other state is inside the string.
     let inside: Vec<bool> = (0..n).map(|s| s != 0 && s != n - 1).collect();
     let mut meter = limits.deadline.meter();
-    let counter = Counter::new(&built, inside, ticks, *min, *max, &mut meter)?.of_iterations();
+    let counter = match Counter::new(&built, inside, ticks, *min, *max, &mut meter) {
+        Ok(counter) => counter.of_iterations(),
+        // Past the pairs a count may have: spelled out, or parser rules.
+        Err(e) if e.kind() == ErrorKind::Limit => {
+            limits.deadline.check()?;
+            return Ok(None);
+        }
+        Err(e) => return Err(e),
+    };
     let mut built = built;
     built.computed = Some(Box::new(super::Computed::Counted(counter)));
     Ok(Some(built))
