@@ -166,7 +166,9 @@ fn find_loop<'a>(e: &'a Expr, beside: bool, best: &mut Option<(&'a Expr, u32)>) 
         Expr::Seq(v) => v.iter().for_each(|x| find_loop(x, beside, best)),
         Expr::Alt(v) => v.iter().for_each(|x| find_loop(x, true, best)),
         Expr::Repeat {
-            expr, max: Some(1), ..
+            expr,
+            min: 0 | 1,
+            max: Some(1),
         } => find_loop(expr, true, best),
         _ => {}
     }
