@@ -570,6 +570,67 @@ mod tests {
         }
     }
 
+    /// Random loops (bodies of letters, spaces, classes, options and
+    /// alternatives, a prefix and a suffix) against the spelled-out
+    /// automaton, wherever the loop is counted.
+    #[test]
+    fn random_counted_loops_match_the_spelled_out_automaton() {
+        const ATOMS: [&str; 9] = ["a", "b", " ", "é", "[ab]", r"\s", r"\S", "[^a]", "."];
+        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut next = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        fn part(next: &mut dyn FnMut(u64) -> u64, depth: u32) -> String {
+            let atom = ATOMS[next(ATOMS.len() as u64) as usize];
+            match if depth == 0 { 0 } else { next(6) } {
+                0 => atom.to_string(),
+                1 => format!("{atom}+"),
+                2 => format!("{atom}*"),
+                3 => format!("(?:{}|{})", part(next, depth - 1), part(next, depth - 1)),
+                4 => format!("{}{}", part(next, depth - 1), part(next, depth - 1)),
+                _ => format!("(?:{})?", part(next, depth - 1)),
+            }
+        }
+        let mut counted_patterns = 0;
+        for _ in 0..400 {
+            let body = format!("{}{}", part(&mut next, 2), part(&mut next, 2));
+            let min = [0, 1, 3][next(3) as usize];
+            let max = 60 + next(100);
+            let prefix = if next(2) == 0 {
+                part(&mut next, 1)
+            } else {
+                String::new()
+            };
+            let suffix = if next(2) == 0 {
+                part(&mut next, 2)
+            } else {
+                String::new()
+            };
+            let pattern = format!("^{prefix}(?:{body}){{{min},{max}}}{suffix}$");
+            let e = quoted(&pattern);
+            let Some(fast) = counted(&e) else {
+                continue;
+            };
+            counted_patterns += 1;
+            let slow = spelled_out(&e);
+            for text in texts(next(u64::MAX) | 1, 200) {
+                assert_eq!(
+                    run(&fast, &text),
+                    run(&slow, &text),
+                    "{pattern} on {}",
+                    String::from_utf8_lossy(&text)
+                );
+            }
+        }
+        assert!(
+            counted_patterns >= 40,
+            "{counted_patterns} patterns counted"
+        );
+    }
+
     #[test]
     fn counts_that_the_text_does_not_decide_are_spelled_out() {
         for pattern in [
