@@ -6,7 +6,7 @@
 //! copy of the loop's automaton per iteration: 71 states per word once
 //! every character may be escaped, 7,102 states for 99 words, 14,202 for
 //! 199, 8-17 ms to build and as long again to analyse for the token sets.
-//! Here the loop is built once (about 150 states for any bound), and
+//! Here the loop is built once (about 100 states for any bound), and
 //! [`Counter`] keeps the number of iterations, as it keeps the code points
 //! of a length bound: the states are numbered `count * m + state`, and the
 //! closing quote is read only with a count within the bounds.
@@ -35,7 +35,6 @@
 use std::sync::Arc;
 
 use super::json_string::quoted_table;
-use super::source::{build_counted_lexeme, string_body};
 use super::{Counter, DfaLimits, LexemeDfa, LexemeSource, Table, DEAD};
 use crate::error::{ErrorKind, Result};
 use crate::ir::Expr;
@@ -49,24 +48,43 @@ pub const ITERATIONS_COUNTED_FROM: u32 = 8;
 /// A repetition is counted only when spelling it out would take at least
 /// this many states (its bound times the states of its body's JSON
 /// strings): below, the spelled-out DFA costs less to build and analyse
-/// (about 1 ms) than the token sets of its counts cost the masks (each
-/// count near a bound is walked on the trie of its own; with `[a-z]{1,32}`
-/// counted, first masks took 2-4 ms instead of 0.1-0.4 ms).
+/// (about 1 ms) than the token sets of its counts cost the masks, each
+/// count near a bound walked on the trie on its own (with every
+/// repetition of 8 or more counted, classes included, 48 masks of
+/// `maskbench-dev` took 2 ms or more instead of 6).
 pub const ITERATIONS_COUNTED_STATES: usize = 2048;
 
 /// Most states of the counted automaton (the loop's automaton, quotes
 /// included); past it the lexeme is built the usual way.
 const MAX_STATES: usize = 20_000;
 
+/// How a pattern's large repetition is counted (see the module doc).
+pub enum Counted {
+    /// Its iterations, beside the automaton of the pattern with the
+    /// repetition built once.
+    Iterations(Box<LexemeDfa>),
+    /// One class repeated as the whole pattern: its code points.
+    ClassLength(ClassLength),
+}
+
+/// A pattern of one class repeated, as the length bound the caller builds
+/// beside the class's automaton (`source::build_counted_lexeme`).
+pub struct ClassLength {
+    /// The JSON strings of the class repeated without a bound.
+    pub pattern: Expr,
+    pub min: u32,
+    pub max: Option<u32>,
+}
+
 /// The lexeme of `expr` with its large repetition counted (see the module
 /// doc); `None` when `expr` is not the JSON strings of a plain pattern with
 /// one such repetition where every path counts it alike, or when the count
 /// is not a function of the text.
-pub fn build_counted_iterations(
+pub fn counted_repetition(
     expr: &Expr,
     limits: &DfaLimits,
     parts: &dyn LexemeSource,
-) -> Result<Option<LexemeDfa>> {
+) -> Result<Option<Counted>> {
     let Expr::JsonQuoted(chars) = expr else {
         return Ok(None);
     };
@@ -97,17 +115,16 @@ pub fn build_counted_iterations(
     if let Expr::Class(_) = **body {
         // One class repeated counts code points. As the whole pattern
         // (`^.{1,256}$` for property names), that is a length bound
-        // beside the class's automaton, whose token sets are shared the
-        // way a string value's are; inside a longer pattern it is spelled
-        // out, a few states per count.
-        if !std::ptr::eq(counted, &**chars) {
-            return Ok(None);
-        }
-        let Some(any) = string_body(parts) else {
-            return Ok(None);
-        };
-        let pattern = Expr::JsonQuoted(Arc::new(Expr::star((**body).clone())));
-        return build_counted_lexeme(&pattern, *min, *max, limits, &any, parts);
+        // beside the class's automaton (see [`ClassLength`]), whose token
+        // sets are shared the way a string value's are; inside a longer
+        // pattern it is spelled out, a few states per count.
+        return Ok(std::ptr::eq(counted, &**chars).then(|| {
+            Counted::ClassLength(ClassLength {
+                pattern: Expr::JsonQuoted(Arc::new(Expr::star((**body).clone()))),
+                min: *min,
+                max: *max,
+            })
+        }));
     }
     let mut nfa = Nfa {
         states: Vec::new(),
@@ -137,7 +154,7 @@ pub fn build_counted_iterations(
     };
     let mut built = built;
     built.computed = Some(Box::new(super::Computed::Counted(counter)));
-    Ok(Some(built))
+    Ok(Some(Counted::Iterations(Box::new(built))))
 }
 
 /// The bound of a repetition worth counting (see
@@ -476,7 +493,7 @@ fn contains(e: &Expr, part: &Expr) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compile::lexeme::Uncached;
+    use crate::compile::lexeme::{build_counted_lexeme, string_body, Uncached};
     use crate::regex::{to_expr, Anchoring};
 
     fn quoted(pattern: &str) -> Expr {
@@ -488,8 +505,16 @@ mod tests {
         Expr::JsonQuoted(Arc::new(to_expr(pattern, anchoring).unwrap()))
     }
 
+    /// The counted lexeme of `e`, as `build_lexeme` makes it.
     fn counted(e: &Expr) -> Option<LexemeDfa> {
-        build_counted_iterations(e, &DfaLimits::default(), &Uncached).unwrap()
+        let limits = DfaLimits::default();
+        match counted_repetition(e, &limits, &Uncached).unwrap()? {
+            Counted::Iterations(d) => Some(*d),
+            Counted::ClassLength(c) => {
+                let any = string_body(&Uncached).unwrap();
+                build_counted_lexeme(&c.pattern, c.min, c.max, &limits, &any, &Uncached).unwrap()
+            }
+        }
     }
 
     /// The same pattern spelled out as one DFA, every iteration copied.

@@ -4,7 +4,7 @@
 
 use super::boolean;
 use super::counted::{self, Counter};
-use super::iterations::build_counted_iterations;
+use super::iterations::{counted_repetition, Counted};
 use super::json_string::{self, CpDfa};
 use super::string_trie::{StringTrie, STRING_TRIE_MIN_NODES};
 use std::sync::Arc;
@@ -91,8 +91,14 @@ pub fn build_lexeme(
     limits: &DfaLimits,
     parts: &dyn LexemeSource,
 ) -> Result<Option<LexemeDfa>> {
-    if let Some(counted) = build_counted_iterations(expr, limits, parts)? {
-        return Ok(Some(counted));
+    match counted_repetition(expr, limits, parts)? {
+        Some(Counted::Iterations(counted)) => return Ok(Some(*counted)),
+        Some(Counted::ClassLength(c)) => {
+            if let Some(body) = string_body(parts) {
+                return build_counted_lexeme(&c.pattern, c.min, c.max, limits, &body, parts);
+            }
+        }
+        None => {}
     }
     let mut built = if let Expr::JsonStrings(js) = expr {
         strings_lexeme(js, limits)?
