@@ -426,20 +426,8 @@ impl Nfa {
         self.states[from as usize].eps.push(base);
         for s in 0..t.num_states() as u32 {
             self.meter.step(256)?;
-            let mut b = 0usize;
-            while b < 256 {
-                let target = t.next(s, b as u8);
-                let mut hi = b;
-                while hi + 1 < 256 && t.next(s, (hi + 1) as u8) == target {
-                    hi += 1;
-                }
-                if target != DEAD {
-                    self.states[(base + s) as usize]
-                        .edges
-                        .push((b as u8, hi as u8, base + target));
-                }
-                b = hi + 1;
-            }
+            let edges = &mut self.states[(base + s) as usize].edges;
+            t.for_each_run(s, |lo, hi, target| edges.push((lo, hi, base + target)));
             if t.is_final[s as usize] {
                 self.states[(base + s) as usize].eps.push(end);
             }

@@ -307,21 +307,14 @@ impl Nfa {
         }
         for s in 0..quoted.num_states() as u32 {
             self.meter.step(256)?;
-            let mut b = 0usize;
-            while b < 256 {
-                let target = quoted.next(s, b as u8);
-                let mut hi = b;
-                while hi + 1 < 256 && quoted.next(s, (hi + 1) as u8) == target {
-                    hi += 1;
+            // Inside a JSON string a raw quote only closes it (its target
+            // is the end, no other byte's, so it is a run of its own).
+            let edges = &mut self.states[(base + s) as usize].edges;
+            quoted.for_each_run(s, |lo, hi, target| {
+                if lo != b'"' {
+                    edges.push((lo, hi, base + target));
                 }
-                if target != DEAD && b != b'"' as usize {
-                    self.states[(base + s) as usize]
-                        .edges
-                        .push((b as u8, hi as u8, base + target));
-                }
-                b = hi + 1;
-            }
-            // Inside a JSON string a raw quote only closes it.
+            });
             let close = quoted.next(s, b'"');
             if s != 0 && close != DEAD && quoted.is_final[close as usize] {
                 self.eps(base + s, end, false);

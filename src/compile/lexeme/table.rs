@@ -108,6 +108,24 @@ impl Table {
         self.trans[s as usize * self.num_classes + self.classes[b as usize] as usize]
     }
 
+    /// The transitions of state `s` as runs of consecutive bytes with
+    /// one target, `f(first, last, target)` for each, dead runs left out:
+    /// what an NFA embedding the table needs as edges.
+    pub fn for_each_run(&self, s: u32, mut f: impl FnMut(u8, u8, u32)) {
+        let mut b = 0usize;
+        while b < 256 {
+            let target = self.next(s, b as u8);
+            let mut hi = b;
+            while hi + 1 < 256 && self.next(s, (hi + 1) as u8) == target {
+                hi += 1;
+            }
+            if target != DEAD {
+                f(b as u8, hi as u8, target);
+            }
+            b = hi + 1;
+        }
+    }
+
     /// One representative byte per class.
     pub fn class_reps(&self) -> Vec<u8> {
         let mut reps: Vec<u8> = Vec::new();
