@@ -477,16 +477,7 @@ impl Nfa {
                 cut[hi as usize + 1] = true;
             }
         }
-        let mut classes = [0u8; 256];
-        let mut reps = Vec::new();
-        let mut c: i32 = -1;
-        for b in 0..256 {
-            if cut[b] {
-                c += 1;
-                reps.push(b as u8);
-            }
-            classes[b] = c as u8;
-        }
+        let (classes, reps) = Table::classes_of_cuts(&cut);
         let num_classes = reps.len();
         let mut first = vec![start];
         self.closure(&mut first)?;

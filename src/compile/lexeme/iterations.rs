@@ -363,14 +363,7 @@ impl Nfa {
                 cut[hi as usize + 1] = true;
             }
         }
-        let mut classes = [0u8; 256];
-        let mut reps = Vec::new();
-        for b in 0..256 {
-            if cut[b] {
-                reps.push(b as u8);
-            }
-            classes[b] = (reps.len() - 1) as u8;
-        }
+        let (classes, reps) = Table::classes_of_cuts(&cut);
         let k = reps.len();
         let mut first = vec![start << 1];
         if self.closure(&mut first)?.is_none() {

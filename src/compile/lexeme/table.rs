@@ -126,6 +126,22 @@ impl Table {
         }
     }
 
+    /// Byte classes where every byte `b` with `cut[b]` starts a new class
+    /// (`cut[0]` and `cut[256]` set): the class of each byte and the
+    /// first byte of each class. An NFA's edges give the cuts, their
+    /// first bytes and the bytes after their last.
+    pub fn classes_of_cuts(cut: &[bool; 257]) -> ([u8; 256], Vec<u8>) {
+        let mut classes = [0u8; 256];
+        let mut reps = Vec::new();
+        for b in 0..256 {
+            if cut[b] {
+                reps.push(b as u8);
+            }
+            classes[b] = (reps.len() - 1) as u8;
+        }
+        (classes, reps)
+    }
+
     /// One representative byte per class.
     pub fn class_reps(&self) -> Vec<u8> {
         let mut reps: Vec<u8> = Vec::new();
