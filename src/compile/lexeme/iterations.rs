@@ -76,10 +76,12 @@ pub struct ClassLength {
     pub max: Option<u32>,
 }
 
-/// The lexeme of `expr` with its large repetition counted (see the module
-/// doc); `None` when `expr` is not the JSON strings of a plain pattern with
-/// one such repetition where every path counts it alike, or when the count
-/// is not a function of the text.
+/// How the large repetition of `expr` is counted (see the module doc):
+/// the lexeme counting its iterations, or the length bound of a pattern
+/// of one class. `None` when `expr` is not the JSON strings of a plain
+/// pattern with one such repetition where every path counts it alike,
+/// when spelling it out is small, or when the count is not a function of
+/// the text: the caller builds the lexeme the usual way.
 pub fn counted_repetition(
     expr: &Expr,
     limits: &DfaLimits,
