@@ -467,17 +467,8 @@ impl Nfa {
 
     /// Subset construction.
     fn determinize(&mut self, start: u32, end: u32) -> Result<Table> {
-        // Byte classes from the edge boundaries.
-        let mut cut = [false; 257];
-        cut[0] = true;
-        cut[256] = true;
-        for st in &self.states {
-            for &(lo, hi, _) in &st.edges {
-                cut[lo as usize] = true;
-                cut[hi as usize + 1] = true;
-            }
-        }
-        let (classes, reps) = Table::classes_of_cuts(&cut);
+        let edges = self.states.iter().flat_map(|st| &st.edges);
+        let (classes, reps) = Table::classes_of_ranges(edges.map(|&(lo, hi, _)| (lo, hi)));
         let num_classes = reps.len();
         let mut first = vec![start];
         self.closure(&mut first)?;

@@ -354,18 +354,10 @@ impl Nfa {
     /// the step into it counts an iteration. `None` when the count is not
     /// a function of the text, or past [`MAX_STATES`].
     fn determinize(&mut self, start: u32, end: u32) -> Result<Option<(Table, Vec<bool>)>> {
-        let mut cut = [false; 257];
-        cut[0] = true;
-        cut[256] = true;
-        cut[b'"' as usize] = true;
-        cut[b'"' as usize + 1] = true;
-        for st in &self.states {
-            for &(lo, hi, _) in &st.edges {
-                cut[lo as usize] = true;
-                cut[hi as usize + 1] = true;
-            }
-        }
-        let (classes, reps) = Table::classes_of_cuts(&cut);
+        // The quotes, added around the contents, are a class of their own.
+        let edges = self.states.iter().flat_map(|st| &st.edges);
+        let ranges = edges.map(|&(lo, hi, _)| (lo, hi));
+        let (classes, reps) = Table::classes_of_ranges(ranges.chain([(b'"', b'"')]));
         let k = reps.len();
         let mut first = vec![start << 1];
         if self.closure(&mut first)?.is_none() {

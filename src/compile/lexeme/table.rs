@@ -126,11 +126,17 @@ impl Table {
         }
     }
 
-    /// Byte classes where every byte `b` with `cut[b]` starts a new class
-    /// (`cut[0]` and `cut[256]` set): the class of each byte and the
-    /// first byte of each class. An NFA's edges give the cuts, their
-    /// first bytes and the bytes after their last.
-    pub fn classes_of_cuts(cut: &[bool; 257]) -> ([u8; 256], Vec<u8>) {
+    /// Byte classes that keep every range of `ranges` (`(first, last)`
+    /// bytes, an NFA's edges) whole: a class starts at each range's first
+    /// byte and after its last. Returns the class of each byte and the
+    /// first byte of each class.
+    pub fn classes_of_ranges(ranges: impl Iterator<Item = (u8, u8)>) -> ([u8; 256], Vec<u8>) {
+        let mut cut = [false; 257];
+        cut[0] = true;
+        for (lo, hi) in ranges {
+            cut[lo as usize] = true;
+            cut[hi as usize + 1] = true;
+        }
         let mut classes = [0u8; 256];
         let mut reps = Vec::new();
         for b in 0..256 {
