@@ -1598,3 +1598,93 @@ fn oracle_oversized_lexemes() {
     }
     run_all("oversized", jobs, cfg);
 }
+
+/// Objects whose keys are read by several lexemes at once, one per
+/// continuation, as JSON Schema `patternProperties` and `oneOf` make them:
+/// "contains `a`", "no `a`", "`a` but no `b`", ... with and without an
+/// "any key" among them, with escapes, with lexemes that read on after
+/// the quote. A state whose unended strings another state of the mask
+/// reads is walked only where it can end (`tokensets::covered`): its
+/// masks stay exact, on Llama 3 and on vocabularies cut from each grammar.
+#[test]
+fn oracle_keys_read_by_several_lexemes() {
+    let cfg = Config::from_env(24, 80);
+    let member = |keys: &[&str]| -> String {
+        let ends = [
+            "root",
+            "\"[\" root \"]\"",
+            "\"(\" root \")\"",
+            "\"<\" root \">\"",
+            "\"!\" root",
+            "\"?\" root",
+            "[0-9]",
+        ];
+        keys.iter()
+            .enumerate()
+            .map(|(i, _)| format!("k{i} \":\" {}", ends[i % ends.len()]))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    };
+    let grammar = |keys: &[&str]| -> String {
+        let mut g = format!(
+            "root ::= \"{{\" (member (\",\" member)*)? \"}}\"\nmember ::= {}\n",
+            member(keys)
+        );
+        for (i, k) in keys.iter().enumerate() {
+            g.push_str(&format!("k{i} ::= {k}\n"));
+        }
+        g
+    };
+    let plain = [
+        r#""\"" [^"a]* "a" [^"]* "\"""#,
+        r#""\"" [^"a]* "\"""#,
+        r#""\"" [^"ab]* "a" [^"b]* "\"""#,
+        r#""\"" [^"b]* "\"""#,
+        r#""\"" [^"b]* "b" [^"]* "\"""#,
+        r#""\"" [^"ab]* "\"""#,
+    ];
+    let any = r#""\"" [^"]* "\"""#;
+    let escaped = [
+        r#""\"" ([^"\\e] | "\\" ["\\nt])* "\"""#,
+        r#""\"" ([^"\\] | "\\" ["\\nt])* "e" ([^"\\] | "\\" ["\\nt])* "\"""#,
+        r#""\"" ([^"\\] | "\\" ["\\nt])* "\"""#,
+    ];
+    let read_on = [
+        r#""\"" [^"a]* "a" [^"]* "\"" " "*"#,
+        r#""\"" [^"a]* "\"" [ ]?"#,
+        r#""\"" [a-z]* "\"""#,
+        r#""\"" "x" [a-z]* "y" "\"""#,
+    ];
+    let with_any: Vec<&str> = plain.iter().copied().chain([any]).collect();
+    let sources: Vec<(String, String)> = [
+        ("partition", grammar(&plain)),
+        ("with-any", grammar(&with_any)),
+        ("escaped", grammar(&escaped)),
+        ("read-on", grammar(&read_on)),
+    ]
+    .into_iter()
+    .map(|(n, g)| (format!("keys/{n}"), g))
+    .collect();
+    let mut jobs = Vec::new();
+    for (name, text) in sources {
+        if !filter_ok(&name) {
+            continue;
+        }
+        let (n2, t2) = (name.clone(), text.clone());
+        jobs.push(Job {
+            vocab_name: "llama3".to_string(),
+            vocab: Box::new(|| common::real_vocab("llama3")),
+            build: Box::new(move |v| gbnf_case(&n2, &t2, v)),
+        });
+        let seed = hash_str(&name);
+        let t3 = text.clone();
+        jobs.push(Job {
+            vocab_name: format!("derived:{name}"),
+            vocab: Box::new(move || {
+                derived_vocab(&cgram::gbnf::parse(&t3, "root", None).unwrap(), seed, 1500)
+            }),
+            build: Box::new(move |v| gbnf_case(&name, &text, v)),
+        });
+    }
+    run_all("keys", jobs, cfg);
+}

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use crate::tokensets::context::NO_CTX;
 use crate::tokensets::earley::{Chart, Item, Scratch, NO_ORIGIN};
 use crate::tokensets::exits::{context_of, exit_tokens, ContextMemo};
-use crate::tokensets::info_for;
 use crate::tokensets::work;
+use crate::tokensets::{covered_lexeme_states, ending_info_for, info_for};
 pub use lazy::LazyMatcher;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -328,6 +328,14 @@ impl Matcher {
         // Token sets already in the mask: items of one object in many
         // states share their key lexemes' (large) sets.
         let mut done = crate::tokensets::SeenSets::default();
+        // Lexeme states whose inside tokens others put in the mask: walked
+        // for their exits alone while their own sets are not known.
+        let covered = covered_lexeme_states(
+            g,
+            set.iter()
+                .filter(|it| it.origin != pos && !g.is_structural(it.state) && g.can_scan(it.state))
+                .map(|it| it.state),
+        );
         for it in set {
             // Predicted items are covered by the walks of their predictors.
             if it.origin == pos {
@@ -340,7 +348,11 @@ impl Matcher {
             } else if !g.can_scan(it.state) {
                 continue;
             }
-            let info = info_for(g, it.state);
+            let info = if covered.contains(&it.state) {
+                ending_info_for(g, it.state)
+            } else {
+                info_for(g, it.state)
+            };
             info.or_inside_once(&mut mask, &mut done);
             if info.exits.is_empty() || it.origin == NO_ORIGIN {
                 continue;

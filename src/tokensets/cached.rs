@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::engine::Engine;
 use super::info::TokenInfo;
 use super::lexeme::Lexeme;
-use super::lexeme_walk::lexeme_info;
+use super::lexeme_walk::{lexeme_ending_info, lexeme_info};
 use super::parser_walk::structural_info;
 use super::strings::{counted_string_info, string_body_info, string_tail_info};
 use crate::tokensets::CompiledGrammar;
@@ -65,4 +65,44 @@ pub(crate) fn lexeme_state_info(vocab: &Engine, dfa: &Lexeme, s: u32) -> Arc<Tok
                 })
         })
         .clone()
+}
+
+/// The token sets of lexeme state `state` for a mask whose other states
+/// read its unended strings (see [`super::covered`]): its full sets if
+/// known, else those of the subtrees where it can end (see
+/// [`lexeme_ending_info`]), kept beside the full sets.
+pub fn ending_info_for(g: &CompiledGrammar, state: u32) -> Arc<TokenInfo> {
+    let (dfa, s) = g.lexeme_state(state);
+    let vocab = g.vocab();
+    if dfa.computed.is_some() {
+        return lexeme_state_info(vocab, dfa, s);
+    }
+    let s = dfa.token_class(s, vocab.max_token_len());
+    if let Some(info) = dfa.infos[s as usize].get() {
+        return info.clone();
+    }
+    if let Some(info) = dfa.ending_infos.lock().unwrap().get(&s) {
+        return info.clone();
+    }
+    let info = Arc::new(lexeme_ending_info(vocab, dfa, s));
+    dfa.note_learned(info.memory());
+    dfa.ending_infos.lock().unwrap().insert(s, info.clone());
+    info
+}
+
+/// Whether the full token sets of lexeme state `state` cost a mask no
+/// walk of its own: kept already, or "any string"'s. Computed states
+/// (counts, string tries) count as known: their sets are never left to
+/// another state's.
+pub(crate) fn lexeme_info_known(g: &CompiledGrammar, state: u32) -> bool {
+    let (dfa, s) = g.lexeme_state(state);
+    if dfa.computed.is_some() {
+        return true;
+    }
+    let vocab = g.vocab();
+    let class = dfa.token_class(s, vocab.max_token_len());
+    dfa.infos[class as usize].get().is_some()
+        || vocab
+            .string_body()
+            .is_some_and(|b| dfa.string_body_state(&b.body) == class)
 }

@@ -5,7 +5,7 @@
 //! its parser contexts. The C handle `cg_grammar` is one.
 
 use std::ops::Deref;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::context::Contexts;
 use super::engine::Engine;
@@ -16,6 +16,7 @@ use crate::compile::{Automaton, IrOptions, RuleKind};
 use crate::error::Result;
 use crate::ir;
 use crate::limits::Deadline;
+use crate::util::hash::FastMap;
 
 /// A grammar compiled for one engine's vocabulary; immutable and shareable
 /// across threads (its caches fill lazily behind locks).
@@ -30,6 +31,10 @@ pub struct CompiledGrammar {
     pub(crate) structural_infos: Vec<OnceLock<Arc<TokenInfo>>>,
     /// Interned parser contexts and the exit tokens cached by them.
     pub(crate) contexts: Contexts,
+    /// Whether one lexeme state reads every string another reads, by the
+    /// pair of states (see [`super::covered`]); cleared past
+    /// [`super::covered::MAX_COVER_PAIRS`].
+    pub(crate) covers: Mutex<FastMap<(u32, u32), bool>>,
 }
 
 /// A grammar reads as its automaton.
@@ -89,6 +94,7 @@ impl CompiledGrammar {
             token_set_lists,
             structural_infos,
             contexts: Contexts::default(),
+            covers: Mutex::default(),
         }))
     }
 

@@ -17,7 +17,7 @@ use crate::compile::lexeme::{
 use crate::error::Result;
 use crate::limits::Deadline;
 use crate::util::hash::FastMap;
-use crate::vocab::trie::INSIDE_CHAR;
+use crate::vocab::trie::{byte_group, INSIDE_CHAR};
 use crate::vocab::TokenTrie;
 
 /// DFAs with at least this many states get their walk analyses at compile
@@ -56,6 +56,12 @@ pub struct Lexeme {
     body_states: OnceLock<Box<[u32]>>,
     /// See [`Lexeme::counted_any_string`].
     counted_any: OnceLock<Option<Box<[u32]>>>,
+    /// See [`Lexeme::ending_groups`].
+    ending_groups: OnceLock<u64>,
+    /// The token sets of states in the subtrees where the lexeme can end
+    /// (see `cached::ending_info_for`), by token class, for a DFA without
+    /// computed states; a state whose full token sets are known uses those.
+    pub(crate) ending_infos: Mutex<FastMap<u32, Arc<TokenInfo>>>,
     /// Heap bytes of what the mask path learned and keeps here (token
     /// sets, subtree walks): counted by the engine's budget.
     learned_bytes: AtomicUsize,
@@ -84,6 +90,8 @@ impl Lexeme {
             token_classes: OnceLock::new(),
             body_states: OnceLock::new(),
             counted_any: OnceLock::new(),
+            ending_groups: OnceLock::new(),
+            ending_infos: Mutex::default(),
             learned_bytes: AtomicUsize::new(0),
         }
     }
@@ -233,6 +241,42 @@ impl Lexeme {
         self.counted_any
             .get_or_init(|| table_equivalents(&self.dfa, &body.dfa).map(Vec::into_boxed_slice))
             .as_deref()
+    }
+
+    /// The byte groups (see [`byte_group`]) of the bytes that lead some
+    /// state into a final state: a trie subtree with none of them below
+    /// cannot end the lexeme there (for a JSON string, only the closing
+    /// quote does).
+    pub fn ending_groups(&self) -> u64 {
+        *self.ending_groups.get_or_init(|| {
+            let dfa = &*self.dfa;
+            if dfa.computed.is_some() {
+                // States beside the table (a count, a string trie) end it
+                // too: every group may.
+                return u64::MAX;
+            }
+            // One byte per byte class, with the groups of all its bytes.
+            let mut reps: Vec<(u8, u64)> = Vec::with_capacity(dfa.num_classes);
+            let mut class_rep = vec![usize::MAX; dfa.num_classes];
+            for byte in 0..=255u8 {
+                let class = dfa.classes[byte as usize] as usize;
+                if class_rep[class] == usize::MAX {
+                    class_rep[class] = reps.len();
+                    reps.push((byte, 0));
+                }
+                reps[class_rep[class]].1 |= 1 << byte_group(byte);
+            }
+            let mut groups = 0;
+            for s in 0..dfa.num_states() as u32 {
+                for &(byte, bits) in &reps {
+                    let t = dfa.next(s, byte);
+                    if t != DEAD && dfa.is_final_state(t) {
+                        groups |= bits;
+                    }
+                }
+            }
+            groups
+        })
     }
 
     /// Approximate heap bytes: the automaton and what the mask path

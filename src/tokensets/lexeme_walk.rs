@@ -64,6 +64,11 @@ pub(crate) struct DfaWalk<'a> {
     exits: Vec<Exit>,
     /// Where the DFA is inside "any other string", if it can be.
     body: Option<SharedBody<'a>>,
+    /// For a walk of where the lexeme can end alone (see
+    /// [`lexeme_ending_info`]), the DFA's [`Lexeme::ending_groups`]: a
+    /// subtree with none of them below, entered where the lexeme has not
+    /// ended, is skipped.
+    ending_only: Option<u64>,
 }
 
 /// The states of a walk's DFA equal to states of the vocabulary's
@@ -106,6 +111,7 @@ impl<'a> DfaWalk<'a> {
             ranges: Vec::new(),
             exits: Vec::new(),
             body,
+            ending_only: None,
         }
     }
 
@@ -141,6 +147,16 @@ impl<'a> DfaWalk<'a> {
             // A leaf: its tokens are read, and nothing is below.
             self.add_range(n.tok_start, nodes[i + 1].tok_start);
             return false;
+        }
+        if let Some(ending) = self.ending_only {
+            if self.pending.is_empty()
+                && !self.dfa.is_final_state(t)
+                && self.trie.groups_below(i as u32) & ending == 0
+            {
+                // The lexeme cannot end in this subtree: its tokens are
+                // unended, left to the caller.
+                return false;
+            }
         }
         // What `t` reads at this subtree's heights serves both the
         // whole-subtree test and the children's (see `child_groups`); by
@@ -316,13 +332,55 @@ pub fn lexeme_info(vocab: &Engine, dfa: &Lexeme, state: u32) -> TokenInfo {
     TokenInfo::new(TokenList::from_trie_ranges(&ranges, vocab), exits, vocab)
 }
 
+/// The token sets of DFA state `state` of a lexeme in the trie subtrees
+/// where the lexeme can end (for a JSON string, those holding a quote):
+/// [`lexeme_info`]'s exits, and its inside tokens less those of subtrees
+/// read without ending, which are skipped. A small part of a whole walk
+/// when the state reads most of the vocabulary; for a state whose unended
+/// strings a mask's other states read (see `covered`).
+pub fn lexeme_ending_info(vocab: &Engine, dfa: &Lexeme, state: u32) -> TokenInfo {
+    let trie = vocab.trie();
+    let nodes = trie.nodes();
+    let mut walk = DfaWalk::new(vocab, dfa);
+    walk.ending_only = Some(dfa.ending_groups());
+    let mut ranges: Vec<(u32, u32)> = Vec::new();
+    let mut exits = Vec::new();
+    let mut i = 0;
+    while i < trie.root_end() as usize {
+        let n = nodes[i];
+        let t = dfa.next(state, n.byte);
+        if t != DEAD {
+            let piece = match &mut walk.body {
+                // "Any string"'s walks are shared and kept whole.
+                Some(b) if b.like(t) != DEAD => {
+                    let any = b.like(t);
+                    subtree_walk(&mut b.walk, i, any)
+                }
+                _ => {
+                    known_subtree_walk(&walk, i, t).unwrap_or_else(|| Arc::new(walk.subtree(i, t)))
+                }
+            };
+            ranges.extend_from_slice(&piece.ranges);
+            exits.extend_from_slice(&piece.exits);
+        }
+        i = n.subtree_end as usize;
+    }
+    TokenInfo::new(TokenList::from_trie_ranges(&ranges, vocab), exits, vocab)
+}
+
+/// The walk of the subtree of node `i` read into state `t` of `walk`'s
+/// DFA, if kept in the DFA's [`SubtreeWalks`].
+fn known_subtree_walk(walk: &DfaWalk, i: usize, t: u32) -> Option<Arc<SubtreeWalk>> {
+    let key = (walk.dfa.token_class(t, walk.trie.max_len()), i as u32);
+    walk.dfa.pieces.lock().unwrap().map.get(&key).cloned()
+}
+
 /// The walk of the subtree of node `i` read into state `t` of `walk`'s
 /// DFA (see [`DfaWalk::subtree`]), kept in the DFA's [`SubtreeWalks`].
 pub(crate) fn subtree_walk(walk: &mut DfaWalk, i: usize, t: u32) -> Arc<SubtreeWalk> {
     let dfa = walk.dfa;
     let key = (dfa.token_class(t, walk.trie.max_len()), i as u32);
-    let known = dfa.pieces.lock().unwrap().map.get(&key).cloned();
-    known.unwrap_or_else(|| {
+    known_subtree_walk(walk, i, t).unwrap_or_else(|| {
         let p = Arc::new(walk.subtree(i, t));
         let mut pieces = dfa.pieces.lock().unwrap();
         if pieces.entries < SUBTREE_WALKS_MAX_ENTRIES {

@@ -22,7 +22,9 @@
 //! walked with the Earley walker and cached per grammar; wherever only
 //! lexeme items are left, the walk goes on with their DFAs. Trie subtrees
 //! that a DFA state reads entirely (by byte groups, or by characters for
-//! multi-byte UTF-8) are taken whole.
+//! multi-byte UTF-8) are taken whole. A mask that meets, beside a lexeme
+//! state, another that reads every string it reads before it ends, walks
+//! the first only below subtrees where it can end ([`covered`]).
 //!
 //! The layer's files, by job: [`engine`] (a vocabulary with the caches its
 //! grammars share, under one byte budget), [`lexeme`] (an automaton with
@@ -31,7 +33,8 @@
 //! ids, masks), [`trie_walk`] and [`earley`] (parser walks of the trie),
 //! [`lexeme_walk`] (walks with a DFA alone), [`parser_walk`],
 //! [`mod@free_exits`], [`exits`] (exits checked against the real callers),
-//! [`context`] (exits by caller context), [`strings`]
+//! [`context`] (exits by caller context), [`covered`] (states a mask
+//! walks only where they end, as others read the rest), [`strings`]
 //! and [`string_counts`] (JSON string shortcuts), [`cached`] (where each
 //! state's sets are kept), [`cleared`] (tables cleared when full), [`work`]
 //! (the mask's work budget).
@@ -48,10 +51,12 @@
 //! |---|---|---|---|
 //! | lexemes and regular parts | [`Engine`] store | vocabulary | 3/4 of the budget, each lexeme counted with what it learned; least recently used dropped |
 //! | token sets of lexeme states | [`Lexeme`] `infos`, `computed_infos` | vocabulary | the automaton's states; 4,096 computed states, counted or string-trie (new ones used once) |
+//! | token sets where a lexeme state can end | [`Lexeme`] `ending_infos` | vocabulary | the automaton's states |
 //! | subtree walks, walk analyses | [`Lexeme`] `pieces`, `safe`, `char_safe`, `token_classes`, `body_states` | vocabulary | 4 Mi walk entries; one analysis each |
 //! | free exits of lexeme states | [`context::SharedFreeExits`] | vocabulary | 1/8 of the budget; cleared when full |
 //! | counted-string token sets | [`string_counts::StringCounts`] `infos` | vocabulary | 1/8 of the budget; cleared when full |
 //! | parser-state token sets, token-set lists | [`CompiledGrammar`] | grammar | the grammar's states and sets |
+//! | pairs of lexeme states, one reading the other's unended strings | [`CompiledGrammar`] `covers` | grammar | 65,536 answers; cleared when full |
 //! | contexts and their exits | [`context::Contexts`] | grammar | 1 Mi contexts, 16 MiB of exits, 16 MiB of free parts; cleared when full |
 //! | exits used, closures | `Matcher.exits`, [`earley`] `closures` | matcher | the grammar's contexts; 1,024 closures, cleared when full |
 //! | count classes | `compile::lexeme::Counter` `classes` | vocabulary (with its lexeme) | one per counted lexeme |
@@ -62,6 +67,7 @@
 pub mod cached;
 pub mod cleared;
 pub mod context;
+pub mod covered;
 pub mod earley;
 pub mod engine;
 pub mod exits;
@@ -77,7 +83,8 @@ pub mod token_list;
 pub mod trie_walk;
 pub mod work;
 
-pub use cached::info_for;
+pub use cached::{ending_info_for, info_for};
+pub use covered::covered_lexeme_states;
 pub use engine::{CacheStats, Engine, DEFAULT_CACHE_BUDGET};
 pub use free_exits::{free_exits, FreeExits};
 pub use grammar::{compile_ir, CompiledGrammar};

@@ -417,3 +417,87 @@ fn token_lists_from_trie_ranges() {
         assert_eq!(got, want, "{ranges:?}");
     }
 }
+
+/// A state's token sets where its lexeme can end (what a mask walks when
+/// other states read its unended strings, see `covered`): the same exits
+/// as its full sets, and every inside token of the full sets except those
+/// read without ending the lexeme (and, on this vocabulary, some of
+/// those are left out: the walk skipped subtrees).
+#[test]
+fn ending_token_sets_keep_exits_and_ended_tokens() {
+    let vocab = random_vocab(
+        &["a", "b", "c", " ", "\"", "\\", "n", "é", ":"],
+        0x2545_F491_4F6C_DD1D,
+        1500,
+        5,
+    );
+    let not = |bytes: &str| {
+        let refused = CharClass::from_ranges(bytes.chars().map(|c| (c as u32, c as u32)));
+        Expr::star(Expr::Class(refused.negate()))
+    };
+    let quote = || Expr::literal("\"");
+    let exprs = [
+        // "contains a", "no a", "a but no b", a key read on by spaces.
+        Expr::seq(vec![
+            quote(),
+            not("\"a"),
+            Expr::literal("a"),
+            not("\""),
+            quote(),
+        ]),
+        Expr::seq(vec![quote(), not("\"a"), quote()]),
+        Expr::seq(vec![
+            quote(),
+            not("\"ab"),
+            Expr::literal("a"),
+            not("\"b"),
+            quote(),
+        ]),
+        Expr::seq(vec![
+            quote(),
+            not("\"a"),
+            quote(),
+            Expr::star(Expr::literal(" ")),
+        ]),
+    ];
+    let mut skipped = 0;
+    for expr in exprs {
+        let dfa = vocab.lexeme(&expr, &DfaLimits::default()).unwrap();
+        for state in reachable_states(&vocab, &dfa, 64) {
+            let s = dfa.token_class(state, vocab.max_token_len());
+            // Before the full sets: their kept subtree walks would serve.
+            let ending = super::lexeme_walk::lexeme_ending_info(&vocab, &dfa, s);
+            let full = lexeme_state_info(&vocab, &dfa, s);
+            let key = |e: &super::info::Exit| (e.node, e.depth, e.first, e.below);
+            let mut want: Vec<_> = full.exits.iter().map(key).collect();
+            let mut got: Vec<_> = ending.exits.iter().map(key).collect();
+            want.sort_unstable();
+            got.sort_unstable();
+            assert_eq!(got, want, "{expr:?} state {state}: exits");
+            let (mut full_inside, mut ending_inside) = (
+                vec![0u32; vocab.mask_words()],
+                vec![0u32; vocab.mask_words()],
+            );
+            full.inside.or_into(&mut full_inside);
+            ending.inside.or_into(&mut ending_inside);
+            for t in 0..vocab.len() as u32 {
+                let bit = |m: &[u32]| m[(t / 32) as usize] >> (t % 32) & 1 == 1;
+                let (f, e) = (bit(&full_inside), bit(&ending_inside));
+                assert!(!e || f, "{expr:?} state {state}: token {t} not inside");
+                if f && !e {
+                    // Left out: read without ending the lexeme.
+                    let mut q = s;
+                    for &b in vocab.token_bytes(t) {
+                        q = dfa.next(q, b);
+                        assert!(
+                            !dfa.is_final_state(q),
+                            "{expr:?} state {state}: token {t} ends"
+                        );
+                    }
+                    skipped += 1;
+                }
+            }
+        }
+    }
+    assert!(skipped > 100, "only {skipped} unended tokens left out");
+}

@@ -133,6 +133,47 @@ impl Pairing {
         }
         Some(true)
     }
+
+    /// Whether state `t` of `b` reads every string that state `s` of `a`
+    /// reads without ending (a string is read while the state it leads to
+    /// is not [`DEAD`]; it ends `a` where it leads `a` to a final state,
+    /// past which nothing is asked): every pair of states such a string
+    /// leads them to has `b` alive where `a` is. `None` past `budget`
+    /// transitions.
+    pub(crate) fn reads_unended_within(
+        &mut self,
+        a: &LexemeDfa,
+        s: u32,
+        b: &LexemeDfa,
+        t: u32,
+        budget: usize,
+    ) -> Option<bool> {
+        self.seen.clear();
+        self.stack.clear();
+        self.steps = 0;
+        self.seen.insert((s, t));
+        self.stack.push((s, t));
+        while let Some((s, t)) = self.stack.pop() {
+            self.steps += self.reps.len();
+            if self.steps > budget {
+                return None;
+            }
+            for &byte in &self.reps {
+                let s2 = a.next(s, byte);
+                if s2 == DEAD || a.is_final[s2 as usize] {
+                    continue;
+                }
+                let t2 = b.next(t, byte);
+                if t2 == DEAD {
+                    return Some(false);
+                }
+                if self.seen.insert((s2, t2)) {
+                    self.stack.push((s2, t2));
+                }
+            }
+        }
+        Some(true)
+    }
 }
 
 /// Per state of `a`'s table, the state of `b`'s table that accepts the

@@ -1,0 +1,93 @@
+//! Lexeme states whose tokens other states of the same mask allow anyway,
+//! except where the lexeme ends ([`covered_lexeme_states`]): while such a
+//! state's token sets are not known yet, the mask walks only the trie
+//! subtrees where it can end.
+//!
+//! Keys constrained by patterns are the common case. After `{"`, an object
+//! with `patternProperties` (and any `not` or `oneOf` over them) has one
+//! key lexeme per combination of patterns: "contains `a`", "no `a`",
+//! "contains `a` but no `b`", ... A state that refuses a common letter
+//! reads most of the vocabulary but must look below every subtree holding
+//! that letter: a walk of 1-2 ms on Llama 3, for tokens that "contains
+//! `a`" (which reads any text until the key is closed) already puts in
+//! the mask. What only the narrower state allows lies where a key can be
+//! closed: its exits (`":`) and the tokens ending in its closing quote, all
+//! below the few subtrees holding a quote (see
+//! `lexeme_walk::lexeme_ending_info`).
+//!
+//! A state `x` is covered by a state `y` of the same mask when `y` reads
+//! every string `x` reads without ending
+//! (`Pairing::reads_unended_within` on their DFAs), `y`'s inside tokens go
+//! into the mask whole, and `y` is not itself covered. The answers are
+//! kept per grammar. A state whose token sets are already known is never
+//! covered: a lookup costs less than the test.
+
+use super::cached::lexeme_info_known;
+use super::grammar::CompiledGrammar;
+use crate::compile::lexeme::{Pairing, DEAD};
+
+/// Most transitions one test of a pair of states follows; a pair that
+/// needs more counts as not covered.
+const COVER_TEST_MAX_WORK: usize = 100_000;
+
+/// Most pair answers a grammar keeps; a new one past it clears them.
+pub const MAX_COVER_PAIRS: usize = 1 << 16;
+
+/// The lexeme states among `states` (a mask's lexeme items that can read
+/// a byte) whose unended strings others among them read, when their own
+/// token sets are not known yet; empty, without allocating, when every
+/// state's sets are known.
+pub fn covered_lexeme_states(
+    g: &CompiledGrammar,
+    states: impl Iterator<Item = u32> + Clone,
+) -> Vec<u32> {
+    if states.clone().all(|s| lexeme_info_known(g, s)) {
+        return Vec::new();
+    }
+    let mut all: Vec<u32> = states.collect();
+    all.sort_unstable();
+    all.dedup();
+    let mut covered: Vec<u32> = Vec::new();
+    for &x in &all {
+        if lexeme_info_known(g, x) {
+            continue;
+        }
+        // A cover read whole by the mask: not `x`, not covered itself
+        // (covers chain: what `y` reads, its own cover reads).
+        if all
+            .iter()
+            .any(|&y| y != x && !covered.contains(&y) && reads_within(g, x, y))
+        {
+            covered.push(x);
+        }
+    }
+    covered
+}
+
+/// Whether lexeme state `y` reads every string lexeme state `x` reads
+/// without ending (both of DFAs without computed states), kept per
+/// grammar.
+fn reads_within(g: &CompiledGrammar, x: u32, y: u32) -> bool {
+    let (xdfa, xs) = g.lexeme_state(x);
+    let (ydfa, ys) = g.lexeme_state(y);
+    if xdfa.computed.is_some() || ydfa.computed.is_some() {
+        return false;
+    }
+    if let Some(&known) = g.covers.lock().unwrap().get(&(x, y)) {
+        return known;
+    }
+    debug_assert!(xs != DEAD && ys != DEAD);
+    let within = Pairing::new(&xdfa.dfa, &ydfa.dfa).reads_unended_within(
+        &xdfa.dfa,
+        xs,
+        &ydfa.dfa,
+        ys,
+        COVER_TEST_MAX_WORK,
+    ) == Some(true);
+    let mut covers = g.covers.lock().unwrap();
+    if covers.len() >= MAX_COVER_PAIRS {
+        covers.clear();
+    }
+    covers.insert((x, y), within);
+    within
+}
