@@ -20,15 +20,24 @@
 //! (`Pairing::reads_unended_within` on their DFAs), `y`'s inside tokens go
 //! into the mask whole, and `y` is not itself covered. The answers are
 //! kept per grammar. A state whose token sets are already known is never
-//! covered: a lookup costs less than the test.
+//! covered: a lookup costs less than the test. Nor is one whose own walk
+//! would be short ([`walks_much`]): a key that leaves its listed names
+//! after one byte shares "any string"'s walks beyond their first letters,
+//! and testing its covers (a product of two DFAs of a hundred states,
+//! with their escapes) costs more than walking it.
 
 use super::cached::lexeme_info_known;
 use super::grammar::CompiledGrammar;
+use super::lexeme_walk::own_walk_tokens;
 use crate::compile::lexeme::{Pairing, DEAD};
 
 /// Most transitions one test of a pair of states follows; a pair that
 /// needs more counts as not covered.
 const COVER_TEST_MAX_WORK: usize = 100_000;
+
+/// A state whose own walk reads fewer than one token in this many of
+/// the vocabulary is walked whole (see [`walks_much`]).
+const WALKS_MUCH_SHARE: usize = 16;
 
 /// Most pair answers a grammar keeps; a new one past it clears them.
 pub const MAX_COVER_PAIRS: usize = 1 << 16;
@@ -49,7 +58,7 @@ pub fn covered_lexeme_states(
     all.dedup();
     let mut covered: Vec<u32> = Vec::new();
     for &x in &all {
-        if lexeme_info_known(g, x) {
+        if lexeme_info_known(g, x) || !walks_much(g, x) {
             continue;
         }
         // A cover read whole by the mask: not `x`, not covered itself
@@ -62,6 +71,16 @@ pub fn covered_lexeme_states(
         }
     }
     covered
+}
+
+/// Whether a walk of lexeme state `x`'s own would read more than a
+/// [`WALKS_MUCH_SHARE`] of the vocabulary; otherwise its full sets cost
+/// about what a test of covers would.
+fn walks_much(g: &CompiledGrammar, x: u32) -> bool {
+    let (dfa, s) = g.lexeme_state(x);
+    let vocab = g.vocab();
+    dfa.computed.is_none()
+        && own_walk_tokens(vocab, dfa, s) * WALKS_MUCH_SHARE > vocab.trie().num_tokens()
 }
 
 /// Whether lexeme state `y` reads every string lexeme state `x` reads

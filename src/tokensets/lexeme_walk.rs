@@ -332,6 +332,30 @@ pub fn lexeme_info(vocab: &Engine, dfa: &Lexeme, state: u32) -> TokenInfo {
     TokenInfo::new(TokenList::from_trie_ranges(&ranges, vocab), exits, vocab)
 }
 
+/// How many tokens a walk of DFA state `state` of a lexeme would read
+/// itself: those of the first-byte subtrees it enters outside "any
+/// string" (whose walks every lexeme shares, see [`SharedBody`]). A key
+/// that leaves its listed names after one byte walks only the subtrees of
+/// their first letters; a state that refuses a letter walks them all.
+pub fn own_walk_tokens(vocab: &Engine, dfa: &Lexeme, state: u32) -> usize {
+    let trie = vocab.trie();
+    let nodes = trie.nodes();
+    let like = vocab
+        .string_body()
+        .map_or(&[][..], |b| dfa.string_body_states(&b.body));
+    let mut tokens = 0;
+    let mut i = 0;
+    while i < trie.root_end() as usize {
+        let n = nodes[i];
+        let t = dfa.next(state, n.byte);
+        if t != DEAD && like.get(t as usize).is_none_or(|&l| l == DEAD) {
+            tokens += trie.subtree_tokens(i as u32).len();
+        }
+        i = n.subtree_end as usize;
+    }
+    tokens
+}
+
 /// The token sets of DFA state `state` of a lexeme in the trie subtrees
 /// where the lexeme can end (for a JSON string, those holding a quote):
 /// [`lexeme_info`]'s exits, and its inside tokens less those of subtrees
