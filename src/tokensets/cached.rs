@@ -81,12 +81,20 @@ pub fn ending_info_for(g: &CompiledGrammar, state: u32) -> Arc<TokenInfo> {
     if let Some(info) = dfa.infos[s as usize].get() {
         return info.clone();
     }
-    if let Some(info) = dfa.ending_infos.lock().unwrap().get(&s) {
+    if let Some(info) = dfa
+        .ending_infos
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&s)
+    {
         return info.clone();
     }
     let info = Arc::new(lexeme_ending_info(vocab, dfa, s));
     dfa.note_learned(info.memory());
-    dfa.ending_infos.lock().unwrap().insert(s, info.clone());
+    dfa.ending_infos
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(s, info.clone());
     info
 }
 
@@ -102,7 +110,18 @@ pub(crate) fn lexeme_info_known(g: &CompiledGrammar, state: u32) -> bool {
     let vocab = g.vocab();
     let class = dfa.token_class(s, vocab.max_token_len());
     dfa.infos[class as usize].get().is_some()
-        || vocab
-            .string_body()
-            .is_some_and(|b| dfa.string_body_state(&b.body) == class)
+        || vocab.string_body().is_some_and(|b| {
+            dfa.string_body_states(&b.body).get(class as usize) == Some(&b.body.state)
+        })
+}
+
+/// Whether the token sets where lexeme state `state` can end are kept
+/// (see [`ending_info_for`]).
+pub(crate) fn ending_info_known(g: &CompiledGrammar, state: u32) -> bool {
+    let (dfa, s) = g.lexeme_state(state);
+    let class = dfa.token_class(s, g.vocab().max_token_len());
+    dfa.ending_infos
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .contains_key(&class)
 }

@@ -26,7 +26,7 @@
 //! and testing its covers (a product of two DFAs of a hundred states,
 //! with their escapes) costs more than walking it.
 
-use super::cached::lexeme_info_known;
+use super::cached::{ending_info_known, lexeme_info_known};
 use super::grammar::CompiledGrammar;
 use super::lexeme_walk::own_walk_tokens;
 use crate::compile::lexeme::{Pairing, DEAD};
@@ -79,8 +79,11 @@ pub fn covered_lexeme_states(
 fn walks_much(g: &CompiledGrammar, x: u32) -> bool {
     let (dfa, s) = g.lexeme_state(x);
     let vocab = g.vocab();
+    // Sets kept where it ends: it was found to walk much before (and a
+    // mask that meets it again answers with a lookup).
     dfa.computed.is_none()
-        && own_walk_tokens(vocab, dfa, s) * WALKS_MUCH_SHARE > vocab.trie().num_tokens()
+        && (ending_info_known(g, x)
+            || own_walk_tokens(vocab, dfa, s) * WALKS_MUCH_SHARE > vocab.trie().num_tokens())
 }
 
 /// Whether lexeme state `y` reads every string lexeme state `x` reads
@@ -92,7 +95,12 @@ fn reads_within(g: &CompiledGrammar, x: u32, y: u32) -> bool {
     if xdfa.computed.is_some() || ydfa.computed.is_some() {
         return false;
     }
-    if let Some(&known) = g.covers.lock().unwrap().get(&(x, y)) {
+    if let Some(&known) = g
+        .covers
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&(x, y))
+    {
         return known;
     }
     debug_assert!(xs != DEAD && ys != DEAD);
@@ -103,7 +111,7 @@ fn reads_within(g: &CompiledGrammar, x: u32, y: u32) -> bool {
         ys,
         COVER_TEST_MAX_WORK,
     ) == Some(true);
-    let mut covers = g.covers.lock().unwrap();
+    let mut covers = g.covers.lock().unwrap_or_else(|e| e.into_inner());
     if covers.len() >= MAX_COVER_PAIRS {
         covers.clear();
     }
