@@ -90,12 +90,14 @@ pub fn ending_info_for(g: &CompiledGrammar, state: u32) -> Arc<TokenInfo> {
         return info.clone();
     }
     let info = Arc::new(lexeme_ending_info(vocab, dfa, s));
-    dfa.note_learned(info.memory());
-    dfa.ending_infos
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(s, info.clone());
-    info
+    let mut kept = dfa.ending_infos.lock().unwrap_or_else(|e| e.into_inner());
+    // Another thread's sets for the state, if first, stay.
+    kept.entry(s)
+        .or_insert_with(|| {
+            dfa.note_learned(info.memory());
+            info
+        })
+        .clone()
 }
 
 /// Whether the full token sets of lexeme state `state` cost a mask no

@@ -3,6 +3,7 @@
 //! after a prefix (exits), checked against the real callers at mask time.
 
 use super::engine::Engine;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::earley::Walker;
@@ -140,7 +141,15 @@ pub struct TokenInfo {
     /// `at_node`.
     pub exit_runs: Box<[(u8, u32)]>,
     at_node: u32,
+    /// Unique in the process: what [`SeenSets`] lists. An address would
+    /// not do: a set that no cache keeps (another thread kept its own
+    /// for the same state, a cache full) is freed within the mask, and a
+    /// set computed after it may take its address.
+    id: u64,
 }
+
+/// The next [`TokenInfo::id`].
+static NEXT_INFO_ID: AtomicU64 = AtomicU64::new(0);
 
 impl TokenInfo {
     pub(crate) fn new(inside: TokenList, mut exits: Vec<Exit>, vocab: &Engine) -> TokenInfo {
@@ -178,6 +187,7 @@ impl TokenInfo {
             exits: exits.into_boxed_slice(),
             exit_runs: runs.into_boxed_slice(),
             at_node: at_node as u32,
+            id: NEXT_INFO_ID.fetch_add(1, Ordering::Relaxed),
         }
     }
 
@@ -345,18 +355,18 @@ impl TokenInfo {
     }
 }
 
-/// Token sets (by address) already set in a mask.
+/// Token sets (by [`TokenInfo::id`]) already set in a mask.
 #[derive(Default)]
 pub struct SeenSets {
-    list: Vec<*const TokenInfo>,
+    list: Vec<u64>,
     /// Past a few dozen sets (an object's states in one chart set).
-    set: crate::util::hash::FastSet<*const TokenInfo>,
+    set: crate::util::hash::FastSet<u64>,
 }
 
 impl SeenSets {
     /// Whether `info` was not listed yet; lists it.
     fn insert(&mut self, info: &TokenInfo) -> bool {
-        let p: *const TokenInfo = info;
+        let p = info.id;
         if self.list.len() < 32 {
             if self.list.contains(&p) {
                 return false;
