@@ -39,6 +39,14 @@ const COVER_TEST_MAX_WORK: usize = 100_000;
 /// the vocabulary is walked whole (see [`walks_much`]).
 const WALKS_MUCH_SHARE: usize = 16;
 
+/// Most transitions the tests of one mask follow in all; past them, the
+/// states left are walked whole (the next masks test on).
+const MASK_COVER_MAX_WORK: usize = 2_000_000;
+
+/// Most lexeme states of one mask compared: a mask with more walks each
+/// whole (the tests and lookups grow with their square).
+const MAX_COVER_CANDIDATES: usize = 256;
+
 /// Most pair answers a grammar keeps; a new one past it clears them.
 pub const MAX_COVER_PAIRS: usize = 1 << 16;
 
@@ -56,6 +64,10 @@ pub fn covered_lexeme_states(
     let mut all: Vec<u32> = states.collect();
     all.sort_unstable();
     all.dedup();
+    if all.len() > MAX_COVER_CANDIDATES {
+        return Vec::new();
+    }
+    let mut work_left = MASK_COVER_MAX_WORK;
     let mut covered: Vec<u32> = Vec::new();
     for &x in &all {
         if lexeme_info_known(g, x) || !walks_much(g, x) {
@@ -65,7 +77,7 @@ pub fn covered_lexeme_states(
         // (covers chain: what `y` reads, its own cover reads).
         if all
             .iter()
-            .any(|&y| y != x && !covered.contains(&y) && reads_within(g, x, y))
+            .any(|&y| y != x && !covered.contains(&y) && reads_within(g, x, y, &mut work_left))
         {
             covered.push(x);
         }
@@ -89,7 +101,7 @@ fn walks_much(g: &CompiledGrammar, x: u32) -> bool {
 /// Whether lexeme state `y` reads every string lexeme state `x` reads
 /// without ending (both of DFAs without computed states), kept per
 /// grammar.
-fn reads_within(g: &CompiledGrammar, x: u32, y: u32) -> bool {
+fn reads_within(g: &CompiledGrammar, x: u32, y: u32, work_left: &mut usize) -> bool {
     let (xdfa, xs) = g.lexeme_state(x);
     let (ydfa, ys) = g.lexeme_state(y);
     if xdfa.computed.is_some() || ydfa.computed.is_some() {
@@ -104,13 +116,18 @@ fn reads_within(g: &CompiledGrammar, x: u32, y: u32) -> bool {
         return known;
     }
     debug_assert!(xs != DEAD && ys != DEAD);
-    let within = Pairing::new(&xdfa.dfa, &ydfa.dfa).reads_unended_within(
-        &xdfa.dfa,
-        xs,
-        &ydfa.dfa,
-        ys,
-        COVER_TEST_MAX_WORK,
-    ) == Some(true);
+    if *work_left == 0 {
+        return false;
+    }
+    let budget = COVER_TEST_MAX_WORK.min(*work_left);
+    let mut pairing = Pairing::new(&xdfa.dfa, &ydfa.dfa);
+    let answer = pairing.reads_unended_within(&xdfa.dfa, xs, &ydfa.dfa, ys, budget);
+    *work_left = work_left.saturating_sub(pairing.steps);
+    if answer.is_none() && budget < COVER_TEST_MAX_WORK {
+        // The mask's work ran out, not the pair's: ask again later.
+        return false;
+    }
+    let within = answer == Some(true);
     let mut covers = g.covers.lock().unwrap_or_else(|e| e.into_inner());
     if covers.len() >= MAX_COVER_PAIRS {
         covers.clear();
