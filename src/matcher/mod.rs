@@ -328,8 +328,8 @@ impl Matcher {
         // Token sets already in the mask: items of one object in many
         // states share their key lexemes' (large) sets.
         let mut done = crate::tokensets::SeenSets::default();
-        // Lexeme states whose inside tokens others put in the mask: walked
-        // for their exits alone while their own sets are not known.
+        // Lexeme states whose tokens others put in the mask, but where
+        // they end: walked only there while their own sets are not known.
         let covered = covered_lexeme_states(
             g,
             set.iter()
