@@ -123,6 +123,11 @@ impl<'a> DfaWalk<'a> {
                 let any = b.like(t);
                 subtree_walk(&mut b.walk, i, any)
             }
+            // A walk of where the lexeme ends is partial: kept walks
+            // serve it, its own are not kept.
+            _ if self.ending_only.is_some() => {
+                known_subtree_walk(self, i, t).unwrap_or_else(|| Arc::new(self.subtree(i, t)))
+            }
             _ => subtree_walk(self, i, t),
         }
     }
@@ -307,16 +312,21 @@ impl<'a> DfaWalk<'a> {
 /// one "any other string" state), so a new state costs a lookup per first
 /// byte instead of a walk of the whole trie.
 pub fn lexeme_info(vocab: &Engine, dfa: &Lexeme, state: u32) -> TokenInfo {
+    // (Subtrees inside "any other string" take that DFA's walks.)
+    walk_from(vocab, DfaWalk::new(vocab, dfa), state)
+}
+
+/// The token sets `walk` finds from its DFA's state `state`, first byte
+/// by first byte (see [`DfaWalk::piece`]).
+fn walk_from(vocab: &Engine, mut walk: DfaWalk, state: u32) -> TokenInfo {
     let trie = vocab.trie();
     let nodes = trie.nodes();
-    // (Subtrees inside "any other string" take that DFA's walks.)
-    let mut walk = DfaWalk::new(vocab, dfa);
     let mut ranges: Vec<(u32, u32)> = Vec::new();
     let mut exits = Vec::new();
     let mut i = 0;
     while i < trie.root_end() as usize {
         let n = nodes[i];
-        let t = dfa.next(state, n.byte);
+        let t = walk.dfa.next(state, n.byte);
         if t != DEAD {
             let piece = walk.piece(i, t);
             for &(lo, hi) in piece.ranges.iter() {
@@ -363,33 +373,9 @@ pub fn own_walk_tokens(vocab: &Engine, dfa: &Lexeme, state: u32) -> usize {
 /// when the state reads most of the vocabulary; for a state whose unended
 /// strings a mask's other states read (see `covered`).
 pub fn lexeme_ending_info(vocab: &Engine, dfa: &Lexeme, state: u32) -> TokenInfo {
-    let trie = vocab.trie();
-    let nodes = trie.nodes();
     let mut walk = DfaWalk::new(vocab, dfa);
     walk.ending_only = Some(dfa.ending_groups());
-    let mut ranges: Vec<(u32, u32)> = Vec::new();
-    let mut exits = Vec::new();
-    let mut i = 0;
-    while i < trie.root_end() as usize {
-        let n = nodes[i];
-        let t = dfa.next(state, n.byte);
-        if t != DEAD {
-            let piece = match &mut walk.body {
-                // "Any string"'s walks are shared and kept whole.
-                Some(b) if b.like(t) != DEAD => {
-                    let any = b.like(t);
-                    subtree_walk(&mut b.walk, i, any)
-                }
-                _ => {
-                    known_subtree_walk(&walk, i, t).unwrap_or_else(|| Arc::new(walk.subtree(i, t)))
-                }
-            };
-            ranges.extend_from_slice(&piece.ranges);
-            exits.extend_from_slice(&piece.exits);
-        }
-        i = n.subtree_end as usize;
-    }
-    TokenInfo::new(TokenList::from_trie_ranges(&ranges, vocab), exits, vocab)
+    walk_from(vocab, walk, state)
 }
 
 /// The walk of the subtree of node `i` read into state `t` of `walk`'s

@@ -75,6 +75,17 @@ pub(crate) fn class_pair_reps(a: &LexemeDfa, b: &LexemeDfa) -> Vec<u8> {
     reps
 }
 
+/// What a walk of pairs of states does with one byte of a pair (see
+/// [`Pairing::walk`]).
+enum Pair {
+    /// The two states differ: the walk's answer is no.
+    Differ,
+    /// Nothing to ask past this byte.
+    Skip,
+    /// The pair of states the byte leads to, to walk from.
+    Follow(u32, u32),
+}
+
 /// A walk of the pairs of states of two DFAs that the same strings reach
 /// (see [`LexemeDfa::state_like`]), with its buffers.
 pub(crate) struct Pairing {
@@ -108,30 +119,16 @@ impl Pairing {
         t: u32,
         budget: usize,
     ) -> Option<bool> {
-        self.seen.clear();
-        self.stack.clear();
-        self.steps = 0;
-        self.seen.insert((s, t));
-        self.stack.push((s, t));
-        while let Some((s, t)) = self.stack.pop() {
-            self.steps += self.reps.len();
-            if self.steps > budget {
-                return None;
-            }
+        self.walk((s, t), budget, |s, t, byte| {
             if a.is_final[s as usize] != b.is_final[t as usize] {
-                return Some(false);
+                return Pair::Differ;
             }
-            for &byte in &self.reps {
-                let (s2, t2) = (a.next(s, byte), b.next(t, byte));
-                if (s2 == DEAD) != (t2 == DEAD) {
-                    return Some(false);
-                }
-                if s2 != DEAD && self.seen.insert((s2, t2)) {
-                    self.stack.push((s2, t2));
-                }
+            match (a.next(s, byte), b.next(t, byte)) {
+                (DEAD, DEAD) => Pair::Skip,
+                (s2, t2) if s2 == DEAD || t2 == DEAD => Pair::Differ,
+                (s2, t2) => Pair::Follow(s2, t2),
             }
-        }
-        Some(true)
+        })
     }
 
     /// Whether state `t` of `b` reads every string that state `s` of `a`
@@ -148,27 +145,47 @@ impl Pairing {
         t: u32,
         budget: usize,
     ) -> Option<bool> {
+        self.walk((s, t), budget, |s, t, byte| {
+            let s2 = a.next(s, byte);
+            if s2 == DEAD || a.is_final[s2 as usize] {
+                return Pair::Skip;
+            }
+            match b.next(t, byte) {
+                DEAD => Pair::Differ,
+                t2 => Pair::Follow(s2, t2),
+            }
+        })
+    }
+
+    /// Walks the pairs of states reached from `start`, trying each pair's
+    /// bytes (one per pair of classes) with `step`: `Some(false)` as soon
+    /// as a step says the two differ, `Some(true)` when none does, `None`
+    /// past `budget` transitions.
+    fn walk(
+        &mut self,
+        start: (u32, u32),
+        budget: usize,
+        step: impl Fn(u32, u32, u8) -> Pair,
+    ) -> Option<bool> {
         self.seen.clear();
         self.stack.clear();
         self.steps = 0;
-        self.seen.insert((s, t));
-        self.stack.push((s, t));
+        self.seen.insert(start);
+        self.stack.push(start);
         while let Some((s, t)) = self.stack.pop() {
             self.steps += self.reps.len();
             if self.steps > budget {
                 return None;
             }
             for &byte in &self.reps {
-                let s2 = a.next(s, byte);
-                if s2 == DEAD || a.is_final[s2 as usize] {
-                    continue;
-                }
-                let t2 = b.next(t, byte);
-                if t2 == DEAD {
-                    return Some(false);
-                }
-                if self.seen.insert((s2, t2)) {
-                    self.stack.push((s2, t2));
+                match step(s, t, byte) {
+                    Pair::Differ => return Some(false),
+                    Pair::Skip => {}
+                    Pair::Follow(s2, t2) => {
+                        if self.seen.insert((s2, t2)) {
+                            self.stack.push((s2, t2));
+                        }
+                    }
                 }
             }
         }
