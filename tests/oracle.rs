@@ -1575,6 +1575,17 @@ fn oracle_oversized_lexemes() {
     .enumerate()
     .map(|(i, t)| (format!("oversized/{i}"), t.to_string()))
     .collect();
+    let jobs = gbnf_jobs(sources, "synthetic", common::synthetic_vocab);
+    run_all("oversized", jobs, cfg);
+}
+
+/// Jobs for GBNF `sources`: each on the vocabulary `vocab` (named
+/// `vocab_name`) and on one derived from its own language.
+fn gbnf_jobs(
+    sources: Vec<(String, String)>,
+    vocab_name: &str,
+    vocab: fn() -> Arc<Engine>,
+) -> Vec<Job> {
     let mut jobs = Vec::new();
     for (name, text) in sources {
         if !filter_ok(&name) {
@@ -1582,8 +1593,8 @@ fn oracle_oversized_lexemes() {
         }
         let (n2, t2) = (name.clone(), text.clone());
         jobs.push(Job {
-            vocab_name: "synthetic".to_string(),
-            vocab: Box::new(common::synthetic_vocab),
+            vocab_name: vocab_name.to_string(),
+            vocab: Box::new(vocab),
             build: Box::new(move |v| gbnf_case(&n2, &t2, v)),
         });
         let seed = hash_str(&name);
@@ -1596,7 +1607,7 @@ fn oracle_oversized_lexemes() {
             build: Box::new(move |v| gbnf_case(&name, &text, v)),
         });
     }
-    run_all("oversized", jobs, cfg);
+    jobs
 }
 
 /// Objects whose keys are read by several lexemes at once, one per
@@ -1665,26 +1676,6 @@ fn oracle_keys_read_by_several_lexemes() {
     .into_iter()
     .map(|(n, g)| (format!("keys/{n}"), g))
     .collect();
-    let mut jobs = Vec::new();
-    for (name, text) in sources {
-        if !filter_ok(&name) {
-            continue;
-        }
-        let (n2, t2) = (name.clone(), text.clone());
-        jobs.push(Job {
-            vocab_name: "llama3".to_string(),
-            vocab: Box::new(|| common::real_vocab("llama3")),
-            build: Box::new(move |v| gbnf_case(&n2, &t2, v)),
-        });
-        let seed = hash_str(&name);
-        let t3 = text.clone();
-        jobs.push(Job {
-            vocab_name: format!("derived:{name}"),
-            vocab: Box::new(move || {
-                derived_vocab(&cgram::gbnf::parse(&t3, "root", None).unwrap(), seed, 1500)
-            }),
-            build: Box::new(move |v| gbnf_case(&name, &text, v)),
-        });
-    }
+    let jobs = gbnf_jobs(sources, "llama3", || common::real_vocab("llama3"));
     run_all("keys", jobs, cfg);
 }
