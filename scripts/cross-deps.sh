@@ -4,7 +4,8 @@
 # nothing for what is already there, so a second run takes a second.
 #
 #   Debian packages  gcc-aarch64-linux-gnu (linker and C compiler for Linux
-#                    ARM, with its C library for qemu), qemu-user
+#                    ARM, with its C library for qemu) and
+#                    libc6-dev-arm64-cross (that library's headers), qemu-user
 #                    (qemu-aarch64), gcc-mingw-w64-x86-64 (Windows) and
 #                    g++-mingw-w64-x86-64-posix (llama.cpp for Windows), wine64
 #                    and wine (runs the Windows build), llvm (llvm-objdump,
@@ -31,6 +32,10 @@ CARGO_ZIGBUILD_VERSION=0.24.1
 
 missing=()
 command -v aarch64-linux-gnu-gcc >/dev/null || missing+=(gcc-aarch64-linux-gnu)
+# Its C library's headers: only recommended by the compiler's package, so
+# a machine that installs without recommends has the compiler alone, and
+# mimalloc's C sources fail on <wchar.h>.
+[ -f /usr/aarch64-linux-gnu/include/stdio.h ] || missing+=(libc6-dev-arm64-cross)
 command -v qemu-aarch64 >/dev/null || missing+=(qemu-user)
 command -v x86_64-w64-mingw32-gcc >/dev/null || missing+=(gcc-mingw-w64-x86-64)
 # llama.cpp for Windows (the drop-in's test, scripts/llama-build-windows.sh)
