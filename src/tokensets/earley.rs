@@ -39,11 +39,17 @@ impl Item {
 pub type IntSet = crate::util::hash::FastSet<u64>;
 
 /// Item sets by position.
-#[derive(Clone, Default, Debug)]
+#[derive(Clone, Debug)]
 pub struct Chart {
     items: Vec<Item>,
     /// `starts[k]` = index of set k's first item; one more entry than sets.
     starts: Vec<u32>,
+}
+
+impl Default for Chart {
+    fn default() -> Chart {
+        Chart::new()
+    }
 }
 
 impl Chart {
@@ -369,6 +375,15 @@ impl LexemeWalk<'_> {
 pub struct Walker<'a> {
     g: &'a CompiledGrammar,
     base: &'a Chart,
+    bufs: WalkerBuffers,
+}
+
+/// A walker's buffers, kept per thread between walks (see
+/// [`Walker::new`]): a mask computes hundreds of parser-state token sets,
+/// each with a walker of its own, and growing them afresh each time was a
+/// fifth of such masks.
+#[derive(Default)]
+struct WalkerBuffers {
     /// Sets pushed by the walk; set `k` is at position `base.num_sets() + k`.
     own: Chart,
     /// Per pushed set: an item with [`CTX_ORIGIN`] completed there.
@@ -389,6 +404,32 @@ pub struct Walker<'a> {
     key: Vec<Item>,
 }
 
+thread_local! {
+    static SPARE_BUFFERS: std::cell::Cell<Option<WalkerBuffers>> = const { std::cell::Cell::new(None) };
+}
+
+/// Buffers that grew past this many bytes are freed, not kept.
+const SPARE_BUFFERS_MAX_BYTES: usize = 1 << 20;
+
+impl WalkerBuffers {
+    fn memory(&self) -> usize {
+        self.own.memory()
+            + self.exited.capacity()
+            + (self.seen.capacity() + self.buf.capacity() + self.key.capacity()) * 8
+            + self.epochs.capacity() * 8
+            + self.closures.capacity() * 40
+    }
+}
+
+impl Drop for Walker<'_> {
+    fn drop(&mut self) {
+        let bufs = std::mem::take(&mut self.bufs);
+        if bufs.memory() <= SPARE_BUFFERS_MAX_BYTES {
+            let _ = SPARE_BUFFERS.try_with(|spare| spare.set(Some(bufs)));
+        }
+    }
+}
+
 /// A memoized closure: its items and whether the walked rule ended.
 type Closed = (Box<[Item]>, bool);
 
@@ -403,18 +444,17 @@ const MEMO_MAX: usize = 1024;
 
 impl<'a> Walker<'a> {
     pub fn new(g: &'a CompiledGrammar, base: &'a Chart) -> Walker<'a> {
-        Walker {
-            g,
-            base,
-            own: Chart::new(),
-            exited: Vec::new(),
-            seen: IntSet::default(),
-            buf: Vec::new(),
-            epochs: Vec::new(),
-            next_epoch: 1,
-            closures: Default::default(),
-            key: Vec::new(),
-        }
+        let mut bufs = SPARE_BUFFERS
+            .try_with(|spare| spare.take())
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        bufs.own.truncate(0);
+        bufs.exited.clear();
+        bufs.epochs.clear();
+        bufs.closures.clear();
+        bufs.next_epoch = 1;
+        Walker { g, base, bufs }
     }
 
     fn base_len(&self) -> u32 {
@@ -424,7 +464,7 @@ impl<'a> Walker<'a> {
     /// Pushes a set made of `kernel`, closed. Returns false (and pushes
     /// nothing) when it is empty.
     pub fn push_kernel(&mut self, kernel: &[Item]) -> bool {
-        let mut items = std::mem::take(&mut self.buf);
+        let mut items = std::mem::take(&mut self.bufs.buf);
         items.clear();
         items.extend_from_slice(kernel);
         self.push_items(items)
@@ -440,30 +480,33 @@ impl<'a> Walker<'a> {
     /// after it once.
     fn push_items(&mut self, mut items: Vec<Item>) -> bool {
         if items.is_empty() || super::work::exhausted() {
-            self.buf = items;
+            self.bufs.buf = items;
             return false;
         }
         let bl = self.base_len();
-        let pos = bl + self.own.num_sets() as u32;
+        let pos = bl + self.bufs.own.num_sets() as u32;
         let memo = items.len() <= MEMO_KERNEL_MAX;
         if memo {
             self.memo_key(&items, bl, pos);
         }
-        if let Some((closed, exited)) = memo.then(|| self.closures.get(&self.key[..])).flatten() {
+        if let Some((closed, exited)) = memo
+            .then(|| self.bufs.closures.get(&self.bufs.key[..]))
+            .flatten()
+        {
             items.clear();
             items.extend(closed.iter().map(|it| Item {
                 state: it.state,
                 origin: if it.origin == HERE { pos } else { it.origin },
             }));
             super::work::charge(items.len());
-            self.own.push_set(&items);
-            self.exited.push(*exited);
-            self.epochs.push(self.next_epoch);
-            self.next_epoch += 1;
-            self.buf = items;
+            self.bufs.own.push_set(&items);
+            self.bufs.exited.push(*exited);
+            self.bufs.epochs.push(self.bufs.next_epoch);
+            self.bufs.next_epoch += 1;
+            self.bufs.buf = items;
             return true;
         }
-        let (base, own) = (self.base, &self.own);
+        let (base, own) = (self.base, &self.bufs.own);
         let exited = self.g.closure(
             &mut items,
             pos,
@@ -474,13 +517,13 @@ impl<'a> Walker<'a> {
                     own.set((o - bl) as usize)
                 }
             },
-            &mut self.seen,
+            &mut self.bufs.seen,
         );
         if memo {
-            if self.closures.len() >= MEMO_MAX {
-                self.closures.clear();
+            if self.bufs.closures.len() >= MEMO_MAX {
+                self.bufs.closures.clear();
             }
-            let k = self.key.as_slice().into();
+            let k = self.bufs.key.as_slice().into();
             let closed = items
                 .iter()
                 .map(|it| Item {
@@ -488,22 +531,22 @@ impl<'a> Walker<'a> {
                     origin: if it.origin == pos { HERE } else { it.origin },
                 })
                 .collect();
-            self.closures.insert(k, (closed, exited));
+            self.bufs.closures.insert(k, (closed, exited));
         }
-        self.own.push_set(&items);
-        self.exited.push(exited);
-        self.epochs.push(self.next_epoch);
-        self.next_epoch += 1;
-        self.buf = items;
+        self.bufs.own.push_set(&items);
+        self.bufs.exited.push(exited);
+        self.bufs.epochs.push(self.bufs.next_epoch);
+        self.bufs.next_epoch += 1;
+        self.bufs.buf = items;
         true
     }
 
-    /// Sets `self.key` to the memo key of kernel `items` pushed at `pos`
+    /// Sets `self.bufs.key` to the memo key of kernel `items` pushed at `pos`
     /// (`bl` sets below the walk): the kernel sorted and without repeats,
     /// then the epoch of the latest pushed set its origins refer to, as one
     /// more item.
     fn memo_key(&mut self, items: &[Item], bl: u32, pos: u32) {
-        let key = &mut self.key;
+        let key = &mut self.bufs.key;
         key.clear();
         key.extend_from_slice(items);
         key.sort_unstable();
@@ -513,7 +556,7 @@ impl<'a> Walker<'a> {
             .filter(|it| it.origin >= bl && it.origin < pos)
             .map(|it| it.origin)
             .max();
-        let epoch = latest.map_or(0, |o| self.epochs[(o - bl) as usize]);
+        let epoch = latest.map_or(0, |o| self.bufs.epochs[(o - bl) as usize]);
         key.push(Item {
             state: (epoch >> 32) as u32,
             origin: epoch as u32,
@@ -524,9 +567,9 @@ impl<'a> Walker<'a> {
     /// when no item can read it.
     #[inline]
     pub fn push_byte(&mut self, byte: u8) -> bool {
-        let mut kernel = std::mem::take(&mut self.buf);
+        let mut kernel = std::mem::take(&mut self.bufs.buf);
         kernel.clear();
-        let set = self.own.last();
+        let set = self.bufs.own.last();
         super::work::charge(set.len());
         self.g.scan_byte(set, byte, &mut kernel);
         self.push_items(kernel)
@@ -534,14 +577,14 @@ impl<'a> Walker<'a> {
 
     /// Replaces the items of the top set (already closed) with `items`.
     pub fn replace_top(&mut self, items: &[Item]) {
-        let n = self.own.num_sets();
-        let exited = self.exited[n - 1];
-        self.own.truncate(n - 1);
-        self.own.push_set(items);
-        self.exited.truncate(n - 1);
-        self.exited.push(exited);
-        self.epochs[n - 1] = self.next_epoch;
-        self.next_epoch += 1;
+        let n = self.bufs.own.num_sets();
+        let exited = self.bufs.exited[n - 1];
+        self.bufs.own.truncate(n - 1);
+        self.bufs.own.push_set(items);
+        self.bufs.exited.truncate(n - 1);
+        self.bufs.exited.push(exited);
+        self.bufs.epochs[n - 1] = self.bufs.next_epoch;
+        self.bufs.next_epoch += 1;
     }
 
     /// The top set's items when all of them are inside lexemes (at most
@@ -549,7 +592,7 @@ impl<'a> Walker<'a> {
     /// states. From such a set, bytes can be read with the DFAs alone until
     /// one of the lexemes can end.
     pub fn lexemes_only(&self) -> Option<LexemeWalk<'a>> {
-        let top = self.own.last();
+        let top = self.bufs.own.last();
         if top.is_empty() || top.len() > MAX_LEXEME_WALK {
             return None;
         }
@@ -573,22 +616,22 @@ impl<'a> Walker<'a> {
 
     /// Number of pushed sets.
     pub fn depth(&self) -> usize {
-        self.own.num_sets()
+        self.bufs.own.num_sets()
     }
 
     /// Keeps the first `n` pushed sets.
     pub fn truncate(&mut self, n: usize) {
-        self.own.truncate(n);
-        self.exited.truncate(n);
-        self.epochs.truncate(n);
+        self.bufs.own.truncate(n);
+        self.bufs.exited.truncate(n);
+        self.bufs.epochs.truncate(n);
     }
 
     pub fn top_exited(&self) -> bool {
-        *self.exited.last().unwrap_or(&false)
+        *self.bufs.exited.last().unwrap_or(&false)
     }
 
     pub fn top(&self) -> &[Item] {
-        self.own.last()
+        self.bufs.own.last()
     }
 
     /// The bytes the top set's items can read.
