@@ -602,13 +602,20 @@ fn ir_options() -> IrOptions {
 fn gbnf_case(name: &str, text: &str, vocab: &Arc<Engine>) -> Result<Case, String> {
     let ir = cgram::gbnf::parse(text, "root", Some(vocab))
         .map_err(|e| format!("{name}: GBNF parse failed: {e}"))?;
-    let engine = compile(vocab, text.as_bytes(), &CompileOptions::default())
+    // Left recursion is allowed: the reference checks such grammars with
+    // Earley alone (its stack machine would not end).
+    let stack = cgram::gbnf::check_left_recursion(&ir).is_ok();
+    let options = CompileOptions {
+        flags: cgram::source::FLAG_GBNF_ALLOW_LEFT_RECURSION,
+        ..CompileOptions::default()
+    };
+    let engine = compile(vocab, text.as_bytes(), &options)
         .map_err(|e| format!("{name}: compile failed: {e}"))?;
     Ok(Case {
         name: name.to_string(),
         ir,
         engine,
-        stack: true,
+        stack,
     })
 }
 
@@ -1678,4 +1685,92 @@ fn oracle_keys_read_by_several_lexemes() {
     .collect();
     let jobs = gbnf_jobs(sources, "llama3", || common::real_vocab("llama3"));
     run_all("keys", jobs, cfg);
+}
+
+/// Rules called from many parser states, whose token sets those states
+/// look up rather than walk (`tokensets::parser_walk`): short rules that
+/// tokens read several of, nullable ones between them, objects whose
+/// members many states call, rules that call others at their start, and
+/// left-recursive rules (walked in place, directly and behind a rule that
+/// is not). Masks stay exact on Llama 3 and on vocabularies cut from each
+/// grammar.
+#[test]
+fn oracle_rules_called_from_many_states() {
+    let cfg = Config::from_env(16, 60);
+    let repeat = |item: &str, sep: &str, n: usize| vec![item; n].join(sep);
+    let sources: Vec<(String, String)> = [
+        (
+            "short",
+            format!(
+                "root ::= {} (\",\" x)*\nx ::= \"a\" | \"b\" \"c\" | \"cab\"\nn ::= [ ]*\n",
+                repeat("x n", " ", 10)
+            ),
+        ),
+        (
+            "objects",
+            [
+                "root ::= o1 | o2 | o3 | o4",
+                "o1 ::= \"{\" ws (ka | kb) (\",\" ws (kb | kc))* ws \"}\"",
+                "o2 ::= \"{\" ws (kb | kc) (\",\" ws (ka | kc))* ws \"}\"",
+                "o3 ::= \"{\" ws (ka | kc) (\",\" ws (ka | kb | kc))* ws \"}\"",
+                "o4 ::= \"{\" ws ka \",\" ws kb \",\" ws kc \",\" ws ka ws \"}\"",
+                "ka ::= \"\\\"a\\\"\" ws \":\" ws v",
+                "kb ::= \"\\\"b\\\"\" ws \":\" ws v",
+                "kc ::= \"\\\"\" [a-z]+ \"\\\"\" ws \":\" ws v",
+                "v ::= [0-9]+ | \"\\\"\" [a-z ]* \"\\\"\" | \"true\" | \"[\" ws (v (\",\" ws v)*)? \"]\"",
+                "ws ::= [ \\n]?",
+            ]
+            .join("\n"),
+        ),
+        (
+            "nested-starts",
+            format!(
+                "root ::= {}\nr1 ::= r2 \"!\" | \"?\"\nr2 ::= r3 r3 | \"-\"\nr3 ::= [a-c] | \"(\" r1 \")\"\n",
+                repeat("r1", " \";\" ", 9)
+            ),
+        ),
+    ]
+    .into_iter()
+    .map(|(n, g)| (format!("callers/{n}"), g))
+    .collect();
+    let mut jobs = gbnf_jobs(sources, "llama3", || common::real_vocab("llama3"));
+    // Left recursion: the vocabulary cut from the grammar comes from its
+    // right-recursive twin (same language), which the reference's stack
+    // machine can generate strings of.
+    let rules = |e: &str, a: &str| {
+        format!(
+            "root ::= {}\nw ::= e \"=\"\n{e}\nf ::= [0-9]+ | \"(\" e \")\"\n{a}\nb ::= a \"z\" | \"w\"\n",
+            ["e \";\" t \";\" f \";\" w \";\" a \";\" b"; 9].join(" ")
+        )
+    };
+    let left = rules(
+        "e ::= e \"+\" t | t\nt ::= t \"*\" f | f",
+        "a ::= b \"x\" | \"y\"",
+    );
+    let right = rules(
+        "e ::= t (\"+\" t)*\nt ::= f (\"*\" f)*",
+        "a ::= (\"wx\" | \"y\") (\"zx\")*",
+    );
+    let name = "callers/left-recursive";
+    if filter_ok(name) {
+        let text = left.clone();
+        jobs.push(Job {
+            vocab_name: "llama3".to_string(),
+            vocab: Box::new(|| common::real_vocab("llama3")),
+            build: Box::new(move |v| gbnf_case(name, &text, v)),
+        });
+        let seed = hash_str(name);
+        jobs.push(Job {
+            vocab_name: format!("derived:{name}"),
+            vocab: Box::new(move || {
+                derived_vocab(
+                    &cgram::gbnf::parse(&right, "root", None).unwrap(),
+                    seed,
+                    1500,
+                )
+            }),
+            build: Box::new(move |v| gbnf_case(name, &left, v)),
+        });
+    }
+    run_all("callers", jobs, cfg);
 }

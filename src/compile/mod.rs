@@ -52,6 +52,13 @@ pub struct CRule {
     pub nullable: bool,
     /// Bytes that can come right after a match of this rule, in any context.
     pub follow: ByteSet,
+    /// The rule can call itself before reading anything (directly or
+    /// through other rules, past nullable calls). Token sets of such a
+    /// rule's start are walked where it is called, never looked up there:
+    /// the lookup would wait for itself.
+    pub left_recursive: bool,
+    /// Call edges into the rule, over all parser states.
+    pub call_sites: u32,
 }
 
 /// A grammar compiled for one vocabulary: plain immutable data, shared
@@ -573,6 +580,13 @@ pub fn compile_ir(
     trim(&kinds, &mut structural, &mut edges)?;
     let nullable = compute_nullable(&kinds, &structural, &edges);
     let follow = compute_follow(&kinds, &structural, &edges, &nullable);
+    let left_recursive = compute_left_recursive(&kinds, &structural, &edges, &nullable);
+    let mut call_sites = vec![0u32; kinds.len()];
+    for s in &structural {
+        for &(callee, _) in edges.calls(s) {
+            call_sites[callee as usize] += 1;
+        }
+    }
     let rules: Vec<CRule> = kinds
         .into_iter()
         .enumerate()
@@ -581,6 +595,8 @@ pub fn compile_ir(
             kind,
             nullable: nullable[i],
             follow: follow[i],
+            left_recursive: left_recursive[i],
+            call_sites: call_sites[i],
         })
         .collect();
     let has_token_edges = structural.iter().any(|s| !edges.tokens(s).is_empty());
@@ -683,6 +699,57 @@ fn compute_nullable(
         }
     }
     h.solve()[m..].to_vec()
+}
+
+/// Which compiled rules can call themselves before reading a byte: the
+/// rules on a cycle of the "calls at its start" graph, whose edges go from
+/// a parser rule to the rules called by the states its start reaches over
+/// nullable calls.
+fn compute_left_recursive(
+    kinds: &[(String, RuleKind)],
+    structural: &[SState],
+    edges: &Edges,
+    nullable: &[bool],
+) -> Vec<bool> {
+    let mut calls_at_start: Vec<Vec<crate::ir::RuleId>> = vec![Vec::new(); kinds.len()];
+    let mut seen = vec![false; structural.len()];
+    let mut stack = Vec::new();
+    for (r, (_, kind)) in kinds.iter().enumerate() {
+        let RuleKind::Structural { start } = kind else {
+            continue;
+        };
+        let mut visited = Vec::new();
+        stack.push(*start);
+        while let Some(state) = stack.pop() {
+            if std::mem::replace(&mut seen[state as usize], true) {
+                continue;
+            }
+            visited.push(state);
+            for &(callee, next) in edges.calls(&structural[state as usize]) {
+                calls_at_start[r].push(callee);
+                if nullable[callee as usize] {
+                    stack.push(next);
+                }
+            }
+        }
+        for state in visited {
+            seen[state as usize] = false;
+        }
+        calls_at_start[r].sort_unstable();
+        calls_at_start[r].dedup();
+    }
+    let mut out = vec![false; kinds.len()];
+    for component in crate::ir::graph::tarjan(&calls_at_start) {
+        if component.len() > 1 {
+            for r in component {
+                out[r as usize] = true;
+            }
+        } else {
+            let r = component[0];
+            out[r as usize] = calls_at_start[r as usize].binary_search(&r).is_ok();
+        }
+    }
+    out
 }
 
 /// Per rule: the bytes a lexeme can start with (parser rules: none yet,

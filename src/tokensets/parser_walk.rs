@@ -13,11 +13,15 @@ use crate::util::byteset::ByteSet;
 
 /// Token sets of parser-rule state `state`.
 ///
-/// The lexemes the state can start right away are not walked here: their
-/// (per-vocabulary) token sets are included by reference, and only their
-/// exits (tokens that finish the lexeme and go on in this rule) are walked,
-/// from the set reached after the lexeme.
+/// The rules the state calls right away (before reading anything) are not
+/// walked here: their token sets, cached by their start states and shared
+/// by every state that calls them, are included by reference, and only
+/// their exits (tokens that finish the rule and go on in this one) are
+/// walked, from the set reached after the rule. An object whose members
+/// were compiled into hundreds of states (one per branch and member seen)
+/// thus walks its members' keys once, not once per state.
 pub fn structural_info(g: &CompiledGrammar, state: u32) -> TokenInfo {
+    let _depth = LookupDepth::enter();
     let empty = Chart::new();
     let mut walker = Walker::new(g, &empty);
     let started = walker.push_kernel(&[Item {
@@ -34,9 +38,7 @@ pub fn structural_info(g: &CompiledGrammar, state: u32) -> TokenInfo {
         );
     }
     let set0: Vec<Item> = walker.top().to_vec();
-    let (lexemes, rest): (Vec<Item>, Vec<Item>) = set0
-        .iter()
-        .partition(|it| !g.is_structural(it.state) && it.origin == 0);
+    let (called, rest) = called_rules(g, &set0);
     walker.replace_top(&rest);
     let follow = g.rules[g.rule_of(state) as usize].follow;
     let trie = g.vocab().trie();
@@ -44,10 +46,10 @@ pub fn structural_info(g: &CompiledGrammar, state: u32) -> TokenInfo {
     let mut exits = Vec::new();
     walk_trie(trie, &mut walker, &follow, &mut inside, &mut exits);
     let mut shared = Vec::new();
-    for li in &lexemes {
+    for li in &called {
         let info = info_for(g, li.state);
         if !info.exits.is_empty() {
-            // The set right after the lexeme ends: its callers in set 0,
+            // The set right after the rule ends: its callers in set 0,
             // advanced.
             let rule = g.rule_of(li.state);
             let mut kernel = Vec::new();
@@ -92,8 +94,81 @@ pub fn structural_info(g: &CompiledGrammar, state: u32) -> TokenInfo {
     info
 }
 
-/// Walks the tokens of a lexeme's `exit` from the set right after the
-/// lexeme (the walker's set 1; `exited`: the walked rule can end there),
+/// Parser rules called from fewer states are walked where they are
+/// called: looking a rule's set up and walking its exits again costs more
+/// than walking it in place, unless many states share the set.
+const SHARED_RULE_CALL_SITES: u32 = 8;
+
+/// Most sets of rule starts looked up within one another: past it, rules
+/// are walked in place, so that a chain of rules each called first by the
+/// next cannot overflow the host thread's stack.
+const MAX_LOOKUP_DEPTH: u32 = 8;
+
+thread_local! {
+    static LOOKUP_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// One [`structural_info`] on this thread's stack, for as long as it lives.
+struct LookupDepth;
+
+impl LookupDepth {
+    fn enter() -> LookupDepth {
+        LOOKUP_DEPTH.with(|d| d.set(d.get() + 1));
+        LookupDepth
+    }
+
+    fn too_deep() -> bool {
+        LOOKUP_DEPTH.with(|d| d.get() > MAX_LOOKUP_DEPTH)
+    }
+}
+
+impl Drop for LookupDepth {
+    fn drop(&mut self) {
+        LOOKUP_DEPTH.with(|d| d.set(d.get() - 1));
+    }
+}
+
+/// The items of `set0` (the closed start set of a walk from one parser
+/// state) whose token sets are looked up rather than walked, and the rest.
+///
+/// Items predicted in set 0 (origin 0) come from calls of the walked
+/// state's own items, directly or through other predicted items. The start
+/// items of the rules called directly are looked up; the items they
+/// predict in turn are part of those rules' sets and are left out.
+/// Lexemes are always looked up (they cannot call). Parser rules are all
+/// walked in place, with every predicted item, when one of them is
+/// left-recursive (its set would wait for itself), has few callers, or
+/// lookups are already [`MAX_LOOKUP_DEPTH`] deep.
+fn called_rules(g: &CompiledGrammar, set0: &[Item]) -> (Vec<Item>, Vec<Item>) {
+    let mut called_here: Vec<u32> = set0
+        .iter()
+        .filter(|it| it.origin != 0 && g.is_structural(it.state))
+        .flat_map(|it| g.call_edges(it.state).iter().map(|&(rule, _)| rule))
+        .collect();
+    called_here.sort_unstable();
+    called_here.dedup();
+    let starts_called_rule = |it: &&Item| {
+        let rule = g.rule_of(it.state);
+        it.origin == 0 && it.state == g.rule_start(rule) && called_here.binary_search(&rule).is_ok()
+    };
+    let walked_in_place = LookupDepth::too_deep()
+        || set0.iter().filter(starts_called_rule).any(|it| {
+            let rule = &g.rules[g.rule_of(it.state) as usize];
+            g.is_structural(it.state)
+                && (rule.left_recursive || rule.call_sites < SHARED_RULE_CALL_SITES)
+        });
+    if walked_in_place {
+        return set0
+            .iter()
+            .partition(|it| !g.is_structural(it.state) && it.origin == 0);
+    }
+    let called = set0.iter().filter(starts_called_rule).copied().collect();
+    let rest = set0.iter().filter(|it| it.origin != 0).copied().collect();
+    (called, rest)
+}
+
+/// Walks the tokens of a rule's `exit` from the set right after the
+/// rule (the walker's set 1; `exited`: the walked rule can end there),
 /// adding what is inside and what exits the walked rule to `dfs`.
 fn remainder(
     dfs: &mut Dfs,
