@@ -60,17 +60,8 @@ impl HornClauses {
 
     /// Which atoms hold in the least model.
     pub(crate) fn solve(&self) -> Vec<bool> {
-        let n_clauses = self.heads.len();
-        let waiting = Adjacency::new(
-            self.n,
-            (0..n_clauses).flat_map(|c| {
-                let range = self.start[c] as usize..self.start[c + 1] as usize;
-                self.premises[range].iter().map(move |&p| (p, c as u32))
-            }),
-        );
-        let mut missing: Vec<u32> = (0..n_clauses)
-            .map(|c| self.start[c + 1] - self.start[c])
-            .collect();
+        let waiting = Adjacency::inverse(self.n, &self.start, &self.premises);
+        let mut missing: Vec<u32> = self.start.windows(2).map(|r| r[1] - r[0]).collect();
         let mut holds = vec![false; self.n];
         let mut work = Vec::new();
         for &f in &self.facts {
