@@ -79,11 +79,10 @@ pub fn structural_info(g: &CompiledGrammar, state: u32) -> TokenInfo {
                 }
             }
         }
-        // Small sets are copied in (one list is faster to apply than
-        // several); big ones stay shared.
+        // Small sets are copied in, big ones shared (see COPIED_SET_MAX).
         match &info.inside {
-            TokenList::Sparse(ids) => inside.extend_from_slice(ids),
-            TokenList::Dense(_) => shared.push(info.clone()),
+            TokenList::Sparse(ids) if ids.len() <= COPIED_SET_MAX => inside.extend_from_slice(ids),
+            _ => shared.push(info.clone()),
         }
         for s in &info.shared {
             shared.push(s.clone());
@@ -93,6 +92,13 @@ pub fn structural_info(g: &CompiledGrammar, state: u32) -> TokenInfo {
     info.shared = shared;
     info
 }
+
+/// Token sets of called rules up to this many tokens are copied into the
+/// caller's (one list applies faster than several); larger ones are
+/// shared, so that a mask whose items call the same rule (the whitespace
+/// before a key, in every member state of an object) applies its set once
+/// rather than once per item (see `SeenSets`).
+const COPIED_SET_MAX: usize = 64;
 
 /// Parser rules called from fewer states are walked where they are
 /// called: looking a rule's set up and walking its exits again costs more
