@@ -230,6 +230,8 @@ pub fn analyze(g: &Grammar) -> Result<Analysis> {
                 || (hint == LexemeHint::Auto && exp_size[r] > AUTO_LEXEME_MAX_SIZE)
             {
                 RuleClass::Structural
+            } else if hint == LexemeHint::Inline {
+                RuleClass::Inline
             } else if hint == LexemeHint::Always || looping[r] || exp_size[r] > INLINE_MAX_SIZE {
                 RuleClass::Lexeme
             } else {
@@ -645,6 +647,45 @@ mod tests {
         assert!(!a.productive[dead as usize]);
         assert!(a.productive[root as usize]);
         let _ = Rule::new("", Expr::Empty);
+    }
+
+    /// A rule hinted `Inline` is copied into its callers even when it
+    /// loops (which would make an `Auto` rule a lexeme), unless it is not
+    /// regular.
+    #[test]
+    fn inline_hint_copies_loops_but_not_recursion() {
+        let mut b = GrammarBuilder::new();
+        let root = b.add_rule("root");
+        let ws = b.add_rule("ws");
+        let sep = b.add_rule("sep");
+        let nested = b.add_rule("nested");
+        b.set_body(ws, Expr::star(Expr::literal(" ")));
+        b.set_body(
+            sep,
+            Expr::seq(vec![Expr::Ref(ws), Expr::literal(","), Expr::Ref(ws)]),
+        );
+        b.set_lexeme_hint(sep, LexemeHint::Inline);
+        b.set_body(
+            nested,
+            Expr::alt(vec![
+                Expr::literal("x"),
+                Expr::seq(vec![
+                    Expr::literal("("),
+                    Expr::Ref(nested),
+                    Expr::literal(")"),
+                ]),
+            ]),
+        );
+        b.set_lexeme_hint(nested, LexemeHint::Inline);
+        b.set_body(
+            root,
+            Expr::seq(vec![Expr::Ref(nested), Expr::Ref(sep), Expr::Ref(nested)]),
+        );
+        let g = b.finish(root);
+        let a = analyze(&g).unwrap();
+        assert_eq!(a.class[sep as usize], RuleClass::Inline);
+        assert_eq!(a.class[ws as usize], RuleClass::Lexeme);
+        assert_eq!(a.class[nested as usize], RuleClass::Structural);
     }
 
     /// Productivity through recursion: a cycle that leaves through one of

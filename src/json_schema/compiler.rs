@@ -255,13 +255,16 @@ pub struct Compiler<'a> {
     pub b: GrammarBuilder,
     rule_of_term: FastMap<Term, RuleId>,
     lexemes: FastMap<Expr, RuleId>,
+    /// `,` and `:` between optional whitespace (see `Compiler::spaced`).
+    separators: FastMap<&'static str, RuleId>,
     /// JSON texts of string languages already spelled (see
     /// [`Compiler::encoded`]).
     encoded: FastMap<StrLang, Expr>,
-    /// JSON texts of number sets already written (see
-    /// [`Compiler::number_expr`]): a schema with a hundred integer
-    /// properties built the same integer expression a hundred times.
-    numbers: RefCell<FastMap<Vec<NumAtom>, Expr>>,
+    /// Lexeme rules of string languages (see [`Compiler::string_rule`]).
+    string_rules: FastMap<StrLang, RuleId>,
+    /// Lexeme rules of number sets already written (see
+    /// [`Compiler::number_rule`]).
+    numbers: FastMap<Vec<NumAtom>, RuleId>,
     arr_rules: FastMap<ArrShape, RuleId>,
     obj_rules: FastMap<ObjShape, RuleId>,
     ws: Option<RuleId>,
@@ -345,8 +348,10 @@ impl<'a> Compiler<'a> {
             b: GrammarBuilder::new(),
             rule_of_term: FastMap::default(),
             lexemes: FastMap::default(),
+            separators: FastMap::default(),
             encoded: FastMap::default(),
-            numbers: RefCell::default(),
+            string_rules: FastMap::default(),
+            numbers: FastMap::default(),
             arr_rules: FastMap::default(),
             obj_rules: FastMap::default(),
             ws: None,

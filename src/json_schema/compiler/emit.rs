@@ -91,6 +91,20 @@ impl Compiler<'_> {
         e
     }
 
+    /// The lexeme rule of the strings of `l`, one per language: every
+    /// node with these strings references it rather than copying the
+    /// spelling (tens of IR nodes for any string, every escape spelled)
+    /// for `minimize` to merge again.
+    fn string_rule(&mut self, l: &StrLang) -> Result<RuleId> {
+        if let Some(&r) = self.string_rules.get(l) {
+            return Ok(r);
+        }
+        let e = self.encoded(l);
+        let r = self.lexeme(e, "string")?;
+        self.string_rules.insert(l.clone(), r);
+        Ok(r)
+    }
+
     pub fn emit_node(&mut self, n: &Node) -> Result<(Expr, LexemeHint)> {
         let n = &n.hardened();
         let mut scalars = Vec::new();
@@ -104,7 +118,7 @@ impl Compiler<'_> {
             scalars.push(Expr::literal("false"));
         }
         if !n.num.is_empty() {
-            scalars.push(self.number_expr(&n.num)?);
+            scalars.push(Expr::Ref(self.number_rule(&n.num)?));
         }
         let mut composite = Vec::new();
         if !n.str.is_empty() {
@@ -128,7 +142,7 @@ impl Compiler<'_> {
                     {
                         composite.push(Expr::Ref(self.counted_string(&rest, lo, hi)?));
                     }
-                    _ => scalars.push(self.encoded(str_lang)),
+                    _ => scalars.push(Expr::Ref(self.string_rule(str_lang)?)),
                 },
             }
         }

@@ -5,7 +5,7 @@
 use super::super::number::{set_expr, NumAtom};
 use super::Compiler;
 use crate::error::{Error, Result};
-use crate::ir::{CharClass, Expr};
+use crate::ir::{CharClass, Expr, RuleId};
 
 /// `-?(0|[1-9][0-9]*)`.
 fn plain_integer() -> Expr {
@@ -28,17 +28,22 @@ fn integral(a: &NumAtom) -> bool {
 }
 
 impl Compiler<'_> {
-    /// The JSON texts of a set of numbers, honouring `strict_integers`.
-    pub(super) fn number_expr(&self, atoms: &[NumAtom]) -> Result<Expr> {
-        if let Some(e) = self.numbers.borrow().get(atoms) {
-            return Ok(e.clone());
+    /// The lexeme rule of a set of numbers' JSON texts, honouring
+    /// `strict_integers`: one rule per set, referenced by every node that
+    /// has it. An `int64` bound alone spells some 600 IR nodes, and a
+    /// schema with a hundred integer properties copied them a hundred
+    /// times for `minimize` to merge again.
+    pub(super) fn number_rule(&mut self, atoms: &[NumAtom]) -> Result<RuleId> {
+        if let Some(&r) = self.numbers.get(atoms) {
+            return Ok(r);
         }
-        let e = self.number_expr_uncached(atoms)?;
-        self.numbers.borrow_mut().insert(atoms.to_vec(), e.clone());
-        Ok(e)
+        let e = self.number_expr(atoms)?;
+        let r = self.lexeme(e, "number")?;
+        self.numbers.insert(atoms.to_vec(), r);
+        Ok(r)
     }
 
-    fn number_expr_uncached(&self, atoms: &[NumAtom]) -> Result<Expr> {
+    fn number_expr(&self, atoms: &[NumAtom]) -> Result<Expr> {
         if !self.opts.strict_integers || !atoms.iter().any(integral) {
             return set_expr(atoms).map_err(Error::unsupported);
         }

@@ -11,7 +11,7 @@
 use super::super::layout::{FixedLayout, MAX_INDENT_DEPTH};
 use super::super::node::{ArrShape, ObjShape, Term};
 use super::Compiler;
-use crate::ir::{Expr, RuleId};
+use crate::ir::{Expr, LexemeHint, RuleId};
 use crate::util::hash::FastMap;
 
 type Caches = (
@@ -102,10 +102,7 @@ impl Compiler<'_> {
                 l.item_separator,
                 l.newline(self.layout.depth)
             )),
-            None => {
-                let ws = self.ws();
-                Expr::seq(vec![ws.clone(), Expr::literal(","), ws])
-            }
+            None => self.spaced(","),
         }
     }
 
@@ -113,10 +110,31 @@ impl Compiler<'_> {
     pub(super) fn key_sep(&mut self) -> Expr {
         match self.fixed() {
             Some(l) => Expr::literal(&l.key_separator),
-            None => {
-                let ws = self.ws();
-                Expr::seq(vec![ws.clone(), Expr::literal(":"), ws])
-            }
+            None => self.spaced(":"),
         }
+    }
+
+    /// `punct` between optional whitespace, as one rule that every member
+    /// and item refers to, copied into them only when lowered
+    /// ([`LexemeHint::Inline`]): spelled out in each of an object's
+    /// states (up to 2^6 per object, one alternative per member left) it
+    /// was over a third of a Kubernetes schema's IR, for every pass before lowering to read.
+    /// Not a lexeme of its own: the position right after `,` would then
+    /// be inside one, and what follows (the next member's keys) would
+    /// depend on the callers instead of being the state's own token set.
+    fn spaced(&mut self, punct: &'static str) -> Expr {
+        let ws = self.ws();
+        if ws == Expr::Empty {
+            return Expr::literal(punct);
+        }
+        if let Some(&r) = self.separators.get(punct) {
+            return Expr::Ref(r);
+        }
+        let r = self.b.add_rule(format!("spaced{punct}"));
+        let body = Expr::seq(vec![ws.clone(), Expr::literal(punct), ws]);
+        self.b.set_body(r, body);
+        self.b.set_lexeme_hint(r, LexemeHint::Inline);
+        self.separators.insert(punct, r);
+        Expr::Ref(r)
     }
 }
