@@ -109,15 +109,12 @@ pub fn minimize(g: Grammar) -> Grammar {
             *t = cur;
         }
     }
+    // References are read through the aliases (to the rule an alias
+    // chain ends at) rather than rewritten first: one pass over the bodies
+    // fewer, and shapes ignore reference targets anyway.
     let start = g.start;
-    let mut rules = g.rules;
-    for r in rules.iter_mut() {
-        for_each_ref_mut(&mut r.body, &mut |x| {
-            if *x != start {
-                *x = target[*x as usize]
-            }
-        });
-    }
+    let resolve = |x: RuleId| if x == start { x } else { target[x as usize] };
+    let rules = g.rules;
     // Each body's shape (its references blanked) is interned once, its
     // references listed in order; classes then come from shapes and the
     // classes of references.
@@ -129,6 +126,7 @@ pub fn minimize(g: Grammar) -> Grammar {
         shape_of.push(*shapes.entry((r.lexeme, Shape(&r.body))).or_insert(k));
         let mut refs = Vec::new();
         collect_refs(&r.body, &mut refs);
+        refs.iter_mut().for_each(|x| *x = resolve(*x));
         refs_of.push(refs);
     }
     drop(shapes);
@@ -164,7 +162,7 @@ pub fn minimize(g: Grammar) -> Grammar {
                 .take()
                 .expect("one representative per class");
             for_each_ref_mut(&mut rule.body, &mut |x| {
-                *x = new_id[class[*x as usize] as usize].expect("reachable")
+                *x = new_id[class[resolve(*x) as usize] as usize].expect("reachable")
             });
             rule
         })
