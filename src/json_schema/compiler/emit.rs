@@ -893,13 +893,18 @@ impl Compiler<'_> {
                     Expr::Ref(r)
                 };
                 let next = get(this, rules, todo, next_key)?;
-                let mut seq = Vec::with_capacity(3);
-                seq.extend(lead.cloned());
-                seq.push(e);
-                seq.push(next);
-                alts.push(Expr::seq(seq));
+                alts.push(Expr::seq(vec![e, next]));
             }
-            Ok(alts)
+            // The separator once, before the members that may follow it:
+            // spelled before each of them, the automaton had its states
+            // once per member, and the parser one item per member after
+            // each `,`.
+            Ok(match lead {
+                Some(lead) if !alts.is_empty() => {
+                    vec![Expr::seq(vec![lead.clone(), Expr::alt(alts)])]
+                }
+                _ => alts,
+            })
         };
         // The start: nothing written yet (a non-empty continuation).
         let first = continuations(self, &mut rules, &mut todo, (0, 0, 0, 0), None)?;
