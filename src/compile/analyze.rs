@@ -162,7 +162,7 @@ pub fn analyze(g: &Grammar) -> Result<Analysis> {
     }
     let mut productive = vec![false; n];
     for (i, comp) in sccs.iter().enumerate() {
-        let mut work: Vec<u32> = comp.clone();
+        let mut work: Vec<u32> = comp.to_vec();
         while let Some(r) = work.pop() {
             let r = r as usize;
             if !productive[r] && is_productive(&g.rules[r].body, &productive) {
@@ -180,7 +180,7 @@ pub fn analyze(g: &Grammar) -> Result<Analysis> {
     // computed over strongly connected components in reverse topological
     // order (Tarjan emits callees first).
     let mut regular = vec![false; n];
-    for comp in &sccs {
+    for comp in sccs.iter() {
         let cyclic = comp.len() > 1 || refs[comp[0] as usize].contains(&comp[0]);
         for &r in comp {
             let r = r as usize;
@@ -196,7 +196,7 @@ pub fn analyze(g: &Grammar) -> Result<Analysis> {
     let mut boolean = vec![false; n];
     let mut nullable = vec![false; n];
     let mut literal_set = vec![false; n];
-    for comp in &sccs {
+    for comp in sccs.iter() {
         for &r in comp {
             let r = r as usize;
             if regular[r] {

@@ -739,9 +739,9 @@ fn compute_left_recursive(
         calls_at_start[r].dedup();
     }
     let mut out = vec![false; kinds.len()];
-    for component in crate::ir::graph::tarjan(&calls_at_start) {
+    for component in crate::ir::graph::tarjan(&calls_at_start).iter() {
         if component.len() > 1 {
-            for r in component {
+            for &r in component {
                 out[r as usize] = true;
             }
         } else {

@@ -38,12 +38,12 @@ type Terms = Vec<(Vec<Expr>, Option<usize>)>;
 pub fn solve(g: &Grammar) -> Cow<'_, Grammar> {
     let refs: Vec<Vec<RuleId>> = g.rules.iter().map(|r| collect_refs(&r.body)).collect();
     let mut out: Option<Grammar> = None;
-    for comp in tarjan(&refs) {
+    for comp in tarjan(&refs).iter() {
         let cyclic = comp.len() > 1 || refs[comp[0] as usize].contains(&comp[0]);
         if !cyclic {
             continue;
         }
-        if let Some(bodies) = solve_group(g, &comp) {
+        if let Some(bodies) = solve_group(g, comp) {
             let out = out.get_or_insert_with(|| g.clone());
             for (&r, body) in comp.iter().zip(bodies) {
                 let rule = &mut out.rules[r as usize];

@@ -189,7 +189,7 @@ fn refine(shape_of: &[u32], refs_of: &[Vec<RuleId>]) -> (Vec<u32>, usize) {
     let mut count = 0u32;
     let mut key: Vec<u32> = Vec::new();
     let mut local: Vec<u32> = vec![UNSET; n];
-    for comp in tarjan(refs_of) {
+    for comp in tarjan(refs_of).iter() {
         let cyclic = comp.len() > 1 || refs_of[comp[0] as usize].contains(&comp[0]);
         if !cyclic {
             let r = comp[0] as usize;
@@ -205,7 +205,7 @@ fn refine(shape_of: &[u32], refs_of: &[Vec<RuleId>]) -> (Vec<u32>, usize) {
         // Moore rounds inside the component: a reference out of it reads
         // its final class, one into it the rule's class of the last round
         // (tagged apart by the high bit).
-        for &r in &comp {
+        for &r in comp {
             local[r as usize] = shape_of[r as usize];
         }
         let mut local_count = usize::MAX;
@@ -237,7 +237,7 @@ fn refine(shape_of: &[u32], refs_of: &[Vec<RuleId>]) -> (Vec<u32>, usize) {
             local_count = round.len();
         }
         let first = count;
-        for &r in &comp {
+        for &r in comp {
             class[r as usize] = first + local[r as usize];
         }
         count += local_count as u32;
