@@ -139,8 +139,17 @@ pub fn check_all_refs(g: &Grammar) -> Result<()> {
 
 pub fn analyze(g: &Grammar) -> Result<Analysis> {
     let n = g.rules.len();
-    check_all_refs(g)?;
     let refs: Vec<Vec<RuleId>> = g.rules.iter().map(|r| collect_refs(&r.body)).collect();
+    // The references, sorted, checked where they were collected (a second
+    // walk over every body cost 4% of compiling a large schema).
+    for (i, rs) in refs.iter().enumerate() {
+        if let Some(&r) = rs.last().filter(|&&r| r as usize >= n) {
+            return Err(
+                Error::invalid(format!("reference to rule {r} out of range"))
+                    .context(format!("rule {} ({})", g.rules[i].name, i)),
+            );
+        }
+    }
     // Productive: the rule matches at least one string. Components of
     // the reference graph are decided callees first, each rule looked at
     // once unless it is recursive: within a component a rule is looked at
