@@ -27,7 +27,7 @@ use analyze::{
     analyze, expand, is_loopish, is_regular_expr, simplified, Analysis, RuleClass, RunSize,
 };
 use lexeme::{DfaLimits, LexemeDfa, LexemeSource};
-use rtn::{Edges, RtnBuilder, SState};
+use rtn::{Edges, RtnBuilder, RtnScratch, SState};
 
 use crate::error::{Error, Result};
 use crate::ir::{self, Expr, TokenSet};
@@ -475,6 +475,7 @@ pub fn compile_ir(
     };
     let mut token_sets = Vec::new();
     let mut structural: Vec<SState> = Vec::new();
+    let mut rtn_scratch = RtnScratch::default();
     let mut edges = Edges::default();
     let mut kinds: Vec<(String, RuleKind)> = Vec::new();
     let limits = DfaLimits {
@@ -551,10 +552,14 @@ pub fn compile_ir(
                 }
             };
             let base = structural.len() as u32;
-            let states = RtnBuilder::new(&mut token_sets, structural.len(), options.max_states)
-                .build(&lowered, rule, base, &mut edges)
-                .map_err(|err| err.context(format!("rule '{name}'")))?;
-            structural.extend(states);
+            RtnBuilder::new(
+                &mut token_sets,
+                &mut rtn_scratch,
+                structural.len(),
+                options.max_states,
+            )
+            .build(&lowered, rule, base, &mut edges, &mut structural)
+            .map_err(|err| err.context(format!("rule '{name}'")))?;
             kinds.push((name, RuleKind::Structural { start: base }));
         }
         i += 1;

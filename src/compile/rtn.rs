@@ -122,9 +122,21 @@ enum Edge {
 /// body has a state per byte of its literals (every property name of an
 /// object), and four vectors per state cost more in allocation than the
 /// construction itself.
+/// Buffers each rule's construction takes over from the previous rule's:
+/// a grammar has thousands of rules, and each allocated its own.
+#[derive(Default)]
+pub struct RtnScratch {
+    edges: Vec<(u32, Edge)>,
+    first: Vec<u32>,
+    new_id: Vec<u32>,
+    order: Vec<u32>,
+    closure: Vec<u32>,
+    mark: Vec<u32>,
+}
+
 pub struct RtnBuilder<'a> {
     num_states: u32,
-    edges: Vec<(u32, Edge)>,
+    scratch: &'a mut RtnScratch,
     token_sets: &'a mut Vec<TokenSet>,
     /// States of the grammar built before this rule.
     used: usize,
@@ -134,10 +146,16 @@ pub struct RtnBuilder<'a> {
 impl<'a> RtnBuilder<'a> {
     /// A builder for one rule, `used` states of `max_states` (the whole
     /// grammar's) being taken by the rules built before it.
-    pub fn new(token_sets: &'a mut Vec<TokenSet>, used: usize, max_states: usize) -> Self {
+    pub fn new(
+        token_sets: &'a mut Vec<TokenSet>,
+        scratch: &'a mut RtnScratch,
+        used: usize,
+        max_states: usize,
+    ) -> Self {
+        scratch.edges.clear();
         RtnBuilder {
             num_states: 0,
-            edges: Vec::new(),
+            scratch,
             token_sets,
             used,
             max_states,
@@ -156,22 +174,24 @@ impl<'a> RtnBuilder<'a> {
     }
 
     fn edge(&mut self, from: u32, e: Edge) {
-        self.edges.push((from, e));
+        self.scratch.edges.push((from, e));
     }
 
-    /// Returns the epsilon-free states of `body`, their edges appended to
-    /// `edges` with targets numbered from `base`; `rule` is stored in each.
-    /// State 0 is the start.
+    /// Appends the epsilon-free states of `body` to `out` (the first is the
+    /// start, numbered `base`), their edges to `edges` with targets
+    /// numbered from `base`; `rule` is stored in each.
     pub fn build(
         mut self,
         body: &Expr,
         rule: u32,
         base: u32,
         edges: &mut Edges,
-    ) -> Result<Vec<SState>> {
+        out: &mut Vec<SState>,
+    ) -> Result<()> {
         let start = self.fresh()?;
         let end = self.expr(body, start, None)?;
-        Ok(self.eliminate_epsilons(start, end, rule, base, edges))
+        self.eliminate_epsilons(start, end, rule, base, edges, out);
+        Ok(())
     }
 
     /// The automaton of `e` from state `from`; returns its end state.
@@ -302,35 +322,48 @@ impl<'a> RtnBuilder<'a> {
         Ok(end)
     }
 
+    /// Appends the rule's states to `out`.
     fn eliminate_epsilons(
-        mut self,
+        self,
         start: u32,
         end: u32,
         rule: u32,
         base: u32,
         out_edges: &mut Edges,
-    ) -> Vec<SState> {
+        out: &mut Vec<SState>,
+    ) {
         let n = self.num_states as usize;
+        let RtnScratch {
+            edges,
+            first,
+            new_id,
+            order,
+            closure,
+            mark,
+        } = self.scratch;
         // Edges grouped by source state (stable: construction order kept).
-        self.edges.sort_by_key(|e| e.0);
-        let mut first = vec![0u32; n + 1];
-        for &(s, _) in &self.edges {
+        edges.sort_by_key(|e| e.0);
+        first.clear();
+        first.resize(n + 1, 0);
+        for &(s, _) in edges.iter() {
             first[s as usize + 1] += 1;
         }
         for s in 0..n {
             first[s + 1] += first[s];
         }
-        let edges = &self.edges;
+        let (edges, first) = (&*edges, &*first);
         let out_of = |s: u32| &edges[first[s as usize] as usize..first[s as usize + 1] as usize];
         // Renumber the states reachable through non-epsilon edges.
-        let mut new_id = vec![u32::MAX; n];
-        let mut order = vec![start];
+        new_id.clear();
+        new_id.resize(n, u32::MAX);
+        order.clear();
+        order.push(start);
         new_id[start as usize] = 0;
-        let mut out: Vec<SState> = Vec::new();
         // The epsilon closure of the state being built, and a mark per
         // state of the closure it was last put in.
-        let mut closure: Vec<u32> = Vec::new();
-        let mut mark = vec![u32::MAX; n];
+        closure.clear();
+        mark.clear();
+        mark.resize(n, u32::MAX);
         let mut i = 0;
         while i < order.len() {
             let s = order[i];
@@ -362,7 +395,7 @@ impl<'a> RtnBuilder<'a> {
                 out_edges.calls.len(),
                 out_edges.tokens.len(),
             );
-            for &c in &closure {
+            for &c in closure.iter() {
                 for &(_, e) in out_of(c) {
                     match e {
                         Edge::Eps(_) => {}
@@ -386,6 +419,5 @@ impl<'a> RtnBuilder<'a> {
             out.push(st);
             i += 1;
         }
-        out
     }
 }
