@@ -128,20 +128,11 @@ pub fn is_loopish(min: u32, max: Option<u32>) -> bool {
     }
 }
 
-/// Every reference names a rule of the grammar.
-pub fn check_all_refs(g: &Grammar) -> Result<()> {
-    let n = g.rules.len();
-    for (i, r) in g.rules.iter().enumerate() {
-        check_refs(&r.body, n).map_err(|e| e.context(format!("rule {} ({})", r.name, i)))?;
-    }
-    Ok(())
-}
-
-pub fn analyze(g: &Grammar) -> Result<Analysis> {
+/// Each rule's references, sorted and deduplicated, checked to name rules
+/// of the grammar (an error names the first rule that does not).
+pub fn rule_refs(g: &Grammar) -> Result<Vec<Vec<RuleId>>> {
     let n = g.rules.len();
     let refs: Vec<Vec<RuleId>> = g.rules.iter().map(|r| collect_refs(&r.body)).collect();
-    // The references, sorted, checked where they were collected (a second
-    // walk over every body cost 4% of compiling a large schema).
     for (i, rs) in refs.iter().enumerate() {
         if let Some(&r) = rs.last().filter(|&&r| r as usize >= n) {
             return Err(
@@ -150,6 +141,17 @@ pub fn analyze(g: &Grammar) -> Result<Analysis> {
             );
         }
     }
+    Ok(refs)
+}
+
+pub fn analyze(g: &Grammar) -> Result<Analysis> {
+    analyze_with_refs(g, rule_refs(g)?)
+}
+
+/// [`analyze`], given the grammar's [`rule_refs`] (compiling collects them
+/// once for several passes: each collection walks every body).
+pub fn analyze_with_refs(g: &Grammar, refs: Vec<Vec<RuleId>>) -> Result<Analysis> {
+    let n = g.rules.len();
     // Productive: the rule matches at least one string. Components of
     // the reference graph are decided callees first, each rule looked at
     // once unless it is recursive: within a component a rule is looked at
@@ -256,23 +258,6 @@ pub fn analyze(g: &Grammar) -> Result<Analysis> {
         looping,
         nullable,
     })
-}
-
-fn check_refs(e: &Expr, n: usize) -> Result<()> {
-    if let Expr::Ref(r) = e {
-        if *r as usize >= n {
-            return Err(Error::invalid(format!(
-                "reference to rule {r} out of range"
-            )));
-        }
-    }
-    let mut res = Ok(());
-    e.for_each_child(|c| {
-        if res.is_ok() {
-            res = check_refs(c, n);
-        }
-    });
-    res
 }
 
 fn is_productive(e: &Expr, productive: &[bool]) -> bool {
@@ -656,6 +641,27 @@ mod tests {
         assert!(!a.productive[dead as usize]);
         assert!(a.productive[root as usize]);
         let _ = Rule::new("", Expr::Empty);
+    }
+
+    /// A reference past the last rule is an error naming the rule that
+    /// holds it, from `rule_refs` as from `analyze`.
+    #[test]
+    fn references_out_of_range_are_refused() {
+        let mut b = GrammarBuilder::new();
+        let root = b.add_rule("root");
+        let other = b.add_rule("other");
+        b.set_body(root, Expr::Ref(other));
+        b.set_body(
+            other,
+            Expr::alt(vec![Expr::literal("x"), Expr::Ref(other + 5)]),
+        );
+        let g = b.finish(root);
+        for err in [rule_refs(&g).err(), analyze(&g).err()] {
+            let err = err.expect("an error");
+            let msg = err.to_string();
+            assert!(msg.contains("reference to rule 6 out of range"), "{msg}");
+            assert!(msg.contains("rule other (1)"), "{msg}");
+        }
     }
 
     /// A rule hinted `Inline` is copied into its callers even when it

@@ -23,9 +23,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use adjacency::Adjacency;
-use analyze::{
-    analyze, expand, is_loopish, is_regular_expr, simplified, Analysis, RuleClass, RunSize,
-};
+use analyze::{expand, is_loopish, is_regular_expr, simplified, Analysis, RuleClass, RunSize};
 use lexeme::{DfaLimits, LexemeDfa, LexemeSource};
 use rtn::{Edges, RtnBuilder, RtnScratch, SState};
 
@@ -451,11 +449,18 @@ pub fn compile_ir(
     if grammar.start as usize >= grammar.rules.len() {
         return Err(Error::invalid("the start rule does not exist"));
     }
-    analyze::check_all_refs(grammar)?;
+    // Clipping tokens keeps every reference; solving right-linear groups
+    // changes the references of the rules it solves, so they are
+    // collected again only then.
+    let refs = analyze::rule_refs(grammar)?;
     let grammar = &*only_matchable_tokens(grammar, vocab);
-    let solved = right_linear::solve(grammar);
+    let solved = right_linear::solve(grammar, &refs);
+    let refs = match &solved {
+        Cow::Borrowed(_) => refs,
+        Cow::Owned(g) => analyze::rule_refs(g)?,
+    };
     let grammar: &ir::Grammar = &solved;
-    let analysis = analyze(grammar)?;
+    let analysis = analyze::analyze_with_refs(grammar, refs)?;
     if !analysis.productive[grammar.start as usize] {
         return Err(Error::invalid(format!(
             "the grammar matches no string at all: rule '{}' can never be completed",

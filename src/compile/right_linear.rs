@@ -34,11 +34,11 @@ pub const MAX_SOLVED_SIZE: usize = 20_000;
 type Terms = Vec<(Vec<Expr>, Option<usize>)>;
 
 /// The grammar with every right-linear recursive group solved (borrowed
-/// when there is none).
-pub fn solve(g: &Grammar) -> Cow<'_, Grammar> {
-    let refs: Vec<Vec<RuleId>> = g.rules.iter().map(|r| collect_refs(&r.body)).collect();
+/// when there is none), given each rule's references
+/// ([`super::analyze::rule_refs`]).
+pub fn solve<'g>(g: &'g Grammar, refs: &[Vec<RuleId>]) -> Cow<'g, Grammar> {
     let mut out: Option<Grammar> = None;
-    for comp in tarjan(&refs).iter() {
+    for comp in tarjan(refs).iter() {
         let cyclic = comp.len() > 1 || refs[comp[0] as usize].contains(&comp[0]);
         if !cyclic {
             continue;
@@ -237,6 +237,10 @@ fn terms_unchecked(e: &Expr, group: &FastMap<RuleId, usize>) -> Option<Terms> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn solve_all(g: &Grammar) -> Cow<'_, Grammar> {
+        solve(g, &crate::compile::analyze::rule_refs(g).unwrap())
+    }
     use crate::ir::CharClass;
 
     fn grammar(rules: Vec<(&str, Expr)>) -> Grammar {
@@ -295,7 +299,7 @@ mod tests {
                 ]),
             ),
         ]);
-        let solved = solve(&g);
+        let solved = solve_all(&g);
         assert!(matches!(solved, Cow::Owned(_)));
         assert!(!has_recursion(&solved), "{:?}", solved.rules);
         let m = |r: usize, s: &str| crate::regex::expr_matches(&solved.rules[r].body, s);
@@ -318,7 +322,7 @@ mod tests {
                 Expr::Empty,
             ]),
         )]);
-        assert!(matches!(solve(&g), Cow::Borrowed(_)));
+        assert!(matches!(solve_all(&g), Cow::Borrowed(_)));
         // A reference inside a loop is not last either.
         let g = grammar(vec![(
             "q",
@@ -327,6 +331,6 @@ mod tests {
                 lit("b"),
             ]),
         )]);
-        assert!(matches!(solve(&g), Cow::Borrowed(_)));
+        assert!(matches!(solve_all(&g), Cow::Borrowed(_)));
     }
 }
