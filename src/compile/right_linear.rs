@@ -237,11 +237,11 @@ fn terms_unchecked(e: &Expr, group: &FastMap<RuleId, usize>) -> Option<Terms> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ir::CharClass;
 
     fn solve_all(g: &Grammar) -> Cow<'_, Grammar> {
         solve(g, &crate::compile::analyze::rule_refs(g).unwrap())
     }
-    use crate::ir::CharClass;
 
     fn grammar(rules: Vec<(&str, Expr)>) -> Grammar {
         Grammar {

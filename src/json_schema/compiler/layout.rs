@@ -114,14 +114,14 @@ impl Compiler<'_> {
         }
     }
 
-    /// `punct` between optional whitespace, as one rule that every member
-    /// and item refers to, copied into them only when lowered
-    /// ([`LexemeHint::Inline`]): spelled out in each of an object's
-    /// states (up to 2^6 per object, one alternative per member left) it
-    /// was over a third of a Kubernetes schema's IR, for every pass before lowering to read.
-    /// Not a lexeme of its own: the position right after `,` would then
-    /// be inside one, and what follows (the next member's keys) would
-    /// depend on the callers instead of being the state's own token set.
+    /// `punct` between optional whitespace, as one rule that items and
+    /// members refer to, copied into them only when lowered
+    /// ([`LexemeHint::Inline`]). Written out at each use, it was over a
+    /// third of a Kubernetes schema's IR (an object has up to 2^6 states),
+    /// for every pass before lowering to read. Not a lexeme of its own:
+    /// the position right after `,` would then be inside one, and what
+    /// follows (the next member's keys) would depend on the callers
+    /// instead of being the state's own token set.
     fn spaced(&mut self, punct: &'static str) -> Expr {
         let ws = self.ws();
         if ws == Expr::Empty {
