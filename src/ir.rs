@@ -426,8 +426,9 @@ pub enum LexemeHint {
     /// Copied into every rule that refers to it, whether that is a parser
     /// rule or a lexeme: a small regular rule (a separator between
     /// members) written once in the IR and read where it is used, never a
-    /// lexeme or parser rule of its own. A rule that is not regular is a
-    /// parser rule as under `Auto`.
+    /// lexeme or parser rule of its own. A rule that is not regular is
+    /// still a parser rule, and one too large to copy a lexeme, as under
+    /// `Auto`.
     Inline,
     /// A lexeme whose body is `"`-quoted JSON strings `A` intersected
     /// with the JSON strings of `min..=max` code points (`max` `u32::MAX`:

@@ -241,7 +241,7 @@ pub fn analyze_with_refs(g: &Grammar, refs: Vec<Vec<RuleId>>) -> Result<Analysis
                 || (hint == LexemeHint::Auto && exp_size[r] > AUTO_LEXEME_MAX_SIZE)
             {
                 RuleClass::Structural
-            } else if hint == LexemeHint::Inline {
+            } else if hint == LexemeHint::Inline && exp_size[r] <= INLINE_MAX_SIZE {
                 RuleClass::Inline
             } else if hint == LexemeHint::Always || looping[r] || exp_size[r] > INLINE_MAX_SIZE {
                 RuleClass::Lexeme
@@ -609,7 +609,7 @@ mod tests {
             );
         }
     }
-    use crate::ir::{GrammarBuilder, Rule};
+    use crate::ir::{CharClass, GrammarBuilder, Rule};
 
     #[test]
     fn classifies_rules() {
@@ -666,7 +666,7 @@ mod tests {
 
     /// A rule hinted `Inline` is copied into its callers even when it
     /// loops (which would make an `Auto` rule a lexeme), unless it is not
-    /// regular.
+    /// regular or too large to copy.
     #[test]
     fn inline_hint_copies_loops_but_not_recursion() {
         let mut b = GrammarBuilder::new();
@@ -692,15 +692,28 @@ mod tests {
             ]),
         );
         b.set_lexeme_hint(nested, LexemeHint::Inline);
+        // Too large to copy into every caller: a lexeme, as under `Auto`.
+        let large = b.add_rule("large");
+        let letters: Vec<Expr> = (0..INLINE_MAX_SIZE)
+            .map(|_| Expr::Class(CharClass::from_ranges([('a' as u32, 'z' as u32)])))
+            .collect();
+        b.set_body(large, Expr::seq(letters));
+        b.set_lexeme_hint(large, LexemeHint::Inline);
         b.set_body(
             root,
-            Expr::seq(vec![Expr::Ref(nested), Expr::Ref(sep), Expr::Ref(nested)]),
+            Expr::seq(vec![
+                Expr::Ref(nested),
+                Expr::Ref(sep),
+                Expr::Ref(nested),
+                Expr::Ref(large),
+            ]),
         );
         let g = b.finish(root);
         let a = analyze(&g).unwrap();
         assert_eq!(a.class[sep as usize], RuleClass::Inline);
         assert_eq!(a.class[ws as usize], RuleClass::Lexeme);
         assert_eq!(a.class[nested as usize], RuleClass::Structural);
+        assert_eq!(a.class[large as usize], RuleClass::Lexeme);
     }
 
     /// Productivity through recursion: a cycle that leaves through one of
