@@ -308,15 +308,15 @@ impl ClassBytes {
     /// their continuation bytes). Appends to `to` the distinct states that
     /// the groups all of whose bytes (characters) are readable lead to,
     /// each with those groups, and returns the readable groups.
-    /// `scratch` holds the sets of states followed through a character's
-    /// bytes (kept between calls: this runs for every state).
+    /// `scratch` holds buffers and the characters' part of the rows seen
+    /// so far (kept between calls: this runs for every state).
     fn group_steps(
         &self,
         s: u32,
         trans: &[u32],
         by_char: bool,
         to: &mut Vec<(u32, u64)>,
-        scratch: &mut (Vec<u32>, Vec<u32>),
+        scratch: &mut CharScratch,
     ) -> u64 {
         use crate::vocab::trie::byte_group;
         let k = self.num_classes;
@@ -329,31 +329,72 @@ impl ClassBytes {
             None => to.push((t, g)),
         };
         let row = &trans[s as usize * k..(s as usize + 1) * k];
-        // A group is readable when none of its bytes' classes is dead.
-        let mut dead_groups = 0u64;
-        for (c, &t) in row.iter().enumerate() {
-            if t == DEAD {
-                dead_groups |= self.class_groups[c];
-            }
-        }
+        // A group is readable when none of its bytes' classes is dead
+        // (without a branch per class: most states of a large automaton
+        // read few classes).
+        let dead_groups = row
+            .iter()
+            .zip(&self.class_groups)
+            .fold(0u64, |acc, (&t, &g)| {
+                acc | (g & 0u64.wrapping_sub((t == DEAD) as u64))
+            });
         let mut live = self.all_groups & !dead_groups;
         if by_char {
             // Non-ASCII bytes are read by characters below.
             let non_ascii = byte_group(0x80)..=byte_group(0xff);
             live &= !non_ascii.fold(0u64, |m, g| m | 1 << g);
         }
-        for (c, &t) in row.iter().enumerate() {
-            let g = self.class_groups[c] & live;
-            if g != 0 {
-                add(to, t, g);
+        if live != 0 {
+            for (&t, &g) in row.iter().zip(&self.class_groups) {
+                let g = g & live;
+                if g != 0 {
+                    add(to, t, g);
+                }
             }
         }
         if !by_char {
             return live;
         }
-        // Each character group: every valid character of it, class by class.
-        let mut dead = 0u64;
-        let (frontier, next) = scratch;
+        // The characters' part depends only on where the lead bytes go,
+        // and most states of an automaton over text send them to the same
+        // few states ("any other character"): computed once per such row.
+        let CharScratch {
+            frontier,
+            next,
+            key,
+            known,
+        } = scratch;
+        key.clear();
+        for (leads, _) in &self.multi_byte_classes {
+            key.extend(leads.iter().map(|&c| row[c as usize]));
+        }
+        if let Some((chars_live, chars_to)) = known.get(key.as_slice()) {
+            for &(t, g) in chars_to {
+                add(to, t, g);
+            }
+            return live | chars_live;
+        }
+        let (chars_live, chars_to) = self.char_steps(row, trans, frontier, next);
+        for &(t, g) in &chars_to {
+            add(to, t, g);
+        }
+        known.insert(key.clone(), (chars_live, chars_to));
+        live | chars_live
+    }
+
+    /// The character groups (see [`Self::group_steps`]) readable from a
+    /// state whose row is `row`, and the states their characters lead
+    /// to, each with those groups; `frontier` and `next` are buffers.
+    fn char_steps(
+        &self,
+        row: &[u32],
+        trans: &[u32],
+        frontier: &mut Vec<u32>,
+        next: &mut Vec<u32>,
+    ) -> CharSteps {
+        let k = self.num_classes;
+        let mut to: Vec<(u32, u64)> = Vec::new();
+        let (mut live, mut dead) = (0u64, 0u64);
         for (&(g, .., more), (leads, seconds)) in MULTI_BYTE.iter().zip(&self.multi_byte_classes) {
             let bit = 1u64 << g;
             if dead & bit != 0 {
@@ -385,29 +426,40 @@ impl ClassBytes {
             } else {
                 live |= bit;
                 for &t in frontier.iter() {
-                    add(to, t, bit);
+                    match to.iter_mut().find(|x| x.0 == t) {
+                        Some(x) => x.1 |= bit,
+                        None => to.push((t, bit)),
+                    }
                 }
             }
         }
         // A group some of whose characters are unreadable is not readable,
         // even where other lead bytes of it were.
-        if dead != 0 {
-            live &= !dead;
-            for x in to[from..].iter_mut() {
-                x.1 &= !dead;
-            }
-            let mut i = from;
-            while i < to.len() {
-                if to[i].1 == 0 {
-                    to.swap_remove(i);
-                } else {
-                    i += 1;
-                }
-            }
-        }
-        live
+        live &= !dead;
+        to.retain_mut(|x| {
+            x.1 &= !dead;
+            x.1 != 0
+        });
+        (live, to)
     }
 }
+
+/// Buffers of [`ClassBytes::group_steps`], kept between its calls (it
+/// runs for every state).
+#[derive(Default)]
+struct CharScratch {
+    /// The sets of states followed through a character's bytes.
+    frontier: Vec<u32>,
+    next: Vec<u32>,
+    /// Where a row's lead bytes go, class by class.
+    key: Vec<u32>,
+    /// The characters' part of the rows computed so far, by `key`.
+    known: FastMap<Vec<u32>, CharSteps>,
+}
+
+/// The characters' part of a row: the readable character groups, and the
+/// states they lead to, each with its groups.
+type CharSteps = (u64, Vec<(u32, u64)>);
 
 /// Per state, where its readable groups lead (see
 /// [`ClassBytes::group_steps`]): `to[start[s]..start[s + 1]]`.
@@ -424,7 +476,7 @@ impl GroupSteps {
         let mut live = Vec::with_capacity(n);
         let mut start = Vec::with_capacity(n + 1);
         let mut to = Vec::new();
-        let mut scratch = (Vec::new(), Vec::new());
+        let mut scratch = CharScratch::default();
         for s in 0..n {
             meter.step(4 * dfa.num_classes)?;
             start.push(to.len() as u32);
@@ -497,12 +549,40 @@ impl SafeGroups {
         );
         // The groups each changed state had before its change, in order of
         // height: `(state, height, groups)`.
-        let mut history: Vec<(u32, u16, u64)> = Vec::new();
-        let mut cur = vec![u64::MAX; n];
-        let mut candidates: Vec<u32> = (0..n as u32).collect();
+        let mut history: Vec<(u32, u16, u64)> = Vec::with_capacity(n);
+        // Up to height 1 a state reads its readable groups (`solve` with
+        // every group allowed one byte further), so the first round is
+        // set rather than solved: on a large automaton it was the largest.
+        let mut cur = if horizon == 0 {
+            vec![u64::MAX; n]
+        } else {
+            steps.live.clone()
+        };
+        let mut candidates: Vec<u32> = Vec::new();
         let mut marked = vec![false; n];
         let mut updates: Vec<(u32, u64)> = Vec::new();
-        for h in 1..=horizon.min(u16::MAX as usize - 1) {
+        let changed = |s: usize, candidates: &mut Vec<u32>, marked: &mut [bool]| {
+            for &p in preds.of(s) {
+                if !marked[p as usize] {
+                    marked[p as usize] = true;
+                    candidates.push(p);
+                }
+            }
+        };
+        for (s, &groups) in cur.iter().enumerate() {
+            if groups != u64::MAX {
+                meter.step(1 + preds.of(s).len())?;
+                history.push((s as u32, 0, u64::MAX));
+                changed(s, &mut candidates, &mut marked);
+            }
+        }
+        for &p in &candidates {
+            marked[p as usize] = false;
+        }
+        for h in 2..=horizon.min(u16::MAX as usize - 1) {
+            if candidates.is_empty() {
+                break;
+            }
             updates.clear();
             for &s in &candidates {
                 let s = s as usize;
@@ -521,12 +601,7 @@ impl SafeGroups {
                 meter.step(1 + preds.of(s).len())?;
                 history.push((s as u32, (h - 1) as u16, cur[s]));
                 cur[s] = g;
-                for &p in preds.of(s) {
-                    if !marked[p as usize] {
-                        marked[p as usize] = true;
-                        candidates.push(p);
-                    }
-                }
+                changed(s, &mut candidates, &mut marked);
             }
             for &p in &candidates {
                 marked[p as usize] = false;
