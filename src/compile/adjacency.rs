@@ -49,9 +49,20 @@ impl Adjacency {
     /// edges of every compiled grammar this way, and the iterator cost
     /// them a third more instructions.
     pub(crate) fn inverse(n: usize, start: &[u32], items: &[u32]) -> Adjacency {
+        Self::inverse_by(n, start, items, |&x| x)
+    }
+
+    /// [`Adjacency::inverse`] of rows of any items, `node` naming the node
+    /// each item lists.
+    pub(crate) fn inverse_by<T>(
+        n: usize,
+        start: &[u32],
+        items: &[T],
+        node: impl Fn(&T) -> u32,
+    ) -> Adjacency {
         let mut first = vec![0u32; n + 1];
-        for &x in items {
-            first[x as usize + 1] += 1;
+        for x in items {
+            first[node(x) as usize + 1] += 1;
         }
         for i in 0..n {
             first[i + 1] += first[i];
@@ -59,8 +70,8 @@ impl Adjacency {
         let mut fill = first.clone();
         let mut to = vec![0u32; items.len()];
         for (r, row) in start.windows(2).enumerate() {
-            for &x in &items[row[0] as usize..row[1] as usize] {
-                let slot = &mut fill[x as usize];
+            for x in &items[row[0] as usize..row[1] as usize] {
+                let slot = &mut fill[node(x) as usize];
                 to[*slot as usize] = r as u32;
                 *slot += 1;
             }

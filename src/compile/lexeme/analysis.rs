@@ -543,10 +543,7 @@ impl SafeGroups {
         meter.step(2 * steps.to.len())?;
         let targets = |s: usize| &steps.to[steps.start[s] as usize..steps.start[s + 1] as usize];
         // Who leads to each state.
-        let preds = Adjacency::new(
-            n,
-            (0..n).flat_map(|s| targets(s).iter().map(move |&(t, _)| (t, s as u32))),
-        );
+        let preds = Adjacency::inverse_by(n, &steps.start, &steps.to, |&(t, _)| t);
         // The groups each changed state had before its change, in order of
         // height: `(state, height, groups)`.
         let mut history: Vec<(u32, u16, u64)> = Vec::with_capacity(n);
