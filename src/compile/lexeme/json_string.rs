@@ -586,6 +586,25 @@ impl Builder<'_> {
         id
     }
 
+    /// [`Self::partial`] of the span `lo..hi` (offsets from `lo`). A row
+    /// splits its code points into many such spans, and most list no
+    /// code point: those all lead to the same state, looked up once per
+    /// row in `empty`.
+    fn span(
+        &mut self,
+        rest: Option<Rest>,
+        listed: &[(u32, u32, CpState)],
+        lo: u32,
+        hi: u32,
+        empty: &mut Option<u32>,
+    ) -> u32 {
+        let i = listed.partition_point(|x| x.1 < lo);
+        if listed.get(i).is_none_or(|x| x.0 >= hi) {
+            return *empty.get_or_insert_with(|| self.partial(rest, listed, lo, lo, hi));
+        }
+        self.partial(rest, listed, lo, lo, hi)
+    }
+
     /// The transitions of state `key` on every byte, into `row`.
     fn row(&mut self, key: &Key, row: &mut [u32; 256]) {
         row.fill(DEAD);
@@ -654,6 +673,7 @@ impl Builder<'_> {
             }
             Key::HexAt(all) => {
                 let mut by_digit = [DEAD; 16];
+                let mut empty = None;
                 for (d, slot) in by_digit.iter_mut().enumerate() {
                     let d = d as u32;
                     *slot = if d == 0xD {
@@ -666,7 +686,7 @@ impl Builder<'_> {
                         }
                     } else {
                         let (lo, hi) = (d << 12, (d + 1) << 12);
-                        self.partial(Some(Rest::Hex { left: 3 }), &all.listed, lo, lo, hi)
+                        self.span(Some(Rest::Hex { left: 3 }), &all.listed, lo, hi, &mut empty)
                     };
                 }
                 for (b, d) in HEX_DIGITS {
@@ -675,19 +695,21 @@ impl Builder<'_> {
             }
             Key::HexD { below, pairs } => {
                 let mut by_digit = [DEAD; 16];
+                let (mut empty_below, mut empty_pairs) = (None, None);
                 for (d, slot) in by_digit.iter_mut().enumerate().take(0xC) {
                     let d = d as u32;
                     *slot = if d < 8 {
                         // U+D000..U+D7FF.
                         let (lo, hi) = (d << 8, (d + 1) << 8);
-                        self.partial(Some(Rest::Hex { left: 2 }), &below.listed, lo, lo, hi)
+                        let rest = Some(Rest::Hex { left: 2 });
+                        self.span(rest, &below.listed, lo, hi, &mut empty_below)
                     } else {
                         // A high surrogate D800-DBFF: 256 values of it,
                         // each a block of 1,024 code points.
                         let rest = Rest::Pair { step: 0 };
                         let size = rest_size(rest);
                         let lo = (d - 8) * size;
-                        self.partial(Some(rest), &pairs.listed, lo, lo, lo + size)
+                        self.span(Some(rest), &pairs.listed, lo, lo + size, &mut empty_pairs)
                     };
                 }
                 // A low surrogate cannot come first (C-F stay dead).
@@ -698,6 +720,7 @@ impl Builder<'_> {
             Key::Partial { rest, targets } => {
                 let (rest, listed) = (*rest, targets.listed.clone());
                 let size = rest_size(rest);
+                let mut empty = None;
                 match rest {
                     Rest::Utf8 { left, lo, hi } => {
                         let sub = size / 64;
@@ -708,7 +731,8 @@ impl Builder<'_> {
                         });
                         for b in lo..=hi {
                             let from = (b as u32 & 0x3F) * sub;
-                            row[b as usize] = self.partial(next, &listed, from, from, from + sub);
+                            row[b as usize] =
+                                self.span(next, &listed, from, from + sub, &mut empty);
                         }
                     }
                     Rest::Hex { left } => {
@@ -717,7 +741,7 @@ impl Builder<'_> {
                         let mut by_digit = [DEAD; 16];
                         for (d, slot) in by_digit.iter_mut().enumerate() {
                             let from = d as u32 * sub;
-                            *slot = self.partial(next, &listed, from, from, from + sub);
+                            *slot = self.span(next, &listed, from, from + sub, &mut empty);
                         }
                         for (b, d) in HEX_DIGITS {
                             row[b as usize] = by_digit[d as usize];
@@ -731,9 +755,9 @@ impl Builder<'_> {
                         } else {
                             Rest::Hex { left: 2 }
                         });
-                        let go = |digit: u32, this: &mut Self| {
+                        let mut go = |digit: u32, this: &mut Self| {
                             let from = digit * sub;
-                            this.partial(next, &listed, from, from, from + sub)
+                            this.span(next, &listed, from, from + sub, &mut empty)
                         };
                         match step {
                             2 => row[b'\\' as usize] = go(0, self),
