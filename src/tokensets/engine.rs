@@ -318,7 +318,7 @@ impl LexemeSource for Engine {
                 return Ok(t);
             }
         }
-        let t = Arc::new(build_part(expr, limits)?);
+        let t = Arc::new(build_part(expr, limits, self)?);
         let store = &mut *self.store.lock().unwrap();
         if let Some(entry) = store.admit(expr, &t) {
             let bytes = entry.bytes();

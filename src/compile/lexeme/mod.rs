@@ -686,6 +686,46 @@ mod tests {
         }
     }
 
+    /// Literals before a shared rest are a trie before the rest's table
+    /// (see `build_part`): the same language as the whole determinized,
+    /// minimal, whether or not the literals qualify.
+    #[test]
+    fn prefixes_before_one_rest_keep_the_language() {
+        let limits = DfaLimits::default();
+        let re = |p: &str| crate::regex::to_expr(p, crate::regex::Anchoring::Full).unwrap();
+        let tag = "([A-Za-z]{2,3}(-[A-Za-z]{3}){0,2}|[A-Za-z]{5,8})(-[A-Za-z]{4})?";
+        for pattern in [
+            (format!("title_{tag}"), true),
+            (
+                format!("title_({tag})|description_({tag})|name_({tag})"),
+                true,
+            ),
+            // A prefix of another: determinized whole.
+            (format!("a_({tag})|a_b_({tag})"), false),
+            // Different rests: determinized whole.
+            (format!("a_({tag})|b_[0-9]+"), false),
+            // Prefixes that share bytes, non-ASCII, and a rest that
+            // reads what a prefix reads.
+            ("ab(ab)*|ac(ab)*|é(ab)*".to_string(), true),
+            ("x[0-9]*|y[0-9]*|z[0-9]*".to_string(), true),
+            ("ab*".to_string(), true),
+            // `x` is a prefix of `xz`.
+            ("x[0-9]*|y[0-9]*|xz[0-9]*".to_string(), false),
+        ] {
+            let (pattern, factored) = pattern;
+            let expr = re(&pattern);
+            assert_eq!(
+                source::prefixes_before_one_rest(&expr).is_some(),
+                factored,
+                "{pattern}"
+            );
+            let direct = table_from_hir(&table::to_hir(&expr), &limits).unwrap();
+            let composed = build_part(&expr, &limits, &Uncached).unwrap();
+            assert!(same_language(&direct, &composed), "{pattern}");
+            assert_eq!(direct.num_states(), composed.num_states(), "{pattern}");
+        }
+    }
+
     #[test]
     fn safe_groups_follow_the_count_left() {
         use crate::vocab::trie::byte_group;

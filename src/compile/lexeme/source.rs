@@ -10,9 +10,10 @@ use super::string_trie::{StringTrie, STRING_TRIE_MIN_NODES};
 use std::sync::Arc;
 
 use super::table::{table_from_hir, table_from_hir_within, to_hir, too_large, Table};
-use super::{count_span, has_boolean, Computed, DfaLimits, LexemeDfa, DEAD};
+use super::{count_span, has_boolean, minimize, Computed, DfaLimits, LexemeDfa, DEAD};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ir::{Expr, JsonStrings};
+use crate::util::hash::FastMap;
 
 /// The inside of a JSON string that may go on with any characters: the
 /// state after the opening quote of "any string".
@@ -75,7 +76,7 @@ impl LexemeSource for Uncached {
     }
 
     fn part(&self, expr: &Expr, limits: &DfaLimits) -> Result<Arc<Table>> {
-        Ok(Arc::new(build_part(expr, limits)?))
+        Ok(Arc::new(build_part(expr, limits, self)?))
     }
 }
 
@@ -207,13 +208,147 @@ pub fn table(expr: &Expr, limits: &DfaLimits, parts: &dyn LexemeSource) -> Resul
     if has_boolean(expr) {
         boolean::table_of(expr, limits, parts)
     } else {
-        Ok(Arc::new(build_part(expr, limits)?))
+        Ok(Arc::new(build_part(expr, limits, parts)?))
     }
 }
 
 /// The table of an expression without intersection or complement.
-pub fn build_part(expr: &Expr, limits: &DfaLimits) -> Result<Table> {
+///
+/// Literals before a common rest (`prefix` then the rest, or an
+/// alternation of such with one rest) are a trie before the table of the
+/// rest, which comes from `parts`: patterns that put different prefixes
+/// before one long pattern (`^title_(BCP 47 tag)$`,
+/// `^description_(BCP 47 tag)$`, and the union of those an object's
+/// other keys exclude) determinize that pattern once rather than once
+/// per prefix and per union (0.4-0.8 ms each for a BCP 47 tag).
+pub fn build_part(expr: &Expr, limits: &DfaLimits, parts: &dyn LexemeSource) -> Result<Table> {
+    if let Some((prefixes, rest)) = prefixes_before_one_rest(expr) {
+        let tail = parts.part(&rest, limits)?;
+        return minimize(&prefixed(&prefixes, &tail), &limits.deadline);
+    }
     table_from_hir(&to_hir(expr), limits)
+}
+
+/// `expr` as a set of texts followed by one rest, where no text is a
+/// prefix of another (so that a trie's leaves are where the rest starts):
+/// a sequence starting with literals, or an alternation of such
+/// sequences whose rests are equal.
+pub(super) fn prefixes_before_one_rest(expr: &Expr) -> Option<(Vec<Vec<u8>>, Expr)> {
+    let split = |e: &Expr| -> Option<(Vec<u8>, Expr)> {
+        let Expr::Seq(items) = e else { return None };
+        let literals = items
+            .iter()
+            .take_while(|x| matches!(x, Expr::Literal(_)))
+            .count();
+        let mut prefix = Vec::new();
+        for x in &items[..literals] {
+            if let Expr::Literal(text) = x {
+                prefix.extend_from_slice(text.as_bytes());
+            }
+        }
+        if prefix.is_empty() || literals == items.len() {
+            return None;
+        }
+        let rest = match &items[literals..] {
+            [only] => only.clone(),
+            more => Expr::Seq(more.to_vec()),
+        };
+        Some((prefix, rest))
+    };
+    let (mut prefixes, rest) = match expr {
+        Expr::Alt(options) if options.len() > 1 => {
+            let (first, rest) = split(&options[0])?;
+            let mut prefixes = vec![first];
+            for option in &options[1..] {
+                let (prefix, other) = split(option)?;
+                if other != rest {
+                    return None;
+                }
+                prefixes.push(prefix);
+            }
+            (prefixes, rest)
+        }
+        _ => {
+            let (prefix, rest) = split(expr)?;
+            (vec![prefix], rest)
+        }
+    };
+    prefixes.sort_unstable();
+    prefixes.dedup();
+    let prefix_free = prefixes.windows(2).all(|w| !w[1].starts_with(&w[0]));
+    prefix_free.then_some((prefixes, rest))
+}
+
+/// The table of `prefixes` (none a prefix of another) followed by `t`'s
+/// language: a trie whose last bytes lead into `t`'s start. Not minimal
+/// where a state of `t` reads what is left of a prefix and then `t`'s
+/// language.
+fn prefixed(prefixes: &[Vec<u8>], t: &Table) -> Table {
+    // A byte's class: its class in `t`, and the byte itself where a
+    // prefix reads it.
+    let mut in_prefix = [false; 256];
+    for &b in prefixes.iter().flatten() {
+        in_prefix[b as usize] = true;
+    }
+    let mut ids: FastMap<(u8, Option<u8>), u8> = FastMap::default();
+    let mut classes = [0u8; 256];
+    let mut reps: Vec<u8> = Vec::new();
+    for b in 0..=255u8 {
+        let key = (t.classes[b as usize], in_prefix[b as usize].then_some(b));
+        let next = reps.len() as u8;
+        let id = *ids.entry(key).or_insert(next);
+        if id == next {
+            reps.push(b);
+        }
+        classes[b as usize] = id;
+    }
+    let k = reps.len();
+    // The trie's inner nodes, the root first; `t`'s states after them.
+    let mut edges: Vec<Vec<(u8, u32)>> = vec![Vec::new()];
+    let mut leaves: Vec<(u32, u8)> = Vec::new();
+    for prefix in prefixes {
+        let (last, inner) = prefix.split_last().expect("prefixes are not empty");
+        let mut node = 0u32;
+        for &b in inner {
+            node = match edges[node as usize].iter().find(|e| e.0 == b) {
+                Some(&(_, child)) => child,
+                None => {
+                    let child = edges.len() as u32;
+                    edges.push(Vec::new());
+                    edges[node as usize].push((b, child));
+                    child
+                }
+            };
+        }
+        leaves.push((node, *last));
+    }
+    let inner = edges.len();
+    let mut trans = vec![DEAD; (inner + t.num_states()) * k];
+    for (node, out) in edges.iter().enumerate() {
+        for &(b, child) in out {
+            trans[node * k + classes[b as usize] as usize] = child;
+        }
+    }
+    for &(node, b) in &leaves {
+        trans[node as usize * k + classes[b as usize] as usize] = inner as u32;
+    }
+    for s in 0..t.num_states() {
+        let row = &mut trans[(inner + s) * k..(inner + s + 1) * k];
+        for (slot, &r) in row.iter_mut().zip(&reps) {
+            let q = t.next(s as u32, r);
+            if q != DEAD {
+                *slot = q + inner as u32;
+            }
+        }
+    }
+    let mut is_final = vec![false; inner];
+    is_final.extend_from_slice(&t.is_final);
+    Table {
+        classes,
+        num_classes: k,
+        trans,
+        is_final,
+    }
 }
 
 /// The error of a lexeme over `limits.max_bytes`, for callers that need
