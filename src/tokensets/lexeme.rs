@@ -269,13 +269,9 @@ impl Lexeme {
                 // A string trie's states are not the table's.
                 return false;
             }
-            let mut high = vec![false; dfa.num_classes];
-            for byte in 0x80..=0xffu8 {
-                high[dfa.classes[byte as usize] as usize] = true;
-            }
-            dfa.trans
-                .chunks(dfa.num_classes)
-                .all(|row| row.iter().zip(&high).all(|(&t, &h)| !h || t == DEAD))
+            // The table's rows, through their first bytes (a pass over
+            // the whole table was 9% of that first compile).
+            dfa.first_bytes.iter().all(|bytes| bytes[2] | bytes[3] == 0)
         })
     }
 

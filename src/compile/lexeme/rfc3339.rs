@@ -44,10 +44,9 @@ impl Builder {
     /// The same automaton with its states numbered in the order a
     /// depth-first search from the start finishes them, reversed: every
     /// transition but those closing a loop (a fraction's digits) leads to
-    /// a later state, so that finding the live states
-    /// ([`LexemeDfa::from_table_by`](super::LexemeDfa)) settles in a
-    /// pass or two instead of building predecessor lists for 66,000
-    /// states.
+    /// a later state, so that finding the live states of the JSON forms
+    /// settles in two passes (see [`json_table`]) instead of building
+    /// predecessor lists for 66,000 states.
     fn in_topological_order(self) -> Builder {
         let n = self.edges.len();
         let mut finished: Vec<u32> = Vec::with_capacity(n);
@@ -94,28 +93,77 @@ impl Builder {
     }
 
     fn table(&self) -> Table {
-        // Bytes whose columns are equal share a class.
-        let mut columns: Vec<Vec<(u32, u32)>> = vec![Vec::new(); 256];
-        for (s, edges) in self.edges.iter().enumerate() {
-            for &(b, t) in edges {
-                columns[b as usize].push((s as u32, t));
+        let mut rows = Rows::default();
+        for (edges, &f) in self.edges.iter().zip(&self.is_final) {
+            rows.state(f);
+            rows.edges.extend_from_slice(edges);
+        }
+        rows.table()
+    }
+}
+
+/// A DFA's sparse rows laid out one after another, in state order: each
+/// state's edges are pushed right after it is added.
+#[derive(Default)]
+struct Rows {
+    /// Where each state's edges start in `edges`.
+    start: Vec<u32>,
+    edges: Vec<(u8, u32)>,
+    is_final: Vec<bool>,
+}
+
+impl Rows {
+    /// Adds a state; the edges pushed next are its row.
+    fn state(&mut self, is_final: bool) {
+        self.start.push(self.edges.len() as u32);
+        self.is_final.push(is_final);
+    }
+
+    fn table(&self) -> Table {
+        let n = self.is_final.len();
+        let row = |s: usize| {
+            let end = self
+                .start
+                .get(s + 1)
+                .map_or(self.edges.len(), |&e| e as usize);
+            &self.edges[self.start[s] as usize..end]
+        };
+        // Each byte's column, `state << 32 | target` by state, laid out by
+        // a counting sort: bytes whose columns are equal share a class.
+        let mut col_start = [0usize; 257];
+        for &(b, _) in &self.edges {
+            col_start[b as usize + 1] += 1;
+        }
+        for b in 0..256 {
+            col_start[b + 1] += col_start[b];
+        }
+        let mut fill = col_start;
+        let mut columns = vec![0u64; self.edges.len()];
+        for s in 0..n {
+            for &(b, t) in row(s) {
+                columns[fill[b as usize]] = (s as u64) << 32 | t as u64;
+                fill[b as usize] += 1;
             }
         }
-        let mut ids: FastMap<&[(u32, u32)], u8> = FastMap::default();
+        // Compared with each class's column rather than hashed: columns
+        // of one length are few, and comparing them stops early.
+        let column = |b: usize| &columns[col_start[b]..col_start[b + 1]];
+        let mut reps: Vec<usize> = Vec::new();
         let mut classes = [0u8; 256];
-        let mut reps: Vec<u8> = Vec::new();
-        for b in 0..256usize {
-            let next = reps.len() as u8;
-            let id = *ids.entry(&columns[b]).or_insert(next);
-            if id == next {
-                reps.push(b as u8);
-            }
-            classes[b] = id;
+        for (b, class) in classes.iter_mut().enumerate() {
+            let id = match reps.iter().position(|&r| column(r) == column(b)) {
+                Some(id) => id,
+                None => {
+                    reps.push(b);
+                    reps.len() - 1
+                }
+            };
+            *class = id as u8;
         }
         let k = reps.len();
-        let mut trans = vec![DEAD; self.edges.len() * k];
-        for (s, edges) in self.edges.iter().enumerate() {
-            for &(b, t) in edges {
+        let mut trans = vec![DEAD; n * k];
+        for s in 0..n {
+            for &(b, t) in row(s) {
                 trans[s * k + classes[b as usize] as usize] = t;
             }
         }
@@ -335,91 +383,128 @@ fn chars(with_date: bool) -> Builder {
     b
 }
 
-/// Every JSON spelling of the strings of `c` (printable ASCII without `"`
-/// and `\`): each character also as `\u00XX` (hex digits in either case),
-/// `/` also as `\/`. A state's escapes depend on its transitions only,
-/// shared by states that have the same.
-fn spelled(c: &Builder) -> Builder {
-    let mut b = c.clone();
-    let mut escapes: FastMap<Vec<(u8, u32)>, u32> = FastMap::default();
-    let mut last_digit: FastMap<Vec<(u8, u32)>, u32> = FastMap::default();
-    let hex = |v: u8| -> Vec<u8> {
-        match v {
-            0..=9 => vec![b'0' + v],
-            _ => vec![b'a' + v - 10, b'A' + v - 10],
-        }
-    };
-    for q in 0..c.edges.len() {
-        let mut row = c.edges[q].clone();
+/// The table of every JSON spelling of the strings of `c` (printable
+/// ASCII without `"` and `\`), between quotes when `quoted`: each
+/// character also as `\u00XX` (hex digits in either case), `/` also as
+/// `\/`. A state's escapes depend on its transitions only, shared by
+/// states that have the same.
+///
+/// The rows are laid out directly in state order (the opening quote's
+/// state, `c`'s states, the closing quote's, then the escapes), without
+/// a row of its own per state: the JSON forms have 66,000 states, and
+/// built as rows of their own, renumbered and columned, they took
+/// 10-15 ms, the largest part of the first schema with a date-time.
+/// `c`'s states come in topological order and each escape's states lead
+/// to states numbered before them, so that finding the live states
+/// ([`LexemeDfa::from_table_by`](super::LexemeDfa)) marks them in two
+/// passes, `c`'s states backwards and the escapes forwards.
+fn json_table(c: &Builder, quoted: bool) -> Table {
+    let off = u32::from(quoted);
+    let n = c.edges.len() as u32;
+    let end = off + n;
+    let mut escapes = Rows::default();
+    let escape_base = end + off;
+    let next_escape = |escapes: &Rows| escape_base + escapes.is_final.len() as u32;
+    // Per state of `c`: the state after its backslash.
+    let mut after_backslash: Vec<u32> = Vec::with_capacity(n as usize);
+    // Sized up front: growing rehashes every row.
+    let mut by_row: FastMap<&[(u8, u32)], u32> =
+        FastMap::with_capacity_and_hasher(c.edges.len(), Default::default());
+    let mut by_last_digits: FastMap<Vec<(u8, u32)>, u32> =
+        FastMap::with_capacity_and_hasher(c.edges.len(), Default::default());
+    // `(high hex digit, low hex digit, target)` of one escape group.
+    let mut spelled: Vec<(u8, u8, u32)> = Vec::new();
+    let mut lows: Vec<(u8, u32)> = Vec::new();
+    let mut highs: Vec<(u8, u32)> = Vec::new();
+    for row in &c.edges {
         if row.is_empty() {
+            after_backslash.push(DEAD);
             continue;
         }
-        row.sort_unstable();
-        let e1 = match escapes.get(&row) {
-            Some(&e1) => e1,
-            None => {
-                let (e1, e2, e3, e4) = (b.add(), b.add(), b.add(), b.add());
-                b.edge(e1, b'u', e2);
-                b.edge(e2, b'0', e3);
-                b.edge(e3, b'0', e4);
-                let mut by_high: Vec<Vec<(u8, u32)>> = vec![Vec::new(); 8];
-                for &(ch, t) in &row {
-                    if ch == b'/' {
-                        b.edge(e1, b'/', t);
-                    }
-                    for lo in hex(ch & 15) {
-                        by_high[(ch >> 4) as usize].push((lo, t));
-                    }
-                }
-                for (high, mut lows) in by_high.into_iter().enumerate() {
-                    if lows.is_empty() {
-                        continue;
-                    }
-                    lows.sort_unstable();
-                    let e5 = match last_digit.get(&lows) {
-                        Some(&e5) => e5,
-                        None => {
-                            let e5 = b.add();
-                            b.edges[e5 as usize] = lows.clone();
-                            last_digit.insert(lows, e5);
-                            e5
-                        }
-                    };
-                    b.edge(e4, b'0' + high as u8, e5);
-                }
-                escapes.insert(row, e1);
-                e1
+        if let Some(&e1) = by_row.get(&row[..]) {
+            after_backslash.push(e1);
+            continue;
+        }
+        spelled.clear();
+        for &(ch, t) in row {
+            let (high, low) = (ch >> 4, ch & 15);
+            spelled.push((high, hex_digit(low), t + off));
+            if low >= 10 {
+                spelled.push((high, hex_digit(low).to_ascii_uppercase(), t + off));
             }
-        };
-        b.edge(q as u32, b'\\', e1);
+        }
+        spelled.sort_unstable();
+        // The state before each last digit, by the high digit.
+        highs.clear();
+        for group in spelled.chunk_by(|a, b| a.0 == b.0) {
+            lows.clear();
+            lows.extend(group.iter().map(|&(_, low, t)| (low, t)));
+            let e5 = match by_last_digits.get(&lows[..]) {
+                Some(&e5) => e5,
+                None => {
+                    let e5 = next_escape(&escapes);
+                    escapes.state(false);
+                    escapes.edges.extend_from_slice(&lows);
+                    by_last_digits.insert(lows.clone(), e5);
+                    e5
+                }
+            };
+            highs.push((b'0' + group[0].0, e5));
+        }
+        // `\`, `u`, `0`, `0`, then the high digits; numbered from the
+        // last, each leading to the one numbered before it.
+        let e4 = next_escape(&escapes);
+        escapes.state(false);
+        escapes.edges.extend_from_slice(&highs);
+        escapes.state(false);
+        escapes.edges.push((b'0', e4));
+        escapes.state(false);
+        escapes.edges.push((b'0', e4 + 1));
+        let e1 = e4 + 3;
+        escapes.state(false);
+        if let Some(&(_, t)) = row.iter().find(|&&(ch, _)| ch == b'/') {
+            escapes.edges.push((b'/', t + off));
+        }
+        escapes.edges.push((b'u', e4 + 2));
+        by_row.insert(row, e1);
+        after_backslash.push(e1);
     }
-    b
+    let mut rows = Rows::default();
+    let states = c.edges.len() + escapes.is_final.len() + 2;
+    rows.start.reserve(states);
+    rows.is_final.reserve(states);
+    let edges: usize = c.edges.iter().map(|row| row.len() + 2).sum();
+    rows.edges.reserve(edges + escapes.edges.len() + 1);
+    if quoted {
+        rows.state(false);
+        rows.edges.push((b'"', 1));
+    }
+    for (q, row) in c.edges.iter().enumerate() {
+        rows.state(!quoted && c.is_final[q]);
+        rows.edges.extend(row.iter().map(|&(ch, t)| (ch, t + off)));
+        if after_backslash[q] != DEAD {
+            rows.edges.push((b'\\', after_backslash[q]));
+        }
+        if quoted && c.is_final[q] {
+            rows.edges.push((b'"', end));
+        }
+    }
+    if quoted {
+        rows.state(true);
+    }
+    let base = rows.edges.len() as u32;
+    rows.start.extend(escapes.start.iter().map(|&e| base + e));
+    rows.edges.extend_from_slice(&escapes.edges);
+    rows.is_final.extend_from_slice(&escapes.is_final);
+    rows.table()
 }
 
-/// `"`, a string of `s`, `"`.
-fn quoted(s: Builder) -> Builder {
-    let Builder {
-        edges: mut inner,
-        is_final: inner_final,
-    } = s;
-    for row in &mut inner {
-        for e in row.iter_mut() {
-            e.1 += 1;
-        }
+/// The lowercase hex digit of `v` (below 16).
+fn hex_digit(v: u8) -> u8 {
+    match v {
+        0..=9 => b'0' + v,
+        _ => b'a' + v - 10,
     }
-    let mut b = Builder::default();
-    b.edges.reserve(inner.len() + 2);
-    b.edges.push(vec![(b'"', 1)]);
-    b.edges.append(&mut inner);
-    b.is_final = vec![false; b.edges.len()];
-    let end = b.add();
-    b.is_final[end as usize] = true;
-    for (q, f) in inner_final.into_iter().enumerate() {
-        if f {
-            b.edge(q as u32 + 1, b'"', end);
-        }
-    }
-    b
 }
 
 /// The automaton over code points (about 11,000 states), built once per
@@ -429,7 +514,9 @@ fn chars_cached(date: bool) -> Arc<(Builder, Table)> {
     static CACHE: [OnceLock<Arc<(Builder, Table)>>; 2] = [OnceLock::new(), OnceLock::new()];
     CACHE[usize::from(date)]
         .get_or_init(|| {
-            let b = chars(date);
+            let mut b = chars(date).in_topological_order();
+            // Sorted rows: states with equal rows share their escapes.
+            b.edges.iter_mut().for_each(|row| row.sort_unstable());
             let t = b.table();
             Arc::new((b, t))
         })
@@ -437,14 +524,14 @@ fn chars_cached(date: bool) -> Arc<(Builder, Table)> {
 }
 
 /// The DFA of `r`. The JSON forms (66,000 states, about 7 MB) are built
-/// anew (about 7 ms), not kept here: the lexeme cache keeps their
+/// anew (about 2 ms), not kept here: the lexeme cache keeps their
 /// lexemes within its budget, shared by every schema of a vocabulary.
 pub fn table(r: &Rfc3339) -> Arc<Table> {
     let c = chars_cached(r.date);
     match r.form {
         TextForm::Chars => Arc::new(c.1.clone()),
-        TextForm::Spelled => Arc::new(spelled(&c.0).in_topological_order().table()),
-        TextForm::Quoted => Arc::new(quoted(spelled(&c.0)).in_topological_order().table()),
+        TextForm::Spelled => Arc::new(json_table(&c.0, false)),
+        TextForm::Quoted => Arc::new(json_table(&c.0, true)),
     }
 }
 

@@ -232,23 +232,23 @@ impl LexemeDfa {
         let n = is_final.len();
         let k = num_classes;
         let live = live_states(&trans, &is_final, k, LIVE_PASSES, &mut meter)?;
-        for row in trans.chunks_mut(k.max(1)) {
-            meter.step(row.len())?;
-            for t in row {
-                if *t != DEAD && !live[*t as usize] {
-                    *t = DEAD;
-                }
-            }
-        }
+        let all_live = live.iter().all(|&l| l);
+        // One pass over the rows: transitions into dead states removed,
+        // then each state's first bytes.
         let by_class = ClassBytes::new(&classes, k);
         let mut first_bytes = vec![[0u64; 4]; n];
-        for (s, fb) in first_bytes.iter_mut().enumerate() {
+        for (row, fb) in trans.chunks_mut(k.max(1)).zip(&mut first_bytes) {
             meter.step(k)?;
-            for (c, bytes) in by_class.bytes.iter().enumerate() {
-                if trans[s * k + c] != DEAD {
-                    for w in 0..4 {
-                        fb[w] |= bytes[w];
-                    }
+            for (t, bytes) in row.iter_mut().zip(&by_class.bytes) {
+                if *t == DEAD {
+                    continue;
+                }
+                if !all_live && !live[*t as usize] {
+                    *t = DEAD;
+                    continue;
+                }
+                for w in 0..4 {
+                    fb[w] |= bytes[w];
                 }
             }
         }
