@@ -15,9 +15,13 @@
 //! dynamic anchors among them are known). References to anything else
 //! (other files, remote URLs, metaschemas not given) are refused.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use serde_json::Value;
+
+use crate::util::hash::FastMap;
 
 /// Base URI of a document without `$id`.
 const DEFAULT_BASE: &str = "cgram:///schema.json";
@@ -68,11 +72,12 @@ pub struct Entry<'a> {
     pub value: &'a Value,
     /// JSON pointer from the root of its document.
     pub ptr: String,
-    /// Where it is, for messages: `ptr` in the schema, `uri#ptr` in an
-    /// extra document.
-    pub loc: String,
-    /// Absolute base URI (no fragment).
-    pub base: String,
+    /// Where it is in an extra document, for messages: `uri#ptr` (in the
+    /// schema, `ptr` says it).
+    loc: Option<Box<str>>,
+    /// Absolute base URI (no fragment), shared with the schemas under it
+    /// (every schema has one, most the same as their parent's).
+    pub base: Rc<str>,
     /// Its document: 0 the schema, `i + 1` extra document `i`.
     pub doc: u32,
 }
@@ -92,7 +97,7 @@ pub struct Doc<'a> {
     loaded: Vec<bool>,
     pub entries: Vec<Entry<'a>>,
     /// Entry of each JSON pointer, per document.
-    by_ptr: Vec<HashMap<String, u32>>,
+    by_ptr: Vec<FastMap<String, u32>>,
     /// Resource URIs (no fragment) and anchors (`uri#name`).
     uris: HashMap<String, u32>,
     /// The resource URIs each extra document declares with `$id`s, by
@@ -101,15 +106,20 @@ pub struct Doc<'a> {
     declared: Option<HashMap<String, u32>>,
 }
 
-pub fn escape_segment(s: &str) -> String {
-    s.replace('~', "~0").replace('/', "~1")
+/// `s` as a JSON pointer segment (`~` and `/` escaped).
+pub fn escape_segment(s: &str) -> Cow<'_, str> {
+    if s.contains(['~', '/']) {
+        Cow::Owned(s.replace('~', "~0").replace('/', "~1"))
+    } else {
+        Cow::Borrowed(s)
+    }
 }
 
 impl<'a> Doc<'a> {
     /// The schema `root`, with `extra` documents its references may reach.
     pub fn new(root: &'a Value, extra: &'a [Document]) -> Doc<'a> {
         let mut d = Doc::unindexed(root, extra);
-        d.walk(0, root, String::new(), DEFAULT_BASE.to_string());
+        d.walk(0, root, String::new(), Rc::from(DEFAULT_BASE));
         d.uris.entry(DEFAULT_BASE.to_string()).or_insert(0);
         d.load_reachable();
         d
@@ -131,7 +141,7 @@ impl<'a> Doc<'a> {
             extra_uris: extra.iter().map(|(u, _)| u.as_str()).collect(),
             loaded: (0..n).map(|i| i == 0).collect(),
             entries: Vec::new(),
-            by_ptr: vec![HashMap::new(); n],
+            by_ptr: vec![FastMap::default(); n],
             uris: HashMap::new(),
             declared: None,
         }
@@ -183,7 +193,7 @@ impl<'a> Doc<'a> {
                 extra_uris: self.extra_uris.clone(),
                 loaded: vec![false; n + 1],
                 entries: Vec::new(),
-                by_ptr: vec![HashMap::new(); n + 1],
+                by_ptr: vec![FastMap::default(); n + 1],
                 uris: HashMap::new(),
                 declared: None,
             };
@@ -210,12 +220,12 @@ impl<'a> Doc<'a> {
         self.loaded[doc] = true;
         let uri = self.extra_uris[doc - 1];
         let first = self.entries.len() as u32;
-        self.walk(doc as u32, self.roots[doc], String::new(), uri.to_string());
+        self.walk(doc as u32, self.roots[doc], String::new(), Rc::from(uri));
         self.uris.entry(uri.to_string()).or_insert(first);
     }
 
     /// Registers one schema (its `$id` and anchors) and returns its id.
-    fn register(&mut self, doc: u32, v: &'a Value, ptr: String, parent_base: String) -> u32 {
+    fn register(&mut self, doc: u32, v: &'a Value, ptr: String, parent_base: Rc<str>) -> u32 {
         let draft = self.drafts[doc as usize];
         let mut base = parent_base;
         if let Value::Object(m) = v {
@@ -233,9 +243,9 @@ impl<'a> Doc<'a> {
                             self.uris.entry(key).or_insert(n);
                         }
                     } else {
-                        base = res.to_string();
+                        base = Rc::from(res);
                         let n = self.entries.len() as u32;
-                        self.uris.entry(base.clone()).or_insert(n);
+                        self.uris.entry(base.to_string()).or_insert(n);
                         if !frag.is_empty() && !frag.starts_with('/') {
                             self.uris.entry(format!("{base}#{frag}")).or_insert(n);
                         }
@@ -251,11 +261,8 @@ impl<'a> Doc<'a> {
         }
         let id = self.entries.len() as u32;
         self.by_ptr[doc as usize].insert(ptr.clone(), id);
-        let loc = if doc == 0 {
-            ptr.clone()
-        } else {
-            format!("{}#{ptr}", self.extra_uris[doc as usize - 1])
-        };
+        let loc = (doc != 0)
+            .then(|| format!("{}#{ptr}", self.extra_uris[doc as usize - 1]).into_boxed_str());
         self.entries.push(Entry {
             value: v,
             ptr,
@@ -266,7 +273,7 @@ impl<'a> Doc<'a> {
         id
     }
 
-    fn walk(&mut self, doc: u32, v: &'a Value, ptr: String, parent_base: String) {
+    fn walk(&mut self, doc: u32, v: &'a Value, ptr: String, parent_base: Rc<str>) {
         let id = self.register(doc, v, ptr.clone(), parent_base);
         let base = self.entries[id as usize].base.clone();
         let Value::Object(m) = v else { return };
@@ -345,7 +352,8 @@ impl<'a> Doc<'a> {
     /// Where schema `id` is, for messages: its JSON pointer, preceded by
     /// `uri#` in an extra document.
     pub fn ptr(&self, id: u32) -> &str {
-        &self.entries[id as usize].loc
+        let e = &self.entries[id as usize];
+        e.loc.as_deref().unwrap_or(&e.ptr)
     }
 
     /// Resolves a `$ref` found in schema `id`.
@@ -389,7 +397,7 @@ impl<'a> Doc<'a> {
     /// `$id` set its base URI; the document root when none did).
     pub fn resource_of(&self, id: u32) -> u32 {
         let base = &self.entries[id as usize].base;
-        self.uris.get(base).copied().unwrap_or(0)
+        self.uris.get(&**base).copied().unwrap_or(0)
     }
 
     /// The dynamic anchors a dynamic context may bind, as (resource root,

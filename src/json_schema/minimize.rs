@@ -12,7 +12,7 @@ use std::hash::{Hash, Hasher};
 
 use crate::ir::graph::tarjan;
 use crate::ir::{Expr, Grammar, LexemeHint, Rule, RuleId};
-use crate::util::hash::FastMap;
+use crate::util::hash::{FastHasher, FastMap};
 
 /// Calls `f` on every rule reference in `e`, in order, to rewrite it.
 fn for_each_ref_mut(e: &mut Expr, f: &mut impl FnMut(&mut RuleId)) {
@@ -26,62 +26,74 @@ fn for_each_ref_mut(e: &mut Expr, f: &mut impl FnMut(&mut RuleId)) {
     }
 }
 
-fn collect_refs(e: &Expr, out: &mut Vec<RuleId>) {
-    if let Expr::Ref(r) = e {
-        out.push(*r);
+/// Hashes the shape of `e` (see [`Shape`]) into `h` and lists its
+/// references in order, in one walk: bodies are large, and a walk of
+/// their nodes is mostly cache misses.
+fn hash_shape(e: &Expr, h: &mut FastHasher, refs: &mut Vec<RuleId>) {
+    std::mem::discriminant(e).hash(h);
+    match e {
+        Expr::Ref(r) => refs.push(*r),
+        Expr::Empty | Expr::Nothing => {}
+        Expr::Literal(s) => s.hash(h),
+        Expr::Class(c) => c.hash(h),
+        Expr::Token(t) => t.hash(h),
+        Expr::JsonStrings(js) => js.hash(h),
+        // The operand of a pattern holds no reference.
+        Expr::JsonQuoted(x) => hash_shape(x, h, &mut Vec::new()),
+        Expr::DecimalMultiple(m) => m.hash(h),
+        Expr::Rfc3339(r) => r.hash(h),
+        Expr::Seq(v) | Expr::Alt(v) | Expr::And(v) => {
+            v.len().hash(h);
+            v.iter().for_each(|x| hash_shape(x, h, refs));
+        }
+        Expr::Not(x) => hash_shape(x, h, refs),
+        Expr::Repeat { expr, min, max } => {
+            (min, max).hash(h);
+            hash_shape(expr, h, refs);
+        }
     }
-    e.for_each_child(|c| collect_refs(c, out));
 }
 
 /// A body seen with its reference targets blanked out: equal shapes
-/// differ at most in which rules they reference.
-struct Shape<'a>(&'a Expr);
+/// differ at most in which rules they reference. Keys a map by the hash
+/// [`hash_shape`] computed (with the rule's hint).
+struct Shape<'a> {
+    hash: u64,
+    hint: LexemeHint,
+    body: &'a Expr,
+}
 
 impl Hash for Shape<'_> {
     fn hash<H: Hasher>(&self, h: &mut H) {
-        std::mem::discriminant(self.0).hash(h);
-        match self.0 {
-            Expr::Ref(_) | Expr::Empty | Expr::Nothing => {}
-            Expr::Literal(s) => s.hash(h),
-            Expr::Class(c) => c.hash(h),
-            Expr::Token(t) => t.hash(h),
-            Expr::JsonStrings(js) => js.hash(h),
-            Expr::JsonQuoted(e) => Shape(e).hash(h),
-            Expr::DecimalMultiple(m) => m.hash(h),
-            Expr::Rfc3339(r) => r.hash(h),
-            Expr::Seq(v) | Expr::Alt(v) | Expr::And(v) => {
-                v.len().hash(h);
-                v.iter().for_each(|x| Shape(x).hash(h));
-            }
-            Expr::Not(x) => Shape(x).hash(h),
-            Expr::Repeat { expr, min, max } => {
-                (min, max).hash(h);
-                Shape(expr).hash(h);
-            }
+        h.write_u64(self.hash);
+    }
+}
+
+/// Shapes of equal hashes compared node by node.
+fn same_shape(a: &Expr, b: &Expr) -> bool {
+    match (a, b) {
+        (Expr::Ref(_), Expr::Ref(_)) => true,
+        (Expr::Seq(a), Expr::Seq(b))
+        | (Expr::Alt(a), Expr::Alt(b))
+        | (Expr::And(a), Expr::And(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same_shape(x, y))
         }
+        (Expr::Not(a), Expr::Not(b)) => same_shape(a, b),
+        (
+            Expr::Repeat { expr, min, max },
+            Expr::Repeat {
+                expr: e2,
+                min: m2,
+                max: x2,
+            },
+        ) => min == m2 && max == x2 && same_shape(expr, e2),
+        (a, b) => a == b,
     }
 }
 
 impl PartialEq for Shape<'_> {
     fn eq(&self, other: &Self) -> bool {
-        match (self.0, other.0) {
-            (Expr::Ref(_), Expr::Ref(_)) => true,
-            (Expr::Seq(a), Expr::Seq(b))
-            | (Expr::Alt(a), Expr::Alt(b))
-            | (Expr::And(a), Expr::And(b)) => {
-                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| Shape(x) == Shape(y))
-            }
-            (Expr::Not(a), Expr::Not(b)) => Shape(a) == Shape(b),
-            (
-                Expr::Repeat { expr, min, max },
-                Expr::Repeat {
-                    expr: e2,
-                    min: m2,
-                    max: x2,
-                },
-            ) => min == m2 && max == x2 && Shape(expr) == Shape(e2),
-            (a, b) => a == b,
-        }
+        self.hash == other.hash && self.hint == other.hint && same_shape(self.body, other.body)
     }
 }
 
@@ -118,14 +130,20 @@ pub fn minimize(g: Grammar) -> Grammar {
     // Each body's shape (its references blanked) is interned once, its
     // references listed in order; classes then come from shapes and the
     // classes of references.
-    let mut shapes: FastMap<(LexemeHint, Shape), u32> = FastMap::default();
+    let mut shapes: FastMap<Shape, u32> = FastMap::default();
     let mut shape_of = Vec::with_capacity(n);
     let mut refs_of: Vec<Vec<RuleId>> = Vec::with_capacity(n);
     for r in &rules {
-        let k = shapes.len() as u32;
-        shape_of.push(*shapes.entry((r.lexeme, Shape(&r.body))).or_insert(k));
+        let mut h = FastHasher::default();
         let mut refs = Vec::new();
-        collect_refs(&r.body, &mut refs);
+        hash_shape(&r.body, &mut h, &mut refs);
+        let shape = Shape {
+            hash: h.finish(),
+            hint: r.lexeme,
+            body: &r.body,
+        };
+        let k = shapes.len() as u32;
+        shape_of.push(*shapes.entry(shape).or_insert(k));
         refs.iter_mut().for_each(|x| *x = resolve(*x));
         refs_of.push(refs);
     }
