@@ -18,7 +18,7 @@ use crate::ir::{Rfc3339, TextForm};
 use crate::util::hash::FastMap;
 
 /// A DFA under construction: sparse edges, state 0 the start.
-#[derive(Clone, Default)]
+#[derive(Default)]
 struct Builder {
     edges: Vec<Vec<(u8, u32)>>,
     is_final: Vec<bool>,
@@ -389,113 +389,144 @@ fn chars(with_date: bool) -> Builder {
 /// `\/`. A state's escapes depend on its transitions only, shared by
 /// states that have the same.
 ///
-/// The rows are laid out directly in state order (the opening quote's
-/// state, `c`'s states, the closing quote's, then the escapes), without
-/// a row of its own per state: the JSON forms have 66,000 states, and
-/// built as rows of their own, renumbered and columned, they took
-/// 10-15 ms, the largest part of the first schema with a date-time.
-/// `c`'s states come in topological order and each escape's states lead
-/// to states numbered before them, so that finding the live states
-/// ([`LexemeDfa::from_table_by`](super::LexemeDfa)) marks them in two
-/// passes, `c`'s states backwards and the escapes forwards.
+/// The rows are laid out directly in state order, without a row of its
+/// own per state: the JSON forms have 66,000 states, and built as rows
+/// of their own, renumbered and columned, they took 10-15 ms, the
+/// largest part of the first schema with a date-time. The order is the
+/// start (the opening quote, or `c`'s start), the escapes up to their
+/// last digit (`\`, `u`, `0`, `0`), the last digits, then `c`'s other
+/// states in topological order and the closing quote: every transition
+/// but those into an escape and a fraction's loop leads to a later
+/// state, so that finding the live states
+/// ([`LexemeDfa::from_table_by`](super::LexemeDfa)) marks them all in
+/// one pass backwards.
 fn json_table(c: &Builder, quoted: bool) -> Table {
-    let off = u32::from(quoted);
-    let n = c.edges.len() as u32;
-    let end = off + n;
-    let mut escapes = Rows::default();
-    let escape_base = end + off;
-    let next_escape = |escapes: &Rows| escape_base + escapes.is_final.len() as u32;
-    // Per state of `c`: the state after its backslash.
-    let mut after_backslash: Vec<u32> = Vec::with_capacity(n as usize);
+    // The escapes of each distinct row of `c`: the state after the
+    // backslash is `1 + 4 * group`, the high digits' targets are last
+    // digit states (indices into `lasts`).
+    let mut group_of: Vec<u32> = Vec::with_capacity(c.edges.len());
+    let mut slash: Vec<Option<u32>> = Vec::new();
+    let mut highs_start: Vec<u32> = vec![0];
+    let mut highs: Vec<(u8, u32)> = Vec::new();
+    // The last digit states: `(low digit, state of c)` rows.
+    let mut lasts_start: Vec<u32> = vec![0];
+    let mut lasts: Vec<(u8, u32)> = Vec::new();
     // Sized up front: growing rehashes every row.
     let mut by_row: FastMap<&[(u8, u32)], u32> =
         FastMap::with_capacity_and_hasher(c.edges.len(), Default::default());
-    let mut by_last_digits: FastMap<Vec<(u8, u32)>, u32> =
+    let mut by_lows: FastMap<Vec<(u8, u32)>, u32> =
         FastMap::with_capacity_and_hasher(c.edges.len(), Default::default());
-    // `(high hex digit, low hex digit, target)` of one escape group.
+    // `(high hex digit, low hex digit, target)` of one row.
     let mut spelled: Vec<(u8, u8, u32)> = Vec::new();
     let mut lows: Vec<(u8, u32)> = Vec::new();
-    let mut highs: Vec<(u8, u32)> = Vec::new();
     for row in &c.edges {
         if row.is_empty() {
-            after_backslash.push(DEAD);
+            group_of.push(u32::MAX);
             continue;
         }
-        if let Some(&e1) = by_row.get(&row[..]) {
-            after_backslash.push(e1);
+        if let Some(&g) = by_row.get(&row[..]) {
+            group_of.push(g);
             continue;
         }
         spelled.clear();
         for &(ch, t) in row {
             let (high, low) = (ch >> 4, ch & 15);
-            spelled.push((high, hex_digit(low), t + off));
+            spelled.push((high, hex_digit(low), t));
             if low >= 10 {
-                spelled.push((high, hex_digit(low).to_ascii_uppercase(), t + off));
+                spelled.push((high, hex_digit(low).to_ascii_uppercase(), t));
             }
         }
         spelled.sort_unstable();
-        // The state before each last digit, by the high digit.
-        highs.clear();
-        for group in spelled.chunk_by(|a, b| a.0 == b.0) {
+        for same_high in spelled.chunk_by(|a, b| a.0 == b.0) {
             lows.clear();
-            lows.extend(group.iter().map(|&(_, low, t)| (low, t)));
-            let e5 = match by_last_digits.get(&lows[..]) {
-                Some(&e5) => e5,
+            lows.extend(same_high.iter().map(|&(_, low, t)| (low, t)));
+            let last = match by_lows.get(&lows[..]) {
+                Some(&last) => last,
                 None => {
-                    let e5 = next_escape(&escapes);
-                    escapes.state(false);
-                    escapes.edges.extend_from_slice(&lows);
-                    by_last_digits.insert(lows.clone(), e5);
-                    e5
+                    let last = lasts_start.len() as u32 - 1;
+                    lasts.extend_from_slice(&lows);
+                    lasts_start.push(lasts.len() as u32);
+                    by_lows.insert(lows.clone(), last);
+                    last
                 }
             };
-            highs.push((b'0' + group[0].0, e5));
+            highs.push((b'0' + same_high[0].0, last));
         }
-        // `\`, `u`, `0`, `0`, then the high digits; numbered from the
-        // last, each leading to the one numbered before it.
-        let e4 = next_escape(&escapes);
-        escapes.state(false);
-        escapes.edges.extend_from_slice(&highs);
-        escapes.state(false);
-        escapes.edges.push((b'0', e4));
-        escapes.state(false);
-        escapes.edges.push((b'0', e4 + 1));
-        let e1 = e4 + 3;
-        escapes.state(false);
-        if let Some(&(_, t)) = row.iter().find(|&&(ch, _)| ch == b'/') {
-            escapes.edges.push((b'/', t + off));
-        }
-        escapes.edges.push((b'u', e4 + 2));
-        by_row.insert(row, e1);
-        after_backslash.push(e1);
+        highs_start.push(highs.len() as u32);
+        slash.push(row.iter().find(|&&(ch, _)| ch == b'/').map(|&(_, t)| t));
+        let g = slash.len() as u32 - 1;
+        by_row.insert(row, g);
+        group_of.push(g);
     }
+    let groups = slash.len() as u32;
+    let first_last = 1 + 4 * groups;
+    let first_char = first_last + lasts_start.len() as u32 - 1;
+    // `c`'s states: its start is state 0 unquoted.
+    let id = |q: u32| -> u32 {
+        match (quoted, q) {
+            (false, 0) => 0,
+            (false, q) => first_char + q - 1,
+            (true, q) => first_char + q,
+        }
+    };
+    let n = c.edges.len() as u32;
+    // After the closing quote (quoted only).
+    let end = first_char + n;
+    let states = if quoted { end + 1 } else { end - 1 } as usize;
     let mut rows = Rows::default();
-    let states = c.edges.len() + escapes.is_final.len() + 2;
     rows.start.reserve(states);
     rows.is_final.reserve(states);
-    let edges: usize = c.edges.iter().map(|row| row.len() + 2).sum();
-    rows.edges.reserve(edges + escapes.edges.len() + 1);
-    if quoted {
-        rows.state(false);
-        rows.edges.push((b'"', 1));
-    }
-    for (q, row) in c.edges.iter().enumerate() {
+    let char_edges: usize = c.edges.iter().map(|row| row.len() + 2).sum();
+    rows.edges
+        .reserve(char_edges + highs.len() + lasts.len() + 4 * groups as usize + 1);
+    let char_row = |rows: &mut Rows, q: usize| {
         rows.state(!quoted && c.is_final[q]);
-        rows.edges.extend(row.iter().map(|&(ch, t)| (ch, t + off)));
-        if after_backslash[q] != DEAD {
-            rows.edges.push((b'\\', after_backslash[q]));
+        let row = &c.edges[q];
+        rows.edges.extend(row.iter().map(|&(ch, t)| (ch, id(t))));
+        if group_of[q] != u32::MAX {
+            rows.edges.push((b'\\', 1 + 4 * group_of[q]));
         }
         if quoted && c.is_final[q] {
             rows.edges.push((b'"', end));
         }
+    };
+    if quoted {
+        rows.state(false);
+        rows.edges.push((b'"', id(0)));
+    } else {
+        char_row(&mut rows, 0);
+    }
+    for g in 0..groups as usize {
+        let e1 = 1 + 4 * g as u32;
+        rows.state(false);
+        if let Some(t) = slash[g] {
+            rows.edges.push((b'/', id(t)));
+        }
+        rows.edges.push((b'u', e1 + 1));
+        rows.state(false);
+        rows.edges.push((b'0', e1 + 2));
+        rows.state(false);
+        rows.edges.push((b'0', e1 + 3));
+        rows.state(false);
+        let (a, b) = (highs_start[g] as usize, highs_start[g + 1] as usize);
+        rows.edges.extend(
+            highs[a..b]
+                .iter()
+                .map(|&(high, last)| (high, first_last + last)),
+        );
+    }
+    for w in lasts_start.windows(2) {
+        rows.state(false);
+        let row = &lasts[w[0] as usize..w[1] as usize];
+        rows.edges.extend(row.iter().map(|&(low, t)| (low, id(t))));
+    }
+    for q in usize::from(!quoted)..c.edges.len() {
+        char_row(&mut rows, q);
     }
     if quoted {
         rows.state(true);
     }
-    let base = rows.edges.len() as u32;
-    rows.start.extend(escapes.start.iter().map(|&e| base + e));
-    rows.edges.extend_from_slice(&escapes.edges);
-    rows.is_final.extend_from_slice(&escapes.is_final);
+    debug_assert_eq!(rows.is_final.len(), states);
     rows.table()
 }
 
@@ -507,42 +538,43 @@ fn hex_digit(v: u8) -> u8 {
     }
 }
 
-/// The automaton over code points (about 11,000 states), built once per
-/// process: its table is small (under a megabyte) and [`accepts`] runs
-/// it.
-fn chars_cached(date: bool) -> Arc<(Builder, Table)> {
-    static CACHE: [OnceLock<Arc<(Builder, Table)>>; 2] = [OnceLock::new(), OnceLock::new()];
-    CACHE[usize::from(date)]
-        .get_or_init(|| {
-            let mut b = chars(date).in_topological_order();
-            // Sorted rows: states with equal rows share their escapes.
-            b.edges.iter_mut().for_each(|row| row.sort_unstable());
-            let t = b.table();
-            Arc::new((b, t))
-        })
-        .clone()
+/// The automaton over code points (about 11,000 states), in topological
+/// order with sorted rows, built once per process.
+fn chars_cached(date: bool) -> &'static Builder {
+    static CACHE: [OnceLock<Builder>; 2] = [OnceLock::new(), OnceLock::new()];
+    CACHE[usize::from(date)].get_or_init(|| {
+        let mut b = chars(date).in_topological_order();
+        // Sorted rows: states with equal rows share their escapes.
+        b.edges.iter_mut().for_each(|row| row.sort_unstable());
+        b
+    })
+}
+
+/// The table of [`chars_cached`], made on first use (the JSON forms do
+/// not need it): small (under a megabyte), and [`accepts`] runs it.
+fn chars_table(date: bool) -> &'static Table {
+    static CACHE: [OnceLock<Table>; 2] = [OnceLock::new(), OnceLock::new()];
+    CACHE[usize::from(date)].get_or_init(|| chars_cached(date).table())
 }
 
 /// The DFA of `r`. The JSON forms (66,000 states, about 7 MB) are built
 /// anew (about 2 ms), not kept here: the lexeme cache keeps their
 /// lexemes within its budget, shared by every schema of a vocabulary.
 pub fn table(r: &Rfc3339) -> Arc<Table> {
-    let c = chars_cached(r.date);
-    match r.form {
-        TextForm::Chars => Arc::new(c.1.clone()),
-        TextForm::Spelled => Arc::new(json_table(&c.0, false)),
-        TextForm::Quoted => Arc::new(json_table(&c.0, true)),
-    }
+    Arc::new(match r.form {
+        TextForm::Chars => chars_table(r.date).clone(),
+        TextForm::Spelled => json_table(chars_cached(r.date), false),
+        TextForm::Quoted => json_table(chars_cached(r.date), true),
+    })
 }
 
 #[cfg(test)]
 /// Whether `r` matches `text` (code points for [`TextForm::Chars`], else
 /// the JSON text).
 fn accepts(r: &Rfc3339, text: &str) -> bool {
-    let c = chars_cached(r.date);
     let built;
     let t = match r.form {
-        TextForm::Chars => &c.1,
+        TextForm::Chars => chars_table(r.date),
         _ => {
             built = table(r);
             &*built
@@ -697,6 +729,27 @@ mod tests {
                         .find(|(r, _)| r.date == date && r.form == form)
                         .unwrap();
                     assert_eq!(table_accepts(table, t), r.matches(t), "{r:?} {t}");
+                }
+            }
+        }
+    }
+
+    /// In the JSON forms every transition but a backslash's and a
+    /// fraction's loop leads to a later state (see [`json_table`]).
+    #[test]
+    fn json_forms_lead_forward() {
+        for date in [false, true] {
+            for form in [TextForm::Spelled, TextForm::Quoted] {
+                let t = table(&r(date, form));
+                for s in 0..t.num_states() as u32 {
+                    for b in 0..=255u8 {
+                        let next = t.next(s, b);
+                        assert!(
+                            next == DEAD || next >= s || b == b'\\',
+                            "{date} {form:?}: {s} -{}-> {next}",
+                            b as char
+                        );
+                    }
                 }
             }
         }
