@@ -7,7 +7,8 @@ use regex_automata::nfa::thompson;
 use regex_syntax::hir::{self, Hir};
 
 use super::analysis::ClassBytes;
-use super::{predecessors, truncate, Computed, DfaLimits, LexemeDfa, StringTrie, DEAD};
+use super::{truncate, Computed, DfaLimits, LexemeDfa, StringTrie, DEAD};
+use crate::compile::adjacency::Adjacency;
 use crate::error::{Error, Result};
 use crate::ir::{CharClass, Expr};
 use crate::limits::{Deadline, Meter};
@@ -231,19 +232,48 @@ impl LexemeDfa {
         } = t;
         let n = is_final.len();
         let k = num_classes;
-        let live = live_states(&trans, &is_final, k, LIVE_PASSES, &mut meter)?;
-        let all_live = live.iter().all(|&l| l);
-        // One pass over the rows: transitions into dead states removed,
-        // then each state's first bytes.
+        // One pass over the table: each state's first bytes, and its
+        // transitions as a list (rows are mostly dead transitions), which
+        // the liveness reads instead of the table.
         let by_class = ClassBytes::new(&classes, k);
         let mut first_bytes = vec![[0u64; 4]; n];
-        for (row, fb) in trans.chunks_mut(k.max(1)).zip(&mut first_bytes) {
+        let mut starts: Vec<u32> = Vec::with_capacity(n + 1);
+        let mut targets: Vec<u32> = Vec::new();
+        for (s, fb) in first_bytes.iter_mut().enumerate() {
             meter.step(k)?;
+            let row = &trans[s * k..(s + 1) * k];
+            let row_start = targets.len();
+            starts.push(row_start as u32);
+            for (&t, bytes) in row.iter().zip(&by_class.bytes) {
+                if t == DEAD {
+                    continue;
+                }
+                // Classes side by side often go to one state.
+                if targets.len() == row_start || targets[targets.len() - 1] != t {
+                    targets.push(t);
+                }
+                for w in 0..4 {
+                    fb[w] |= bytes[w];
+                }
+            }
+        }
+        starts.push(targets.len() as u32);
+        let live = live_states(&starts, &targets, &is_final, LIVE_PASSES, &mut meter)?;
+        // Transitions into dead states removed, and the first bytes of
+        // the states that had one counted again.
+        for s in 0..n {
+            let row = &targets[starts[s] as usize..starts[s + 1] as usize];
+            if row.iter().all(|&t| live[t as usize]) {
+                continue;
+            }
+            let row = &mut trans[s * k..(s + 1) * k];
+            let fb = &mut first_bytes[s];
+            *fb = [0; 4];
             for (t, bytes) in row.iter_mut().zip(&by_class.bytes) {
                 if *t == DEAD {
                     continue;
                 }
-                if !all_live && !live[*t as usize] {
+                if !live[*t as usize] {
                     *t = DEAD;
                     continue;
                 }
@@ -270,21 +300,21 @@ impl LexemeDfa {
 /// predecessor lists instead (a key set's tables settle in about six).
 const LIVE_PASSES: usize = 8;
 
-/// Per state: some string leads from it to a final state. Passes over the
-/// rows, alternately from the last state and from the first, mark each
-/// state with a transition into a live one, until a pass marks nothing:
-/// transitions mostly lead one way (a trie of names, a subset
-/// construction's order), so a few passes settle it. Only where `passes`
-/// do not are the predecessor lists built (two reads of every transition
-/// with a division each: 10% of a cold Kubernetes schema's compile,
-/// mostly its key sets).
+/// Per state: some string leads from it to a final state, given where
+/// its transitions lead (row `s` is `targets[starts[s]..starts[s + 1]]`).
+/// Passes over the rows, alternately from the last state and from the
+/// first, mark each state with a transition into a live one, until a
+/// pass marks nothing: transitions mostly lead one way (a trie of names,
+/// a subset construction's order), so a few passes settle it. Only where
+/// `passes` do not are the predecessor lists built.
 fn live_states(
-    trans: &[u32],
+    starts: &[u32],
+    targets: &[u32],
     is_final: &[bool],
-    k: usize,
     passes: usize,
     meter: &mut Meter,
 ) -> Result<Vec<bool>> {
+    let row = |s: usize| &targets[starts[s] as usize..starts[s + 1] as usize];
     let n = is_final.len();
     let mut live = is_final.to_vec();
     for pass in 0..passes {
@@ -300,11 +330,8 @@ fn live_states(
             if live[s] {
                 continue;
             }
-            meter.step(k)?;
-            if trans[s * k..(s + 1) * k]
-                .iter()
-                .any(|&t| t != DEAD && live[t as usize])
-            {
+            meter.step(1 + row(s).len())?;
+            if row(s).iter().any(|&t| live[t as usize]) {
                 live[s] = true;
                 changed = true;
             }
@@ -314,7 +341,8 @@ fn live_states(
         }
     }
     // Backwards from every state known live.
-    let preds = predecessors(trans, n, k, meter)?;
+    meter.step(2 * targets.len())?;
+    let preds = Adjacency::inverse(n, starts, targets);
     let mut todo: Vec<usize> = (0..n).filter(|&s| live[s]).collect();
     while let Some(t) = todo.pop() {
         meter.step(1 + preds.of(t).len())?;
@@ -438,6 +466,66 @@ mod tests {
     use super::*;
     use crate::util::test_rng::TestRng;
 
+    /// A lexeme of a random table keeps exactly the transitions into
+    /// states that reach a final one, and its first bytes are those of
+    /// the transitions kept.
+    #[test]
+    fn lexemes_drop_dead_transitions() {
+        let mut rng = TestRng::new(0x0DDB_A11C_0FFE_E123);
+        for round in 0..200 {
+            let n = 1 + rng.below(40);
+            let mut classes = [0u8; 256];
+            let k = 1 + rng.below(4);
+            for c in classes.iter_mut() {
+                *c = rng.below(k) as u8;
+            }
+            let trans: Vec<u32> = (0..n * k)
+                .map(|_| match rng.below(3) {
+                    0 => DEAD,
+                    _ => rng.below(n) as u32,
+                })
+                .collect();
+            let is_final: Vec<bool> = (0..n).map(|_| rng.below(6) == 0).collect();
+            let table = Table {
+                classes,
+                num_classes: k,
+                trans: trans.clone(),
+                is_final: is_final.clone(),
+            };
+            let d = LexemeDfa::from_table(&table);
+            let reaches_final = |s: usize| {
+                let mut seen = vec![false; n];
+                let mut stack = vec![s];
+                seen[s] = true;
+                while let Some(q) = stack.pop() {
+                    if is_final[q] {
+                        return true;
+                    }
+                    for &t in &trans[q * k..(q + 1) * k] {
+                        if t != DEAD && !seen[t as usize] {
+                            seen[t as usize] = true;
+                            stack.push(t as usize);
+                        }
+                    }
+                }
+                false
+            };
+            for s in 0..n {
+                let mut bytes = [0u64; 4];
+                for b in 0..=255u8 {
+                    let before = trans[s * k + classes[b as usize] as usize];
+                    let kept = before != DEAD && reaches_final(before as usize);
+                    let after = d.trans[s * k + classes[b as usize] as usize];
+                    assert_eq!(after, if kept { before } else { DEAD }, "round {round}");
+                    if kept {
+                        bytes[b as usize / 64] |= 1 << (b % 64);
+                    }
+                }
+                assert_eq!(d.first_bytes[s], bytes, "round {round}: state {s}");
+            }
+        }
+    }
+
     /// The live states of random tables, numbered in every direction
     /// (chains forwards and backwards, loops, unreachable parts), are
     /// those from which a search forwards finds a final state.
@@ -457,8 +545,20 @@ mod tests {
             // Settled by passes, or by the predecessor lists after none or
             // some.
             let passes = [0, 1, LIVE_PASSES][round % 3];
-            let live =
-                live_states(&trans, &is_final, k, passes, &mut Deadline::none().meter()).unwrap();
+            let mut starts = vec![0u32];
+            let mut targets = Vec::new();
+            for row in trans.chunks(k) {
+                targets.extend(row.iter().filter(|&&t| t != DEAD));
+                starts.push(targets.len() as u32);
+            }
+            let live = live_states(
+                &starts,
+                &targets,
+                &is_final,
+                passes,
+                &mut Deadline::none().meter(),
+            )
+            .unwrap();
             for s in 0..n {
                 let mut seen = vec![false; n];
                 let mut stack = vec![s];
