@@ -466,6 +466,35 @@ mod tests {
     use super::*;
     use crate::util::test_rng::TestRng;
 
+    /// `n * k` random transitions, a third of them dead.
+    fn random_transitions(rng: &mut TestRng, n: usize, k: usize) -> Vec<u32> {
+        (0..n * k)
+            .map(|_| match rng.below(3) {
+                0 => DEAD,
+                _ => rng.below(n) as u32,
+            })
+            .collect()
+    }
+
+    /// Whether a search forwards from `s` finds a final state.
+    fn reaches_final(trans: &[u32], k: usize, is_final: &[bool], s: usize) -> bool {
+        let mut seen = vec![false; is_final.len()];
+        let mut stack = vec![s];
+        seen[s] = true;
+        while let Some(q) = stack.pop() {
+            if is_final[q] {
+                return true;
+            }
+            for &t in &trans[q * k..(q + 1) * k] {
+                if t != DEAD && !seen[t as usize] {
+                    seen[t as usize] = true;
+                    stack.push(t as usize);
+                }
+            }
+        }
+        false
+    }
+
     /// A lexeme of a random table keeps exactly the transitions into
     /// states that reach a final one, and its first bytes are those of
     /// the transitions kept.
@@ -479,12 +508,7 @@ mod tests {
             for c in classes.iter_mut() {
                 *c = rng.below(k) as u8;
             }
-            let trans: Vec<u32> = (0..n * k)
-                .map(|_| match rng.below(3) {
-                    0 => DEAD,
-                    _ => rng.below(n) as u32,
-                })
-                .collect();
+            let trans = random_transitions(&mut rng, n, k);
             let is_final: Vec<bool> = (0..n).map(|_| rng.below(6) == 0).collect();
             let table = Table {
                 classes,
@@ -493,28 +517,12 @@ mod tests {
                 is_final: is_final.clone(),
             };
             let d = LexemeDfa::from_table(&table);
-            let reaches_final = |s: usize| {
-                let mut seen = vec![false; n];
-                let mut stack = vec![s];
-                seen[s] = true;
-                while let Some(q) = stack.pop() {
-                    if is_final[q] {
-                        return true;
-                    }
-                    for &t in &trans[q * k..(q + 1) * k] {
-                        if t != DEAD && !seen[t as usize] {
-                            seen[t as usize] = true;
-                            stack.push(t as usize);
-                        }
-                    }
-                }
-                false
-            };
             for s in 0..n {
                 let mut bytes = [0u64; 4];
                 for b in 0..=255u8 {
                     let before = trans[s * k + classes[b as usize] as usize];
-                    let kept = before != DEAD && reaches_final(before as usize);
+                    let kept =
+                        before != DEAD && reaches_final(&trans, k, &is_final, before as usize);
                     let after = d.trans[s * k + classes[b as usize] as usize];
                     assert_eq!(after, if kept { before } else { DEAD }, "round {round}");
                     if kept {
@@ -535,12 +543,7 @@ mod tests {
         for round in 0..300 {
             let n = 1 + rng.below(60);
             let k = 1 + rng.below(4);
-            let trans: Vec<u32> = (0..n * k)
-                .map(|_| match rng.below(3) {
-                    0 => DEAD,
-                    _ => rng.below(n) as u32,
-                })
-                .collect();
+            let trans = random_transitions(&mut rng, n, k);
             let is_final: Vec<bool> = (0..n).map(|_| rng.below(9) == 0).collect();
             // Settled by passes, or by the predecessor lists after none or
             // some.
@@ -559,21 +562,9 @@ mod tests {
                 &mut Deadline::none().meter(),
             )
             .unwrap();
-            for s in 0..n {
-                let mut seen = vec![false; n];
-                let mut stack = vec![s];
-                seen[s] = true;
-                let mut reaches = false;
-                while let Some(q) = stack.pop() {
-                    reaches |= is_final[q];
-                    for &t in &trans[q * k..(q + 1) * k] {
-                        if t != DEAD && !seen[t as usize] {
-                            seen[t as usize] = true;
-                            stack.push(t as usize);
-                        }
-                    }
-                }
-                assert_eq!(live[s], reaches, "round {round}: state {s} of {n}");
+            for (s, &live) in live.iter().enumerate() {
+                let reaches = reaches_final(&trans, k, &is_final, s);
+                assert_eq!(live, reaches, "round {round}: state {s} of {n}");
             }
         }
     }
