@@ -310,10 +310,11 @@ impl Nfa {
         for s in 0..quoted.num_states() as u32 {
             self.meter.step(256)?;
             // Inside a JSON string a raw quote only closes it (its target
-            // is the end, no other byte's, so it is a run of its own).
+            // is the end, no other byte's, so it is a run of its own); an
+            // escaped one is a character.
             let edges = &mut self.states[(base + s) as usize].edges;
             quoted.for_each_run(s, |lo, hi, target| {
-                if lo != b'"' {
+                if lo != b'"' || !quoted.is_final[target as usize] {
                     edges.push((lo, hi, base + target));
                 }
             });
@@ -377,10 +378,7 @@ impl Nfa {
                 found => finals.push(found.is_some()),
             }
             for &b in &reps {
-                if b == b'"' {
-                    rows.push(DEAD);
-                    continue;
-                }
+                // A quote here is escaped (the closing one is added below).
                 let mut next: Vec<Flagged> = Vec::new();
                 for &x in &set {
                     let st = &self.states[(x >> 1) as usize];
@@ -433,6 +431,10 @@ impl Nfa {
         is_final[n - 1] = true;
         for (s, &f) in finals.iter().enumerate() {
             if f {
+                // Where the string may end, no path is within an escape.
+                if trans[(s + 1) * k + quote] != DEAD {
+                    return Ok(None);
+                }
                 trans[(s + 1) * k + quote] = after;
             }
         }
@@ -520,8 +522,8 @@ mod tests {
     /// Random JSON strings of words: raw and escaped letters, spaces and
     /// escaped whitespace, a multi-byte letter, commas; some unclosed.
     fn texts(seed: u64, count: usize) -> Vec<Vec<u8>> {
-        const PIECES: [&str; 12] = [
-            "a", "b", "c", "ab", " ", "  ", "\\n", "\\u0041", "é", "\\u00e9", ",", "\\t",
+        const PIECES: [&str; 13] = [
+            "a", "b", "c", "ab", " ", "  ", "\\n", "\\u0041", "é", "\\u00e9", ",", "\\t", "\\\"",
         ];
         let mut x = seed;
         let mut next = move |n: u64| {
