@@ -104,6 +104,7 @@ impl Lexeme {
     pub fn token_class(&self, state: u32, horizon: usize) -> u32 {
         match self.dfa.computed.as_deref() {
             Some(Computed::Counted(c)) => return c.token_class(state, horizon),
+            Some(Computed::LengthAndIterations(c)) => return c.token_class(state, horizon),
             // Each state its own class.
             Some(Computed::Strings(_)) => return state,
             None => {}
@@ -127,9 +128,11 @@ impl Lexeme {
     /// An error once `deadline` passes (what was not computed then is
     /// computed on first use).
     pub fn prepare_walks(&self, trie: &TokenTrie, deadline: &Deadline) -> Result<()> {
-        if let Some(c) = self.dfa.counter() {
-            // The count classes read every (state, count) pair once.
-            c.prepare(trie.max_len());
+        // The count classes read every count once.
+        match self.dfa.computed.as_deref() {
+            Some(Computed::Counted(c)) => c.prepare(trie.max_len()),
+            Some(Computed::LengthAndIterations(c)) => c.prepare(trie.max_len()),
+            _ => {}
         }
         if self.dfa.num_states() < EAGER_WALK_ANALYSIS_STATES {
             return Ok(());

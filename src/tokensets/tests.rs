@@ -272,6 +272,109 @@ fn counted_token_sets_match_brute_force() {
     );
 }
 
+/// The distinct states that random walks of whole tokens from the start
+/// of `dfa` pass, each walk going on while some token can be read
+/// (mostly one that does not end the lexeme).
+fn walked_states(vocab: &Engine, dfa: &Lexeme, walks: usize, seed: u64) -> Vec<u32> {
+    let mut rng = crate::util::test_rng::TestRng::new(seed);
+    let mut seen: crate::util::hash::FastSet<u32> = crate::util::hash::FastSet::default();
+    let mut states = Vec::new();
+    let read = |mut q: u32, t: u32| {
+        for &b in vocab.token_bytes(t) {
+            q = dfa.next(q, b);
+            if q == DEAD {
+                break;
+            }
+        }
+        q
+    };
+    for _ in 0..walks {
+        let mut q = dfa.start;
+        loop {
+            if seen.insert(q) {
+                states.push(q);
+            }
+            let mut next: Vec<u32> = (0..vocab.len() as u32)
+                .map(|t| read(q, t))
+                .filter(|&r| r != DEAD)
+                .collect();
+            // Mostly on inside the string, toward its bounds.
+            let open: Vec<u32> = next
+                .iter()
+                .copied()
+                .filter(|&r| !dfa.is_final_state(r))
+                .collect();
+            if !open.is_empty() && rng.below(16) != 0 {
+                next = open;
+            }
+            if next.is_empty() {
+                break;
+            }
+            q = next[rng.below(next.len())];
+        }
+    }
+    states
+}
+
+/// Word limits under a length bound, counting both (see
+/// `compile::lexeme::length_and_iterations`): the token sets of the states
+/// random token walks pass, up to both bounds, equal brute force.
+#[test]
+fn word_limit_token_sets_match_brute_force() {
+    use crate::compile::lexeme::Computed;
+    let vocab = random_vocab(
+        &[
+            "a", "b", " ", "  ", "\"", "\\", "u", "0", "é", "\\u00e9", "\\n", "\\\"",
+        ],
+        0x5DEE_CE66_D1CE_4E5B,
+        1200,
+        6,
+    );
+    let cache = &*vocab;
+    // `^(?:\S+ +){min,max}\S+$`, non-space being every code point past
+    // 0x20, and `^x(?:ab|c){min,max}y?$`.
+    let word = Expr::plus(Expr::Class(CharClass::from_ranges([(0x21, 0x10ffff)])));
+    let words = |min, max| {
+        let iteration = Expr::seq(vec![word.clone(), Expr::plus(Expr::literal(" "))]);
+        Expr::seq(vec![Expr::repeat(iteration, min, Some(max)), word.clone()])
+    };
+    let pieces = |min, max| {
+        let piece = Expr::alt(vec![Expr::literal("ab"), Expr::literal("c")]);
+        Expr::seq(vec![
+            Expr::literal("x"),
+            Expr::repeat(piece, min, Some(max)),
+            Expr::optional(Expr::literal("y")),
+        ])
+    };
+    let mut walked = 0;
+    for (pattern, min, max) in [
+        (words(0, 60), 0, 45),
+        (words(0, 60), 1, 140),
+        (words(3, 70), 0, 160),
+        (pieces(2, 300), 2, 60),
+    ] {
+        let pattern = Expr::JsonQuoted(Arc::new(pattern));
+        let key = Expr::And(vec![
+            pattern.clone(),
+            crate::ir::quoted_length(min, Some(max)),
+        ]);
+        let dfa = cache
+            .counted_lexeme(&key, &pattern, min, Some(max), &DfaLimits::default())
+            .unwrap()
+            .unwrap();
+        assert!(matches!(
+            dfa.computed.as_deref(),
+            Some(Computed::LengthAndIterations(_))
+        ));
+        let states = walked_states(&vocab, &dfa, 12, u64::from(max));
+        walked += states.len();
+        for &state in &states {
+            assert_token_sets_are_brute_force(&vocab, &dfa, state, &format!("{min}..{max}"));
+        }
+    }
+    assert!(walked >= 300, "{walked} states walked");
+}
+
 /// Expressions of one language (alternatives in another order, a class
 /// spelled as alternatives) share one lexeme, and so its token sets;
 /// another language does not.

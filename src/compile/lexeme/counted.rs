@@ -353,35 +353,7 @@ impl Counter {
                     dead_column
                 }
             };
-            // A window is keyed by its first column and where (relative to
-            // its start) and to what it changes: columns change only near
-            // the bounds, so a window far from them is one entry rather
-            // than `horizon + 1` (a `maxLength` of 65,536 took 12 ms).
-            let changes: Vec<usize> = (1..width + horizon)
-                .filter(|&p| column_at(p) != column_at(p - 1))
-                .collect();
-            let mut window_ids: FastMap<Vec<(u32, u32)>, u32> = FastMap::default();
-            let mut class_of = Vec::with_capacity(width);
-            let mut rep = Vec::new();
-            let mut first_change = 0;
-            for c in 0..width {
-                while first_change < changes.len() && changes[first_change] <= c {
-                    first_change += 1;
-                }
-                let mut window = vec![(0, column_at(c))];
-                window.extend(
-                    changes[first_change..]
-                        .iter()
-                        .take_while(|&&p| p <= c + horizon)
-                        .map(|&p| ((p - c) as u32, column_at(p))),
-                );
-                let n = window_ids.len() as u32;
-                let id = *window_ids.entry(window).or_insert_with(|| {
-                    rep.push(c as u32);
-                    n
-                });
-                class_of.push(id);
-            }
+            let (class_of, rep) = window_classes(width, horizon, column_at);
             let is_base = |c: usize| base_id == Some(column_at(c));
             let mut free_run = vec![0u16; width + 1];
             free_run[width] = if is_base(width) { u16::MAX } else { 0 };
@@ -407,6 +379,47 @@ impl Counter {
             + self.inside.len() * 3
             + self.class_bytes.len() * 33
     }
+}
+
+/// Groups the counts `0..width` by their *window*, the columns of counts
+/// `c..=c + horizon` (`column_at`, defined past `width` too): per count its
+/// class, and per class its smallest count. Two counts with one window
+/// cannot be told apart by `horizon` more counting steps.
+pub(super) fn window_classes(
+    width: usize,
+    horizon: usize,
+    column_at: impl Fn(usize) -> u32,
+) -> (Vec<u32>, Vec<u32>) {
+    // A window is keyed by its first column and where (relative to its
+    // start) and to what it changes: columns change only near the bounds,
+    // so a window far from them is one entry rather than `horizon + 1` (a
+    // `maxLength` of 65,536 took 12 ms).
+    let changes: Vec<usize> = (1..width + horizon)
+        .filter(|&p| column_at(p) != column_at(p - 1))
+        .collect();
+    let mut window_ids: FastMap<Vec<(u32, u32)>, u32> = FastMap::default();
+    let mut class_of = Vec::with_capacity(width);
+    let mut rep = Vec::new();
+    let mut first_change = 0;
+    for c in 0..width {
+        while first_change < changes.len() && changes[first_change] <= c {
+            first_change += 1;
+        }
+        let mut window = vec![(0, column_at(c))];
+        window.extend(
+            changes[first_change..]
+                .iter()
+                .take_while(|&&p| p <= c + horizon)
+                .map(|&p| ((p - c) as u32, column_at(p))),
+        );
+        let n = window_ids.len() as u32;
+        let id = *window_ids.entry(window).or_insert_with(|| {
+            rep.push(c as u32);
+            n
+        });
+        class_of.push(id);
+    }
+    (class_of, rep)
 }
 
 /// For each length `L`, the states from which the closing quote is `L`
@@ -656,18 +669,30 @@ fn live_columns(
     Ok((columns, column_of))
 }
 
+/// A pattern's automaton paired with "any string"'s: see
+/// [`pair_with_any_string`].
+pub(super) struct PairedString {
+    /// Start state 0.
+    pub table: super::Table,
+    /// Per state: inside the string.
+    pub inside: Vec<bool>,
+    /// Per state: at a character boundary (where a step into it inside
+    /// the string ends a code point).
+    pub boundary: Vec<bool>,
+    /// Per state: the pattern's state.
+    pub pattern_state: Vec<u32>,
+}
+
 /// The product of `pattern` (a table of quoted JSON strings, start state
 /// 0) with "any string" (`body`), which tells for each state whether it
-/// is inside the string and at a character boundary there: the table
-/// (start state 0) and those two flags per state. `None` when `pattern`
-/// reads anything "any string" does not (then it is not a plain JSON
-/// string language and cannot be counted this way).
-#[allow(clippy::type_complexity)]
+/// is inside the string and at a character boundary there. `None` when
+/// `pattern` reads anything "any string" does not (then it is not a plain
+/// JSON string language and cannot be counted this way).
 pub(super) fn pair_with_any_string(
     pattern: &super::Table,
     body: &super::StringBody,
     deadline: &crate::limits::Deadline,
-) -> Result<Option<(super::Table, Vec<bool>, Vec<bool>)>> {
+) -> Result<Option<PairedString>> {
     let any = &*body.dfa;
     let content = super::ContentStates::new(any, body.state);
     let mut meter = deadline.meter();
@@ -733,8 +758,8 @@ pub(super) fn pair_with_any_string(
     if trans[..k].iter().any(|&t| t != DEAD && !inside[t as usize]) {
         return Ok(None);
     }
-    Ok(Some((
-        super::Table {
+    Ok(Some(PairedString {
+        table: super::Table {
             classes,
             num_classes: k,
             trans,
@@ -742,7 +767,8 @@ pub(super) fn pair_with_any_string(
         },
         inside,
         boundary,
-    )))
+        pattern_state: pairs.iter().map(|&(d, _)| d).collect(),
+    }))
 }
 
 #[cfg(test)]

@@ -62,9 +62,46 @@ const MAX_STATES: usize = 20_000;
 pub enum Counted {
     /// Its iterations, beside the automaton of the pattern with the
     /// repetition built once.
-    Iterations(Box<LexemeDfa>),
+    Iterations(Box<CountedLoop>),
     /// One class repeated as the whole pattern: its code points.
     ClassLength(ClassLength),
+}
+
+/// The automaton of a pattern with its large repetition built once, and
+/// the steps that start an iteration: what [`CountedLoop::into_lexeme`]
+/// counts alone, and `super::length_and_iterations` beside a length bound.
+pub struct CountedLoop {
+    /// Quoted JSON strings: state 0 reads the opening quote, the last
+    /// state is after the closing one, every other state is inside.
+    pub table: Table,
+    /// Per state: a step into it starts an iteration.
+    pub ticks: Vec<bool>,
+    /// The repetition's bounds.
+    pub min: u32,
+    pub max: Option<u32>,
+}
+
+impl CountedLoop {
+    /// The lexeme counting the iterations; `None` past the (state, count)
+    /// pairs a count may have (the caller builds it the usual way).
+    pub fn into_lexeme(self, limits: &DfaLimits) -> Result<Option<LexemeDfa>> {
+        let n = self.table.num_states();
+        let mut built = LexemeDfa::from_table_by(self.table, &limits.deadline)?;
+        let inside: Vec<bool> = (0..n).map(|s| s != 0 && s != n - 1).collect();
+        let mut meter = limits.deadline.meter();
+        let counter = match Counter::new(&built, inside, self.ticks, self.min, self.max, &mut meter)
+        {
+            Ok(counter) => counter.of_iterations(),
+            // Past the pairs a count may have: spelled out, or parser rules.
+            Err(e) if e.kind() == ErrorKind::Limit => {
+                limits.deadline.check()?;
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        };
+        built.computed = Some(Box::new(super::Computed::Counted(counter)));
+        Ok(Some(built))
+    }
 }
 
 /// A pattern of one class repeated, as the length bound the caller builds
@@ -77,7 +114,7 @@ pub struct ClassLength {
 }
 
 /// How the large repetition of `expr` is counted (see the module doc):
-/// the lexeme counting its iterations, or the length bound of a pattern
+/// the automaton counting its iterations, or the length bound of a pattern
 /// of one class. `None` when `expr` is not the JSON strings of a plain
 /// pattern with one such repetition where every path counts it alike,
 /// when spelling it out is small, or when the count is not a function of
@@ -139,24 +176,12 @@ pub fn counted_repetition(
     let Some((table, ticks)) = nfa.determinize(start, end)? else {
         return Ok(None);
     };
-    let n = table.num_states();
-    let built = LexemeDfa::from_table_by(table, &limits.deadline)?;
-    // The start reads the opening quote, the last state is after the
-    // closing one: every other state is inside the string.
-    let inside: Vec<bool> = (0..n).map(|s| s != 0 && s != n - 1).collect();
-    let mut meter = limits.deadline.meter();
-    let counter = match Counter::new(&built, inside, ticks, *min, *max, &mut meter) {
-        Ok(counter) => counter.of_iterations(),
-        // Past the pairs a count may have: spelled out, or parser rules.
-        Err(e) if e.kind() == ErrorKind::Limit => {
-            limits.deadline.check()?;
-            return Ok(None);
-        }
-        Err(e) => return Err(e),
-    };
-    let mut built = built;
-    built.computed = Some(Box::new(super::Computed::Counted(counter)));
-    Ok(Some(Counted::Iterations(Box::new(built))))
+    Ok(Some(Counted::Iterations(Box::new(CountedLoop {
+        table,
+        ticks,
+        min: *min,
+        max: *max,
+    }))))
 }
 
 /// The bound of a repetition worth counting (see
@@ -491,7 +516,7 @@ mod tests {
     fn counted(e: &Expr) -> Option<LexemeDfa> {
         let limits = DfaLimits::default();
         match counted_repetition(e, &limits, &Uncached).unwrap()? {
-            Counted::Iterations(d) => Some(*d),
+            Counted::Iterations(d) => d.into_lexeme(&limits).unwrap(),
             Counted::ClassLength(c) => {
                 let any = string_body(&Uncached).unwrap();
                 build_counted_lexeme(&c.pattern, c.min, c.max, &limits, &any, &Uncached).unwrap()

@@ -35,6 +35,7 @@ pub mod counted;
 mod determinize;
 pub mod iterations;
 mod json_string;
+mod length_and_iterations;
 mod minimize;
 mod multiple;
 mod rfc3339;
@@ -45,6 +46,7 @@ pub mod table;
 pub use analysis::SafeGroups;
 pub(crate) use analysis::{class_pair_reps, table_equivalents, ContentStates, Pairing};
 pub use counted::Counter;
+pub use length_and_iterations::LengthAndIterations;
 pub use minimize::minimize;
 pub use source::{
     any_string_expr, build_counted_lexeme, build_lexeme, build_part, string_body, table,
@@ -89,6 +91,9 @@ pub enum Computed {
     /// A count of code points or iterations next to the table's automaton
     /// (see [`Counter`]): states are `count * table states + table state`.
     Counted(Counter),
+    /// Counts of iterations and of code points next to the table's
+    /// automaton (see [`LengthAndIterations`]).
+    LengthAndIterations(LengthAndIterations),
     /// A large set of JSON strings, stepped on its trie (see
     /// [`StringTrie`]); the table is empty.
     Strings(StringTrie),
@@ -257,6 +262,7 @@ impl LexemeDfa {
     fn next_computed(&self, state: u32, byte: u8) -> u32 {
         match self.computed.as_deref() {
             Some(Computed::Counted(c)) => c.next(self, state, byte),
+            Some(Computed::LengthAndIterations(c)) => c.next(self, state, byte),
             Some(Computed::Strings(s)) => s.next(state, byte),
             None => DEAD,
         }
@@ -276,6 +282,7 @@ impl LexemeDfa {
         match self.computed.as_deref() {
             None => self.is_final[state as usize],
             Some(Computed::Counted(c)) => c.is_final(self, state),
+            Some(Computed::LengthAndIterations(c)) => c.is_final(self, state),
             Some(Computed::Strings(s)) => s.is_final(state),
         }
     }
@@ -293,6 +300,7 @@ impl LexemeDfa {
     fn first_bytes_computed(&self, c: &Computed, state: u32) -> ByteSet {
         match c {
             Computed::Counted(c) => c.first_bytes(self, state),
+            Computed::LengthAndIterations(c) => c.first_bytes(self, state),
             Computed::Strings(s) => s.first_bytes(state),
         }
     }
@@ -304,11 +312,13 @@ impl LexemeDfa {
     }
 
     /// States a grammar numbers for this lexeme: the table's, or with a
-    /// [`Counter`] every (count, state) pair, or a [`StringTrie`]'s.
+    /// [`Counter`] every (count, state) pair (with two counts every
+    /// triple), or a [`StringTrie`]'s.
     pub fn num_lexeme_states(&self) -> usize {
         match self.computed.as_deref() {
             None => self.num_states(),
             Some(Computed::Counted(c)) => c.num_states(),
+            Some(Computed::LengthAndIterations(c)) => c.num_states(),
             Some(Computed::Strings(s)) => s.num_states(),
         }
     }
@@ -329,6 +339,9 @@ impl LexemeDfa {
     fn free_state_computed(c: &Computed, trie: &TokenTrie, state: u32, height: u16) -> Option<u32> {
         match c {
             Computed::Counted(c) => c.free_state(state, height as usize, trie.max_len()),
+            Computed::LengthAndIterations(c) => {
+                c.free_state(state, height as usize, trie.max_len())
+            }
             Computed::Strings(_) => None,
         }
     }
@@ -418,6 +431,7 @@ impl LexemeDfa {
         let computed = match self.computed.as_deref() {
             None => 0,
             Some(Computed::Counted(c)) => c.memory(),
+            Some(Computed::LengthAndIterations(c)) => c.memory(),
             Some(Computed::Strings(s)) => s.memory(),
         };
         computed + self.trans.len() * 4 + self.is_final.len() * (1 + 32) + 256

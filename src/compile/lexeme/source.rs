@@ -6,6 +6,7 @@ use super::boolean;
 use super::counted::{self, Counter};
 use super::iterations::{counted_repetition, Counted};
 use super::json_string::{self, CpDfa};
+use super::length_and_iterations;
 use super::string_trie::{StringTrie, STRING_TRIE_MIN_NODES};
 use std::sync::Arc;
 
@@ -93,7 +94,11 @@ pub fn build_lexeme(
     parts: &dyn LexemeSource,
 ) -> Result<Option<LexemeDfa>> {
     match counted_repetition(expr, limits, parts)? {
-        Some(Counted::Iterations(counted)) => return Ok(Some(*counted)),
+        Some(Counted::Iterations(counted)) => {
+            if let Some(built) = counted.into_lexeme(limits)? {
+                return Ok(Some(built));
+            }
+        }
         Some(Counted::ClassLength(c)) => {
             if let Some(body) = string_body(parts) {
                 return build_counted_lexeme(&c.pattern, c.min, c.max, limits, &body, parts);
@@ -162,9 +167,13 @@ fn strings_lexeme(js: &JsonStrings, limits: &DfaLimits) -> Result<LexemeDfa> {
 }
 
 /// The JSON strings of `pattern` (a quoted JSON string language) whose
-/// decoded length is `min..=max` code points, built as `pattern`'s
-/// automaton with a [`Counter`] next to it; `None` when `pattern` is not
+/// decoded length is `min..=max` code points; `None` when `pattern` is not
 /// a plain JSON string language. `body` is "any string" ([`string_body`]).
+///
+/// A pattern with a large bounded repetition under a maximum counts both
+/// its iterations and the code points ([`length_and_iterations`]); one
+/// class repeated is a length bound within both; otherwise the code
+/// points are counted beside `pattern`'s automaton ([`count_code_points`]).
 pub fn build_counted_lexeme(
     pattern: &Expr,
     min: u32,
@@ -173,16 +182,51 @@ pub fn build_counted_lexeme(
     body: &StringBody,
     parts: &dyn LexemeSource,
 ) -> Result<Option<LexemeDfa>> {
+    match counted_repetition(pattern, limits, parts)? {
+        Some(Counted::Iterations(counted)) => {
+            if let Some(max) = max {
+                if let Some(built) = length_and_iterations::build(&counted, min, max, body, limits)?
+                {
+                    return Ok(Some(built));
+                }
+            }
+        }
+        Some(Counted::ClassLength(c)) => {
+            let max = match (c.max, max) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            return count_code_points(&c.pattern, min.max(c.min), max, limits, body, parts);
+        }
+        None => {}
+    }
+    count_code_points(pattern, min, max, limits, body, parts)
+}
+
+/// The JSON strings of `pattern` whose decoded length is `min..=max` code
+/// points, built as `pattern`'s automaton with a [`Counter`] next to it;
+/// `None` when `pattern` is not a plain JSON string language.
+pub fn count_code_points(
+    pattern: &Expr,
+    min: u32,
+    max: Option<u32>,
+    limits: &DfaLimits,
+    body: &StringBody,
+    parts: &dyn LexemeSource,
+) -> Result<Option<LexemeDfa>> {
     let table = table(pattern, limits, parts)?;
-    let Some((product, inside, boundary)) =
-        counted::pair_with_any_string(&table, body, &limits.deadline)?
-    else {
+    let Some(paired) = counted::pair_with_any_string(&table, body, &limits.deadline)? else {
         return Ok(None);
     };
-    let mut built = LexemeDfa::from_table_by(product, &limits.deadline)?;
+    let mut built = LexemeDfa::from_table_by(paired.table, &limits.deadline)?;
     let mut meter = limits.deadline.meter();
     built.computed = Some(Box::new(Computed::Counted(Counter::new(
-        &built, inside, boundary, min, max, &mut meter,
+        &built,
+        paired.inside,
+        paired.boundary,
+        min,
+        max,
+        &mut meter,
     )?)));
     Ok(Some(built))
 }
