@@ -105,7 +105,7 @@ pub struct LengthAndIterations {
     /// Per byte class: its bytes, and one of them.
     class_bytes: Vec<ByteSet>,
     class_reps: Vec<u8>,
-    /// See [`LengthAndIterations::classes_free`].
+    /// See [`LengthAndIterations::columns`].
     columns: OnceLock<(Vec<u32>, Vec<bool>)>,
     classes: OnceLock<IterationClasses>,
 }
@@ -200,9 +200,10 @@ pub fn build(
         return Ok(None);
     }
     // The table: copies of the paired automaton by iterations left, the
-    // last `budgets - 1` exactly and the others in the first copy (see
-    // the module doc). A state with iterations to go keeps them in
-    // `budgets - 2` copies, so no state lives only in the first.
+    // last `budgets - 1` exactly and more in the first (see the module
+    // doc). The first has at least one more than any state needs, so the
+    // next copy, where the table's step from it leads, drops no state the
+    // count keeps.
     let most_ticks = fewest_ticks.iter().copied().filter(|&d| d != NEVER).max();
     let Some(budgets) = most_ticks
         .filter(|&d| d <= MAX_TICKS_TO_END)
@@ -456,7 +457,7 @@ impl LengthAndIterations {
 
     /// Per count `i`: [`Self::iterations_free`].
     fn free_from(&self) -> &[bool] {
-        &self.classes_free().1
+        &self.columns().1
     }
 
     /// The smallest state equivalent to `v` on every string of up to
@@ -482,7 +483,7 @@ impl LengthAndIterations {
     /// Per count, a column id (`left`'s column, whether the count is
     /// within the bounds, its table copy) and whether it is free (see
     /// [`Self::iterations_free`]).
-    fn classes_free(&self) -> &(Vec<u32>, Vec<bool>) {
+    fn columns(&self) -> &(Vec<u32>, Vec<bool>) {
         self.columns.get_or_init(|| {
             let (m, width) = (self.m as usize, self.width());
             let mut ids: FastMap<(&[u32], bool, u32), u32> = FastMap::default();
@@ -497,14 +498,13 @@ impl LengthAndIterations {
                     *ids.entry(key).or_insert(n)
                 })
                 .collect();
-            // Free: live exactly where the table's copy keeps the state.
+            // Free: from the minimum on, a state is live with the count
+            // exactly when it needs at most the iterations left; the
+            // table's copy, which never has more left, keeps a subset.
             let mut free = vec![false; width + 1];
             free[width] = true;
             for i in (0..width).rev() {
                 let budget = self.imax - i as u32;
-                // The table's copy keeps the states that need at most
-                // its iterations left; the first copy has fewer left than
-                // the count, and still more than any state needs.
                 let kept = |s: usize| self.fewest_ticks[s] <= budget;
                 free[i] = free[i + 1]
                     && i as u32 >= self.imin
@@ -517,11 +517,11 @@ impl LengthAndIterations {
     }
 
     /// Groups the iteration counts by their columns (see
-    /// [`Self::classes_free`]) over the next `horizon + 1` counts,
+    /// [`Self::columns`]) over the next `horizon + 1` counts,
     /// computed once (the horizon is the vocabulary's).
     fn classes(&self, horizon: usize) -> &IterationClasses {
         self.classes.get_or_init(|| {
-            let column_of = &self.classes_free().0;
+            let column_of = &self.columns().0;
             // Past the maximum nothing is live: a column of its own.
             let dead = column_of.iter().copied().max().map_or(0, |x| x + 1);
             let column_at = |i: usize| column_of.get(i).copied().unwrap_or(dead);
