@@ -117,10 +117,12 @@ pub struct ClassLength {
 /// the automaton counting its iterations, or the length bound of a pattern
 /// of one class. `None` when `expr` is not the JSON strings of a plain
 /// pattern with one such repetition where every path counts it alike,
-/// when spelling it out is small, or when the count is not a function of
-/// the text: the caller builds the lexeme the usual way.
+/// when spelling it out takes fewer than `spelled_states` states, or when
+/// the count is not a function of the text: the caller builds the lexeme
+/// the usual way.
 pub fn counted_repetition(
     expr: &Expr,
+    spelled_states: usize,
     limits: &DfaLimits,
     parts: &dyn LexemeSource,
 ) -> Result<Option<Counted>> {
@@ -148,7 +150,7 @@ pub fn counted_repetition(
         return Ok(None);
     }
     let body_states = quoted_table(&*parts.part(body, limits)?, limits)?.num_states();
-    if (max.unwrap_or(*min) as usize).saturating_mul(body_states) < ITERATIONS_COUNTED_STATES {
+    if (max.unwrap_or(*min) as usize).saturating_mul(body_states) < spelled_states {
         return Ok(None);
     }
     if let Expr::Class(_) = **body {
@@ -515,7 +517,7 @@ mod tests {
     /// The counted lexeme of `e`, as `build_lexeme` makes it.
     fn counted(e: &Expr) -> Option<LexemeDfa> {
         let limits = DfaLimits::default();
-        match counted_repetition(e, &limits, &Uncached).unwrap()? {
+        match counted_repetition(e, ITERATIONS_COUNTED_STATES, &limits, &Uncached).unwrap()? {
             Counted::Iterations(d) => d.into_lexeme(&limits).unwrap(),
             Counted::ClassLength(c) => {
                 let any = string_body(&Uncached).unwrap();

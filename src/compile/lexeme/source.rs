@@ -4,9 +4,9 @@
 
 use super::boolean;
 use super::counted::{self, Counter};
-use super::iterations::{counted_repetition, Counted};
+use super::iterations::{counted_repetition, Counted, ITERATIONS_COUNTED_STATES};
 use super::json_string::{self, CpDfa};
-use super::length_and_iterations;
+use super::length_and_iterations::{self, LENGTH_AND_ITERATIONS_COUNTED_STATES};
 use super::string_trie::{StringTrie, STRING_TRIE_MIN_NODES};
 use std::sync::Arc;
 
@@ -93,7 +93,7 @@ pub fn build_lexeme(
     limits: &DfaLimits,
     parts: &dyn LexemeSource,
 ) -> Result<Option<LexemeDfa>> {
-    match counted_repetition(expr, limits, parts)? {
+    match counted_repetition(expr, ITERATIONS_COUNTED_STATES, limits, parts)? {
         Some(Counted::Iterations(counted)) => {
             if let Some(built) = counted.into_lexeme(limits)? {
                 return Ok(Some(built));
@@ -182,7 +182,12 @@ pub fn build_counted_lexeme(
     body: &StringBody,
     parts: &dyn LexemeSource,
 ) -> Result<Option<LexemeDfa>> {
-    match counted_repetition(pattern, limits, parts)? {
+    let spelled_states = if max.is_some() {
+        LENGTH_AND_ITERATIONS_COUNTED_STATES
+    } else {
+        ITERATIONS_COUNTED_STATES
+    };
+    match counted_repetition(pattern, spelled_states, limits, parts)? {
         Some(Counted::Iterations(counted)) => {
             if let Some(max) = max {
                 if let Some(built) = length_and_iterations::build(&counted, min, max, body, limits)?
