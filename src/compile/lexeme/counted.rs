@@ -70,10 +70,7 @@ pub struct Counter {
     columns: Vec<u64>,
     /// Per state: can end, whatever the count.
     base_live: Vec<bool>,
-    /// Per byte class: its bytes.
-    class_bytes: Vec<ByteSet>,
-    /// Per byte class: one of its bytes.
-    class_reps: Vec<u8>,
+    class_sets: ClassSets,
     classes: OnceLock<CountClasses>,
 }
 
@@ -150,13 +147,6 @@ impl Counter {
         }
         let layers = Layers::new(&preds, &exits, cap, max.is_none(), meter)?;
         let (columns, column_of) = live_columns(&layers, min, max, meter)?;
-        let mut class_bytes = vec![[0u64; 4]; k];
-        let mut class_reps = vec![0u8; k];
-        for b in (0..=255u8).rev() {
-            let c = dfa.classes[b as usize] as usize;
-            byteset_insert(&mut class_bytes[c], b);
-            class_reps[c] = b;
-        }
         Ok(Counter {
             m: m as u32,
             min,
@@ -167,8 +157,7 @@ impl Counter {
             columns,
             column_of,
             base_live,
-            class_bytes,
-            class_reps,
+            class_sets: ClassSets::new(dfa),
             counts_code_points: true,
             classes: OnceLock::new(),
         })
@@ -270,17 +259,8 @@ impl Counter {
     /// The bytes with a transition from `v`.
     pub fn first_bytes(&self, dfa: &LexemeDfa, v: u32) -> ByteSet {
         let (p, _) = self.split(v);
-        let k = dfa.num_classes;
-        let mut set = [0u64; 4];
-        for (class, &t) in dfa.trans[p as usize * k..(p as usize + 1) * k]
-            .iter()
-            .enumerate()
-        {
-            if t != DEAD && self.next(dfa, v, self.class_reps[class]) != DEAD {
-                byteset_union(&mut set, &self.class_bytes[class]);
-            }
-        }
-        set
+        self.class_sets
+            .first_bytes(dfa, p, |b| self.next(dfa, v, b) != DEAD)
     }
 
     /// The automaton's state of `v`, when no string of up to `height`
@@ -377,7 +357,53 @@ impl Counter {
         self.columns.len() * 8
             + self.column_of.len() * 4
             + self.inside.len() * 3
-            + self.class_bytes.len() * 33
+            + self.class_sets.memory()
+    }
+}
+
+/// A DFA's byte classes as sets of bytes, with one byte of each: what a
+/// counted lexeme tries, class by class, for its first bytes.
+pub(super) struct ClassSets {
+    bytes: Vec<ByteSet>,
+    reps: Vec<u8>,
+}
+
+impl ClassSets {
+    pub(super) fn new(dfa: &LexemeDfa) -> ClassSets {
+        let k = dfa.num_classes;
+        let mut bytes = vec![[0u64; 4]; k];
+        let mut reps = vec![0u8; k];
+        for b in (0..=255u8).rev() {
+            let c = dfa.classes[b as usize] as usize;
+            byteset_insert(&mut bytes[c], b);
+            reps[c] = b;
+        }
+        ClassSets { bytes, reps }
+    }
+
+    /// The bytes of the classes with a transition from table state
+    /// `state` whose representative byte `steps` takes.
+    pub(super) fn first_bytes(
+        &self,
+        dfa: &LexemeDfa,
+        state: u32,
+        steps: impl Fn(u8) -> bool,
+    ) -> ByteSet {
+        let k = dfa.num_classes;
+        let mut set = [0u64; 4];
+        for (class, &t) in dfa.trans[state as usize * k..(state as usize + 1) * k]
+            .iter()
+            .enumerate()
+        {
+            if t != DEAD && steps(self.reps[class]) {
+                byteset_union(&mut set, &self.bytes[class]);
+            }
+        }
+        set
+    }
+
+    pub(super) fn memory(&self) -> usize {
+        self.bytes.len() * 33
     }
 }
 

@@ -54,12 +54,12 @@
 use std::collections::VecDeque;
 use std::sync::OnceLock;
 
-use super::counted::{pair_with_any_string, window_classes};
+use super::counted::{pair_with_any_string, window_classes, ClassSets};
 use super::iterations::CountedLoop;
 use super::{DfaLimits, LexemeDfa, StringBody, DEAD};
 use crate::error::Result;
 use crate::limits::Meter;
-use crate::util::byteset::{byteset_insert, byteset_union, ByteSet};
+use crate::util::byteset::ByteSet;
 use crate::util::hash::FastMap;
 
 /// Most (state, iterations, code points) triples of one lexeme: past it
@@ -112,9 +112,7 @@ pub struct LengthAndIterations {
     fewest_ticks: Vec<u32>,
     /// The largest `left` but `NEVER`.
     most_left: u32,
-    /// Per byte class: its bytes, and one of them.
-    class_bytes: Vec<ByteSet>,
-    class_reps: Vec<u8>,
+    class_sets: ClassSets,
     /// See [`LengthAndIterations::columns`].
     columns: OnceLock<(Vec<u32>, Vec<bool>)>,
     classes: OnceLock<IterationClasses>,
@@ -263,13 +261,7 @@ pub fn build(
         .filter(|&d| d != NEVER)
         .max()
         .unwrap_or(0);
-    let mut class_bytes = vec![[0u64; 4]; k];
-    let mut class_reps = vec![0u8; k];
-    for b in (0..=255u8).rev() {
-        let c = built.classes[b as usize] as usize;
-        byteset_insert(&mut class_bytes[c], b);
-        class_reps[c] = b;
-    }
+    let class_sets = ClassSets::new(&built);
     built.computed = Some(Box::new(super::Computed::LengthAndIterations(
         LengthAndIterations {
             m: m as u32,
@@ -284,8 +276,7 @@ pub fn build(
             left,
             fewest_ticks,
             most_left,
-            class_bytes,
-            class_reps,
+            class_sets,
             columns: OnceLock::new(),
             classes: OnceLock::new(),
         },
@@ -428,17 +419,8 @@ impl LengthAndIterations {
     /// The bytes with a transition from `v`.
     pub fn first_bytes(&self, dfa: &LexemeDfa, v: u32) -> ByteSet {
         let (state, _, _) = self.split(v);
-        let k = dfa.num_classes;
-        let mut set = [0u64; 4];
-        for (class, &t) in dfa.trans[state as usize * k..(state as usize + 1) * k]
-            .iter()
-            .enumerate()
-        {
-            if t != DEAD && self.next(dfa, v, self.class_reps[class]) != DEAD {
-                byteset_union(&mut set, &self.class_bytes[class]);
-            }
-        }
-        set
+        self.class_sets
+            .first_bytes(dfa, state, |b| self.next(dfa, v, b) != DEAD)
     }
 
     /// Whether `height` more bytes from `chars` code points can never
@@ -544,7 +526,7 @@ impl LengthAndIterations {
     pub fn memory(&self) -> usize {
         (self.left.len() + self.fewest_ticks.len()) * 4
             + self.inside.len() * 3
-            + self.class_bytes.len() * 33
+            + self.class_sets.memory()
             + self.width() * 5
     }
 }
