@@ -920,8 +920,16 @@ pub fn eq(v: &Dec) -> Expr {
     }
 }
 
-/// Integers (see the module doc for the spellings).
+/// Integers (see the module doc for the spellings). Every integer
+/// constraint holds it, so it is built once per thread and copied.
 pub fn integer() -> Expr {
+    thread_local! {
+        static INTEGER: Expr = integer_uncached();
+    }
+    INTEGER.with(Expr::clone)
+}
+
+fn integer_uncached() -> Expr {
     let j = INT_SCI_FRAC_MAX;
     let mut sci = vec![seq(vec![
         nz(),
