@@ -11,9 +11,9 @@
 //! for 49 words and 33 ms for 199. Here the automaton is the loop's
 //! ([`CountedLoop`], about 100 states for any bound), paired with "any
 //! string"'s to tell where code points end, and a state is the triple
-//! (table state, iterations, code points), numbered
-//! `(chars * (imax + 1) + iterations) * n + state` for `n` table states
-//! (see below for the table).
+//! (table state, iterations, code points), numbered by bit fields:
+//! the code points above the iterations above the table state (see below
+//! for the table).
 //!
 //! Liveness. The length has a maximum only: a minimum that every string
 //! of the pattern meets anyway is dropped, and any other is left to the
@@ -62,8 +62,9 @@ use crate::limits::Meter;
 use crate::util::byteset::ByteSet;
 use crate::util::hash::FastMap;
 
-/// Most (state, iterations, code points) triples of one lexeme: past it
-/// the lexeme is built with one count.
+/// Most state numbers of one lexeme (its table states and iterations
+/// each rounded up to a power of two, times its code points): past it the
+/// lexeme is built with one count.
 pub const MAX_TRIPLES: u64 = 1 << 28;
 
 /// Beside a length bound, a repetition is counted from this many states
@@ -85,6 +86,13 @@ pub struct LengthAndIterations {
     m: u32,
     /// States of the table: `budgets` copies of the paired automaton.
     table_states: u32,
+    /// Per table state: its paired state.
+    paired_of: Vec<u32>,
+    /// Bits of a lexeme state holding the table state, and above them
+    /// those holding the iterations (the code points above both): shifts
+    /// and masks, where divisions were a fifth of a walk near the bounds.
+    state_bits: u32,
+    iteration_bits: u32,
     /// Copies in the table: the first for `budgets - 1` iterations left
     /// or more, then one for each fewer.
     budgets: u32,
@@ -220,7 +228,9 @@ pub fn build(
         return Ok(None);
     };
     let table_states = budgets * m;
-    let triples = table_states as u64 * width as u64 * (u64::from(max) + 1);
+    let state_bits = bits_for(table_states);
+    let iteration_bits = bits_for(width);
+    let triples = (1u64 << (state_bits + iteration_bits)) * (u64::from(max) + 1);
     if triples > MAX_TRIPLES {
         return Ok(None);
     }
@@ -266,6 +276,9 @@ pub fn build(
         LengthAndIterations {
             m: m as u32,
             table_states: table_states as u32,
+            paired_of: (0..table_states).map(|s| (s % m) as u32).collect(),
+            state_bits,
+            iteration_bits,
             budgets: budgets as u32,
             imin: counted.min,
             imax,
@@ -282,6 +295,11 @@ pub fn build(
         },
     )));
     Ok(Some(built))
+}
+
+/// The bits that number `0..n`.
+fn bits_for(n: usize) -> u32 {
+    usize::BITS - n.saturating_sub(1).leading_zeros()
 }
 
 /// The same predecessor lists with each step costing its tick instead of
@@ -345,20 +363,24 @@ impl LengthAndIterations {
     /// States of the lexeme: every (table state, iterations, code points)
     /// triple.
     pub fn num_states(&self) -> usize {
-        self.table_states as usize * self.width() * (self.cmax as usize + 1)
+        (1usize << (self.state_bits + self.iteration_bits)) * (self.cmax as usize + 1)
     }
 
     /// The table state, the iterations and the code points of `v`.
     #[inline]
     fn split(&self, v: u32) -> (u32, u32, u32) {
-        let counts = v / self.table_states;
-        let width = self.imax + 1;
-        (v % self.table_states, counts % width, counts / width)
+        let state = v & ((1 << self.state_bits) - 1);
+        let iterations = (v >> self.state_bits) & ((1 << self.iteration_bits) - 1);
+        (
+            state,
+            iterations,
+            v >> (self.state_bits + self.iteration_bits),
+        )
     }
 
     #[inline]
     fn join(&self, state: u32, iterations: u32, chars: u32) -> u32 {
-        (chars * (self.imax + 1) + iterations) * self.table_states + state
+        (chars << (self.state_bits + self.iteration_bits)) | (iterations << self.state_bits) | state
     }
 
     /// The table's copy for `i` iterations: the one with `imax - i` left,
@@ -377,7 +399,7 @@ impl LengthAndIterations {
         if t == DEAD {
             return DEAD;
         }
-        let (p, tp) = (state % self.m, t % self.m);
+        let (p, tp) = (self.paired_of[state as usize], self.paired_of[t as usize]);
         if !self.inside[tp as usize] {
             // The closing quote (the start state has no way in); the
             // code points are within the maximum in every live state.
@@ -456,7 +478,7 @@ impl LengthAndIterations {
     /// `horizon` bytes.
     pub fn token_class(&self, v: u32, horizon: usize) -> u32 {
         let (state, i, c) = self.split(v);
-        if !self.inside[(state % self.m) as usize] {
+        if !self.inside[self.paired_of[state as usize] as usize] {
             return v;
         }
         let classes = self.classes(horizon);
@@ -524,7 +546,7 @@ impl LengthAndIterations {
 
     /// Approximate heap bytes.
     pub fn memory(&self) -> usize {
-        (self.left.len() + self.fewest_ticks.len()) * 4
+        (self.left.len() + self.fewest_ticks.len() + self.paired_of.len()) * 4
             + self.inside.len() * 3
             + self.class_sets.memory()
             + self.width() * 5
