@@ -33,9 +33,10 @@
 //! hold 10 words), so its analyses would serve almost no state and every
 //! mask near the end would walk byte by byte (4 ms instead of 0.7). The
 //! table is therefore the paired automaton in [`EXACT_BUDGETS`] copies by
-//! iterations left: the last copies have exactly 2, 1, 0 left (a step
-//! that starts an iteration leads to the next copy, none from the last),
-//! and the first stands for that many or more. A state's copy follows its
+//! iterations left (more where a state needs more iterations to end):
+//! the last copies have exactly 2, 1, 0 left (a step that starts an
+//! iteration leads to the next copy, none from the last), and the first
+//! stands for that many or more. A state's copy follows its
 //! count (from the first copy an iteration stays in it while enough are
 //! left). Then the table never reads more than the count allows, and
 //! where the code points are far from their maximum, what the table
@@ -466,12 +467,7 @@ impl LengthAndIterations {
     /// From `i` iterations on, the states live with the count are those
     /// the table's copy keeps.
     fn iterations_free(&self, i: u32) -> bool {
-        i >= self.imin && i <= self.imax && self.free_from()[i as usize]
-    }
-
-    /// Per count `i`: [`Self::iterations_free`].
-    fn free_from(&self) -> &[bool] {
-        &self.columns().1
+        self.columns().1[i as usize]
     }
 
     /// The smallest state equivalent to `v` on every string of up to
@@ -490,8 +486,8 @@ impl LengthAndIterations {
     /// Computes the iteration classes for `horizon` now (at compile time)
     /// rather than in the first mask.
     pub fn prepare(&self, horizon: usize) {
+        // (The columns with them.)
         self.classes(horizon);
-        self.free_from();
     }
 
     /// Per count, a column id (`left`'s column, whether the count is
