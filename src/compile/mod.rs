@@ -29,7 +29,7 @@ use rtn::{Edges, RtnBuilder, RtnScratch, SState};
 
 use crate::error::{Error, Result};
 use crate::ir::{self, Expr, TokenSet};
-use crate::limits::{self, Deadline};
+use crate::limits::{self, Deadline, SampledDeadline};
 use crate::util::byteset::{self, ByteSet};
 use crate::util::hash::FastMap;
 use crate::vocab::Vocab;
@@ -166,19 +166,33 @@ impl Automaton {
 
 /// Checks the clock and the state budget during compilation.
 struct Budget {
-    deadline: Deadline,
+    deadline: SampledDeadline,
     max_states: usize,
 }
 
 impl Budget {
+    /// Checked once per rule: the clock is sampled (see
+    /// [`SampledDeadline`]); a lexeme that takes long to build checks the
+    /// deadline itself.
     fn check(&self, states: usize) -> Result<()> {
+        self.check_states(states)?;
+        self.deadline.check()
+    }
+
+    /// [`Budget::check`] reading the clock.
+    fn check_now(&self, states: usize) -> Result<()> {
+        self.check_states(states)?;
+        self.deadline.deadline().check()
+    }
+
+    fn check_states(&self, states: usize) -> Result<()> {
         if states > self.max_states {
             return Err(Error::limit(format!(
                 "the grammar needs more than {} automaton states (max_states)",
                 self.max_states
             )));
         }
-        self.deadline.check()
+        Ok(())
     }
 }
 
@@ -443,7 +457,7 @@ pub fn compile_ir(
     options: &IrOptions,
 ) -> Result<Automaton> {
     let budget = Budget {
-        deadline: options.deadline,
+        deadline: SampledDeadline::new(options.deadline),
         max_states: options.max_states,
     };
     if grammar.start as usize >= grammar.rules.len() {
@@ -586,7 +600,7 @@ pub fn compile_ir(
     if next >= u32::MAX as u64 / 2 {
         return Err(Error::limit("too many automaton states"));
     }
-    budget.check(stored)?;
+    budget.check_now(stored)?;
     trim(&kinds, &mut structural, &mut edges)?;
     let nullable = compute_nullable(&kinds, &structural, &edges);
     let follow = compute_follow(&kinds, &structural, &edges, &nullable);

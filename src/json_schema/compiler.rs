@@ -13,14 +13,14 @@ use std::rc::Rc;
 use serde_json::Value;
 
 use super::decimal::Dec;
-use super::doc::{Doc, Draft};
+use super::doc::{Doc, Draft, Keywords};
 use super::node::{too_many_numbers, AlgebraError, ArrShape, Node, ObjShape, Term};
 use super::number::NumAtom;
 use super::strings::StrLang;
 use super::JsonOptions;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ir::{Expr, GrammarBuilder, RuleId};
-use crate::limits::Deadline;
+use crate::limits::{Deadline, SampledDeadline};
 use crate::util::hash::{FastMap, FastSet};
 
 // The options of `JsonOptions` that change what is emitted, each in its
@@ -269,6 +269,8 @@ pub struct Compiler<'a> {
     obj_rules: FastMap<ObjShape, RuleId>,
     ws: Option<RuleId>,
     deadline: Deadline,
+    /// The deadline as checked on every rule made and subschema evaluated.
+    frequent_checks: SampledDeadline,
     layout: layout::LayoutState,
     /// Lenient mode: the keywords left out, the terms whose node left
     /// something out, whether the evaluation under way did, and where
@@ -356,6 +358,7 @@ impl<'a> Compiler<'a> {
             obj_rules: FastMap::default(),
             ws: None,
             deadline,
+            frequent_checks: SampledDeadline::new(deadline),
             layout: layout::LayoutState::default(),
             dropped: Vec::new(),
             widened: FastSet::default(),
@@ -432,7 +435,7 @@ impl<'a> Compiler<'a> {
         let name = match (kw, self.doc.draft(from)) {
             ("$recursiveRef", Draft::D2019)
                 if r.as_str() == Some("#")
-                    && t.get("$recursiveAnchor") == Some(&Value::Bool(true)) =>
+                    && t.keyword("$recursiveAnchor") == Some(&Value::Bool(true)) =>
             {
                 ""
             }
@@ -440,7 +443,7 @@ impl<'a> Compiler<'a> {
                 let Some((_, f)) = r.as_str().and_then(|x| x.rsplit_once('#')) else {
                     return Ok(initial);
                 };
-                if f.is_empty() || t.get("$dynamicAnchor").and_then(|a| a.as_str()) != Some(f) {
+                if f.is_empty() || t.keyword("$dynamicAnchor").and_then(|a| a.as_str()) != Some(f) {
                     return Ok(initial);
                 }
                 f
@@ -503,7 +506,7 @@ impl<'a> Compiler<'a> {
             return Err(e.clone());
         }
         self.evals += 1;
-        self.check_time()?;
+        self.frequent_checks.check()?;
         if self.evals > MAX_EVALS {
             return Err(Error::limit(format!(
                 "the schema needs more than {MAX_EVALS} subschema combinations"
@@ -687,7 +690,7 @@ impl<'a> Compiler<'a> {
         let draft = self.doc.draft(id);
         // Drafts 4 to 7: a $ref replaces every sibling keyword.
         if draft <= Draft::D7 {
-            if let Some(r) = m.get("$ref") {
+            if let Some(r) = m.keyword("$ref") {
                 let Some(target) = self.ref_or_leave(id, "$ref", r, &ptr)? else {
                     return Ok(Node::any());
                 };
@@ -699,19 +702,19 @@ impl<'a> Compiler<'a> {
 
         // const / enum first: their key order is the most likely order of
         // an instance's properties.
-        let known = |kw: &str| draft.has_keyword(kw) && m.contains_key(kw);
-        if let Some(c) = m.get("const").filter(|_| known("const")) {
+        let known = |kw: &str| draft.has_keyword(kw) && m.has(kw);
+        if let Some(c) = m.keyword("const").filter(|_| known("const")) {
             let n = self.value_node(c)?;
             self.meet(&mut node, &n, "const", &ptr)?;
         }
-        if let Some(e) = m.get("enum") {
+        if let Some(e) = m.keyword("enum") {
             let Value::Array(vals) = e else {
                 return Err(bad("enum", &ptr, "not an array"));
             };
             let n = self.values_node(vals)?;
             self.meet(&mut node, &n, "enum", &ptr)?;
         }
-        if let Some(t) = m.get("type") {
+        if let Some(t) = m.keyword("type") {
             let n = type_node(t, draft).map_err(|e| bad("type", &ptr, e))?;
             self.meet(&mut node, &n, "type", &ptr)?;
         }
@@ -741,7 +744,7 @@ impl<'a> Compiler<'a> {
         }
         // Dependencies (objects only).
         for kw in ["dependentRequired", "dependentSchemas", "dependencies"] {
-            let Some(Value::Object(deps)) = m.get(kw).filter(|_| draft.has_keyword(kw)) else {
+            let Some(Value::Object(deps)) = m.keyword(kw).filter(|_| draft.has_keyword(kw)) else {
                 continue;
             };
             if node.obj.is_empty() {
@@ -775,14 +778,14 @@ impl<'a> Compiler<'a> {
         }
         // Applicators.
         if draft >= Draft::D2019 {
-            if let Some(r) = m.get("$ref") {
+            if let Some(r) = m.keyword("$ref") {
                 if let Some(target) = self.ref_or_leave(id, "$ref", r, &ptr)? {
                     let n = self.eval(&self.loc(target))?;
                     self.meet(&mut node, &n, "$ref", &ptr)?;
                 }
             }
             for kw in ["$recursiveRef", "$dynamicRef"] {
-                let Some(r) = m.get(kw) else { continue };
+                let Some(r) = m.keyword(kw) else { continue };
                 if let Some(target) = self.ref_or_leave(id, kw, r, &ptr)? {
                     let target = match self.dynamic_target(kw, r, id, target) {
                         Ok(t) => t,
@@ -796,13 +799,13 @@ impl<'a> Compiler<'a> {
                 }
             }
         }
-        if let Some(v) = m.get("allOf") {
+        if let Some(v) = m.keyword("allOf") {
             for sub in self.subschemas(id, "allOf", v, &ptr)? {
                 let n = self.eval(&self.loc(sub))?;
                 self.meet(&mut node, &n, "allOf", &ptr)?;
             }
         }
-        if let Some(v) = m.get("anyOf") {
+        if let Some(v) = m.keyword("anyOf") {
             let mut branches = Vec::new();
             for (i, sub) in self
                 .subschemas(id, "anyOf", v, &ptr)?
@@ -818,12 +821,12 @@ impl<'a> Compiler<'a> {
                 .map_err(|e| algebra("anyOf", &ptr, e))?;
             self.meet(&mut node, &acc, "anyOf", &ptr)?;
         }
-        if let Some(v) = m.get("oneOf") {
+        if let Some(v) = m.keyword("oneOf") {
             let subs = self.subschemas(id, "oneOf", v, &ptr)?;
             let n = self.one_of(&subs, &node, &ptr)?;
             self.meet(&mut node, &n, "oneOf", &ptr)?;
         }
-        if let Some(Value::Object(_) | Value::Bool(_)) = m.get("not") {
+        if let Some(Value::Object(_) | Value::Bool(_)) = m.keyword("not") {
             let sub = self.doc.child(id, &["not"]).unwrap();
             let n = self.eval(&self.loc(sub))?;
             if self.is_widened(&self.loc(sub)) {
@@ -838,10 +841,10 @@ impl<'a> Compiler<'a> {
                 }
             }
         }
-        if known("if") && (m.contains_key("then") || m.contains_key("else")) {
+        if known("if") && (m.has("then") || m.has("else")) {
             let get = |c: &mut Self, k: &str| -> Result<Rc<Node>> {
                 match c.doc.child(id, &[k]) {
-                    Some(sub) if m.contains_key(k) => c.eval(&c.loc(sub)),
+                    Some(sub) if m.has(k) => c.eval(&c.loc(sub)),
                     _ => Ok(Rc::new(Node::any())),
                 }
             };
@@ -872,7 +875,7 @@ impl<'a> Compiler<'a> {
             node = yes.or(&no).map_err(err)?;
         }
         for kw in ["unevaluatedProperties", "unevaluatedItems"] {
-            match m.get(kw) {
+            match m.keyword(kw) {
                 None | Some(Value::Bool(true)) => {}
                 Some(Value::Object(o)) if o.is_empty() => {}
                 Some(_) => {

@@ -18,7 +18,7 @@ use serde_json::Value;
 
 impl Compiler<'_> {
     pub(super) fn new_rule(&mut self, name: String) -> Result<RuleId> {
-        self.check_time()?;
+        self.frequent_checks.check()?;
         if self.b.len() >= MAX_RULES {
             return Err(Error::limit(format!(
                 "the schema needs more than {MAX_RULES} grammar rules"

@@ -3,7 +3,7 @@
 //! into the node's shapes ([`Compiler::eval_schema`] calls them).
 
 use super::super::decimal::Dec;
-use super::super::doc::Draft;
+use super::super::doc::{Draft, Keywords};
 use super::super::node::{ArrShape, Contains, ObjShape, Term};
 use super::super::number::{multiple_of, NumAtom};
 use super::super::strings::{length, StrLang};
@@ -22,11 +22,11 @@ impl Compiler<'_> {
         ptr: &str,
     ) -> Result<Option<StrLang>> {
         let mut parts: Vec<Expr> = Vec::new();
-        let min = match m.get("minLength") {
+        let min = match m.keyword("minLength") {
             Some(v) => Some(as_count(v).ok_or_else(|| bad("minLength", ptr, "not a count"))?),
             None => None,
         };
-        let max = match m.get("maxLength") {
+        let max = match m.keyword("maxLength") {
             Some(v) => Some(as_count(v).ok_or_else(|| bad("maxLength", ptr, "not a count"))?),
             None => None,
         };
@@ -55,7 +55,7 @@ impl Compiler<'_> {
             }
             parts.push(length(min.unwrap_or(0), max));
         }
-        if let Some(p) = m.get("pattern") {
+        if let Some(p) = m.keyword("pattern") {
             let Value::String(p) = p else {
                 return Err(bad("pattern", ptr, "not a string"));
             };
@@ -69,7 +69,7 @@ impl Compiler<'_> {
                 Err(e) => return Err(kw_err(e.kind(), "pattern", ptr, e.message())),
             }
         }
-        if let Some(Value::String(f)) = m.get("format") {
+        if let Some(Value::String(f)) = m.keyword("format") {
             if f == "hostname" {
                 let e = unsup(
                     "format",
@@ -111,7 +111,7 @@ impl Compiler<'_> {
         ptr: &str,
     ) -> Result<Option<NumAtom>> {
         let num = |kw: &str| -> Result<Option<Dec>> {
-            match m.get(kw) {
+            match m.keyword(kw) {
                 None => Ok(None),
                 Some(Value::Number(n)) => Ok(Some(
                     Dec::from_json(n).ok_or_else(|| bad(kw, ptr, "bad number"))?,
@@ -121,7 +121,7 @@ impl Compiler<'_> {
             }
         };
         let mut a = NumAtom::any();
-        let flag = |kw: &str| m.get(kw) == Some(&Value::Bool(true));
+        let flag = |kw: &str| m.keyword(kw) == Some(&Value::Bool(true));
         if let Some(d) = num("minimum")? {
             a.lo = Some((d, flag("exclusiveMinimum")));
         }
@@ -169,7 +169,7 @@ impl Compiler<'_> {
         ptr: &str,
     ) -> Result<Option<ObjShape>> {
         let draft = self.doc.draft(id);
-        let has = |k: &str| draft.has_keyword(k) && m.contains_key(k);
+        let has = |k: &str| draft.has_keyword(k) && m.has(k);
         if !(has("properties")
             || has("patternProperties")
             || has("additionalProperties")
@@ -182,7 +182,7 @@ impl Compiler<'_> {
         }
         // patternProperties.
         let mut patterns: Vec<(Expr, Term)> = Vec::new();
-        if let Some(pp) = m.get("patternProperties") {
+        if let Some(pp) = m.keyword("patternProperties") {
             let Value::Object(pp) = pp else {
                 return Err(bad("patternProperties", ptr, "not an object"));
             };
@@ -199,7 +199,7 @@ impl Compiler<'_> {
                 patterns.push((e, self.loc(sub)));
             }
         }
-        let additional = match m.get("additionalProperties") {
+        let additional = match m.keyword("additionalProperties") {
             Some(_) => {
                 let sub = self.doc.child(id, &["additionalProperties"]).unwrap();
                 self.loc(sub)
@@ -227,7 +227,7 @@ impl Compiler<'_> {
             }
         };
         let mut props: Vec<(String, Term)> = Vec::new();
-        if let Some(p) = m.get("properties") {
+        if let Some(p) = m.keyword("properties") {
             let Value::Object(p) = p else {
                 return Err(bad("properties", ptr, "not an object"));
             };
@@ -244,7 +244,7 @@ impl Compiler<'_> {
         }
         let mut required = BTreeSet::new();
         let mut weak = BTreeSet::new();
-        if let Some(r) = m.get("required") {
+        if let Some(r) = m.keyword("required") {
             let Value::Array(r) = r else {
                 return Err(bad("required", ptr, "not an array"));
             };
@@ -331,10 +331,10 @@ impl Compiler<'_> {
                 *l = l.and(&names);
             }
         }
-        if let Some(v) = m.get("minProperties") {
+        if let Some(v) = m.keyword("minProperties") {
             shape.min = as_count(v).ok_or_else(|| bad("minProperties", ptr, "not a count"))?;
         }
-        if let Some(v) = m.get("maxProperties") {
+        if let Some(v) = m.keyword("maxProperties") {
             shape.max = Some(as_count(v).ok_or_else(|| bad("maxProperties", ptr, "not a count"))?);
         }
         Ok(Some(shape))
@@ -352,14 +352,14 @@ impl Compiler<'_> {
             let sub = c.doc.child(id, segs).expect("walked subschema");
             c.loc(sub)
         };
-        match m.get("items") {
+        match m.keyword("items") {
             Some(Value::Array(a)) => {
                 any = true;
                 for i in 0..a.len() {
                     let t = child(self, &["items", &i.to_string()]);
                     shape.prefix.push(t);
                 }
-                if m.contains_key("additionalItems") {
+                if m.has("additionalItems") {
                     shape.rest = child(self, &["additionalItems"]);
                 }
             }
@@ -370,7 +370,7 @@ impl Compiler<'_> {
             None => {}
         }
         let prefix_items = m
-            .get("prefixItems")
+            .keyword("prefixItems")
             .filter(|_| self.doc.draft(id).has_keyword("prefixItems"));
         if let Some(Value::Array(a)) = prefix_items {
             any = true;
@@ -379,27 +379,27 @@ impl Compiler<'_> {
                 let t = child(self, &["prefixItems", &i.to_string()]);
                 shape.prefix.push(t);
             }
-            if !matches!(m.get("items"), Some(Value::Object(_) | Value::Bool(_))) {
+            if !matches!(m.keyword("items"), Some(Value::Object(_) | Value::Bool(_))) {
                 shape.rest = Term::True;
             }
         }
-        if let Some(v) = m.get("minItems") {
+        if let Some(v) = m.keyword("minItems") {
             any = true;
             shape.min = as_count(v).ok_or_else(|| bad("minItems", ptr, "not a count"))?;
         }
-        if let Some(v) = m.get("maxItems") {
+        if let Some(v) = m.keyword("maxItems") {
             any = true;
             shape.max = Some(as_count(v).ok_or_else(|| bad("maxItems", ptr, "not a count"))?);
         }
-        if self.doc.draft(id).has_keyword("contains") && m.contains_key("contains") {
+        if self.doc.draft(id).has_keyword("contains") && m.has("contains") {
             any = true;
-            let min = match m.get("minContains") {
+            let min = match m.keyword("minContains") {
                 Some(v) if self.doc.draft(id) >= Draft::D2019 => {
                     as_count(v).ok_or_else(|| bad("minContains", ptr, "not a count"))?
                 }
                 _ => 1,
             };
-            let max = match m.get("maxContains") {
+            let max = match m.keyword("maxContains") {
                 Some(v) if self.doc.draft(id) >= Draft::D2019 => {
                     Some(as_count(v).ok_or_else(|| bad("maxContains", ptr, "not a count"))?)
                 }
@@ -413,7 +413,7 @@ impl Compiler<'_> {
                 from: 0,
             });
         }
-        if m.get("uniqueItems") == Some(&Value::Bool(true)) {
+        if m.keyword("uniqueItems") == Some(&Value::Bool(true)) {
             any = true;
             shape.unique = true;
             self.note_unique(&shape, ptr);

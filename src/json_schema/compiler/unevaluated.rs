@@ -27,7 +27,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
-use super::super::doc::Draft;
+use super::super::doc::{Draft, Keywords};
 use super::super::node::{ArrShape, Node, ObjShape, Term};
 use super::super::strings::StrLang;
 use super::{at, kw_err, Compiler};
@@ -275,35 +275,33 @@ impl Compiler<'_> {
         };
         let mut own = Evaluated::default();
         if props {
-            if let Some(Value::Object(p)) = m.get("properties") {
+            if let Some(Value::Object(p)) = m.keyword("properties") {
                 own.names.extend(p.keys().cloned());
             }
-            if let Some(Value::Object(p)) = m.get("patternProperties") {
+            if let Some(Value::Object(p)) = m.keyword("patternProperties") {
                 own.patterns.extend(p.keys().cloned());
             }
-            if m.contains_key("additionalProperties")
-                || (!top && m.contains_key("unevaluatedProperties"))
-            {
+            if m.has("additionalProperties") || (!top && m.has("unevaluatedProperties")) {
                 own.all = true;
             }
         } else {
-            let prefix_items = m.get("prefixItems").filter(|_| draft >= Draft::D2020);
-            match (prefix_items, m.get("items")) {
+            let prefix_items = m.keyword("prefixItems").filter(|_| draft >= Draft::D2020);
+            match (prefix_items, m.keyword("items")) {
                 (Some(Value::Array(a)), None) => own.prefix = own.prefix.max(a.len()),
                 (_, Some(Value::Array(a))) => {
                     own.prefix = own.prefix.max(a.len());
-                    if m.contains_key("additionalItems") {
+                    if m.has("additionalItems") {
                         own.all = true;
                     }
                 }
                 (_, Some(_)) => own.all = true,
                 _ => {}
             }
-            if !top && m.contains_key("unevaluatedItems") {
+            if !top && m.has("unevaluatedItems") {
                 own.all = true;
             }
             // 2020-12 made contains annotate the items it matches.
-            if draft >= Draft::D2020 && m.contains_key("contains") {
+            if draft >= Draft::D2020 && m.has("contains") {
                 let sub = child(self, &["contains"])?;
                 own.contains.insert(self.loc(sub));
             }
@@ -315,19 +313,19 @@ impl Compiler<'_> {
         }];
         // In-place conjuncts: every one applies.
         let mut parts: Vec<Vec<Case>> = Vec::new();
-        if let Some(Value::Array(a)) = m.get("allOf") {
+        if let Some(Value::Array(a)) = m.keyword("allOf") {
             for i in 0..a.len() {
                 let sub = child(self, &["allOf", &i.to_string()])?;
                 parts.push(self.cases_in(sub, props, w)?);
             }
         }
         if draft >= Draft::D2019 {
-            if let Some(r) = m.get("$ref") {
+            if let Some(r) = m.keyword("$ref") {
                 let target = self.ref_target(id, "$ref", r, &ptr)?;
                 parts.push(self.cases_in(target, props, w)?);
             }
             for kw in ["$recursiveRef", "$dynamicRef"] {
-                if let Some(r) = m.get(kw) {
+                if let Some(r) = m.keyword(kw) {
                     let target = self.ref_target(id, kw, r, &ptr)?;
                     let target = self.dynamic_target(kw, r, id, target)?;
                     parts.push(self.cases_in(target, props, w)?);
@@ -335,7 +333,7 @@ impl Compiler<'_> {
             }
         }
         // anyOf: the branches that match, any subset of them.
-        if let Some(Value::Array(a)) = m.get("anyOf") {
+        if let Some(Value::Array(a)) = m.keyword("anyOf") {
             let mut contrib = vec![Case::nothing()];
             for i in 0..a.len() {
                 let sub = child(self, &["anyOf", &i.to_string()])?;
@@ -349,7 +347,7 @@ impl Compiler<'_> {
             parts.push(contrib);
         }
         // oneOf: the one branch that matches.
-        if let Some(Value::Array(a)) = m.get("oneOf") {
+        if let Some(Value::Array(a)) = m.keyword("oneOf") {
             let mut contrib = Vec::new();
             for i in 0..a.len() {
                 let sub = child(self, &["oneOf", &i.to_string()])?;
@@ -361,10 +359,10 @@ impl Compiler<'_> {
             parts.push(self.prune(contrib)?);
         }
         // if: `if` and `then` when it matches, `else` when not.
-        if draft.has_keyword("if") && m.contains_key("if") {
+        if draft.has_keyword("if") && m.has("if") {
             let if_id = child(self, &["if"])?;
             let l_if = self.cases_in(if_id, props, w)?;
-            let l_then = match m.contains_key("then") {
+            let l_then = match m.has("then") {
                 true => {
                     let sub = child(self, &["then"])?;
                     self.cases_in(sub, props, w)?
@@ -372,7 +370,7 @@ impl Compiler<'_> {
                 false => vec![Case::nothing()],
             };
             let yes = self.product(&l_if, &l_then)?;
-            let l_else = match m.contains_key("else") {
+            let l_else = match m.has("else") {
                 true => {
                     let sub = child(self, &["else"])?;
                     self.cases_in(sub, props, w)?
@@ -414,7 +412,7 @@ impl Compiler<'_> {
         // dependentSchemas: those of the present properties.
         if props {
             for kw in ["dependentSchemas", "dependencies"] {
-                let Some(Value::Object(deps)) = m.get(kw) else {
+                let Some(Value::Object(deps)) = m.keyword(kw) else {
                     continue;
                 };
                 let mut contrib = vec![Case::nothing()];
