@@ -175,10 +175,63 @@ fn flat_and(a: &Expr, b: &Expr) -> Expr {
             }
         }
     }
+    if !parts.is_empty() {
+        excluded.retain_mut(|x| keep_excluded(x, &parts));
+    }
     if !excluded.is_empty() {
         parts.push(Expr::complement(Expr::alt(excluded)));
     }
     Expr::and(parts)
+}
+
+/// Strings of one excluded alternative, past this many, are not tested
+/// one by one.
+const MAX_EXCLUDED_STRINGS_TESTED: usize = 1024;
+
+/// Narrows `excluded`, a language taken out of the intersection of
+/// `parts`, to the alternatives that can meet every part: the others are
+/// out already. Whether anything is left to take out. Pattern keys are
+/// made apart from the object's property names and from its other
+/// patterns (`^title_..` minus `title`, minus `^description_..`); when
+/// those cannot match anyway, the key is its pattern alone, one automaton
+/// for every object that has it instead of one per object built at
+/// 0.3-1 ms.
+fn keep_excluded(excluded: &mut Expr, parts: &[Expr]) -> bool {
+    fn alternatives<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+        match e {
+            Expr::Alt(v) => v.iter().for_each(|x| alternatives(x, out)),
+            e => out.push(e),
+        }
+    }
+    let mut all = Vec::new();
+    alternatives(excluded, &mut all);
+    let mut kept = Vec::with_capacity(all.len());
+    let mut narrowed = false;
+    for x in all {
+        if parts.iter().any(|p| prefixes_apart(p, x)) {
+            narrowed = true;
+            continue;
+        }
+        match finite_strings(x, MAX_EXCLUDED_STRINGS_TESTED) {
+            Some(strings) => {
+                let inside: Vec<&String> = strings
+                    .iter()
+                    .filter(|s| parts.iter().all(|p| matches(p, s)))
+                    .collect();
+                if inside.len() < strings.len() {
+                    narrowed = true;
+                    kept.extend(inside.into_iter().map(|s| Expr::literal(s)));
+                } else {
+                    kept.push(x.clone());
+                }
+            }
+            None => kept.push(x.clone()),
+        }
+    }
+    if narrowed {
+        *excluded = Expr::alt(kept);
+    }
+    *excluded != Expr::Nothing
 }
 
 /// The strings of `e` when they are at most `cap` (and `e` has no
@@ -688,19 +741,61 @@ mod tests {
     fn intersections_stay_flat() {
         let lit = |s: &str| Expr::literal(s);
         let not = |e: Expr| Expr::complement(e);
-        let a = StrLang::Re(Expr::And(vec![lit("a"), not(lit("b"))]));
-        let b = StrLang::Re(Expr::And(vec![length(2, Some(5)), not(lit("c")), lit("a")]));
+        let a_word = Expr::seq(vec![
+            lit("a"),
+            Expr::star(Expr::Class(CharClass::from_ranges([(97, 122)]))),
+        ]);
+        let a = StrLang::Re(Expr::And(vec![a_word.clone(), not(lit("ab"))]));
+        let b = StrLang::Re(Expr::And(vec![
+            length(2, Some(5)),
+            not(lit("ac")),
+            a_word.clone(),
+        ]));
         let StrLang::Re(Expr::And(parts)) = a.and(&b) else {
             panic!("an intersection");
         };
         assert_eq!(
             parts,
             vec![
-                lit("a"),
+                a_word,
                 length(2, Some(5)),
-                not(Expr::alt(vec![lit("b"), lit("c")]))
+                not(Expr::alt(vec![lit("ab"), lit("ac")]))
             ]
         );
+    }
+
+    #[test]
+    fn exclusions_outside_the_intersection_are_left_out() {
+        let lit = |s: &str| Expr::literal(s);
+        let word = |prefix: &str| {
+            Expr::seq(vec![
+                lit(prefix),
+                Expr::plus(Expr::Class(CharClass::from_ranges([(97, 122)]))),
+            ])
+        };
+        // Property names and other patterns beside a pattern key: only
+        // what the pattern can match stays excluded.
+        let key = StrLang::Re(word("title_"));
+        let others = StrLang::Re(Expr::alt(vec![
+            word("description_"),
+            lit("title"),
+            lit("title_x"),
+            Expr::alt(vec![lit("id"), lit("title_y")]),
+        ]));
+        let StrLang::Re(e) = key.and(&others.not()) else {
+            panic!("a pattern");
+        };
+        assert_eq!(
+            e,
+            Expr::and(vec![
+                word("title_"),
+                Expr::complement(Expr::alt(vec![lit("title_x"), lit("title_y")]))
+            ])
+        );
+        assert!(matches(&e, "title_z") && !matches(&e, "title_x") && !matches(&e, "title_y"));
+        // Nothing the pattern matches: the pattern alone.
+        let names = StrLang::Lits(["title", "id"].iter().map(|s| s.to_string()).collect());
+        assert_eq!(key.and(&names.not()), key);
     }
 
     #[test]
