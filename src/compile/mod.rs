@@ -644,7 +644,7 @@ fn trim(kinds: &[(String, RuleKind)], structural: &mut [SState], edges: &mut Edg
     // Atoms: states `0..m` ("can reach the end of its rule"), then rules
     // ("matches some string").
     let m = structural.len();
-    let mut h = horn::HornClauses::new(m + kinds.len());
+    let mut h = edge_clauses(m + kinds.len(), kinds, edges);
     for (r, (_, k)) in kinds.iter().enumerate() {
         match k {
             RuleKind::Lexeme { dfa, .. } if dfa.start != lexeme::DEAD => h.fact((m + r) as u32),
@@ -688,6 +688,13 @@ fn trim(kinds: &[(String, RuleKind)], structural: &mut [SState], edges: &mut Edg
     Ok(())
 }
 
+/// Horn clauses with room for one per rule and edge.
+fn edge_clauses(atoms: usize, kinds: &[(String, RuleKind)], edges: &Edges) -> horn::HornClauses {
+    let (bytes, calls, tokens) = edges.counts();
+    let clauses = kinds.len() + bytes + calls + tokens;
+    horn::HornClauses::with_capacity(atoms, clauses, clauses + calls)
+}
+
 /// Which compiled rules match the empty string.
 fn compute_nullable(
     kinds: &[(String, RuleKind)],
@@ -706,7 +713,7 @@ fn compute_nullable(
     // Atoms: states `0..m` ("completes its rule empty": final, or a
     // nullable call leads to one that does), then rules.
     let m = structural.len();
-    let mut h = horn::HornClauses::new(m + kinds.len());
+    let mut h = edge_clauses(m + kinds.len(), kinds, edges);
     for (r, (_, k)) in kinds.iter().enumerate() {
         match k {
             RuleKind::Lexeme { .. } if lexeme_nullable[r] => h.fact((m + r) as u32),

@@ -61,7 +61,13 @@ impl Edges {
         keep: impl Fn(u32) -> bool,
         keep_call: impl Fn(u32) -> bool,
     ) {
-        let mut out = Edges::default();
+        // At most as many as now: one allocation each, not a doubling
+        // chain copied and faulted in at each step.
+        let mut out = Edges {
+            bytes: Vec::with_capacity(self.bytes.len()),
+            calls: Vec::with_capacity(self.calls.len()),
+            tokens: Vec::with_capacity(self.tokens.len()),
+        };
         for s in states.iter_mut() {
             let from = out.bytes.len() as u32;
             out.bytes
@@ -81,6 +87,11 @@ impl Edges {
             s.tokens = (from, out.tokens.len() as u32);
         }
         *self = out;
+    }
+
+    /// How many byte, call and token edges there are.
+    pub fn counts(&self) -> (usize, usize, usize) {
+        (self.bytes.len(), self.calls.len(), self.tokens.len())
     }
 
     /// Approximate heap bytes.
