@@ -184,9 +184,11 @@ fn flat_and(a: &Expr, b: &Expr) -> Expr {
     Expr::and(parts)
 }
 
-/// Strings of one excluded alternative, past this many, are not tested
-/// one by one.
+/// Strings of one excluded alternative, past this many or past this many
+/// characters in all, are not tested one by one (a membership test costs
+/// up to the square of a string's length).
 const MAX_EXCLUDED_STRINGS_TESTED: usize = 1024;
+const MAX_EXCLUDED_CHARS_TESTED: usize = 16 * 1024;
 
 /// Narrows `excluded`, a language taken out of the intersection of
 /// `parts`, to the alternatives that can meet every part: the others are
@@ -212,7 +214,10 @@ fn keep_excluded(excluded: &mut Expr, parts: &[Expr]) -> bool {
             narrowed = true;
             continue;
         }
-        match finite_strings(x, MAX_EXCLUDED_STRINGS_TESTED) {
+        let testable = finite_strings(x, MAX_EXCLUDED_STRINGS_TESTED).filter(|strings| {
+            strings.iter().map(String::len).sum::<usize>() <= MAX_EXCLUDED_CHARS_TESTED
+        });
+        match testable {
             Some(strings) => {
                 let inside: Vec<&String> = strings
                     .iter()
@@ -796,6 +801,14 @@ mod tests {
         // Nothing the pattern matches: the pattern alone.
         let names = StrLang::Lits(["title", "id"].iter().map(|s| s.to_string()).collect());
         assert_eq!(key.and(&names.not()), key);
+        // Names too long to test one by one stay excluded, all of them.
+        let long: BTreeSet<String> = (0..20)
+            .map(|i| format!("title_{}", "x".repeat(1000 + i)))
+            .collect();
+        let StrLang::Re(e) = key.and(&StrLang::Lits(long.clone()).not()) else {
+            panic!("a pattern");
+        };
+        assert!(long.iter().all(|name| !matches(&e, name)) && matches(&e, "title_y"));
     }
 
     #[test]
