@@ -184,6 +184,14 @@ fn flat_and(a: &Expr, b: &Expr) -> Expr {
     Expr::and(parts)
 }
 
+/// The alternatives of `e`, nested alternations opened.
+fn alternatives<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+    match e {
+        Expr::Alt(v) => v.iter().for_each(|x| alternatives(x, out)),
+        e => out.push(e),
+    }
+}
+
 /// Strings of one excluded alternative, past this many or past this many
 /// characters in all, are not tested one by one (a membership test costs
 /// up to the square of a string's length).
@@ -199,12 +207,6 @@ const MAX_EXCLUDED_CHARS_TESTED: usize = 16 * 1024;
 /// for every object that has it instead of one per object built at
 /// 0.3-1 ms.
 fn keep_excluded(excluded: &mut Expr, parts: &[Expr]) -> bool {
-    fn alternatives<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
-        match e {
-            Expr::Alt(v) => v.iter().for_each(|x| alternatives(x, out)),
-            e => out.push(e),
-        }
-    }
     let mut all = Vec::new();
     alternatives(excluded, &mut all);
     let mut kept = Vec::with_capacity(all.len());
@@ -678,14 +680,8 @@ fn split_negated_literals(e: &Expr) -> Option<Expr> {
         let Expr::Not(x) = e else {
             return None;
         };
-        fn items<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
-            match e {
-                Expr::Alt(v) => v.iter().for_each(|x| items(x, out)),
-                x => out.push(x),
-            }
-        }
         let mut all = Vec::new();
-        items(x, &mut all);
+        alternatives(x, &mut all);
         let (lits, others): (Vec<&Expr>, Vec<&Expr>) = all
             .into_iter()
             .partition(|x| matches!(x, Expr::Literal(_) | Expr::Empty));
