@@ -36,6 +36,13 @@ pub const DEFAULT_MAX_COMPILE_MS: u64 = 10_000;
 /// Default for `cg_compile_options.max_states`.
 pub const DEFAULT_MAX_STATES: usize = 1_000_000;
 
+/// Parser-rule automaton edges allowed per state of `max_states`.
+/// Removing the epsilon edges of a rule copies each state's reachable
+/// edges into it, so edges can grow with the square of the states: each
+/// of the 3,000 iterations of `(a|b?){3000}` can skip to every later one,
+/// millions of edges.
+pub const EDGES_PER_STATE: usize = 16;
+
 /// How long one trigger pattern (or word) may take to compile, in ms.
 /// Triggers take no options, so their limit is fixed, and tighter than a
 /// grammar's: a pattern naming 300 tools compiles in 5-20 ms (release),

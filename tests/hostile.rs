@@ -487,6 +487,13 @@ fn compile_deadline_is_checked_everywhere() {
         ),
         // A DFA that grows exponentially with the count.
         (CG_KIND_REGEX, "[ab]*a[ab]{16}".to_string()),
+        // Parser rules whose states each get the edges of thousands of
+        // states they can skip to.
+        (CG_KIND_REGEX, "(a|b?){3000}c".to_string()),
+        (
+            CG_KIND_GBNF,
+            format!("root ::= {}\n", "(\"a\" | \"b\"?) ".repeat(3000)),
+        ),
         // oneOf: every pair of 3,000 overlapping objects is compared.
         (
             CG_KIND_JSON_SCHEMA,
@@ -520,6 +527,30 @@ fn automaton_size_is_a_limit() {
     let mut o = options(CG_KIND_REGEX);
     o.max_states = 1000;
     assert_limit(try_compile("[ab]*a[ab]{12}", &o), &["1000", "max_states"]);
+}
+
+/// Removing a rule's epsilon edges gives each state the edges of every
+/// state it can skip to: a repeated group with an optional part has edges
+/// in the square of its states (millions for `(a|b?){3000}`), bounded
+/// by `max_states`.
+#[test]
+fn automaton_edges_are_a_limit() {
+    let mut o = options(CG_KIND_REGEX);
+    o.max_states = 100_000;
+    assert_limit(
+        try_compile("(a|b?){3000}c", &o),
+        &["1600000 automaton edges", "max_states"],
+    );
+    let mut o = options(CG_KIND_GBNF);
+    o.max_states = 100_000;
+    assert_limit(
+        try_compile(
+            &format!("root ::= {}\n", "(\"a\" | \"b\"?) ".repeat(3000)),
+            &o,
+        ),
+        // GBNF adds a state per byte of its source to max_states.
+        &["automaton edges", "per state of max_states"],
+    );
 }
 
 /// A 1 MB literal (llama.cpp accepts it) compiles on the default

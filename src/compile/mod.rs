@@ -29,7 +29,7 @@ use rtn::{Edges, RtnBuilder, RtnScratch, SState};
 
 use crate::error::{Error, Result};
 use crate::ir::{self, Expr, TokenSet};
-use crate::limits::{self, Deadline, SampledDeadline};
+use crate::limits::{self, Deadline, Meter, SampledDeadline};
 use crate::util::byteset::{self, ByteSet};
 use crate::util::hash::FastMap;
 use crate::vocab::Vocab;
@@ -503,6 +503,9 @@ pub fn compile_ir(
         ..DfaLimits::default()
     };
     let productive = low.analysis.productive.clone();
+    // Parser-rule automata and the analyses of the whole automaton count
+    // their work: one rule can be most of a compilation.
+    let mut meter = options.deadline.meter();
     let mut i = 0;
     while i < low.pending.len() {
         budget.check(structural.len())?;
@@ -576,6 +579,7 @@ pub fn compile_ir(
                 &mut rtn_scratch,
                 structural.len(),
                 options.max_states,
+                &mut meter,
             )
             .build(&lowered, rule, base, &mut edges, &mut structural)
             .map_err(|err| err.context(format!("rule '{name}'")))?;
@@ -601,10 +605,11 @@ pub fn compile_ir(
         return Err(Error::limit("too many automaton states"));
     }
     budget.check_now(stored)?;
-    trim(&kinds, &mut structural, &mut edges)?;
-    let nullable = compute_nullable(&kinds, &structural, &edges);
-    let follow = compute_follow(&kinds, &structural, &edges, &nullable);
-    let left_recursive = compute_left_recursive(&kinds, &structural, &edges, &nullable);
+    trim(&kinds, &mut structural, &mut edges, &mut meter)?;
+    let nullable = compute_nullable(&kinds, &structural, &edges, &mut meter)?;
+    let follow = compute_follow(&kinds, &structural, &edges, &nullable, &mut meter)?;
+    let left_recursive =
+        compute_left_recursive(&kinds, &structural, &edges, &nullable, &mut meter)?;
     let mut call_sites = vec![0u32; kinds.len()];
     for s in &structural {
         for &(callee, _) in edges.calls(s) {
@@ -640,7 +645,12 @@ pub fn compile_ir(
 /// Drops the edges into states that can never finish their rule (a lexeme
 /// whose intersection is empty, a rule that only calls such lexemes), so
 /// that every reachable item can be completed.
-fn trim(kinds: &[(String, RuleKind)], structural: &mut [SState], edges: &mut Edges) -> Result<()> {
+fn trim(
+    kinds: &[(String, RuleKind)],
+    structural: &mut [SState],
+    edges: &mut Edges,
+    meter: &mut Meter,
+) -> Result<()> {
     // Atoms: states `0..m` ("can reach the end of its rule"), then rules
     // ("matches some string").
     let m = structural.len();
@@ -653,6 +663,9 @@ fn trim(kinds: &[(String, RuleKind)], structural: &mut [SState], edges: &mut Edg
         }
     }
     for (i, s) in structural.iter().enumerate() {
+        if i.is_multiple_of(STATES_PER_STEP) {
+            meter.step(states_ahead_work(structural, i))?;
+        }
         let i = i as u32;
         if s.is_final {
             h.fact(i);
@@ -667,7 +680,7 @@ fn trim(kinds: &[(String, RuleKind)], structural: &mut [SState], edges: &mut Edg
             h.clause(i, &[m as u32 + r, t]);
         }
     }
-    let holds = h.solve();
+    let holds = h.solve(meter)?;
     let (state_ok, rule_ok) = holds.split_at(m);
     if !rule_ok[0] {
         return Err(Error::invalid(
@@ -688,6 +701,17 @@ fn trim(kinds: &[(String, RuleKind)], structural: &mut [SState], edges: &mut Edg
     Ok(())
 }
 
+/// Passes over every state count their work with the deadline's [`Meter`]
+/// once per this many states.
+const STATES_PER_STEP: usize = 256;
+
+/// The work of a pass over the [`STATES_PER_STEP`] states from `from`:
+/// each state and each of its edges.
+fn states_ahead_work(structural: &[SState], from: usize) -> usize {
+    let chunk = &structural[from..(from + STATES_PER_STEP).min(structural.len())];
+    chunk.len() + Edges::count_of(chunk)
+}
+
 /// Horn clauses with room for one per rule and edge.
 fn edge_clauses(atoms: usize, kinds: &[(String, RuleKind)], edges: &Edges) -> horn::HornClauses {
     let (bytes, calls, tokens) = edges.counts();
@@ -700,7 +724,8 @@ fn compute_nullable(
     kinds: &[(String, RuleKind)],
     structural: &[SState],
     edges: &Edges,
-) -> Vec<bool> {
+    meter: &mut Meter,
+) -> Result<Vec<bool>> {
     let lexeme_nullable: Vec<bool> = kinds
         .iter()
         .map(|(_, k)| match k {
@@ -722,6 +747,9 @@ fn compute_nullable(
         }
     }
     for (i, s) in structural.iter().enumerate() {
+        if i.is_multiple_of(STATES_PER_STEP) {
+            meter.step(states_ahead_work(structural, i))?;
+        }
         if s.is_final {
             h.fact(i as u32);
         }
@@ -729,7 +757,7 @@ fn compute_nullable(
             h.clause(i as u32, &[m as u32 + r, t]);
         }
     }
-    h.solve()[m..].to_vec()
+    Ok(h.solve(meter)?[m..].to_vec())
 }
 
 /// Which compiled rules can call themselves before reading a byte: the
@@ -741,7 +769,8 @@ fn compute_left_recursive(
     structural: &[SState],
     edges: &Edges,
     nullable: &[bool],
-) -> Vec<bool> {
+    meter: &mut Meter,
+) -> Result<Vec<bool>> {
     let mut calls_at_start: Vec<Vec<crate::ir::RuleId>> = vec![Vec::new(); kinds.len()];
     let mut seen = vec![false; structural.len()];
     let mut stack = Vec::new();
@@ -756,6 +785,7 @@ fn compute_left_recursive(
                 continue;
             }
             visited.push(state);
+            meter.step(1 + structural[state as usize].num_calls())?;
             for &(callee, next) in edges.calls(&structural[state as usize]) {
                 calls_at_start[r].push(callee);
                 if nullable[callee as usize] {
@@ -780,7 +810,7 @@ fn compute_left_recursive(
             out[r as usize] = calls_at_start[r as usize].binary_search(&r).is_ok();
         }
     }
-    out
+    Ok(out)
 }
 
 /// Per rule: the bytes a lexeme can start with (parser rules: none yet,
@@ -803,7 +833,8 @@ fn compute_follow(
     structural: &[SState],
     edges: &Edges,
     nullable: &[bool],
-) -> Vec<ByteSet> {
+    meter: &mut Meter,
+) -> Result<Vec<ByteSet>> {
     let n = kinds.len();
     let m = structural.len();
     let or = byteset::byteset_union;
@@ -835,10 +866,17 @@ fn compute_follow(
     // values flowing back from final states settle quickly.
     let mut work: Vec<u32> = (0..(m + n) as u32).collect();
     let mut queued = vec![true; m + n];
+    // Work not yet counted by the meter (counted per state, it made this
+    // loop 4% slower).
+    let mut uncounted = 0;
     while let Some(x) = work.pop() {
         let x = x as usize;
         queued[x] = false;
         let changed = if x < m {
+            uncounted += 1 + structural[x].num_calls();
+            if uncounted >= limits::WORK_PER_CHECK {
+                meter.step(std::mem::take(&mut uncounted))?;
+            }
             let mut changed = false;
             for &(r, t) in edges.calls(&structural[x]) {
                 let f = rule_first[r as usize];
@@ -889,6 +927,7 @@ fn compute_follow(
     let mut queued = vec![true; n];
     while let Some(p) = work.pop() {
         queued[p as usize] = false;
+        meter.step(1 + inherits.of(p as usize).len())?;
         let fp = follow[p as usize];
         for &r in inherits.of(p as usize) {
             if or(&mut follow[r as usize], &fp) && !queued[r as usize] {
@@ -897,7 +936,7 @@ fn compute_follow(
             }
         }
     }
-    follow
+    Ok(follow)
 }
 
 #[cfg(test)]
@@ -1016,7 +1055,14 @@ mod tests {
                 .collect();
             let nullable: Vec<bool> = g.rules.iter().map(|r| r.nullable).collect();
             assert_eq!(
-                compute_follow(&kinds, &g.structural, &g.edges, &nullable),
+                compute_follow(
+                    &kinds,
+                    &g.structural,
+                    &g.edges,
+                    &nullable,
+                    &mut Deadline::none().meter()
+                )
+                .unwrap(),
                 follow_by_passes(&kinds, &g.structural, &g.edges, &nullable)
             );
         }

@@ -7,6 +7,7 @@ use regex_syntax::utf8::Utf8Sequences;
 
 use crate::error::{Error, Result};
 use crate::ir::{CharClass, Expr, TokenSet};
+use crate::limits::{Meter, EDGES_PER_STATE, WORK_PER_CHECK};
 use crate::util::byteset::{byteset_insert_range, ByteSet};
 
 /// An epsilon-free automaton state of a structural rule. Its edges are
@@ -35,6 +36,13 @@ pub struct Edges {
     calls: Vec<(u32, u32)>,
     /// `(token set index, target)`: one whole token.
     tokens: Vec<(u32, u32)>,
+}
+
+impl SState {
+    /// How many call edges it has (read from its range, not the list).
+    pub fn num_calls(&self) -> usize {
+        (self.calls.1 - self.calls.0) as usize
+    }
 }
 
 impl Edges {
@@ -89,6 +97,19 @@ impl Edges {
         *self = out;
     }
 
+    /// How many edges the states `states` have together, `states` being
+    /// consecutive states of the grammar: each state's edges follow the
+    /// previous state's in every list (states are built, and retained, in
+    /// order), so this reads two states, not every one.
+    pub fn count_of(states: &[SState]) -> usize {
+        match (states.first(), states.last()) {
+            (Some(a), Some(z)) => {
+                (z.bytes.1 - a.bytes.0 + z.calls.1 - a.calls.0 + z.tokens.1 - a.tokens.0) as usize
+            }
+            _ => 0,
+        }
+    }
+
     /// How many byte, call and token edges there are.
     pub fn counts(&self) -> (usize, usize, usize) {
         (self.bytes.len(), self.calls.len(), self.tokens.len())
@@ -113,6 +134,18 @@ fn sort_dedup<T: Ord + Copy>(v: &mut Vec<T>, from: usize) -> (u32, u32) {
     v.truncate(w);
     (from as u32, w as u32)
 }
+
+/// The error of a grammar over `max_edges` automaton edges.
+fn too_many_edges(max_edges: usize) -> Error {
+    Error::limit(format!(
+        "the grammar needs more than {max_edges} automaton edges ({EDGES_PER_STATE} per state of \
+         max_states): a repeated group with optional parts gives each state the edges of every \
+         state it can skip to"
+    ))
+}
+
+/// States made between two counts of the deadline's [`Meter`].
+const STATES_PER_STEP: u32 = 1024;
 
 /// An edge of the Thompson automaton under construction.
 #[derive(Clone, Copy)]
@@ -152,6 +185,8 @@ pub struct RtnBuilder<'a> {
     /// States of the grammar built before this rule.
     used: usize,
     max_states: usize,
+    /// The compilation's deadline, by the states and edges made.
+    meter: &'a mut Meter,
 }
 
 impl<'a> RtnBuilder<'a> {
@@ -162,6 +197,7 @@ impl<'a> RtnBuilder<'a> {
         scratch: &'a mut RtnScratch,
         used: usize,
         max_states: usize,
+        meter: &'a mut Meter,
     ) -> Self {
         scratch.edges.clear();
         RtnBuilder {
@@ -170,6 +206,7 @@ impl<'a> RtnBuilder<'a> {
             token_sets,
             used,
             max_states,
+            meter,
         }
     }
 
@@ -179,6 +216,11 @@ impl<'a> RtnBuilder<'a> {
                 "the grammar needs more than {} automaton states (max_states)",
                 self.max_states
             )));
+        }
+        // The clock is read per thousands of states: a state costs a few
+        // instructions here.
+        if self.num_states.is_multiple_of(STATES_PER_STEP) {
+            self.meter.step(STATES_PER_STEP as usize)?;
         }
         self.num_states += 1;
         Ok(self.num_states - 1)
@@ -201,8 +243,7 @@ impl<'a> RtnBuilder<'a> {
     ) -> Result<()> {
         let start = self.fresh()?;
         let end = self.expr(body, start, None)?;
-        self.eliminate_epsilons(start, end, rule, base, edges, out);
-        Ok(())
+        self.eliminate_epsilons(start, end, rule, base, edges, out)
     }
 
     /// The automaton of `e` from state `from`; returns its end state.
@@ -333,7 +374,9 @@ impl<'a> RtnBuilder<'a> {
         Ok(end)
     }
 
-    /// Appends the rule's states to `out`.
+    /// Appends the rule's states to `out`: an error once the deadline
+    /// passes or the grammar's edges pass [`EDGES_PER_STATE`] per state of
+    /// `max_states` (each state gets the edges of its epsilon closure).
     fn eliminate_epsilons(
         self,
         start: u32,
@@ -342,8 +385,10 @@ impl<'a> RtnBuilder<'a> {
         base: u32,
         out_edges: &mut Edges,
         out: &mut Vec<SState>,
-    ) {
+    ) -> Result<()> {
         let n = self.num_states as usize;
+        let max_edges = self.max_states.saturating_mul(EDGES_PER_STATE);
+        let meter = self.meter;
         let RtnScratch {
             edges,
             first,
@@ -375,6 +420,7 @@ impl<'a> RtnBuilder<'a> {
         closure.clear();
         mark.clear();
         mark.resize(n, u32::MAX);
+        let mut uncounted = 0;
         let mut i = 0;
         while i < order.len() {
             let s = order[i];
@@ -416,6 +462,20 @@ impl<'a> RtnBuilder<'a> {
                     }
                 }
             }
+            let edges_made = out_edges.bytes.len() - b0 + out_edges.calls.len() - c0
+                + out_edges.tokens.len()
+                - t0;
+            // Counted here, then by the meter past a threshold (counted by
+            // the meter per state, it took 4% of building parser rules).
+            // Sorting costs a few steps per edge.
+            uncounted += closure.len() + 4 * edges_made;
+            if uncounted >= WORK_PER_CHECK {
+                meter.step(std::mem::take(&mut uncounted))?;
+                let (bytes, calls, tokens) = out_edges.counts();
+                if bytes + calls + tokens > max_edges {
+                    return Err(too_many_edges(max_edges));
+                }
+            }
             let mut st = SState {
                 rule,
                 is_final,
@@ -430,5 +490,10 @@ impl<'a> RtnBuilder<'a> {
             out.push(st);
             i += 1;
         }
+        let (bytes, calls, tokens) = out_edges.counts();
+        if bytes + calls + tokens > max_edges {
+            return Err(too_many_edges(max_edges));
+        }
+        Ok(())
     }
 }
