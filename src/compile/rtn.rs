@@ -110,6 +110,11 @@ impl Edges {
         }
     }
 
+    /// How many edges there are, of every kind.
+    pub fn total(&self) -> usize {
+        self.bytes.len() + self.calls.len() + self.tokens.len()
+    }
+
     /// How many byte, call and token edges there are.
     pub fn counts(&self) -> (usize, usize, usize) {
         (self.bytes.len(), self.calls.len(), self.tokens.len())
@@ -471,8 +476,7 @@ impl<'a> RtnBuilder<'a> {
             uncounted += closure.len() + 4 * edges_made;
             if uncounted >= WORK_PER_CHECK {
                 meter.step(std::mem::take(&mut uncounted))?;
-                let (bytes, calls, tokens) = out_edges.counts();
-                if bytes + calls + tokens > max_edges {
+                if out_edges.total() > max_edges {
                     return Err(too_many_edges(max_edges));
                 }
             }
@@ -490,8 +494,7 @@ impl<'a> RtnBuilder<'a> {
             out.push(st);
             i += 1;
         }
-        let (bytes, calls, tokens) = out_edges.counts();
-        if bytes + calls + tokens > max_edges {
+        if out_edges.total() > max_edges {
             return Err(too_many_edges(max_edges));
         }
         Ok(())
