@@ -49,7 +49,8 @@ pub trait LexemeSource {
         limits: &DfaLimits,
     ) -> Result<Option<Arc<LexemeDfa>>>;
 
-    /// The table of a regular part of an intersection or complement
+    /// The table of a regular part of an intersection or complement, or
+    /// of the first two operands of a longer intersection
     /// ([`build_part`]), shared.
     fn part(&self, expr: &Expr, limits: &DfaLimits) -> Result<Arc<Table>>;
 }
@@ -261,7 +262,9 @@ pub fn table(expr: &Expr, limits: &DfaLimits, parts: &dyn LexemeSource) -> Resul
     }
 }
 
-/// The table of an expression without intersection or complement.
+/// The table of a part: an expression without intersection or
+/// complement, or the first two operands of a longer intersection (then
+/// minimized, as it feeds another product: see `boolean::table_of`).
 ///
 /// Literals before a common rest (`prefix` then the rest, or an
 /// alternation of such with one rest) are a trie before the table of the
@@ -271,6 +274,11 @@ pub fn table(expr: &Expr, limits: &DfaLimits, parts: &dyn LexemeSource) -> Resul
 /// other keys exclude) determinize that pattern once rather than once
 /// per prefix and per union (0.4-0.8 ms each for a BCP 47 tag).
 pub fn build_part(expr: &Expr, limits: &DfaLimits, parts: &dyn LexemeSource) -> Result<Table> {
+    if has_boolean(expr) {
+        // The first two operands of an intersection (see
+        // `boolean::table_of`): minimal, as they feed another product.
+        return minimize(&*boolean::table_of(expr, limits, parts)?, &limits.deadline);
+    }
     if let Some((prefixes, rest)) = prefixes_before_one_rest(expr) {
         let tail = parts.part(&rest, limits)?;
         return minimize(&prefixed(&prefixes, &tail), &limits.deadline);
