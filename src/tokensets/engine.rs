@@ -260,7 +260,13 @@ impl Engine {
         let Some(built) = build()? else {
             return Ok(None);
         };
-        let language = built.language_key();
+        // A set of strings is one expression per language (its values
+        // sorted, no two spellings of one value): no other set shares its
+        // automaton, and a server keeps hundreds whose keys collide.
+        let language = match expr {
+            Expr::JsonStrings(_) => None,
+            _ => built.language_key(),
+        };
         let store = &mut *self.store.lock().unwrap();
         if let Some(l) = lookup(&mut store.lexemes, &mut store.clock, expr) {
             // Built by another thread meanwhile.
@@ -453,12 +459,18 @@ impl Store {
     }
 
     /// A kept lexeme whose automaton accepts what `dfa` does (its
-    /// language key is `key`).
+    /// language key is `key`). Where keys collide, the refined keys are
+    /// compared before the automata are (see
+    /// [`LexemeDfa::refined_language_key`]).
     fn same_language(&self, key: u64, dfa: &LexemeDfa) -> Option<Arc<Lexeme>> {
         let ids = self.by_language.get(&key)?;
+        let mut refined = None;
         ids.iter()
             .filter_map(|id| self.by_id.get(id))
-            .find(|l| l.dfa.same_language(dfa))
+            .find(|l| {
+                let ours = *refined.get_or_insert_with(|| dfa.refined_language_key());
+                ours == l.refined_language_key() && l.dfa.same_language(dfa)
+            })
             .cloned()
     }
 

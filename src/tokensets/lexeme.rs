@@ -60,6 +60,8 @@ pub struct Lexeme {
     ending_groups: OnceLock<u64>,
     /// See [`Lexeme::reads_only_ascii`].
     only_ascii: OnceLock<bool>,
+    /// See [`Lexeme::refined_language_key`].
+    refined_key: OnceLock<Option<u64>>,
     /// The token sets of states in the subtrees where the lexeme can end
     /// (see `cached::ending_info_for`), by token class, for a DFA without
     /// computed states; a state whose full token sets are known uses those.
@@ -94,6 +96,7 @@ impl Lexeme {
             counted_any: OnceLock::new(),
             ending_groups: OnceLock::new(),
             only_ascii: OnceLock::new(),
+            refined_key: OnceLock::new(),
             ending_infos: Mutex::default(),
             learned_bytes: AtomicUsize::new(0),
         }
@@ -257,6 +260,14 @@ impl Lexeme {
         self.counted_any
             .get_or_init(|| table_equivalents(&self.dfa, &body.dfa).map(Vec::into_boxed_slice))
             .as_deref()
+    }
+
+    /// [`LexemeDfa::refined_language_key`], computed the first time a
+    /// new lexeme's language key collides with this one's.
+    pub fn refined_language_key(&self) -> Option<u64> {
+        *self
+            .refined_key
+            .get_or_init(|| self.dfa.refined_language_key())
     }
 
     /// Whether no state of the automaton's table reads a byte of 0x80 or
