@@ -765,7 +765,10 @@ CGRAM_API size_t cg_mask_words(const struct cg_grammar *grammar);
 /**
  * Releases the caller's reference to a grammar. Matchers made from it keep
  * their own reference, so it may be freed while they live. NULL is a
- * no-op. Each grammar must be freed exactly once.
+ * no-op. Each grammar must be freed exactly once. Dropping the last
+ * reference to a grammar also frees what the vocabulary's cache evicted
+ * since (see `cg_vocab_set_cache_budget`), so that the compile that
+ * overflowed the cache did not pay for it.
  */
 CGRAM_API void cg_free(struct cg_grammar *grammar);
 

@@ -577,7 +577,10 @@ pub unsafe extern "C" fn cg_mask_words(grammar: *const cg_grammar) -> usize {
 
 /// Releases the caller's reference to a grammar. Matchers made from it keep
 /// their own reference, so it may be freed while they live. NULL is a
-/// no-op. Each grammar must be freed exactly once.
+/// no-op. Each grammar must be freed exactly once. Dropping the last
+/// reference to a grammar also frees what the vocabulary's cache evicted
+/// since (see `cg_vocab_set_cache_budget`), so that the compile that
+/// overflowed the cache did not pay for it.
 #[no_mangle]
 pub unsafe extern "C" fn cg_free(grammar: *mut cg_grammar) {
     free_handle("cg_free", grammar)

@@ -138,6 +138,8 @@ impl Engine {
             store.whole_budget = bytes;
             store.evict_over_budget();
         }
+        // Called by the host, not inside a compile: nothing waits.
+        self.release_evicted();
         self.free_exits.set_limit(free_exits);
         if let Some(counts) = self.string_counts() {
             counts.infos.lock().unwrap().set_limit(counted);
@@ -194,6 +196,17 @@ impl Engine {
             Some(l) if Arc::ptr_eq(&l.dfa, dfa) => l.clone(),
             _ => Arc::new(Lexeme::new(dfa.clone())),
         }
+    }
+
+    /// Drops what the cache's last eviction pass took out (see
+    /// [`Evicted`]), outside the cache's lock; called as a grammar is
+    /// dropped.
+    pub(crate) fn release_evicted(&self) {
+        let evicted = match self.store.lock() {
+            Ok(mut store) => std::mem::take(&mut store.evicted),
+            Err(_) => return,
+        };
+        drop(evicted);
     }
 
     /// The number of distinct lexemes kept.
@@ -359,6 +372,23 @@ struct Store {
     /// proportion to the cache: 3.8% of the lexeme builds of the slowest
     /// compiles).
     counted: usize,
+    /// What the last eviction pass took out, dropped when a grammar is
+    /// next dropped ([`Engine::release_evicted`]) or at the next pass.
+    evicted: Evicted,
+}
+
+/// Entries an eviction pass took out of the cache, not dropped yet.
+/// Dropping them (mostly what their lexemes learned: token sets, subtree
+/// walks) is most of a pass's cost, 0.9-3.3 ms on MaskBench, and a pass
+/// runs inside whichever compile crosses the budget: a large one, whose
+/// time to first mask it lengthened. Dropping a grammar, the host's
+/// clean-up, pays instead. At most one pass's worth (an eighth of the
+/// budget) waits, so a host that frees no grammar keeps no more.
+#[derive(Default)]
+struct Evicted {
+    lexemes: Vec<(Expr, Cached<Lexeme>)>,
+    by_id: Vec<Arc<Lexeme>>,
+    parts: Vec<(Expr, Cached<Table>)>,
 }
 
 struct Cached<V> {
@@ -410,6 +440,7 @@ impl Store {
             whole_budget,
             evictions: 0,
             counted: 0,
+            evicted: Evicted::default(),
         }
     }
 
@@ -504,15 +535,81 @@ impl Store {
             cutoff = stamp;
             evicted += 1;
         }
-        self.lexemes.retain(|_, e| e.last_used > cutoff);
+        // The previous pass's entries, if no grammar was dropped since,
+        // are dropped here after all.
+        let previous = std::mem::take(&mut self.evicted);
+        let out = &mut self.evicted;
+        out.lexemes
+            .extend(self.lexemes.extract_if(|_, e| e.last_used <= cutoff));
         let kept: FastSet<u64> = self.lexemes.values().map(|e| e.value.dfa.id).collect();
-        self.by_id.retain(|id, _| kept.contains(id));
+        out.by_id.extend(
+            self.by_id
+                .extract_if(|id, _| !kept.contains(id))
+                .map(|(_, lexeme)| lexeme),
+        );
         self.by_language.retain(|_, ids| {
             ids.retain(|id| kept.contains(id));
             !ids.is_empty()
         });
-        self.parts.retain(|_, e| e.last_used > cutoff);
+        out.parts
+            .extend(self.parts.extract_if(|_, e| e.last_used <= cutoff));
         self.evictions += evicted;
         self.counted = bytes;
+        drop(previous);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::{compile, CompileOptions, Kind};
+
+    /// An eviction pass, inside the compile that overflows the cache,
+    /// sets aside what it takes out: it is dropped when a grammar is next
+    /// dropped, or by the next pass, never kept longer.
+    #[test]
+    fn evicted_lexemes_wait_for_a_grammar_to_be_dropped() {
+        let tokens: Vec<Vec<u8>> = ["\"", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9"]
+            .iter()
+            .map(|t| t.as_bytes().to_vec())
+            .collect();
+        let flags = vec![0; tokens.len()];
+        let engine = Engine::new(Vocab::new(tokens, flags, Vec::new()).unwrap());
+        engine.set_cache_budget(64 << 10);
+        let limits = DfaLimits::default();
+        let mut built = Vec::new();
+        // Lexemes until `passes` eviction passes have run.
+        let build_until = |passes: usize, built: &mut Vec<std::sync::Weak<Lexeme>>| {
+            let mut seen = 0;
+            let mut evictions = engine.cache_stats().evictions;
+            while seen < passes {
+                let expr = Expr::literal(&format!("\"{:06}\"", built.len()));
+                built.push(Arc::downgrade(&engine.lexeme(&expr, &limits).unwrap()));
+                let now = engine.cache_stats().evictions;
+                seen += usize::from(now > evictions);
+                evictions = now;
+                assert!(built.len() < 100_000, "no eviction");
+            }
+        };
+        let alive = |built: &[std::sync::Weak<Lexeme>]| {
+            built.iter().filter(|w| w.strong_count() > 0).count()
+        };
+        build_until(1, &mut built);
+        assert!(built[0].upgrade().is_some(), "set aside, not dropped");
+        assert!(alive(&built) > engine.num_lexemes());
+        build_until(1, &mut built);
+        assert!(built[0].upgrade().is_none(), "dropped by the next pass");
+        assert!(alive(&built) > engine.num_lexemes());
+        let options = CompileOptions {
+            kind: Kind::Gbnf,
+            ..Default::default()
+        };
+        drop(compile(&engine, b"root ::= \"\\\"1\\\"\"", &options).unwrap());
+        // Only what the cache keeps is left (besides the grammar's own
+        // lexemes, which it keeps too).
+        assert!(
+            alive(&built) <= engine.num_lexemes(),
+            "dropped with the grammar"
+        );
     }
 }

@@ -37,6 +37,14 @@ pub struct CompiledGrammar {
     pub(crate) covers: Mutex<FastMap<(u32, u32), bool>>,
 }
 
+/// Dropping a grammar is where its engine drops what the cache evicted
+/// meanwhile (see [`Engine::release_evicted`]).
+impl Drop for CompiledGrammar {
+    fn drop(&mut self) {
+        self.engine.release_evicted();
+    }
+}
+
 /// A grammar reads as its automaton.
 impl Deref for CompiledGrammar {
     type Target = Automaton;
