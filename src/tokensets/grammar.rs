@@ -38,7 +38,7 @@ pub struct CompiledGrammar {
 }
 
 /// Dropping a grammar is where its engine drops what the cache evicted
-/// meanwhile (see [`Engine::release_evicted`]).
+/// meanwhile (see `Engine::release_evicted`).
 impl Drop for CompiledGrammar {
     fn drop(&mut self) {
         self.engine.release_evicted();
