@@ -382,8 +382,9 @@ struct Store {
 /// walks) is most of a pass's cost, 0.9-3.3 ms on MaskBench, and a pass
 /// runs inside whichever compile crosses the budget: a large one, whose
 /// time to first mask it lengthened. Dropping a grammar, the host's
-/// clean-up, pays instead. At most one pass's worth (an eighth of the
-/// budget) waits, so a host that frees no grammar keeps no more.
+/// clean-up, pays instead. At most one pass's worth (what brought the
+/// entries down to seven eighths of the budget) waits, so a host that
+/// frees no grammar keeps no more.
 #[derive(Default)]
 struct Evicted {
     lexemes: Vec<(Expr, Cached<Lexeme>)>,
