@@ -279,6 +279,18 @@ fn long_strings() {
     assert!(accepts(&g, &s(1000)));
     assert!(accepts(&g, "\"\\u00e9\\n\""));
     assert!(!accepts(&g, &s(1001)));
+    // Bounds far past any token, counted like the small ones: the counts
+    // far from both bounds share one column of liveness.
+    let g = grammar(r#"{"type": "string", "minLength": 300, "maxLength": 70000}"#);
+    for n in [300, 301, 5_000, 69_999, 70_000] {
+        assert!(accepts(&g, &s(n)), "{n}");
+    }
+    for n in [0, 299, 70_001] {
+        assert!(!accepts(&g, &s(n)), "{n}");
+    }
+    let g = grammar(r#"{"type": "string", "minLength": 5000}"#);
+    assert!(accepts(&g, &s(5000)) && accepts(&g, &s(9000)));
+    assert!(!accepts(&g, &s(4999)));
     // Counted bounds: escapes and surrogate pairs of escapes are one code
     // point each, beside another type, and bounds no string meets.
     let g = grammar(r#"{"type": ["string", "null"], "minLength": 16, "maxLength": 18}"#);

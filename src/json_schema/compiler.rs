@@ -52,22 +52,18 @@ const ANY_ORDER_EXACT_MAX: usize = 6;
 /// Larger objects track the set of required properties written while
 /// (2^required × members) stays within this many alternatives.
 const REQUIRED_SET_MAX_ALTS: usize = 2_048;
-/// Code points per chunk of a long string (see `chunked_string`).
-const CHUNK: u32 = 32;
-/// Strings of at most this many code points are one lexeme (a counting
-/// DFA, read by whole trie subtrees up to the count left); longer ones are
-/// chunked. A chunked string ends a lexeme after every code point of its
-/// remainder, so each of its states has exits at every depth.
-const CHUNK_ABOVE: u32 = 256;
-/// Most chunks of a long string.
-const MAX_CHUNKS: u32 = 40_000;
+/// The largest `minLength`/`maxLength` compiled: a length bound is a
+/// count beside the string's automaton (see [`LexemeHint::Counted`]),
+/// which keeps about 10 bytes per count (liveness and token-set classes)
+/// and takes about 10 ns per count to build.
+const MAX_LENGTH_BOUND: u32 = 1_280_000;
 /// A length bound from which a string with a `pattern` or `format` counts
 /// its code points beside the pattern's automaton (see
 /// [`LexemeHint::Counted`]) instead of multiplying the two automata.
 const COUNTED_FROM: u32 = 64;
 /// A length bound from which a string of any characters counts its code
-/// points beside "any string"'s automaton (see [`LexemeHint::Counted`]),
-/// up to [`CHUNK_ABOVE`]: its token sets are then those of "any string"
+/// points beside "any string"'s automaton (see [`LexemeHint::Counted`]):
+/// its token sets are then those of "any string"
 /// less the tokens the count left forbids, shared by every bound (see
 /// `tokensets::strings::counted_string_info`), where a DFA with a state
 /// per position (20 per code point) cost 5 ms to build and 2.5 ms to

@@ -44,13 +44,13 @@
 //!   fraction or exponent part"; `1.0` and `1e2` are not integers there).
 //! - **Strings**: the schema constrains the decoded string; every JSON
 //!   spelling of it is accepted ([`strings`]). Lengths count code points;
-//!   a string with only length bounds up to 256 is one counting lexeme;
-//!   above, it is counted in chunks of 32 code points by a parser rule
-//!   (one lexeme with a state per position would be large). A bound of 64
-//!   or more beside a `pattern` or `format` is a count of code points next
-//!   to the pattern's automaton (`compile::lexeme::Counter`), not their
-//!   product: up to 2^27 (pattern states x (bound + 1)) pairs. Any bound
-//!   above 1,280,000 is refused (limit). `time` and `date-time`
+//!   a string with only length bounds of 16 or more is one lexeme that
+//!   counts code points beside "any string"'s automaton, and a bound of 64
+//!   or more beside a `pattern` or `format` is a count next to the
+//!   pattern's automaton (`compile::lexeme::Counter`), not their product
+//!   (one automaton with a state per position would be large): up to 2^27
+//!   (automaton states x (bound + 1)) pairs. Any bound above 1,280,000 is
+//!   refused (limit). `time` and `date-time`
 //!   take leap seconds by RFC 3339's rule: `:60` when the time in UTC is
 //!   23:59, whatever the offset (`15:59:60-08:00`). The automaton
 //!   remembers the local time until the offset (66,000 states over JSON

@@ -309,10 +309,20 @@ impl Counter {
                     base[p / 64] |= 1 << (p % 64);
                 }
             }
+            // Runs of counts share a key (every count far from the bounds
+            // has one column): only where it changes is it looked up.
+            let mut last: Option<((u32, bool), u32)> = None;
             for c in 0..width as u32 {
                 let key = (self.column_of[c as usize], self.in_bounds(c));
-                let n = column_ids.len() as u32;
-                column_of.push(*column_ids.entry(key).or_insert(n));
+                let id = match last {
+                    Some((k, id)) if k == key => id,
+                    _ => {
+                        let n = column_ids.len() as u32;
+                        *column_ids.entry(key).or_insert(n)
+                    }
+                };
+                last = Some((key, id));
+                column_of.push(id);
             }
             // The column where every state that can end at all is live,
             // within the bounds.
@@ -352,12 +362,17 @@ impl Counter {
         })
     }
 
-    /// Approximate heap bytes.
+    /// Approximate heap bytes, the count classes included once computed
+    /// (per count: a column, a class and a free run, 10 bytes).
     pub fn memory(&self) -> usize {
+        let classes = self.classes.get().map_or(0, |c| {
+            c.class_of.len() * 4 + c.rep.len() * 4 + c.free_run.len() * 2
+        });
         self.columns.len() * 8
             + self.column_of.len() * 4
             + self.inside.len() * 3
             + self.class_sets.memory()
+            + classes
     }
 }
 
@@ -420,18 +435,40 @@ pub(super) fn window_classes(
     // start) and to what it changes: columns change only near the bounds,
     // so a window far from them is one entry rather than `horizon + 1` (a
     // `maxLength` of 65,536 took 12 ms).
-    let changes: Vec<usize> = (1..width + horizon)
-        .filter(|&p| column_at(p) != column_at(p - 1))
-        .collect();
+    let mut changes = Vec::new();
+    let mut previous = column_at(0);
+    for p in 1..width + horizon {
+        let column = column_at(p);
+        if column != previous {
+            changes.push(p);
+            previous = column;
+        }
+    }
     let mut window_ids: FastMap<Vec<(u32, u32)>, u32> = FastMap::default();
     let mut class_of = Vec::with_capacity(width);
     let mut rep = Vec::new();
     let mut first_change = 0;
-    for c in 0..width {
+    // The last window's column and id when it held no change: the counts
+    // after it up to the next change's window have that window too, and
+    // are filled in at once (most counts of a large bound).
+    let mut window = Vec::new();
+    let mut last_quiet: Option<(u32, u32)> = None;
+    let mut c = 0;
+    while c < width {
         while first_change < changes.len() && changes[first_change] <= c {
             first_change += 1;
         }
-        let mut window = vec![(0, column_at(c))];
+        let column = column_at(c);
+        let next_change = changes.get(first_change).copied().unwrap_or(usize::MAX);
+        let quiet = next_change > c + horizon;
+        if let Some((_, id)) = last_quiet.filter(|&(col, _)| quiet && col == column) {
+            let end = width.min(next_change - horizon);
+            class_of.resize(end, id);
+            c = end;
+            continue;
+        }
+        window.clear();
+        window.push((0, column));
         window.extend(
             changes[first_change..]
                 .iter()
@@ -439,11 +476,13 @@ pub(super) fn window_classes(
                 .map(|&p| ((p - c) as u32, column_at(p))),
         );
         let n = window_ids.len() as u32;
-        let id = *window_ids.entry(window).or_insert_with(|| {
+        let id = *window_ids.entry(window.clone()).or_insert_with(|| {
             rep.push(c as u32);
             n
         });
+        last_quiet = quiet.then_some((column, id));
         class_of.push(id);
+        c += 1;
     }
     (class_of, rep)
 }
@@ -562,6 +601,31 @@ impl Layers {
         Ok(layers)
     }
 
+    /// The number of distinct layers (all of them, with a cycle).
+    fn distinct(&self) -> usize {
+        self.sets.len() / self.words.max(1)
+    }
+
+    /// Whether layers `0..=h` hold every layer there is, so that a union
+    /// from layer 0 stops growing at `h`.
+    fn all_merged_by(&self, h: usize) -> bool {
+        self.cycle.is_some() && h + 1 >= self.distinct()
+    }
+
+    /// Merges layers `from..=to` into `acc`. Past the start of the cycle
+    /// one period holds every layer, so at most [`Self::distinct`] layers
+    /// are read however wide the range (a `maxLength` of 100,000 read
+    /// each of its counts).
+    fn merge_range(&self, from: usize, to: usize, acc: &mut [u64]) {
+        let to = match self.cycle {
+            Some((start, period)) => to.min(from.max(start) + period - 1),
+            None => to,
+        };
+        for l in from..=to {
+            or(acc, self.get(l));
+        }
+    }
+
     /// Layer `l`.
     fn get(&self, l: usize) -> &[u64] {
         let stored = self.sets.len() / self.words;
@@ -607,11 +671,10 @@ fn live_columns(
     // their column (all of them far from the bounds), which a comparison
     // finds faster than a hash.
     let mut last: Option<(Vec<u64>, u32)> = None;
-    let mut add = |c: usize, col: &[u64]| {
+    let mut id_of = |col: &[u64]| -> u32 {
         if let Some((prev, id)) = &last {
             if prev[..] == col[..] {
-                column_of[c] = *id;
-                return;
+                return *id;
             }
         }
         let n = ids.len() as u32;
@@ -619,42 +682,40 @@ fn live_columns(
             columns.extend_from_slice(col);
             n
         });
-        column_of[c] = id;
         last = Some((col.to_vec(), id));
-    };
-    let or = |acc: &mut [u64], x: &[u64]| {
-        for (a, b) in acc.iter_mut().zip(x) {
-            *a |= b;
-        }
+        id
     };
     let Some(max) = max.map(|x| x as usize) else {
         // Count `c` needs a length of at least `min - c`: the union of the
         // layers from `cap - c` on, built from the last.
         let mut acc = layers.at_least_cap.clone();
-        add(0, &acc);
-        for c in 1..=cap {
+        column_of[0] = id_of(&acc);
+        for (c, column) in column_of.iter_mut().enumerate().skip(1) {
             meter.step(words)?;
             or(&mut acc, layers.get(cap - c));
-            add(c, &acc);
+            *column = id_of(&acc);
         }
         return Ok((columns, column_of));
     };
     let min = min as usize;
     if max < min {
         // No length is within the bounds: nothing is live.
-        add(0, &vec![0u64; words]);
-        for c in 1..=cap {
-            column_of[c] = column_of[0];
-        }
+        column_of.fill(id_of(&vec![0u64; words]));
         return Ok((columns, column_of));
     }
     // From `min` on a count needs a length of at most `max - c`: the
-    // union of the first layers.
+    // union of the first layers, which stops growing once every distinct
+    // layer is in it (the counts below share its column).
     let mut acc = vec![0u64; words];
     for h in 0..=max - min {
         meter.step(words)?;
         or(&mut acc, layers.get(h));
-        add(max - h, &acc);
+        column_of[max - h] = id_of(&acc);
+        if layers.all_merged_by(h) {
+            let id = column_of[max - h];
+            column_of[min..max - h].fill(id);
+            break;
+        }
     }
     // Below `min`: lengths `min - c ..= max - c`, a window of `w` layers
     // starting at `a = min - c` (1 to `min`). In blocks of `w` layers, a
@@ -670,12 +731,12 @@ fn live_columns(
         // Unions from each start in `first..=last` to the block's end.
         let mut ends = vec![0u64; (last - first + 1) * words];
         let mut acc = vec![0u64; words];
-        for l in (first..block + w).rev() {
+        meter.step(words * layers.distinct())?;
+        layers.merge_range(last + 1, block + w - 1, &mut acc);
+        for l in (first..=last).rev() {
             meter.step(words)?;
             or(&mut acc, layers.get(l));
-            if l <= last {
-                ends[(l - first) * words..(l - first + 1) * words].copy_from_slice(&acc);
-            }
+            ends[(l - first) * words..(l - first + 1) * words].copy_from_slice(&acc);
         }
         // The next block's unions from its start, merged as they grow.
         let mut head = vec![0u64; words];
@@ -688,11 +749,18 @@ fn live_columns(
             }
             col.copy_from_slice(end);
             or(&mut col, &head);
-            add(min - a, &col);
+            column_of[min - a] = id_of(&col);
         }
         block += w;
     }
     Ok((columns, column_of))
+}
+
+/// `acc |= x`, word by word.
+fn or(acc: &mut [u64], x: &[u64]) {
+    for (a, b) in acc.iter_mut().zip(x) {
+        *a |= b;
+    }
 }
 
 /// A pattern's automaton paired with "any string"'s: see
@@ -865,16 +933,29 @@ mod tests {
                 // Mostly counting steps, as code points are.
                 preds[p].push((q, next(5) != 0));
             }
+            if round % 4 == 3 {
+                // A ring of counting steps: layers repeat with a period of
+                // `m`, so a union over a window depends on every layer.
+                for (p, list) in preds.iter_mut().enumerate() {
+                    list.push((((p + 1) % m) as u32, true));
+                }
+            }
             for list in &mut preds {
                 list.sort_unstable();
                 list.dedup();
             }
             let exits: Vec<u32> = (0..1 + next(3)).map(|_| next(m as u64) as u32).collect();
-            let min = if round % 7 == 0 { 0 } else { next(12) as u32 };
+            let min = match round {
+                _ if round % 7 == 0 => 0,
+                // Bounds wide enough that unions skip repeated layers.
+                _ if round % 5 == 1 => next(200) as u32,
+                _ => next(12) as u32,
+            };
             let max = match round % 3 {
                 0 => None,
                 // Below the minimum: nothing is live.
                 _ if round % 11 == 0 => Some(min.saturating_sub(1 + next(3) as u32)),
+                _ if round % 5 == 1 => Some(min + next(150) as u32),
                 _ => Some(min + next(if round % 2 == 0 { 5 } else { 90 }) as u32),
             };
             let mut meter = Deadline::none().meter();
@@ -899,6 +980,60 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+    /// Window classes the direct way: each count's window built and
+    /// numbered in order of first appearance.
+    fn windows_directly(
+        width: usize,
+        horizon: usize,
+        column_at: impl Fn(usize) -> u32,
+    ) -> (Vec<u32>, Vec<u32>) {
+        let mut ids: FastMap<Vec<(u32, u32)>, u32> = FastMap::default();
+        let (mut class_of, mut rep) = (Vec::new(), Vec::new());
+        for c in 0..width {
+            let mut window = vec![(0, column_at(c))];
+            for p in c + 1..=c + horizon {
+                if column_at(p) != column_at(p - 1) {
+                    window.push(((p - c) as u32, column_at(p)));
+                }
+            }
+            let n = ids.len() as u32;
+            class_of.push(*ids.entry(window).or_insert_with(|| {
+                rep.push(c as u32);
+                n
+            }));
+        }
+        (class_of, rep)
+    }
+
+    #[test]
+    fn window_classes_equal_the_direct_ones() {
+        let mut seed = 7u64;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        for round in 0..300 {
+            let width = 1 + next(if round % 4 == 0 { 3_000 } else { 60 }) as usize;
+            let horizon = next(20) as usize;
+            // Long runs of one column, as counts far from the bounds have,
+            // with changes and returns to earlier columns between them.
+            let mut columns = Vec::new();
+            while columns.len() < width + horizon {
+                let long = next(2) == 0;
+                let run = 1 + next(if long { 400 } else { 4 }) as usize;
+                let column = next(4) as u32;
+                columns.extend(std::iter::repeat_n(column, run));
+            }
+            let column_at = |c: usize| columns[c];
+            assert_eq!(
+                window_classes(width, horizon, column_at),
+                windows_directly(width, horizon, column_at),
+                "round {round}: width {width} horizon {horizon}"
+            );
         }
     }
 }

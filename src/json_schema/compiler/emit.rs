@@ -1,15 +1,15 @@
 //! From nodes to IR rules ([`Compiler::rule_for`]): strings (plain,
-//! counted, chunked), numbers, arrays (plain, counted, unique items) and
+//! counted), numbers, arrays (plain, counted, unique items) and
 //! objects (members in any order, needs, ordered), with the whitespace
 //! the options ask for.
 
 use super::super::node::{ArrShape, Node, ObjShape, Term};
-use super::super::strings::{canonical_json, encode, encode_lang, length, StrLang};
+use super::super::strings::{canonical_json, encode_lang, StrLang};
 use super::{
     all_needs, at, class_length, counted_length, finite_values, holds_rfc3339, json_equal,
     pure_length, without_implied_lengths, Compiler, MemberCount, NeedsMet, ANY_ORDER_EXACT_MAX,
-    CHUNK, CHUNK_ABOVE, COUNTED_FROM, LENGTH_COUNTED_FROM, MAX_COUNT_STATES, MAX_NEEDS, MAX_RULES,
-    MAX_UNIQUE_DOMAIN, MAX_UNIQUE_STATES, REQUIRED_SET_MAX_ALTS,
+    COUNTED_FROM, LENGTH_COUNTED_FROM, MAX_COUNT_STATES, MAX_NEEDS, MAX_RULES, MAX_UNIQUE_DOMAIN,
+    MAX_UNIQUE_STATES, REQUIRED_SET_MAX_ALTS,
 };
 use crate::error::{Error, Result};
 use crate::ir::{CharClass, Expr, LexemeHint, RuleId};
@@ -125,9 +125,6 @@ impl Compiler<'_> {
             let fewer_bounds = without_implied_lengths(&n.str);
             let str_lang = fewer_bounds.as_ref().unwrap_or(&n.str);
             match pure_length(str_lang) {
-                Some((lo, hi)) if lo > CHUNK_ABOVE || hi.is_some_and(|h| h > CHUNK_ABOVE) => {
-                    composite.push(Expr::Ref(self.chunked_string(lo, hi)?));
-                }
                 Some((lo, hi))
                     if hi.is_none_or(|h| h >= lo)
                         && (lo >= LENGTH_COUNTED_FROM || hi >= Some(LENGTH_COUNTED_FROM)) =>
@@ -189,90 +186,6 @@ impl Compiler<'_> {
         );
         let r = self.new_rule("counted".into())?;
         self.b.set_body(r, Expr::Ref(lexeme));
-        self.b.set_lexeme_hint(r, LexemeHint::Never);
-        self.lexemes.insert(key, r);
-        Ok(r)
-    }
-
-    /// Strings of `lo..=hi` code points as a parser rule counting chunks
-    /// of [`CHUNK`] code points (each chunk a small shared lexeme): one DFA
-    /// for the whole count would have a state per position and take long
-    /// to build. Lengths `K·c + r` (`r < K`) decompose uniquely, so the
-    /// rule is unambiguous.
-    pub(super) fn chunked_string(&mut self, lo: u32, hi: Option<u32>) -> Result<RuleId> {
-        let key = Expr::Seq(vec![Expr::literal("chunked"), length(lo, hi)]);
-        if let Some(&r) = self.lexemes.get(&key) {
-            return Ok(r);
-        }
-        let k = CHUNK;
-        let chunk_lexeme = self.lexeme(encode(&length(k, Some(k))), "chunk")?;
-        // A parser rule around the chunk: a repetition of a lexeme would be
-        // merged back into one large lexeme by the compiler.
-        let chunk = match self
-            .lexemes
-            .get(&Expr::Seq(vec![Expr::literal("chunk-rule")]))
-        {
-            Some(&r) => r,
-            None => {
-                let r = self.new_rule("chunk".into())?;
-                self.b.set_body(r, Expr::Ref(chunk_lexeme));
-                self.b.set_lexeme_hint(r, LexemeHint::Never);
-                self.lexemes
-                    .insert(Expr::Seq(vec![Expr::literal("chunk-rule")]), r);
-                r
-            }
-        };
-        // The remainder carries the closing quote: a lexeme that could end
-        // after any code point would have exits at every depth of every
-        // token (each checked against the parser at mask time).
-        let rem = |this: &mut Self, a: u32, b: u32| -> Result<Expr> {
-            let quoted = Expr::seq(vec![encode(&length(a, Some(b))), Expr::literal("\"")]);
-            Ok(Expr::Ref(this.lexeme(quoted, "chunk")?))
-        };
-        let c_min = lo / k;
-        let mut alts = Vec::new();
-        match hi {
-            None => {
-                let r = rem(self, lo % k, k - 1)?;
-                alts.push(Expr::seq(vec![
-                    Expr::repeat(Expr::Ref(chunk), c_min, Some(c_min)),
-                    r,
-                ]));
-                let r = rem(self, 0, k - 1)?;
-                alts.push(Expr::seq(vec![
-                    Expr::repeat(Expr::Ref(chunk), c_min + 1, None),
-                    r,
-                ]));
-            }
-            Some(n) => {
-                let c_max = n / k;
-                // c == c_min
-                let r = rem(self, lo % k, (k - 1).min(n - k * c_min))?;
-                alts.push(Expr::seq(vec![
-                    Expr::repeat(Expr::Ref(chunk), c_min, Some(c_min)),
-                    r,
-                ]));
-                // c_min < c < c_max: any remainder
-                if c_max > c_min + 1 {
-                    let r = rem(self, 0, k - 1)?;
-                    alts.push(Expr::seq(vec![
-                        Expr::repeat(Expr::Ref(chunk), c_min + 1, Some(c_max - 1)),
-                        r,
-                    ]));
-                }
-                // c == c_max
-                if c_max > c_min {
-                    let r = rem(self, 0, n % k)?;
-                    alts.push(Expr::seq(vec![
-                        Expr::repeat(Expr::Ref(chunk), c_max, Some(c_max)),
-                        r,
-                    ]));
-                }
-            }
-        }
-        let r = self.new_rule(format!("string#{}", self.b.len()))?;
-        self.b
-            .set_body(r, Expr::seq(vec![Expr::literal("\""), Expr::alt(alts)]));
         self.b.set_lexeme_hint(r, LexemeHint::Never);
         self.lexemes.insert(key, r);
         Ok(r)

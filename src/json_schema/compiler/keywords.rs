@@ -8,7 +8,7 @@ use super::super::node::{ArrShape, Contains, ObjShape, Term};
 use super::super::number::{multiple_of, NumAtom};
 use super::super::strings::{length, StrLang};
 use super::{
-    as_count, bad, empty_atom, kw_err, unsup, Compiler, CHUNK, MAX_CHUNKS, MAX_PATTERN_CLASSES,
+    as_count, bad, empty_atom, kw_err, unsup, Compiler, MAX_LENGTH_BOUND, MAX_PATTERN_CLASSES,
 };
 use crate::error::{ErrorKind, Result};
 use crate::ir::Expr;
@@ -37,7 +37,7 @@ impl Compiler<'_> {
                 }
             }
             let bound = max.unwrap_or(0).max(min.unwrap_or(0));
-            if bound / CHUNK > MAX_CHUNKS {
+            if bound > MAX_LENGTH_BOUND {
                 let kw = if max.is_some() {
                     "maxLength"
                 } else {
@@ -47,10 +47,7 @@ impl Compiler<'_> {
                     ErrorKind::Limit,
                     kw,
                     ptr,
-                    format!(
-                        "a length bound above {} is not supported",
-                        CHUNK * MAX_CHUNKS
-                    ),
+                    format!("a length bound above {MAX_LENGTH_BOUND} is not supported"),
                 ));
             }
             parts.push(length(min.unwrap_or(0), max));
