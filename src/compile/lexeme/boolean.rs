@@ -436,10 +436,14 @@ impl Nfa {
         let end = self.add();
         self.check()?;
         self.states[from as usize].eps.push(base);
+        let runs = t.class_runs();
+        // Each state's edges gathered here, then copied at their size.
+        let mut row = Vec::new();
         for s in 0..t.num_states() as u32 {
-            self.meter.step(256)?;
-            let edges = &mut self.states[(base + s) as usize].edges;
-            t.for_each_run(s, |lo, hi, target| edges.push((lo, hi, base + target)));
+            self.meter.step(runs.len())?;
+            row.clear();
+            t.for_each_run(&runs, s, |lo, hi, target| row.push((lo, hi, base + target)));
+            self.states[(base + s) as usize].edges = row.clone();
             if t.is_final[s as usize] {
                 self.states[(base + s) as usize].eps.push(end);
             }
@@ -477,7 +481,11 @@ impl Nfa {
         self.meter.step(work + set.len())
     }
 
-    /// Subset construction.
+    /// Subset construction. Each subset's edges are read once, into the
+    /// classes they cover (a run of bytes is a run of classes, which are
+    /// intervals in byte order), rather than once per class: the subsets
+    /// of an embedded DFA are mostly one state with a run per target, and
+    /// a set of JSON names has dozens of classes.
     fn determinize(&mut self, start: u32, end: u32) -> Result<Table> {
         let edges = self.states.iter().flat_map(|st| &st.edges);
         let (classes, reps) = Table::classes_of_ranges(edges.map(|&(lo, hi, _)| (lo, hi)));
@@ -489,28 +497,41 @@ impl Nfa {
         let mut order = vec![first];
         let mut trans = Vec::new();
         let mut is_final = Vec::new();
+        // Per class, the targets of the subset being expanded, valid where
+        // `filled` holds that subset's index.
+        let mut targets: Vec<Vec<u32>> = vec![Vec::new(); num_classes];
+        let mut filled: Vec<usize> = vec![usize::MAX; num_classes];
         let mut i = 0;
         while i < order.len() {
             is_final.push(order[i].contains(&end));
-            for &b in &reps {
-                let mut next: Vec<u32> = Vec::new();
-                let mut work = 1;
-                for &s in &order[i] {
-                    work += 1 + self.states[s as usize].edges.len();
-                    for &(lo, hi, t) in &self.states[s as usize].edges {
-                        if lo <= b && b <= hi {
-                            next.push(t);
+            let mut work = 1;
+            for &s in &order[i] {
+                let edges = &self.states[s as usize].edges;
+                work += 1 + edges.len();
+                for &(lo, hi, t) in edges {
+                    for c in classes[lo as usize] as usize..=classes[hi as usize] as usize {
+                        if filled[c] != i {
+                            filled[c] = i;
+                            targets[c].clear();
                         }
+                        targets[c].push(t);
                     }
                 }
-                self.meter.step(work)?;
-                if next.is_empty() {
+            }
+            self.meter.step(work + num_classes)?;
+            for c in 0..num_classes {
+                if filled[c] != i {
                     trans.push(DEAD);
                     continue;
                 }
+                let mut next = std::mem::take(&mut targets[c]);
                 self.closure(&mut next)?;
                 let id = match ids.get(&next) {
-                    Some(&id) => id,
+                    Some(&id) => {
+                        // Its buffer serves the next subset.
+                        targets[c] = next;
+                        id
+                    }
                     None => {
                         if order.len() >= MAX_STATES {
                             return Err(too_large());

@@ -334,13 +334,14 @@ impl Nfa {
         if entry != DEAD {
             self.eps(from, base + entry, false);
         }
+        let runs = quoted.class_runs();
         for s in 0..quoted.num_states() as u32 {
-            self.meter.step(256)?;
+            self.meter.step(runs.len())?;
             // Inside a JSON string a raw quote only closes it (its target
             // is the end, no other byte's, so it is a run of its own); an
             // escaped one is a character.
             let edges = &mut self.states[(base + s) as usize].edges;
-            quoted.for_each_run(s, |lo, hi, target| {
+            quoted.for_each_run(&runs, s, |lo, hi, target| {
                 if lo != b'"' || !quoted.is_final[target as usize] {
                     edges.push((lo, hi, base + target));
                 }

@@ -109,21 +109,44 @@ impl Table {
         self.trans[s as usize * self.num_classes + self.classes[b as usize] as usize]
     }
 
+    /// The maximal runs of consecutive bytes of one class, `(first,
+    /// last, class)` in byte order: what [`Self::for_each_run`] steps
+    /// over, computed once per table rather than once per state.
+    pub fn class_runs(&self) -> Vec<(u8, u8, u8)> {
+        let mut runs: Vec<(u8, u8, u8)> = Vec::new();
+        for b in 0..=255u8 {
+            let class = self.classes[b as usize];
+            match runs.last_mut() {
+                Some(run) if run.2 == class => run.1 = b,
+                _ => runs.push((b, b, class)),
+            }
+        }
+        runs
+    }
+
     /// The transitions of state `s` as runs of consecutive bytes with
     /// one target, `f(first, last, target)` for each, dead runs left out:
-    /// what an NFA embedding the table needs as edges.
-    pub fn for_each_run(&self, s: u32, mut f: impl FnMut(u8, u8, u32)) {
-        let mut b = 0usize;
-        while b < 256 {
-            let target = self.next(s, b as u8);
-            let mut hi = b;
-            while hi + 1 < 256 && self.next(s, (hi + 1) as u8) == target {
-                hi += 1;
+    /// what an NFA embedding the table needs as edges. `runs` is
+    /// [`Self::class_runs`].
+    pub fn for_each_run(&self, runs: &[(u8, u8, u8)], s: u32, mut f: impl FnMut(u8, u8, u32)) {
+        let row = &self.trans[s as usize * self.num_classes..][..self.num_classes];
+        let Some(&(lo, hi, class)) = runs.first() else {
+            return;
+        };
+        let (mut first, mut last, mut target) = (lo, hi, row[class as usize]);
+        for &(lo, hi, class) in &runs[1..] {
+            let t = row[class as usize];
+            if t == target {
+                last = hi;
+                continue;
             }
             if target != DEAD {
-                f(b as u8, hi as u8, target);
+                f(first, last, target);
             }
-            b = hi + 1;
+            (first, last, target) = (lo, hi, t);
+        }
+        if target != DEAD {
+            f(first, last, target);
         }
     }
 
@@ -493,6 +516,54 @@ mod tests {
             }
         }
         false
+    }
+
+    /// Runs read by class runs are the runs read byte by byte, with
+    /// classes in byte order or scattered over the bytes.
+    #[test]
+    fn runs_by_class_equal_runs_by_byte() {
+        let mut rng = TestRng::new(0x5EED_C1A5_5E50_0001);
+        for round in 0..300 {
+            let n = 1 + rng.below(20);
+            let k = 1 + rng.below(12);
+            let mut classes = [0u8; 256];
+            let mut class = 0;
+            for c in classes.iter_mut() {
+                if round % 2 == 0 {
+                    // Scattered.
+                    class = rng.below(k);
+                } else if rng.below(24) == 0 {
+                    // In byte order, long runs.
+                    class = (class + 1).min(k - 1);
+                }
+                *c = class as u8;
+            }
+            let table = Table {
+                classes,
+                num_classes: k,
+                trans: random_transitions(&mut rng, n, k),
+                is_final: vec![false; n],
+            };
+            let runs = table.class_runs();
+            for s in 0..n as u32 {
+                let mut by_byte = Vec::new();
+                let mut b = 0usize;
+                while b < 256 {
+                    let target = table.next(s, b as u8);
+                    let mut hi = b;
+                    while hi + 1 < 256 && table.next(s, (hi + 1) as u8) == target {
+                        hi += 1;
+                    }
+                    if target != DEAD {
+                        by_byte.push((b as u8, hi as u8, target));
+                    }
+                    b = hi + 1;
+                }
+                let mut by_class = Vec::new();
+                table.for_each_run(&runs, s, |lo, hi, t| by_class.push((lo, hi, t)));
+                assert_eq!(by_class, by_byte, "round {round} state {s}");
+            }
+        }
     }
 
     /// A lexeme of a random table keeps exactly the transitions into
