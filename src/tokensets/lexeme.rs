@@ -17,7 +17,7 @@ use crate::compile::lexeme::{
 use crate::error::Result;
 use crate::limits::Deadline;
 use crate::util::hash::FastMap;
-use crate::vocab::trie::{byte_group, INSIDE_CHAR};
+use crate::vocab::trie::{byte_group, INSIDE_CHAR, QUOTE_GROUP};
 use crate::vocab::TokenTrie;
 
 /// DFAs with at least this many states get their walk analyses at compile
@@ -182,6 +182,17 @@ impl Lexeme {
     pub fn safe_bytes(&self, trie: &TokenTrie, state: u32, height: u16) -> u64 {
         match self.dfa.table_state_for_walks(trie, state, height) {
             Some(s) => self.safe_groups_of(trie, false).groups(s, height),
+            None => self.unclosed_safe(trie, state, height, false),
+        }
+    }
+
+    /// The safe groups of a state whose count only forbids the closing
+    /// quote (see [`LexemeDfa::table_state_for_unclosed_walks`]): its
+    /// automaton state's, less the quote's group.
+    #[inline(never)]
+    fn unclosed_safe(&self, trie: &TokenTrie, state: u32, height: u16, by_char: bool) -> u64 {
+        match self.dfa.table_state_for_unclosed_walks(trie, state, height) {
+            Some(s) => self.safe_groups_of(trie, by_char).groups(s, height) & !QUOTE_GROUP,
             None => 0,
         }
     }
@@ -197,7 +208,7 @@ impl Lexeme {
         }
         match self.dfa.table_state_for_walks(trie, state, height) {
             Some(s) => self.safe_groups_of(trie, true).groups(s, height),
-            None => 0,
+            None => self.unclosed_safe(trie, state, height, true),
         }
     }
 

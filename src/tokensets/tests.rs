@@ -241,6 +241,10 @@ fn counted_token_sets_match_brute_force() {
     let mut shared = 0;
     for (pattern, min, max) in [
         (words.clone(), 2, Some(12)),
+        // Minimums a token's length away: below them only the closing
+        // quote depends on the count (`Counter::unclosed_state`).
+        (words.clone(), horizon + 4, Some(3 * horizon)),
+        (a_then_any.clone(), 2 * horizon, None),
         (a_then_any.clone(), 0, Some(9)),
         (a_then_any, 6, None),
         (words, 5, Some(5)),

@@ -92,6 +92,9 @@ pub const CHAR_2: u32 = 6;
 pub const CHAR_3: u32 = 7;
 pub const CHAR_4: u32 = 8;
 pub const CHAR_INVALID: u32 = 9;
+/// The group of the quote `"` (by bytes and by characters alike), the
+/// only byte that ends a JSON string.
+pub const QUOTE_GROUP: u64 = 1 << group_of(b'"');
 /// Set in [`TokenTrie::char_groups_below`] for a node inside a character
 /// (its subtree does not start at a character boundary).
 pub const INSIDE_CHAR: u64 = 1 << 63;

@@ -82,6 +82,9 @@ struct CountClasses {
     /// Per count: how many counts from it on (at most `u16::MAX`) every
     /// state is live exactly where it is without a count.
     free_run: Vec<u16>,
+    /// The same where the closing quote may not be read (below a
+    /// minimum), liveness alone: see [`Counter::unclosed_state`].
+    open_run: Vec<u16>,
 }
 
 impl Counter {
@@ -274,6 +277,20 @@ impl Counter {
         (height < classes.free_run[c as usize] as usize).then_some(p)
     }
 
+    /// The automaton's state of `v` when no string of up to `height`
+    /// bytes from `v` depends on the count except through the closing
+    /// quote (below a minimum, where it may not be read yet): what the
+    /// automaton's analyses say of that state for such strings holds for
+    /// `v` on those without a quote. A string with a minimum and a
+    /// `pattern` is in that case from its first code point to its
+    /// minimum; without this, the first masks in it walked every token
+    /// through the count.
+    pub fn unclosed_state(&self, v: u32, height: usize, horizon: usize) -> Option<u32> {
+        let (p, c) = self.split(v);
+        let classes = self.classes(horizon);
+        (height < classes.open_run[c as usize] as usize).then_some(p)
+    }
+
     /// The smallest state equivalent to `v` on every string of up to
     /// `horizon` bytes.
     pub fn token_class(&self, v: u32, horizon: usize) -> u32 {
@@ -354,19 +371,36 @@ impl Counter {
                     0
                 };
             }
+            // Liveness alone, the bounds aside.
+            let open_at = |c: usize| {
+                base_live_column.is_some_and(|base| match c {
+                    c if c < width => self.column_of[c] == base,
+                    _ => self.max.is_none() && self.column_of[width - 1] == base,
+                })
+            };
+            let mut open_run = vec![0u16; width + 1];
+            open_run[width] = if open_at(width) { u16::MAX } else { 0 };
+            for c in (0..width).rev() {
+                open_run[c] = if open_at(c) {
+                    open_run[c + 1].saturating_add(1)
+                } else {
+                    0
+                };
+            }
             CountClasses {
                 class_of,
                 rep,
                 free_run,
+                open_run,
             }
         })
     }
 
     /// Approximate heap bytes, the count classes included once computed
-    /// (per count: a column, a class and a free run, 10 bytes).
+    /// (per count: a column, a class and two runs, 12 bytes).
     pub fn memory(&self) -> usize {
         let classes = self.classes.get().map_or(0, |c| {
-            c.class_of.len() * 4 + c.rep.len() * 4 + c.free_run.len() * 2
+            c.class_of.len() * 4 + c.rep.len() * 4 + (c.free_run.len() + c.open_run.len()) * 2
         });
         self.columns.len() * 8
             + self.column_of.len() * 4

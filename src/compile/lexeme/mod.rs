@@ -335,6 +335,22 @@ impl LexemeDfa {
         }
     }
 
+    /// [`Self::table_state_for_walks`] for strings without a closing
+    /// quote: a counted lexeme's state below its minimum, where the
+    /// count only forbids the quote (see [`Counter::unclosed_state`]).
+    #[inline]
+    pub fn table_state_for_unclosed_walks(
+        &self,
+        trie: &TokenTrie,
+        state: u32,
+        height: u16,
+    ) -> Option<u32> {
+        match self.computed.as_deref() {
+            Some(Computed::Counted(c)) => c.unclosed_state(state, height as usize, trie.max_len()),
+            _ => None,
+        }
+    }
+
     #[inline(never)]
     fn free_state_computed(c: &Computed, trie: &TokenTrie, state: u32, height: u16) -> Option<u32> {
         match c {
