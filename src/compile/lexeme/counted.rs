@@ -361,32 +361,14 @@ impl Counter {
                 }
             };
             let (class_of, rep) = window_classes(width, horizon, column_at);
-            let is_base = |c: usize| base_id == Some(column_at(c));
-            let mut free_run = vec![0u16; width + 1];
-            free_run[width] = if is_base(width) { u16::MAX } else { 0 };
-            for c in (0..width).rev() {
-                free_run[c] = if is_base(c) {
-                    free_run[c + 1].saturating_add(1)
-                } else {
-                    0
-                };
-            }
+            let free_run = runs_from(width, |c| base_id == Some(column_at(c)));
             // Liveness alone, the bounds aside.
-            let open_at = |c: usize| {
+            let open_run = runs_from(width, |c| {
                 base_live_column.is_some_and(|base| match c {
                     c if c < width => self.column_of[c] == base,
                     _ => self.max.is_none() && self.column_of[width - 1] == base,
                 })
-            };
-            let mut open_run = vec![0u16; width + 1];
-            open_run[width] = if open_at(width) { u16::MAX } else { 0 };
-            for c in (0..width).rev() {
-                open_run[c] = if open_at(c) {
-                    open_run[c + 1].saturating_add(1)
-                } else {
-                    0
-                };
-            }
+            });
             CountClasses {
                 class_of,
                 rep,
@@ -454,6 +436,22 @@ impl ClassSets {
     pub(super) fn memory(&self) -> usize {
         self.bytes.len() * 33
     }
+}
+
+/// Per count `0..=width`, how many consecutive counts from it on satisfy
+/// `at` (at most `u16::MAX`); `at(width)` stands for every count past
+/// `width` as well.
+fn runs_from(width: usize, at: impl Fn(usize) -> bool) -> Vec<u16> {
+    let mut run = vec![0u16; width + 1];
+    run[width] = if at(width) { u16::MAX } else { 0 };
+    for c in (0..width).rev() {
+        run[c] = if at(c) {
+            run[c + 1].saturating_add(1)
+        } else {
+            0
+        };
+    }
+    run
 }
 
 /// Groups the counts `0..width` by their *window*, the columns of counts
@@ -1043,23 +1041,17 @@ mod tests {
 
     #[test]
     fn window_classes_equal_the_direct_ones() {
-        let mut seed = 7u64;
-        let mut next = |n: u64| {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 33) % n
-        };
+        let mut rng = crate::util::test_rng::TestRng::new(0x3A1D_0C0F_F5E7_0007);
         for round in 0..300 {
-            let width = 1 + next(if round % 4 == 0 { 3_000 } else { 60 }) as usize;
-            let horizon = next(20) as usize;
+            let width = 1 + rng.below(if round % 4 == 0 { 3_000 } else { 60 });
+            let horizon = rng.below(20);
             // Long runs of one column, as counts far from the bounds have,
             // with changes and returns to earlier columns between them.
             let mut columns = Vec::new();
             while columns.len() < width + horizon {
-                let long = next(2) == 0;
-                let run = 1 + next(if long { 400 } else { 4 }) as usize;
-                let column = next(4) as u32;
+                let long = rng.below(2) == 0;
+                let run = 1 + rng.below(if long { 400 } else { 4 });
+                let column = rng.below(4) as u32;
                 columns.extend(std::iter::repeat_n(column, run));
             }
             let column_at = |c: usize| columns[c];
