@@ -13,8 +13,8 @@ use crate::compile::lexeme::{class_pair_reps, ContentStates, LexemeDfa, StringBo
 
 /// Counted JSON strings near their bounds, whichever schema they come
 /// from: a state that accepts "between `min` and `max` more characters,
-/// then the closing quote", or "exactly `max` more characters" (a chunk of
-/// a long string, see `json_schema::compiler`), with `max` at most the
+/// then the closing quote", or "exactly `max` more characters" (a piece of
+/// a string that another lexeme goes on with), with `max` at most the
 /// longest token (and 254), takes token sets derived from those of "any string" by
 /// counting each token's characters once per vocabulary (see
 /// `tokensets::strings::string_tail_info`), instead of walking the trie near

@@ -102,7 +102,7 @@ fn shared_counted_info(
 }
 
 /// The token sets of a counted JSON string's state near its bound (or of
-/// a chunk's), shared through the vocabulary's [`StringCounts`] (`None` if
+/// a fixed-length piece of a string), shared through the vocabulary's [`StringCounts`] (`None` if
 /// `state` is not such a state).
 pub(crate) fn string_tail_info(vocab: &Engine, dfa: &Lexeme, state: u32) -> Option<Arc<TokenInfo>> {
     if dfa.computed.is_some() || dfa.is_final[state as usize] {

@@ -158,7 +158,7 @@ fn lexeme_token_sets_match_brute_force() {
         crate::ir::encode(&Expr::repeat(Expr::Class(CharClass::any()), 4, Some(4))),
         Expr::literal("\""),
     ]);
-    // A chunk of a long string: exactly 5 characters, no quote.
+    // A fixed-length piece of a string: exactly 5 characters, no quote.
     let chunk = crate::ir::encode(&Expr::repeat(Expr::Class(CharClass::any()), 5, Some(5)));
     let names = ["net", "nab", "ab_c", "é"].map(String::from);
     let cache = &*vocab;

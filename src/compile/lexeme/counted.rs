@@ -29,7 +29,9 @@
 //! longest token) cannot be told apart by any token; counts far from both
 //! bounds all fall in one class, where the walk behaves exactly like the
 //! pattern's automaton alone and may use its analyses (see
-//! [`Counter::free_state`]).
+//! [`Counter::free_state`]). Below a minimum the count forbids only the
+//! closing quote wherever liveness is the automaton's, and the analyses
+//! hold for strings without one ([`Counter::unclosed_state`]).
 
 use std::sync::OnceLock;
 
