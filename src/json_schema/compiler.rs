@@ -54,7 +54,7 @@ const ANY_ORDER_EXACT_MAX: usize = 6;
 const REQUIRED_SET_MAX_ALTS: usize = 2_048;
 /// The largest `minLength`/`maxLength` compiled: a length bound is a
 /// count beside the string's automaton (see [`LexemeHint::Counted`]),
-/// which keeps about 10 bytes per count (liveness and token-set classes)
+/// which keeps about 12 bytes per count (liveness and token-set classes)
 /// and takes about 10 ns per count to build.
 const MAX_LENGTH_BOUND: u32 = 1_280_000;
 /// A length bound from which a string with a `pattern` or `format` counts
