@@ -9,7 +9,9 @@ use super::info::TokenInfo;
 use super::lexeme::Lexeme;
 use super::lexeme_walk::{lexeme_ending_info, lexeme_info};
 use super::parser_walk::structural_info;
-use super::strings::{counted_string_info, string_body_info, string_tail_info};
+use super::strings::{
+    counted_string_info, string_body_info, string_tail_info, uncounted_string_info,
+};
 use crate::tokensets::CompiledGrammar;
 
 /// The cached token sets of any state (computed on first use). A parser
@@ -46,7 +48,8 @@ pub(crate) fn lexeme_state_info(vocab: &Engine, dfa: &Lexeme, s: u32) -> Arc<Tok
         if let Some(info) = dfa.computed_infos.lock().unwrap().get(&s) {
             return info.clone();
         }
-        let info = Arc::new(lexeme_info(vocab, dfa, s));
+        let info = uncounted_string_info(vocab, dfa, s, |t, p| lexeme_state_info(vocab, t, p))
+            .unwrap_or_else(|| Arc::new(lexeme_info(vocab, dfa, s)));
         let mut infos = dfa.computed_infos.lock().unwrap();
         if infos.len() < super::lexeme::MAX_COMPUTED_INFOS {
             dfa.note_learned(info.memory());

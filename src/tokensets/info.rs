@@ -203,9 +203,20 @@ impl TokenInfo {
         min: usize,
         max: usize,
     ) -> TokenInfo {
-        let mut words = vec![0u32; vocab.mask_words()];
-        self.or_inside_into(&mut words);
-        chars.clear_outside(&mut words, min, max);
+        let inside = match (&self.inside, self.shared.is_empty()) {
+            // A few tokens (a class of digits) are filtered one by one:
+            // the whole mask would cost more than a walk of them.
+            (TokenList::Sparse(ids), true) => {
+                let kept = ids.iter().copied().filter(|&t| chars.fits(t, min, max));
+                TokenList::Sparse(kept.collect())
+            }
+            _ => {
+                let mut words = vec![0u32; vocab.mask_words()];
+                self.or_inside_into(&mut words);
+                chars.clear_outside(&mut words, min, max);
+                TokenList::Dense(words.into_boxed_slice())
+            }
+        };
         let trie = vocab.trie();
         let keep = |e: &Exit| {
             let r = trie.subtree_tokens(e.node);
@@ -217,7 +228,7 @@ impl TokenInfo {
             .iter()
             .filter(|e| keep(e))
             .count();
-        TokenInfo::from_sorted(TokenList::Dense(words.into_boxed_slice()), exits, at_node)
+        TokenInfo::from_sorted(inside, exits, at_node)
     }
 
     /// The token sets of a state that reads exactly `left` more

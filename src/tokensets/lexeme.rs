@@ -29,6 +29,18 @@ const EAGER_WALK_ANALYSIS_STATES: usize = 512;
 /// are computed for each mask and dropped.
 pub const MAX_COMPUTED_INFOS: usize = 4096;
 
+/// The automaton of a counted lexeme without its count, for its states
+/// where the count bounds code points alone (see [`Lexeme::uncounted`]).
+pub(crate) struct Uncounted {
+    /// The automaton as a lexeme of its own, with what walks learn of it.
+    pub(crate) lexeme: Lexeme,
+    /// Per state: the count bounds code points alone from it on.
+    pub(crate) alone: Box<[bool]>,
+    /// Per state: `alone`, and at a character boundary (see
+    /// [`Counter::char_boundaries`](crate::compile::lexeme::Counter::char_boundaries)).
+    pub(crate) at_boundary: Box<[bool]>,
+}
+
 /// A lexeme automaton with what the mask path learned about it.
 pub struct Lexeme {
     pub dfa: Arc<LexemeDfa>,
@@ -62,6 +74,8 @@ pub struct Lexeme {
     only_ascii: OnceLock<bool>,
     /// See [`Lexeme::refined_language_key`].
     refined_key: OnceLock<Option<u64>>,
+    /// See [`Lexeme::uncounted`].
+    uncounted: OnceLock<Option<Box<Uncounted>>>,
     /// The token sets of states in the subtrees where the lexeme can end
     /// (see `cached::ending_info_for`), by token class, for a DFA without
     /// computed states; a state whose full token sets are known uses those.
@@ -97,6 +111,7 @@ impl Lexeme {
             ending_groups: OnceLock::new(),
             only_ascii: OnceLock::new(),
             refined_key: OnceLock::new(),
+            uncounted: OnceLock::new(),
             ending_infos: Mutex::default(),
             learned_bytes: AtomicUsize::new(0),
         }
@@ -131,9 +146,13 @@ impl Lexeme {
     /// An error once `deadline` passes (what was not computed then is
     /// computed on first use).
     pub fn prepare_walks(&self, trie: &TokenTrie, deadline: &Deadline) -> Result<()> {
-        // The count classes read every count once.
+        // The count classes read every count once, and so does finding
+        // where the count bounds code points alone.
         match self.dfa.computed.as_deref() {
-            Some(Computed::Counted(c)) => c.prepare(trie.max_len()),
+            Some(Computed::Counted(c)) => {
+                c.prepare(trie.max_len());
+                self.uncounted();
+            }
             Some(Computed::LengthAndIterations(c)) => c.prepare(trie.max_len()),
             _ => {}
         }
@@ -273,6 +292,42 @@ impl Lexeme {
             .as_deref()
     }
 
+    /// For a counted lexeme with states where its count bounds code points
+    /// and nothing else (see [`Counter::code_points_alone`]), its automaton
+    /// without the count: the token sets of such a state at a character
+    /// boundary are its automaton's, less the tokens with too many code
+    /// points or a closing quote too early (see
+    /// `strings::uncounted_string_info`), and every count shares the walk.
+    /// `None` for other lexemes, and for an automaton of
+    /// [`EAGER_WALK_ANALYSIS_STATES`] or more (a spelled-out word limit):
+    /// computed on first use.
+    ///
+    /// [`Counter::code_points_alone`]: crate::compile::lexeme::Counter::code_points_alone
+    pub(crate) fn uncounted(&self) -> Option<&Uncounted> {
+        self.uncounted
+            .get_or_init(|| {
+                let counter = self.dfa.counter()?;
+                if self.dfa.is_final.len() >= EAGER_WALK_ANALYSIS_STATES {
+                    // Its analyses, made at compile time, would be made
+                    // again for the copy, in a mask.
+                    return None;
+                }
+                let at_boundary = counter.char_boundaries(&self.dfa);
+                let alone = counter.code_points_alone(&self.dfa, &at_boundary);
+                if !alone.contains(&true) {
+                    return None;
+                }
+                let at_boundary = at_boundary.iter().zip(&alone).map(|(&b, &a)| b && a);
+                let at_boundary = at_boundary.collect();
+                Some(Box::new(Uncounted {
+                    lexeme: Lexeme::new(Arc::new(self.dfa.without_count()?)),
+                    alone: alone.into_boxed_slice(),
+                    at_boundary,
+                }))
+            })
+            .as_deref()
+    }
+
     /// [`LexemeDfa::refined_language_key`], computed the first time a
     /// new lexeme's language key collides with this one's.
     pub fn refined_language_key(&self) -> Option<u64> {
@@ -354,7 +409,12 @@ impl Lexeme {
                 .counted_any
                 .get()
                 .and_then(Option::as_ref)
-                .map_or(0, |c| c.len() * 4);
+                .map_or(0, |c| c.len() * 4)
+            + self
+                .uncounted
+                .get()
+                .and_then(Option::as_ref)
+                .map_or(0, |u| u.lexeme.memory() + 2 * u.alone.len());
         self.dfa.memory()
             + self.infos.len() * (2 * 16 + std::mem::size_of::<OnceLock<Arc<TokenInfo>>>())
             + analyses

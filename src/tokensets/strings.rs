@@ -1,6 +1,7 @@
 //! Shortcuts for JSON strings, the most common lexeme: states of "any
 //! other string" share the vocabulary's token sets, counted strings near
-//! their bound share them by how many characters are left, and
+//! their bound share them by how many characters are left (and those of
+//! other counted strings share their automaton's walks the same way), and
 //! [`TokenChars`] knows how many characters each token adds.
 
 use std::sync::Arc;
@@ -10,7 +11,7 @@ use super::info::TokenInfo;
 use super::lexeme::Lexeme;
 use super::lexeme_walk::lexeme_info;
 use super::string_counts::{CountedKey, CountedString, StringCounts};
-use crate::compile::lexeme::DEAD;
+use crate::compile::lexeme::{Counter, DEAD};
 use crate::vocab::TokenTrie;
 
 /// The token sets of a state inside "any other string", shared through the
@@ -54,6 +55,76 @@ pub(crate) fn counted_string_info(
         return None;
     }
     let any_state = like[p as usize];
+    match chars_left(vocab, counter, count)? {
+        CharsLeft::Any => any_string_state_info(vocab, any_state).cloned(),
+        CharsLeft::Within { min, max } => {
+            let counts = vocab.string_counts()?;
+            if !counts.at_boundary(any_state) {
+                return None;
+            }
+            let lang = CountedString {
+                min: min as u16,
+                max: max as u16,
+                closed: true,
+            };
+            shared_counted_info(counts, (lang, None), || {
+                let body = any_string_info(vocab)?;
+                Some(body.within_chars(vocab, &counts.chars, min, max))
+            })
+        }
+    }
+}
+
+/// The token sets of state `state` of a counted lexeme where its count
+/// bounds code points alone (see [`Lexeme::uncounted`]), from those of its
+/// automaton without the count (`table`, given that lexeme and state):
+/// those, less the tokens that the count left forbids. Every count of a
+/// state shares one walk, where a walk per count near the maximum read
+/// every token of up to that many code points one trie node at a time.
+/// `None` for other lexemes, and where the count left is not read off the
+/// state alone (within a character, near a bound).
+pub(crate) fn uncounted_string_info(
+    vocab: &Engine,
+    dfa: &Lexeme,
+    state: u32,
+    table: impl FnOnce(&Lexeme, u32) -> Arc<TokenInfo>,
+) -> Option<Arc<TokenInfo>> {
+    let counter = dfa.counter()?;
+    let uncounted = dfa.uncounted()?;
+    let (p, count) = counter.state_and_count(state);
+    if !uncounted.alone[p as usize] {
+        return None;
+    }
+    match chars_left(vocab, counter, count)? {
+        // Far from the bounds every count is in one class, whose walk
+        // (the automaton's) uses the lexeme's own analyses.
+        CharsLeft::Any => None,
+        CharsLeft::Within { min, max } => {
+            // Token code points are counted from a character boundary.
+            if !uncounted.at_boundary[p as usize] {
+                return None;
+            }
+            let counts = vocab.string_counts()?;
+            let info = table(&uncounted.lexeme, p);
+            Some(Arc::new(info.within_chars(vocab, &counts.chars, min, max)))
+        }
+    }
+}
+
+/// What the count of a counted string leaves of its automaton's token
+/// sets (see [`chars_left`]).
+enum CharsLeft {
+    /// All of them: no token holds enough code points to reach a bound.
+    Any,
+    /// The tokens with at most `max` code points before a closing quote,
+    /// and with at least `min` where they hold one.
+    Within { min: usize, max: usize },
+}
+
+/// What count `count` of `counter` (of code points) leaves; `None` where
+/// a token may hold more code points than [`TokenChars`] count and the
+/// maximum is past them.
+fn chars_left(vocab: &Engine, counter: &Counter, count: u32) -> Option<CharsLeft> {
     let horizon = counted_horizon(vocab);
     let (min, max) = counter.bounds();
     let least = min.saturating_sub(count) as usize;
@@ -62,23 +133,16 @@ pub(crate) fn counted_string_info(
     // No token holds more characters than the count has left.
     let roomy = most.is_none_or(|m| m > horizon) && vocab.max_token_len() <= horizon;
     if roomy && least == 0 {
-        return any_string_state_info(vocab, any_state).cloned();
+        return Some(CharsLeft::Any);
     }
-    let counts = vocab.string_counts()?;
-    if !counts.at_boundary(any_state) || (!roomy && most.is_none_or(|m| m > horizon)) {
+    if !roomy && most.is_none_or(|m| m > horizon) {
         return None;
     }
     // Past the horizon, "at least `least`, at most `horizon`" takes the
     // same tokens as "at least `least`, any number": none has more.
-    let most = most.map_or(horizon, |m| m.min(horizon));
-    let lang = CountedString {
-        min: least.min(horizon + 1) as u16,
-        max: most as u16,
-        closed: true,
-    };
-    shared_counted_info(counts, (lang, None), || {
-        let body = any_string_info(vocab)?;
-        Some(body.within_chars(vocab, &counts.chars, lang.min as usize, most))
+    Some(CharsLeft::Within {
+        min: least.min(horizon + 1),
+        max: most.map_or(horizon, |m| m.min(horizon)),
     })
 }
 
@@ -223,6 +287,15 @@ impl TokenChars {
             before_quote,
             closed: closed.into_boxed_slice(),
         }
+    }
+
+    /// Whether token `id` has at most `max` characters before a closing
+    /// quote, and at least `min` if it holds one (see
+    /// [`Self::clear_outside`]).
+    pub(crate) fn fits(&self, id: u32, min: usize, max: usize) -> bool {
+        let c = self.before_quote[id as usize] as usize;
+        let closed = self.closed[id as usize >> 5] >> (id & 31) & 1 == 1;
+        c <= max && (c >= min || !closed)
     }
 
     /// Clears in `mask` the tokens with more than `max` characters before

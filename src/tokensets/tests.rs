@@ -235,10 +235,24 @@ fn counted_token_sets_match_brute_force() {
     ]);
     let a_then_any = Expr::seq(vec![Expr::literal("a"), Expr::star(any.clone())]);
     let any_string = Expr::star(any.clone());
+    // Classes repeated: their counts bound code points alone.
+    let letters = Expr::star(Expr::Class(CharClass::from_ranges([
+        (u32::from('a'), u32::from('e')),
+        (0xe9, 0xe9),
+    ])));
+    let printable = Expr::star(Expr::Class(CharClass::from_ranges([
+        (0x20, 0x7e),
+        (0x1f600, 0x1f600),
+    ])));
+    // Few tokens (a sparse list) besides the single characters.
+    let digits = Expr::star(Expr::Class(CharClass::from_ranges([(0x30, 0x39)])));
     let cache = &*vocab;
     let horizon = vocab.max_token_len() as u32;
-    // States of pure length bounds that took "any string"'s token sets.
-    let mut shared = 0;
+    // States of pure length bounds that took "any string"'s token sets,
+    // states of classes that took their automaton's, and states past the
+    // `a` of `a.*` that did.
+    let (mut shared, mut uncounted, mut past_a) = (0, 0, 0);
+    let starts_with_a = quoted(a_then_any.clone());
     for (pattern, min, max) in [
         (words.clone(), 2, Some(12)),
         // Minimums a token's length away: below them only the closing
@@ -253,6 +267,13 @@ fn counted_token_sets_match_brute_force() {
         (any_string.clone(), 3, Some(horizon + 9)),
         (any_string.clone(), horizon + 2, Some(2 * horizon + 2)),
         (any_string.clone(), horizon / 2, None),
+        (letters.clone(), 1, Some(7)),
+        (letters.clone(), 0, Some(horizon + 3)),
+        (letters, horizon + 2, Some(2 * horizon + 2)),
+        (printable.clone(), 2, Some(horizon)),
+        (printable, 3, None),
+        (digits.clone(), 1, Some(4)),
+        (digits, 2, Some(horizon)),
     ] {
         let pure = pattern == any_string;
         let pattern = quoted(pattern);
@@ -267,12 +288,22 @@ fn counted_token_sets_match_brute_force() {
             if pure && counted_string_info(&vocab, &dfa, state).is_some() {
                 shared += 1;
             }
+            let class = dfa.token_class(state, vocab.max_token_len());
+            let table = |t: &Lexeme, p| lexeme_state_info(&vocab, t, p);
+            if !pure && uncounted_string_info(&vocab, &dfa, class, table).is_some() {
+                uncounted += 1;
+                past_a += usize::from(pattern == starts_with_a);
+            }
             assert_token_sets_are_brute_force(&vocab, &dfa, state, &format!("{min}..{max:?}"));
         }
     }
     assert!(
         shared >= 100,
         "{shared} states of pure length bounds shared"
+    );
+    assert!(
+        uncounted >= 100 && past_a >= 10,
+        "{uncounted} states uncounted, {past_a} of them past an `a`"
     );
 }
 

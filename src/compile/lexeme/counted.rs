@@ -39,7 +39,7 @@ use super::{LexemeDfa, DEAD};
 use crate::error::{Error, Result};
 use crate::limits::Meter;
 use crate::util::byteset::{byteset_insert, byteset_union, ByteSet};
-use crate::util::hash::FastMap;
+use crate::util::hash::{FastMap, FastSet};
 
 /// Most (states x counts) pairs of one counted lexeme: the liveness table
 /// holds a bit per pair.
@@ -378,6 +378,86 @@ impl Counter {
                 open_run,
             }
         })
+    }
+
+    /// Per state of the automaton (`dfa`, this count's): inside the string
+    /// at a character boundary, where nothing of a code point is read yet
+    /// (a step into it counts one, or it follows the opening quote).
+    pub fn char_boundaries(&self, dfa: &LexemeDfa) -> Vec<bool> {
+        let k = dfa.num_classes;
+        let mut at = self.boundary.clone();
+        for (p, &inside) in self.inside.iter().enumerate() {
+            if inside {
+                continue;
+            }
+            for &t in &dfa.trans[p * k..(p + 1) * k] {
+                if t != DEAD && self.inside[t as usize] {
+                    at[t as usize] = true;
+                }
+            }
+        }
+        for (a, &inside) in at.iter_mut().zip(&self.inside) {
+            *a &= inside;
+        }
+        at
+    }
+
+    /// Per state of the automaton (`dfa`, this count's): inside the string,
+    /// and from it on the count bounds code points and nothing else. That
+    /// is, every state it leads to inside the string (itself included)
+    /// that can end at all is live with count `c` exactly when `c`, plus
+    /// one for a code point begun and not finished (off `at_boundary`, see
+    /// [`Self::char_boundaries`]), is within the maximum. A class repeated
+    /// (`^[a-z]{1,32}$`), "any string", `^\S+$` past its first code
+    /// point are such; a pattern that must read on somewhere (`^a+(-a+)*$`
+    /// before a hyphen) is not. From such a state at a boundary with count
+    /// `c`, a token is read exactly when the automaton reads it and its
+    /// code points (one begun counted whole) fit in what the bounds leave:
+    /// along a token, the count plus the code point begun only grows. All
+    /// `false` for a count of iterations.
+    pub fn code_points_alone(&self, dfa: &LexemeDfa, at_boundary: &[bool]) -> Vec<bool> {
+        let m = self.m as usize;
+        if !self.counts_code_points {
+            return vec![false; m];
+        }
+        let mut alone = self.inside.clone();
+        let words = m.div_ceil(64);
+        let mut checked: FastSet<u32> = FastSet::default();
+        let mut last = u32::MAX;
+        for c in 0..=self.cap {
+            let column = self.column_of[c as usize];
+            // Columns repeat: each with each room left is checked once.
+            let room = |extra: u32| self.max.is_none_or(|x| c + extra <= x);
+            let key = column * 4 + room(0) as u32 * 2 + room(1) as u32;
+            if key == last || !checked.insert(key) {
+                continue;
+            }
+            last = key;
+            let bits = &self.columns[column as usize * words..][..words];
+            for (q, ok) in alone.iter_mut().enumerate() {
+                let live = bits[q / 64] & (1u64 << (q % 64)) != 0;
+                *ok &= live == (self.base_live[q] && room(u32::from(!at_boundary[q])));
+            }
+        }
+        // A state leading to one where the count does more is not alone.
+        let k = dfa.num_classes;
+        let mut preds: Vec<Vec<u32>> = vec![Vec::new(); m];
+        for p in (0..m).filter(|&p| self.inside[p]) {
+            for &t in &dfa.trans[p * k..(p + 1) * k] {
+                if t != DEAD && self.inside[t as usize] {
+                    preds[t as usize].push(p as u32);
+                }
+            }
+        }
+        let mut todo: Vec<usize> = (0..m).filter(|&q| self.inside[q] && !alone[q]).collect();
+        while let Some(q) = todo.pop() {
+            for &p in &preds[q] {
+                if std::mem::replace(&mut alone[p as usize], false) {
+                    todo.push(p as usize);
+                }
+            }
+        }
+        alone
     }
 
     /// Approximate heap bytes, the count classes included once computed

@@ -50,8 +50,10 @@ pub const ITERATIONS_COUNTED_FROM: u32 = 8;
 /// strings): below, the spelled-out DFA costs less to build and analyse
 /// (about 1 ms) than the token sets of its counts cost the masks, each
 /// count near a bound walked on the trie on its own (with every
-/// repetition of 8 or more counted, classes included, 48 masks of
-/// `maskbench-dev` took 2 ms or more instead of 6).
+/// repetition of 8 or more counted, 48 masks of `maskbench-dev` took 2 ms
+/// or more instead of 6). One class repeated as the whole pattern is
+/// counted whatever its bound: its counts share the class's walks (see
+/// `tokensets::strings::uncounted_string_info`).
 pub const ITERATIONS_COUNTED_STATES: usize = 2048;
 
 /// Most states of the counted automaton (the loop's automaton, quotes
@@ -117,9 +119,9 @@ pub struct ClassLength {
 /// the automaton counting its iterations, or the length bound of a pattern
 /// of one class. `None` when `expr` is not the JSON strings of a plain
 /// pattern with one such repetition where every path counts it alike,
-/// when spelling it out takes fewer than `spelled_states` states, or when
-/// the count is not a function of the text: the caller builds the lexeme
-/// the usual way.
+/// when spelling it out takes fewer than `spelled_states` states (but for
+/// a class that is the whole pattern), or when the count is not a
+/// function of the text: the caller builds the lexeme the usual way.
 pub fn counted_repetition(
     expr: &Expr,
     spelled_states: usize,
@@ -149,16 +151,15 @@ pub fn counted_repetition(
     if body.nullable() {
         return Ok(None);
     }
-    let body_states = quoted_table(&*parts.part(body, limits)?, limits)?.num_states();
-    if (max.unwrap_or(*min) as usize).saturating_mul(body_states) < spelled_states {
-        return Ok(None);
-    }
     if let Expr::Class(_) = **body {
         // One class repeated counts code points. As the whole pattern
-        // (`^.{1,256}$` for property names), that is a length bound
-        // beside the class's automaton (see [`ClassLength`]), whose token
-        // sets are shared the way a string value's are; inside a longer
-        // pattern it is spelled out, a few states per count.
+        // (`^.{1,256}$` for property names, `^[a-z0-9]{1,32}$`), that is
+        // a length bound beside the class's automaton (see
+        // [`ClassLength`]), whatever the bound: every count shares the
+        // class's token sets, filtered by the code points left, where
+        // spelled out each count near the maximum walked the trie on its
+        // own. Inside a longer pattern it is spelled out, a few states
+        // per count.
         return Ok(std::ptr::eq(counted, &**chars).then(|| {
             Counted::ClassLength(ClassLength {
                 pattern: Expr::JsonQuoted(Arc::new(Expr::star((**body).clone()))),
@@ -166,6 +167,10 @@ pub fn counted_repetition(
                 max: *max,
             })
         }));
+    }
+    let body_states = quoted_table(&*parts.part(body, limits)?, limits)?.num_states();
+    if (max.unwrap_or(*min) as usize).saturating_mul(body_states) < spelled_states {
+        return Ok(None);
     }
     let mut nfa = Nfa {
         states: Vec::new(),

@@ -317,6 +317,21 @@ impl LexemeDfa {
             computed: None,
         })
     }
+
+    /// The automaton of a counted lexeme without its count: its table as
+    /// a lexeme of its own, the same states with the same numbers (`None`
+    /// for a lexeme without a count). What the count kills (states that
+    /// cannot end at all) is dead here too.
+    pub fn without_count(&self) -> Option<LexemeDfa> {
+        self.counter()?;
+        let table = Table {
+            classes: self.classes,
+            num_classes: self.num_classes,
+            trans: self.trans.clone(),
+            is_final: self.is_final.clone(),
+        };
+        Some(Self::from_table_by(table, &Deadline::none()).expect("no deadline"))
+    }
 }
 
 /// Passes over the rows before the live states are found from
