@@ -92,17 +92,89 @@ pub(crate) struct Pairing {
     /// A byte for each pair of classes the two DFAs give bytes.
     pub(crate) reps: Vec<u8>,
     /// Pairs of states reached together.
-    pub(crate) seen: crate::util::hash::FastSet<(u32, u32)>,
+    seen: PairsSeen,
     pub(crate) stack: Vec<(u32, u32)>,
     /// Transitions followed by the last walk.
     pub(crate) steps: usize,
 }
 
+/// The pairs of states a [`Pairing`] walk reached: a bit per pair where
+/// the two tables are small enough (a hash set took most of the walks of
+/// the few dozen lexemes a mask may meet for the first time), else a
+/// hash set.
+struct PairsSeen {
+    /// States of the second DFA (pair `(s, t)` is bit `s * width + t`).
+    width: usize,
+    /// Empty past [`PAIR_BITS_MAX`].
+    bits: Vec<u64>,
+    /// Bits set since the last clearing, cleared one by one (a walk
+    /// reaches few of the pairs).
+    set_bits: Vec<usize>,
+    set: crate::util::hash::FastSet<(u32, u32)>,
+}
+
+/// Most pairs a [`PairsSeen`] keeps as bits (512 KiB).
+const PAIR_BITS_MAX: usize = 1 << 22;
+
+impl PairsSeen {
+    fn new(a: usize, b: usize) -> PairsSeen {
+        let pairs = a.saturating_mul(b);
+        PairsSeen {
+            width: b,
+            bits: if pairs <= PAIR_BITS_MAX {
+                vec![0; pairs.div_ceil(64)]
+            } else {
+                Vec::new()
+            },
+            set_bits: Vec::new(),
+            set: Default::default(),
+        }
+    }
+
+    fn clear(&mut self) {
+        for &i in &self.set_bits {
+            self.bits[i / 64] = 0;
+        }
+        self.set_bits.clear();
+        self.set.clear();
+    }
+
+    /// The pairs reached.
+    fn pairs(&self) -> Vec<(u32, u32)> {
+        if self.bits.is_empty() {
+            return self.set.iter().copied().collect();
+        }
+        let pair = |i: usize| ((i / self.width) as u32, (i % self.width) as u32);
+        self.set_bits.iter().map(|&i| pair(i)).collect()
+    }
+
+    /// Whether `(s, t)` was not reached yet; marks it reached.
+    #[inline]
+    fn insert(&mut self, (s, t): (u32, u32)) -> bool {
+        if self.bits.is_empty() {
+            return self.set.insert((s, t));
+        }
+        let i = s as usize * self.width + t as usize;
+        let (word, bit) = (&mut self.bits[i / 64], 1u64 << (i % 64));
+        if *word & bit != 0 {
+            return false;
+        }
+        *word |= bit;
+        self.set_bits.push(i);
+        true
+    }
+}
+
 impl Pairing {
+    /// The pairs of states the last walk reached.
+    pub(crate) fn reached(&self) -> Vec<(u32, u32)> {
+        self.seen.pairs()
+    }
+
     pub(crate) fn new(a: &LexemeDfa, b: &LexemeDfa) -> Pairing {
         Pairing {
             reps: class_pair_reps(a, b),
-            seen: Default::default(),
+            seen: PairsSeen::new(a.num_lexeme_states(), b.num_lexeme_states()),
             stack: Vec::new(),
             steps: 0,
         }

@@ -479,7 +479,7 @@ impl LexemeDfa {
                 continue;
             }
             match pairing.same(self, s, other, theirs, budget) {
-                Some(true) => return (s, pairing.seen.into_iter().collect()),
+                Some(true) => return (s, pairing.reached()),
                 Some(false) => budget -= pairing.steps,
                 None => break,
             }
