@@ -213,7 +213,13 @@ impl TokenInfo {
             _ => {
                 let mut words = vec![0u32; vocab.mask_words()];
                 self.or_inside_into(&mut words);
-                chars.clear_outside(&mut words, min, max);
+                if max >= vocab.max_token_len() {
+                    // No token is too long: only those closing too early
+                    // go, a few of them.
+                    chars.clear_closed_before(&mut words, min);
+                } else {
+                    chars.clear_outside(&mut words, min, max);
+                }
                 TokenList::Dense(words.into_boxed_slice())
             }
         };

@@ -96,9 +96,9 @@ pub(crate) fn uncounted_string_info(
         return None;
     }
     match chars_left(vocab, counter, count)? {
-        // Far from the bounds every count is in one class, whose walk
-        // (the automaton's) uses the lexeme's own analyses.
-        CharsLeft::Any => None,
+        // Far from the bounds the automaton's own: its walks are shared
+        // with the counts near them.
+        CharsLeft::Any => Some(table(&uncounted.lexeme, p)),
         CharsLeft::Within { min, max } => {
             // Token code points are counted from a character boundary.
             if !uncounted.at_boundary[p as usize] {
@@ -269,16 +269,20 @@ pub struct TokenChars {
     pub before_quote: Box<[u8]>,
     /// One bit per token id (as a mask): the token holds a closing quote.
     pub closed: Box<[u32]>,
+    /// The ids of those tokens.
+    closed_ids: Box<[u32]>,
 }
 
 impl TokenChars {
     pub(crate) fn new(vocab: &Engine) -> TokenChars {
         let mut closed = vec![0u32; vocab.mask_words()];
+        let mut closed_ids = Vec::new();
         let before_quote = (0..vocab.len() as u32)
             .map(|id| {
                 let (n, quote) = chars_before_quote(vocab.token_bytes(id));
                 if quote {
                     closed[id as usize >> 5] |= 1 << (id & 31);
+                    closed_ids.push(id);
                 }
                 n
             })
@@ -286,6 +290,17 @@ impl TokenChars {
         TokenChars {
             before_quote,
             closed: closed.into_boxed_slice(),
+            closed_ids: closed_ids.into_boxed_slice(),
+        }
+    }
+
+    /// Clears in `mask` the tokens with a closing quote after fewer than
+    /// `min` characters ([`Self::clear_outside`] without a maximum).
+    pub(crate) fn clear_closed_before(&self, mask: &mut [u32], min: usize) {
+        for &id in self.closed_ids.iter() {
+            if (self.before_quote[id as usize] as usize) < min {
+                mask[id as usize >> 5] &= !(1 << (id & 31));
+            }
         }
     }
 
