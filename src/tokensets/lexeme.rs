@@ -299,8 +299,9 @@ impl Lexeme {
     /// points or a closing quote too early (see
     /// `strings::uncounted_string_info`), and every count shares the walk.
     /// `None` for other lexemes, and for an automaton of
-    /// [`EAGER_WALK_ANALYSIS_STATES`] or more (a spelled-out word limit):
-    /// computed on first use.
+    /// [`EAGER_WALK_ANALYSIS_STATES`] or more (a spelled-out word limit).
+    /// Computed at compile time with the count classes (see
+    /// [`Self::prepare_walks`]): finding it reads every count.
     ///
     /// [`Counter::code_points_alone`]: crate::compile::lexeme::Counter::code_points_alone
     pub(crate) fn uncounted(&self) -> Option<&Uncounted> {

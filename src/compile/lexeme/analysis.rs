@@ -113,8 +113,9 @@ struct PairsSeen {
     set: crate::util::hash::FastSet<(u32, u32)>,
 }
 
-/// Most pairs a [`PairsSeen`] keeps as bits (512 KiB).
-const PAIR_BITS_MAX: usize = 1 << 22;
+/// Most pairs a [`PairsSeen`] keeps as bits (128 KiB, zeroed for each
+/// pairing: a mask may pair a few dozen lexemes).
+const PAIR_BITS_MAX: usize = 1 << 20;
 
 impl PairsSeen {
     fn new(a: usize, b: usize) -> PairsSeen {
