@@ -306,11 +306,14 @@ impl<'a> Doc<'a> {
         let base = self.entries[id as usize].base.clone();
         let Value::Object(m) = v else { return };
         for (k, sub) in m {
-            let kp = format!("{ptr}/{}", escape_segment(k));
+            // Formatted only for the keywords that hold schemas: most keys
+            // of a schema (`type`, `description`, ...) do not.
+            let kp = || format!("{ptr}/{}", escape_segment(k));
             match k.as_str() {
                 "properties" | "patternProperties" | "definitions" | "$defs"
                 | "dependentSchemas" | "dependencies" => {
                     if let Value::Object(mm) = sub {
+                        let kp = kp();
                         for (name, s) in mm {
                             if s.is_object() || s.is_boolean() {
                                 self.walk(
@@ -325,11 +328,12 @@ impl<'a> Doc<'a> {
                 }
                 "items" | "prefixItems" | "allOf" | "anyOf" | "oneOf" => match sub {
                     Value::Array(a) => {
+                        let kp = kp();
                         for (i, s) in a.iter().enumerate() {
                             self.walk(doc, s, format!("{kp}/{i}"), base.clone());
                         }
                     }
-                    s => self.walk(doc, s, kp, base.clone()),
+                    s => self.walk(doc, s, kp(), base.clone()),
                 },
                 "additionalProperties"
                 | "not"
@@ -341,7 +345,7 @@ impl<'a> Doc<'a> {
                 | "additionalItems"
                 | "unevaluatedProperties"
                 | "unevaluatedItems"
-                | "contentSchema" => self.walk(doc, sub, kp, base.clone()),
+                | "contentSchema" => self.walk(doc, sub, kp(), base.clone()),
                 _ => {}
             }
         }
