@@ -28,16 +28,12 @@
 
 use super::cached::{ending_info_known, lexeme_info_known};
 use super::grammar::CompiledGrammar;
-use super::lexeme_walk::own_walk_tokens;
+use super::lexeme_walk::own_walk_is_long;
 use crate::compile::lexeme::{Pairing, DEAD};
 
 /// Most transitions one test of a pair of states follows; a pair that
 /// needs more counts as not covered.
 const COVER_TEST_MAX_WORK: usize = 100_000;
-
-/// A state whose own walk reads fewer than one token in this many of
-/// the vocabulary is walked whole (see [`walks_much`]).
-const WALKS_MUCH_SHARE: usize = 16;
 
 /// Most transitions the tests of one mask follow in all; past them, the
 /// states left are walked whole (the next masks test on).
@@ -93,9 +89,7 @@ fn walks_much(g: &CompiledGrammar, x: u32) -> bool {
     let vocab = g.vocab();
     // Sets kept where it ends: it was found to walk much before (and a
     // mask that meets it again answers with a lookup).
-    dfa.computed.is_none()
-        && (ending_info_known(g, x)
-            || own_walk_tokens(vocab, dfa, s) * WALKS_MUCH_SHARE > vocab.trie().num_tokens())
+    dfa.computed.is_none() && (ending_info_known(g, x) || own_walk_is_long(vocab, dfa, s))
 }
 
 /// Whether lexeme state `y` reads every string lexeme state `x` reads

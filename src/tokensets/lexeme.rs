@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use super::info::TokenInfo;
 use super::lexeme_walk::SubtreeWalks;
+use super::work;
 use crate::compile::lexeme::{
     table_equivalents, Computed, LexemeDfa, SafeGroups, StringBody, DEAD,
 };
@@ -178,6 +179,31 @@ impl Lexeme {
         Ok(())
     }
 
+    /// Whether a walk should take subtrees whole by the safe groups now.
+    /// Not when they are not computed yet, for a small automaton that
+    /// reaches "any string" (a key that is not one of the listed names),
+    /// and the running mask computed its share of such analyses (see
+    /// [`work::take_analysis`]): a walk of such a key reads the names'
+    /// prefixes, a few nodes before "any string"'s shared walks take over,
+    /// for less than computing the groups costs (see
+    /// `lexeme_walk::lexeme_info`).
+    pub fn safe_groups_wanted(&self, reaches_string_body: bool) -> bool {
+        !(reaches_string_body && self.safe_groups_pending()) || work::take_analysis()
+    }
+
+    /// The safe groups are still to be computed, on first use.
+    pub(crate) fn safe_groups_pending(&self) -> bool {
+        self.dfa.num_states() < EAGER_WALK_ANALYSIS_STATES && self.safe.get().is_none()
+    }
+
+    /// Whether some state equals a state of "any string" (see
+    /// [`Self::string_body_states`]); false while no walk asked.
+    fn reaches_string_body(&self) -> bool {
+        self.body_states
+            .get()
+            .is_some_and(|like| like.iter().any(|&t| t != DEAD))
+    }
+
     fn safe_cell(&self, by_char: bool) -> &OnceLock<SafeGroups> {
         if by_char {
             &self.char_safe
@@ -235,6 +261,10 @@ impl Lexeme {
     /// then takes the subtree whole).
     #[inline]
     pub fn reads_subtree(&self, trie: &TokenTrie, i: u32, state: u32) -> bool {
+        // (Without the groups, the caller reads the subtree byte by byte.)
+        if self.safe_groups_pending() && !self.safe_groups_wanted(self.reaches_string_body()) {
+            return false;
+        }
         if trie.groups_below(i) & !self.safe_bytes(trie, state, trie.height_below(i)) == 0 {
             return true;
         }

@@ -69,6 +69,10 @@ pub(crate) struct DfaWalk<'a> {
     /// subtree with none of them below, entered where the lexeme has not
     /// ended, is skipped.
     ending_only: Option<u64>,
+    /// Whether subtrees are taken whole by the DFA's safe groups (see
+    /// [`lexeme_info`]); without them every node the DFA's own states
+    /// read is walked, which gives the same sets.
+    by_safe_groups: bool,
 }
 
 /// The states of a walk's DFA equal to states of the vocabulary's
@@ -112,6 +116,7 @@ impl<'a> DfaWalk<'a> {
             exits: Vec::new(),
             body,
             ending_only: None,
+            by_safe_groups: true,
         }
     }
 
@@ -168,7 +173,11 @@ impl<'a> DfaWalk<'a> {
         // characters only where bytes do not tell (a subtree with
         // multi-byte characters).
         let trie = self.trie;
-        let bytes = self.dfa.safe_bytes(trie, t, trie.height_below(i as u32));
+        let bytes = if self.by_safe_groups {
+            self.dfa.safe_bytes(trie, t, trie.height_below(i as u32))
+        } else {
+            0
+        };
         let whole =
             |this: &mut Self| this.add_range(n.tok_start, nodes[n.subtree_end as usize].tok_start);
         if trie.groups_below(i as u32) & !bytes == 0 {
@@ -176,7 +185,7 @@ impl<'a> DfaWalk<'a> {
             return false;
         }
         let below = trie.char_groups_below(i as u32);
-        let chars = if below & INSIDE_CHAR != 0 {
+        let chars = if below & INSIDE_CHAR != 0 || !self.by_safe_groups {
             0
         } else {
             self.dfa
@@ -313,7 +322,16 @@ impl<'a> DfaWalk<'a> {
 /// byte instead of a walk of the whole trie.
 pub fn lexeme_info(vocab: &Engine, dfa: &Lexeme, state: u32) -> TokenInfo {
     // (Subtrees inside "any other string" take that DFA's walks.)
-    walk_from(vocab, DfaWalk::new(vocab, dfa), state)
+    //
+    // A short walk of a lexeme whose safe groups are still to be computed
+    // goes without them once its mask has computed its share (see
+    // `work::take_analysis`): a mask meeting forty keys of forty objects
+    // spent 20M instructions on their groups and 3M on the walks. The
+    // groups come with a later walk, as they would have.
+    let mut walk = DfaWalk::new(vocab, dfa);
+    walk.by_safe_groups =
+        dfa.safe_groups_wanted(walk.body.is_some()) || own_walk_is_long(vocab, dfa, state);
+    walk_from(vocab, walk, state)
 }
 
 /// The token sets `walk` finds from its DFA's state `state`, first byte
@@ -342,12 +360,22 @@ fn walk_from(vocab: &Engine, mut walk: DfaWalk, state: u32) -> TokenInfo {
     TokenInfo::new(TokenList::from_trie_ranges(&ranges, vocab), exits, vocab)
 }
 
+/// A walk whose own part (see [`own_walk_tokens`]) reads fewer than one
+/// token in this many of the vocabulary is short.
+const SHORT_WALK_SHARE: usize = 16;
+
+/// Whether a walk of DFA state `state` of a lexeme reads more than a
+/// [`SHORT_WALK_SHARE`] of the vocabulary itself.
+pub fn own_walk_is_long(vocab: &Engine, dfa: &Lexeme, state: u32) -> bool {
+    own_walk_tokens(vocab, dfa, state) * SHORT_WALK_SHARE > vocab.trie().num_tokens()
+}
+
 /// How many tokens a walk of DFA state `state` of a lexeme would read
 /// itself: those of the first-byte subtrees it enters outside "any
 /// string" (whose walks every lexeme shares, see [`SharedBody`]). A key
 /// that leaves its listed names after one byte walks only the subtrees of
 /// their first letters; a state that refuses a letter walks them all.
-pub fn own_walk_tokens(vocab: &Engine, dfa: &Lexeme, state: u32) -> usize {
+fn own_walk_tokens(vocab: &Engine, dfa: &Lexeme, state: u32) -> usize {
     let trie = vocab.trie();
     let nodes = trie.nodes();
     let like = vocab

@@ -4,6 +4,7 @@
 use super::cached::*;
 use super::engine::Engine;
 use super::lexeme::Lexeme;
+use super::lexeme_walk::own_walk_is_long;
 use super::strings::*;
 use super::token_list::*;
 use crate::compile::lexeme::DfaLimits;
@@ -198,6 +199,46 @@ fn lexeme_token_sets_match_brute_force() {
         shared.0 >= 1 && shared.1 >= 12 && shared.2 >= 5 && shared.3 >= 9,
         "{shared:?} states shared token sets"
     );
+}
+
+/// A key that is none of the listed names, walked without its safe
+/// groups (in a mask that computed its share of them, see
+/// `work::take_analysis`): every state's token sets still equal brute
+/// force, and the walks left the groups uncomputed.
+#[test]
+fn key_token_sets_without_safe_groups_match_brute_force() {
+    // Most tokens start with letters no name starts with, so that a walk
+    // of the key's own states is short (see `own_walk_is_long`).
+    let mut alphabet = vec!["a", "b", "c", "n", "e", "t", "_", "1", "\"", "\\", "u", "é"];
+    alphabet.extend(
+        [
+            "d", "f", "g", "h", "i", "k", "m", "o", "p", "r", "s", "v", "w", "y",
+        ]
+        .repeat(10),
+    );
+    let vocab = random_vocab(&alphabet, 0x2545_F491_4F6C_DD1D, 3000, 5);
+    let names = ["net", "nab", "ab_c", "é", "tu"].map(String::from);
+    let dfa = vocab
+        .lexeme(&Expr::json_strings(names, true), &DfaLimits::default())
+        .unwrap();
+    // The states whose own walks are short first: they go without the
+    // groups, which stay uncomputed until a long walk needs them.
+    let (short, long): (Vec<u32>, Vec<u32>) =
+        (0..dfa.num_states() as u32).partition(|&s| !own_walk_is_long(&vocab, &dfa, s));
+    assert!(short.len() >= 20, "{} states with short walks", short.len());
+    let ((), _) = super::work::with_budget(u64::MAX, || {
+        while super::work::take_analysis() {}
+        for &state in &short {
+            assert_token_sets_are_brute_force(&vocab, &dfa, state, "any other key");
+        }
+        assert!(
+            dfa.safe_groups_pending(),
+            "the short walks computed the safe groups"
+        );
+        for &state in &long {
+            assert_token_sets_are_brute_force(&vocab, &dfa, state, "any other key");
+        }
+    });
 }
 
 /// Counted strings (a pattern's automaton with a count of code points

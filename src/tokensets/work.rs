@@ -15,6 +15,10 @@
 //! once with partial results; those are never cached (the callers check
 //! [`exhausted`]), and the mask fails with a limit error.
 //!
+//! A mask also has a share of optional analyses ([`take_analysis`]):
+//! what walks can do without, so that a mask meeting many new lexemes
+//! does not compute each one's.
+//!
 //! The budget is per thread: a mask runs on one thread from start to end
 //! (`cg_fill_masks` runs each matcher's mask on one worker).
 //!
@@ -28,6 +32,30 @@ thread_local! {
     /// Steps left in the mask running on this thread (`u64::MAX` outside
     /// a mask: walks outside masks are not bounded here).
     static LEFT: Cell<u64> = const { Cell::new(u64::MAX) };
+    /// Optional analyses left to the mask running on this thread (see
+    /// [`take_analysis`]; `u32::MAX` outside a mask).
+    static ANALYSES_LEFT: Cell<u32> = const { Cell::new(u32::MAX) };
+}
+
+/// Analyses a mask may compute that its walks can do without (a small
+/// lexeme's safe groups, see `lexeme_walk::lexeme_info`): a mask that
+/// meets more new lexemes than this walks the others without, and later
+/// masks compute theirs. Masks that meet a few new lexemes, nearly all,
+/// compute as before; the one after `{"` in an object of forty `anyOf`
+/// branches does not compute forty.
+const MASK_ANALYSES: u32 = 4;
+
+/// Whether the mask running on this thread may compute one more optional
+/// analysis (counted when it may); always outside a mask.
+pub fn take_analysis() -> bool {
+    ANALYSES_LEFT.with(|a| match a.get() {
+        0 => false,
+        u32::MAX => true,
+        left => {
+            a.set(left - 1);
+            true
+        }
+    })
 }
 
 /// Runs `f` with a budget of `steps`; returns its result and whether the
@@ -35,13 +63,17 @@ thread_local! {
 pub fn with_budget<T>(steps: u64, f: impl FnOnce() -> T) -> (T, bool) {
     /// Puts the outer budget back, even when `f` unwinds (a caught panic
     /// must not leave a spent budget behind on the thread).
-    struct Restore(u64);
+    struct Restore(u64, u32);
     impl Drop for Restore {
         fn drop(&mut self) {
             LEFT.with(|l| l.set(self.0));
+            ANALYSES_LEFT.with(|a| a.set(self.1));
         }
     }
-    let restore = Restore(LEFT.with(|l| l.replace(steps.max(1))));
+    let restore = Restore(
+        LEFT.with(|l| l.replace(steps.max(1))),
+        ANALYSES_LEFT.with(|a| a.replace(MASK_ANALYSES)),
+    );
     let out = f();
     let exhausted = exhausted();
     drop(restore);
