@@ -40,9 +40,9 @@ thread_local! {
 /// Analyses a mask may compute that its walks can do without (a small
 /// lexeme's safe groups, see `lexeme_walk::lexeme_info`): a mask that
 /// meets more new lexemes than this walks the others without, and later
-/// masks compute theirs. Masks that meet a few new lexemes, nearly all,
-/// compute as before; the one after `{"` in an object of forty `anyOf`
-/// branches does not compute forty.
+/// masks compute theirs. A mask that meets a few new lexemes (nearly
+/// every mask) computes as before; the one after `{"` in an object of
+/// forty `anyOf` branches does not compute forty.
 const MASK_ANALYSES: u32 = 4;
 
 /// Whether the mask running on this thread may compute one more optional
