@@ -25,6 +25,18 @@ use crate::vocab::TokenTrie;
 /// time (see [`Lexeme::prepare_walks`]).
 const EAGER_WALK_ANALYSIS_STATES: usize = 512;
 
+/// A large lexeme whose bytes spell so few tokens that finding them all
+/// visits at most this share of the trie's nodes walks without safe
+/// groups (see [`Lexeme::spells_few_tokens`]). On Llama 3 a thirty-second
+/// is 8,578 nodes: a date-time's bytes (digits, separators, hex digits)
+/// take 4,943.
+const FEW_NODES_SHARE: usize = 32;
+
+/// A lexeme that reads more distinct bytes than this (a quarter of them)
+/// is taken to spell many tokens without counting them (a date-time reads
+/// 37).
+const MAX_FEW_TOKENS_BYTES: u32 = 64;
+
 /// Token sets kept per lexeme with computed states (a counted lexeme's by
 /// state and count class, a string trie's by state); past it, new ones
 /// are computed for each mask and dropped.
@@ -73,6 +85,8 @@ pub struct Lexeme {
     ending_groups: OnceLock<u64>,
     /// See [`Lexeme::reads_only_ascii`].
     only_ascii: OnceLock<bool>,
+    /// See [`Lexeme::spells_few_tokens`].
+    few_tokens: OnceLock<bool>,
     /// See [`Lexeme::refined_language_key`].
     refined_key: OnceLock<Option<u64>>,
     /// See [`Lexeme::uncounted`].
@@ -111,6 +125,7 @@ impl Lexeme {
             counted_any: OnceLock::new(),
             ending_groups: OnceLock::new(),
             only_ascii: OnceLock::new(),
+            few_tokens: OnceLock::new(),
             refined_key: OnceLock::new(),
             uncounted: OnceLock::new(),
             ending_infos: Mutex::default(),
@@ -161,7 +176,13 @@ impl Lexeme {
             return Ok(());
         }
         let mut meter = deadline.meter();
-        for by_char in [false, true] {
+        // (A lexeme whose bytes spell few tokens walks without the groups.)
+        let modes: &[bool] = if self.spells_few_tokens(trie) {
+            &[]
+        } else {
+            &[false, true]
+        };
+        for &by_char in modes {
             if by_char && self.reads_only_ascii() {
                 // No character analysis: see `safe_chars`.
                 continue;
@@ -189,6 +210,64 @@ impl Lexeme {
     /// `lexeme_walk::lexeme_info`).
     pub fn safe_groups_wanted(&self, reaches_string_body: bool) -> bool {
         !(reaches_string_body && self.safe_groups_pending()) || work::take_analysis()
+    }
+
+    /// Whether the bytes this automaton reads anywhere spell so few tokens
+    /// that a walk of any of its states, node by node, visits fewer nodes
+    /// than its safe groups cost to compute: its walks go without them. A
+    /// date-time reads digits, a few separators and the hex digits of its
+    /// escapes; the groups of its 66,000 states (over JSON spellings) took
+    /// 45M instructions, the largest part of the first schema with one,
+    /// where a walk visits at most the nodes those bytes spell. The test
+    /// walks the trie entering only nodes of those bytes, up to
+    /// [`FEW_NODES_SHARE`] of its nodes, for large automata only (at
+    /// compile time, see [`Self::prepare_walks`]): a small one's groups
+    /// cost less than the test, which in a mask meeting thirty new
+    /// lexemes cost it 2M instructions. A lexeme with computed states
+    /// keeps its own walks.
+    pub fn spells_few_tokens(&self, trie: &TokenTrie) -> bool {
+        *self.few_tokens.get_or_init(|| {
+            let dfa = &*self.dfa;
+            if dfa.computed.is_some() || dfa.num_states() < EAGER_WALK_ANALYSIS_STATES {
+                return false;
+            }
+            let nodes = trie.nodes();
+            let end = trie.root_end() as usize;
+            let budget = end / FEW_NODES_SHARE;
+            let mut alphabet = [0u64; 4];
+            for bytes in &dfa.first_bytes {
+                for w in 0..4 {
+                    alphabet[w] |= bytes[w];
+                }
+            }
+            // Text of any kind (a string with a pattern or a length reads
+            // every printable byte): many tokens, without a walk to count.
+            if alphabet.iter().map(|w| w.count_ones()).sum::<u32>() > MAX_FEW_TOKENS_BYTES {
+                return false;
+            }
+            // The trie's nodes in order, entering those whose byte is in
+            // the alphabet and skipping the subtrees of the others.
+            let (mut visits, mut i) = (0, 0);
+            while i < end {
+                visits += 1;
+                if visits > budget {
+                    return false;
+                }
+                let b = nodes[i].byte;
+                i = if alphabet[b as usize / 64] >> (b % 64) & 1 == 1 {
+                    i + 1
+                } else {
+                    nodes[i].subtree_end as usize
+                };
+            }
+            true
+        })
+    }
+
+    /// Whether the safe groups by bytes or by characters were computed.
+    #[cfg(test)]
+    pub(crate) fn safe_groups_computed(&self) -> bool {
+        self.safe.get().is_some() || self.char_safe.get().is_some()
     }
 
     /// The safe groups are still to be computed, on first use.
@@ -262,7 +341,9 @@ impl Lexeme {
     #[inline]
     pub fn reads_subtree(&self, trie: &TokenTrie, i: u32, state: u32) -> bool {
         // (Without the groups, the caller reads the subtree byte by byte.)
-        if self.safe_groups_pending() && !self.safe_groups_wanted(self.reaches_string_body()) {
+        if self.spells_few_tokens(trie)
+            || self.safe_groups_pending() && !self.safe_groups_wanted(self.reaches_string_body())
+        {
             return false;
         }
         if trie.groups_below(i) & !self.safe_bytes(trie, state, trie.height_below(i)) == 0 {

@@ -71,7 +71,8 @@ pub(crate) struct DfaWalk<'a> {
     ending_only: Option<u64>,
     /// Whether subtrees are taken whole by the DFA's safe groups (see
     /// [`lexeme_info`]); without them every node the DFA's own states
-    /// read is walked, which gives the same sets.
+    /// read is walked, which gives the same sets. Never for a lexeme
+    /// whose bytes spell few tokens ([`Lexeme::spells_few_tokens`]).
     by_safe_groups: bool,
 }
 
@@ -116,7 +117,7 @@ impl<'a> DfaWalk<'a> {
             exits: Vec::new(),
             body,
             ending_only: None,
-            by_safe_groups: true,
+            by_safe_groups: !dfa.spells_few_tokens(vocab.trie()),
         }
     }
 
@@ -329,8 +330,8 @@ pub fn lexeme_info(vocab: &Engine, dfa: &Lexeme, state: u32) -> TokenInfo {
     // spent 20M instructions on their groups and 3M on the walks. The
     // groups come with a later walk, as they would have.
     let mut walk = DfaWalk::new(vocab, dfa);
-    walk.by_safe_groups =
-        dfa.safe_groups_wanted(walk.body.is_some()) || own_walk_is_long(vocab, dfa, state);
+    walk.by_safe_groups = walk.by_safe_groups
+        && (dfa.safe_groups_wanted(walk.body.is_some()) || own_walk_is_long(vocab, dfa, state));
     walk_from(vocab, walk, state)
 }
 

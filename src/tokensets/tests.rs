@@ -241,6 +241,56 @@ fn key_token_sets_without_safe_groups_match_brute_force() {
     });
 }
 
+/// A date-time over JSON spellings (66,000 states) reads digits, a few
+/// separators and its escapes' hex digits: on a vocabulary where those
+/// bytes spell few tokens its walks go node by node, the safe groups are
+/// not computed even by the compile-time preparation of large lexemes,
+/// and the token sets of the states a few bytes in equal brute force.
+#[test]
+fn narrow_lexeme_walks_without_safe_groups_match_brute_force() {
+    use crate::ir::{Rfc3339, TextForm};
+    use crate::limits::Deadline;
+    let mut alphabet = vec![
+        "\"", "2", "0", "1", "9", "-", ":", "T", "Z", ".", "+", "\\", "u", "e", "00",
+    ];
+    alphabet.extend(["g", "h", "i", "k", "m", "n", "o", "p", "r", "s", "w", "y"].repeat(20));
+    let vocab = random_vocab(&alphabet, 0x9E37_79B9_7F4A_7C15, 4000, 5);
+    let date_time = Expr::Rfc3339(Rfc3339 {
+        date: true,
+        form: TextForm::Quoted,
+    });
+    let dfa = vocab.lexeme(&date_time, &DfaLimits::default()).unwrap();
+    assert!(dfa.num_states() > 60_000, "{} states", dfa.num_states());
+    assert!(dfa.spells_few_tokens(vocab.trie()));
+    dfa.prepare_walks(vocab.trie(), &Deadline::none()).unwrap();
+    assert!(!dfa.safe_groups_computed(), "prepared the safe groups");
+    // The states up to 24 bytes in, breadth first: a date, its escapes.
+    let mut states = vec![dfa.start];
+    let mut seen = std::collections::HashSet::from([dfa.start]);
+    let mut layer = vec![dfa.start];
+    for _ in 0..24 {
+        let mut next = Vec::new();
+        for &q in &layer {
+            for b in 0..=255u8 {
+                let t = dfa.next(q, b);
+                if t != DEAD && seen.insert(t) {
+                    next.push(t);
+                }
+            }
+        }
+        states.extend(&next);
+        layer = next;
+    }
+    assert!(states.len() > 200, "{} states", states.len());
+    for &state in states.iter().take(400) {
+        assert_token_sets_are_brute_force(&vocab, &dfa, state, "date-time");
+    }
+    assert!(
+        !dfa.safe_groups_computed(),
+        "the walks computed the safe groups"
+    );
+}
+
 /// Counted strings (a pattern's automaton with a count of code points
 /// beside it): every reachable (count, state)'s token sets equal brute
 /// force over a vocabulary of short strings with escapes, multi-byte
