@@ -604,7 +604,7 @@ impl<'a> Walker<'a> {
             if self.g.is_structural(it.state) {
                 return None;
             }
-            let (dfa, s) = self.g.lexeme_state(it.state);
+            let (dfa, s) = self.g.walked_lexeme_state(it.state);
             if dfa.is_final_state(s) {
                 return None;
             }

@@ -111,7 +111,7 @@ pub(crate) fn lexemes_next<'g>(
         states: [crate::compile::lexeme::DEAD; earley::MAX_LEXEME_WALK],
     };
     for (k, &st) in states.iter().enumerate() {
-        let (dfa, s) = g.lexeme_state(st);
+        let (dfa, s) = g.walked_lexeme_state(st);
         walk.dfas[k] = Some(dfa);
         walk.states[k] = s;
     }

@@ -69,8 +69,9 @@ impl CompiledGrammar {
             lexemes.push(match &rule.kind {
                 RuleKind::Lexeme { dfa, .. } => {
                     let lexeme = engine.lexeme_of(dfa);
+                    let body = engine.string_body().map(|b| &b.lexeme);
                     lexeme
-                        .prepare_walks(engine.trie(), deadline)
+                        .prepare_walks(engine.trie(), body, deadline)
                         .map_err(|err| err.context(format!("rule '{}'", rule.name)))?;
                     Some(lexeme)
                 }
@@ -118,7 +119,7 @@ impl CompiledGrammar {
     }
 
     /// The lexeme and local state of a lexeme state.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn lexeme_state(&self, state: u32) -> (&Lexeme, u32) {
         let rule = self.rule_of(state);
         match (
@@ -128,6 +129,29 @@ impl CompiledGrammar {
             (Some(lexeme), RuleKind::Lexeme { base, .. }) => (lexeme, state - base),
             _ => unreachable!("not a lexeme state"),
         }
+    }
+
+    /// [`Self::lexeme_state`] for a walk of the trie that takes subtrees
+    /// whole by the lexeme's safe groups: a lexeme that reads what "any
+    /// string" reads shares its groups from the first walk on (see
+    /// [`Lexeme::share_body_groups`]).
+    #[inline(always)]
+    pub(crate) fn walked_lexeme_state(&self, state: u32) -> (&Lexeme, u32) {
+        let (lexeme, s) = self.lexeme_state(state);
+        if !lexeme.body_groups_decided() {
+            self.share_body_groups(lexeme);
+        }
+        (lexeme, s)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn share_body_groups(&self, lexeme: &Lexeme) {
+        let body = self.engine.string_body().map(|b| &b.lexeme);
+        // (Without a deadline: a mask's work is bounded by its budget.)
+        lexeme
+            .share_body_groups(body, &Deadline::none())
+            .expect("no deadline");
     }
 
     /// Approximate heap bytes of the grammar (lexeme DFAs shared with

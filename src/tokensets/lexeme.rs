@@ -13,7 +13,7 @@ use super::info::TokenInfo;
 use super::lexeme_walk::SubtreeWalks;
 use super::work;
 use crate::compile::lexeme::{
-    table_equivalents, Computed, LexemeDfa, SafeGroups, StringBody, DEAD,
+    readable_equivalents, table_equivalents, Computed, LexemeDfa, SafeGroups, StringBody, DEAD,
 };
 use crate::error::Result;
 use crate::limits::Deadline;
@@ -73,6 +73,10 @@ pub struct Lexeme {
     safe: OnceLock<SafeGroups>,
     /// The same by characters.
     char_safe: OnceLock<SafeGroups>,
+    /// "Any string"'s safe groups, where this lexeme reads what it reads
+    /// (see [`Lexeme::share_body_groups`]); then `safe` and `char_safe`
+    /// stay empty.
+    body_groups: OnceLock<Option<BodyGroups>>,
     /// Per state: the smallest state equivalent to it on every string of
     /// at most the vocabulary's longest token (see
     /// [`LexemeDfa::token_classes`]).
@@ -120,6 +124,7 @@ impl Lexeme {
             pieces: Mutex::new(SubtreeWalks::default()),
             safe: OnceLock::new(),
             char_safe: OnceLock::new(),
+            body_groups: OnceLock::new(),
             token_classes: OnceLock::new(),
             body_states: OnceLock::new(),
             counted_any: OnceLock::new(),
@@ -155,13 +160,20 @@ impl Lexeme {
     }
 
     /// Computes now, for a large DFA, what trie walks of its states need
-    /// (safe groups, token classes): at compile time rather than in the
-    /// first mask that reaches the lexeme, where a DFA of thousands of
-    /// states (a `maxLength` with a `pattern`) cost that mask 10-30 ms.
+    /// (safe groups, or "any string"'s shared, see
+    /// [`Self::share_body_groups`]; token classes): at compile time
+    /// rather than in the first mask that reaches the lexeme, where a DFA
+    /// of thousands of states (a `maxLength` with a `pattern`) cost that
+    /// mask 10-30 ms.
     /// Small DFAs keep them lazy: they are cheap and many are never walked.
     /// An error once `deadline` passes (what was not computed then is
     /// computed on first use).
-    pub fn prepare_walks(&self, trie: &TokenTrie, deadline: &Deadline) -> Result<()> {
+    pub fn prepare_walks(
+        &self,
+        trie: &TokenTrie,
+        body: Option<&Arc<Lexeme>>,
+        deadline: &Deadline,
+    ) -> Result<()> {
         // The count classes read every count once, and so does finding
         // where the count bounds code points alone.
         match self.dfa.computed.as_deref() {
@@ -175,9 +187,11 @@ impl Lexeme {
         if self.dfa.num_states() < EAGER_WALK_ANALYSIS_STATES {
             return Ok(());
         }
+        self.share_body_groups(body, deadline)?;
         let mut meter = deadline.meter();
-        // (A lexeme whose bytes spell few tokens walks without the groups.)
-        let modes: &[bool] = if self.spells_few_tokens(trie) {
+        // (A lexeme whose bytes spell few tokens walks without the groups,
+        // one that shares "any string"'s has them.)
+        let modes: &[bool] = if self.body_groups().is_some() || self.spells_few_tokens(trie) {
             &[]
         } else {
             &[false, true]
@@ -198,6 +212,55 @@ impl Lexeme {
                 .set(self.dfa.token_classes(trie.max_len(), &mut meter)?);
         }
         Ok(())
+    }
+
+    /// Takes "any string"'s safe groups (`body`, the vocabulary's, see
+    /// `Engine::string_body`) where this lexeme reads the strings it reads
+    /// but for closing quotes (see [`readable_equivalents`]): a key that is
+    /// none of the listed names. Such a key's automaton spells every
+    /// escape after every prefix of every name, six times the states of
+    /// the names' trie; computing its groups took 31M of the 198M
+    /// instructions of `appsettings`' compile (15 keys of 550-1,130
+    /// states), and small keys left a mask without them after its share
+    /// of analyses (see [`work::take_analysis`]). Decided once, before
+    /// any walk (by the grammar, or by the walk itself); an error once
+    /// `deadline` passes, which decides nothing.
+    pub fn share_body_groups(&self, body: Option<&Arc<Lexeme>>, deadline: &Deadline) -> Result<()> {
+        if self.body_groups.get().is_some() {
+            return Ok(());
+        }
+        let shared = match body {
+            Some(body) if !Arc::ptr_eq(&body.dfa, &self.dfa) => {
+                readable_equivalents(&self.dfa, &body.dfa, &mut deadline.meter())?.map(|r| {
+                    BodyGroups {
+                        body: body.clone(),
+                        like: r.like.into_boxed_slice(),
+                        quote_refused: r.quote_refused.into_boxed_slice(),
+                    }
+                })
+            }
+            _ => None,
+        };
+        let _ = self.body_groups.set(shared);
+        Ok(())
+    }
+
+    /// Whether this lexeme took "any string"'s safe groups.
+    #[cfg(test)]
+    pub(crate) fn shares_body_groups(&self) -> bool {
+        self.body_groups().is_some()
+    }
+
+    /// Whether [`Self::share_body_groups`] ran.
+    #[inline(always)]
+    pub fn body_groups_decided(&self) -> bool {
+        self.body_groups.get().is_some()
+    }
+
+    /// See [`Self::share_body_groups`].
+    #[inline(always)]
+    fn body_groups(&self) -> Option<&BodyGroups> {
+        self.body_groups.get().and_then(Option::as_ref)
     }
 
     /// Whether a walk should take subtrees whole by the safe groups now.
@@ -272,7 +335,9 @@ impl Lexeme {
 
     /// The safe groups are still to be computed, on first use.
     pub(crate) fn safe_groups_pending(&self) -> bool {
-        self.dfa.num_states() < EAGER_WALK_ANALYSIS_STATES && self.safe.get().is_none()
+        self.dfa.num_states() < EAGER_WALK_ANALYSIS_STATES
+            && self.safe.get().is_none()
+            && self.body_groups().is_none()
     }
 
     /// Whether some state equals a state of "any string" (see
@@ -304,6 +369,9 @@ impl Lexeme {
     /// reads whole (see [`SafeGroups`]).
     #[inline(always)]
     pub fn safe_bytes(&self, trie: &TokenTrie, state: u32, height: u16) -> u64 {
+        if let Some(shared) = self.body_groups() {
+            return shared.groups(trie, state, height, false);
+        }
         match self.dfa.table_state_for_walks(trie, state, height) {
             Some(s) => self.safe_groups_of(trie, false).groups(s, height),
             None => self.unclosed_safe(trie, state, height, false),
@@ -329,6 +397,9 @@ impl Lexeme {
     pub fn safe_chars(&self, trie: &TokenTrie, state: u32, height: u16) -> u64 {
         if self.reads_only_ascii() {
             return 0;
+        }
+        if let Some(shared) = self.body_groups() {
+            return shared.groups(trie, state, height, true);
         }
         match self.dfa.table_state_for_walks(trie, state, height) {
             Some(s) => self.safe_groups_of(trie, true).groups(s, height),
@@ -517,6 +588,7 @@ impl Lexeme {
                 .and_then(Option::as_ref)
                 .map_or(0, |c| c.len() * 4)
             + self.body_states.get().map_or(0, |b| b.len() * 4)
+            + self.body_groups().map_or(0, |b| b.like.len() * 5)
             + self
                 .counted_any
                 .get()
@@ -538,5 +610,38 @@ impl Lexeme {
     /// against its budget.
     pub(crate) fn note_learned(&self, bytes: usize) {
         self.learned_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+}
+
+/// The safe groups of a lexeme that reads what "any string" reads but for
+/// closing quotes (see [`Lexeme::share_body_groups`]): "any string"'s at
+/// the state that reads the same strings.
+struct BodyGroups {
+    /// "Any string".
+    body: Arc<Lexeme>,
+    /// Per state: the state of `body` that reads the same strings.
+    like: Box<[u32]>,
+    /// Per state: `body` takes the closing quote there, this lexeme not.
+    quote_refused: Box<[bool]>,
+}
+
+impl BodyGroups {
+    /// `body`'s groups (by bytes, or by characters with `by_char`),
+    /// without the quote's group where this lexeme refuses the quote, and
+    /// for subtrees taller than one byte (nothing is read after a closing
+    /// quote: `body`'s groups never hold it there either).
+    #[inline]
+    fn groups(&self, trie: &TokenTrie, state: u32, height: u16, by_char: bool) -> u64 {
+        let t = self.like[state as usize];
+        let groups = if by_char {
+            self.body.safe_chars(trie, t, height)
+        } else {
+            self.body.safe_bytes(trie, t, height)
+        };
+        if height > 1 || self.quote_refused[state as usize] {
+            groups & !QUOTE_GROUP
+        } else {
+            groups
+        }
     }
 }

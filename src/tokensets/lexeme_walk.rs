@@ -10,6 +10,7 @@ use super::info::{Exit, TokenInfo};
 use super::lexeme::Lexeme;
 use super::token_list::TokenList;
 use crate::compile::lexeme::DEAD;
+use crate::limits::Deadline;
 use crate::util::hash::FastMap;
 use crate::vocab::trie::{byte_group, INSIDE_CHAR};
 use crate::vocab::TokenTrie;
@@ -98,6 +99,12 @@ impl SharedBody<'_> {
 
 impl<'a> DfaWalk<'a> {
     pub(crate) fn new(vocab: &'a Engine, dfa: &'a Lexeme) -> DfaWalk<'a> {
+        if !dfa.body_groups_decided() {
+            // (Without a deadline: a mask's work is bounded by its budget.)
+            let body = vocab.string_body().map(|b| &b.lexeme);
+            dfa.share_body_groups(body, &Deadline::none())
+                .expect("no deadline");
+        }
         let max = vocab.max_token_len() + 2;
         let body = vocab.string_body().and_then(|b| {
             let like = dfa.string_body_states(&b.body);

@@ -201,10 +201,12 @@ fn lexeme_token_sets_match_brute_force() {
     );
 }
 
-/// A key that is none of the listed names, walked without its safe
-/// groups (in a mask that computed its share of them, see
-/// `work::take_analysis`): every state's token sets still equal brute
-/// force, and the walks left the groups uncomputed.
+/// A key that is one of the listed names or any name with a prefix
+/// (reaching "any string", but reading less than it right after the
+/// opening quote), walked without its safe groups (in a mask that
+/// computed its share of them, see `work::take_analysis`): every state's
+/// token sets still equal brute force, and the walks left the groups
+/// uncomputed.
 #[test]
 fn key_token_sets_without_safe_groups_match_brute_force() {
     // Most tokens start with letters no name starts with, so that a walk
@@ -218,9 +220,13 @@ fn key_token_sets_without_safe_groups_match_brute_force() {
     );
     let vocab = random_vocab(&alphabet, 0x2545_F491_4F6C_DD1D, 3000, 5);
     let names = ["net", "nab", "ab_c", "é", "tu"].map(String::from);
-    let dfa = vocab
-        .lexeme(&Expr::json_strings(names, true), &DfaLimits::default())
-        .unwrap();
+    let prefixed = Expr::seq(vec![
+        Expr::literal("\"x-"),
+        crate::ir::encode(&Expr::star(Expr::Class(CharClass::any()))),
+        Expr::literal("\""),
+    ]);
+    let key = Expr::alt(vec![Expr::json_strings(names, false), prefixed]);
+    let dfa = vocab.lexeme(&key, &DfaLimits::default()).unwrap();
     // The states whose own walks are short first: they go without the
     // groups, which stay uncomputed until a long walk needs them.
     let (short, long): (Vec<u32>, Vec<u32>) =
@@ -229,16 +235,93 @@ fn key_token_sets_without_safe_groups_match_brute_force() {
     let ((), _) = super::work::with_budget(u64::MAX, || {
         while super::work::take_analysis() {}
         for &state in &short {
-            assert_token_sets_are_brute_force(&vocab, &dfa, state, "any other key");
+            assert_token_sets_are_brute_force(&vocab, &dfa, state, "names or x-");
         }
         assert!(
             dfa.safe_groups_pending(),
             "the short walks computed the safe groups"
         );
         for &state in &long {
-            assert_token_sets_are_brute_force(&vocab, &dfa, state, "any other key");
+            assert_token_sets_are_brute_force(&vocab, &dfa, state, "names or x-");
         }
     });
+}
+
+/// A key that is none of the listed names reads what "any string" reads
+/// but for the closing quote after a name: its walks take "any string"'s
+/// safe groups (computing none of their own), refuse the quote where a
+/// name ends, and every state's token sets equal brute force over a
+/// vocabulary of names, escapes and quotes. A key limited to listed
+/// names, or to a prefix, reads less and keeps its own groups.
+#[test]
+fn any_other_key_shares_the_safe_groups_of_any_string() {
+    let vocab = random_vocab(
+        &[
+            "ne", "t", "na", "b", "ab", "_c", "\"", "\\", "u00", "6", "é", "x", ",",
+        ],
+        0x9E37_79B9_7F4A_7C15,
+        2500,
+        4,
+    );
+    let body = vocab.string_body().map(|b| &b.lexeme);
+    // Names that continue other names: their ends are states of their own.
+    let names = ["ne", "net", "na", "nab", "ab", "ab_c", "é", "t", "tu"].map(String::from);
+    let other = vocab
+        .lexeme(
+            &Expr::json_strings(names.clone(), true),
+            &DfaLimits::default(),
+        )
+        .unwrap();
+    other
+        .share_body_groups(body, &crate::limits::Deadline::none())
+        .unwrap();
+    assert!(other.shares_body_groups());
+    // States right after a name, where the closing quote is refused
+    // (and any other character read).
+    let after_name = (0..other.num_states() as u32)
+        .filter(|&s| other.next(s, b'"') == DEAD && other.next(s, b'x') != DEAD)
+        .count();
+    assert!(after_name >= 4, "{after_name} states after a name");
+    // The shared groups hold for this key: every string of up to two
+    // bytes of a state's groups is read (the quote's group is left out
+    // after a name, where "any string" would take it).
+    let trie = vocab.trie();
+    for state in 0..other.num_states() as u32 {
+        for height in 1..=2u16 {
+            let groups = other.safe_bytes(trie, state, height);
+            let bytes: Vec<u8> = (0..=255u8)
+                .filter(|&b| groups >> crate::vocab::trie::byte_group(b) & 1 == 1)
+                .collect();
+            for &b in &bytes {
+                let t = other.next(state, b);
+                assert_ne!(t, DEAD, "state {state} height {height} byte {b}");
+                if height == 2 {
+                    for &c in &bytes {
+                        assert_ne!(other.next(t, c), DEAD, "state {state} bytes {b} {c}");
+                    }
+                }
+            }
+        }
+        assert_token_sets_are_brute_force(&vocab, &other, state, "any other key");
+    }
+    assert!(
+        !other.safe_groups_computed(),
+        "computed its own safe groups"
+    );
+    let listed = vocab
+        .lexeme(&Expr::json_strings(names, false), &DfaLimits::default())
+        .unwrap();
+    let prefixed = Expr::seq(vec![
+        Expr::literal("\"x-"),
+        crate::ir::encode(&Expr::star(Expr::Class(CharClass::any()))),
+        Expr::literal("\""),
+    ]);
+    let prefixed = vocab.lexeme(&prefixed, &DfaLimits::default()).unwrap();
+    for dfa in [&listed, &prefixed] {
+        dfa.share_body_groups(body, &crate::limits::Deadline::none())
+            .unwrap();
+        assert!(!dfa.shares_body_groups());
+    }
 }
 
 /// A date-time over JSON spellings (66,000 states) reads digits, a few
@@ -262,7 +345,9 @@ fn narrow_lexeme_walks_without_safe_groups_match_brute_force() {
     let dfa = vocab.lexeme(&date_time, &DfaLimits::default()).unwrap();
     assert!(dfa.num_states() > 60_000, "{} states", dfa.num_states());
     assert!(dfa.spells_few_tokens(vocab.trie()));
-    dfa.prepare_walks(vocab.trie(), &Deadline::none()).unwrap();
+    let body = vocab.string_body().map(|b| &b.lexeme);
+    dfa.prepare_walks(vocab.trie(), body, &Deadline::none())
+        .unwrap();
     assert!(!dfa.safe_groups_computed(), "prepared the safe groups");
     // The states up to 24 bytes in, breadth first: a date, its escapes.
     let mut states = vec![dfa.start];

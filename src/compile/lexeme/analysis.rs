@@ -309,6 +309,105 @@ pub(crate) fn table_equivalents(a: &LexemeDfa, b: &LexemeDfa) -> Option<Vec<u32>
     Some(like)
 }
 
+/// Per state of a lexeme, the state of another that reads the same
+/// strings, closing quotes aside (see [`readable_equivalents`]).
+pub(crate) struct ReadableLike {
+    /// Per state: the other lexeme's state.
+    pub(crate) like: Vec<u32>,
+    /// Per state: the other lexeme takes a closing quote here and this
+    /// one refuses it.
+    pub(crate) quote_refused: Vec<bool>,
+}
+
+/// Per state of `a`'s table, the state of `b`'s table that reads the same
+/// strings (leads them to a state other than [`DEAD`]), when from their
+/// start states the two read the same strings but for closing quotes
+/// that `a` refuses: a `"` that leads `b` to a final state reading
+/// nothing more. A key that is none of the listed names reads what "any
+/// string" reads, and refuses the quote right after a listed name. What
+/// a state reads is all a trie walk's safe groups depend on (see
+/// [`SafeGroups`]), so such a lexeme takes "any string"'s. Finality is
+/// not compared. `None` when they read differently, for a computed
+/// lexeme, when `b` reads some other byte as it reads `"`, or when a
+/// class of `a` holds bytes of two classes of `b` (a key's classes each
+/// lie within one of "any string"'s); an error once `meter`'s deadline
+/// passes. Each state of `a` is visited once, class by class.
+pub(crate) fn readable_equivalents(
+    a: &LexemeDfa,
+    b: &LexemeDfa,
+    meter: &mut Meter,
+) -> Result<Option<ReadableLike>> {
+    if a.computed.is_some() || b.computed.is_some() || a.start == DEAD || b.start == DEAD {
+        return Ok(None);
+    }
+    // Per class of `a`, the class of `b` of its bytes.
+    let mut b_class = vec![u8::MAX; a.num_classes];
+    for byte in 0..=255usize {
+        let (ca, cb) = (a.classes[byte] as usize, b.classes[byte]);
+        if b_class[ca] == u8::MAX {
+            b_class[ca] = cb;
+        } else if b_class[ca] != cb {
+            return Ok(None);
+        }
+    }
+    let quote = a.classes[b'"' as usize] as usize;
+    if b.classes.iter().filter(|&&c| c == b_class[quote]).count() != 1 {
+        return Ok(None);
+    }
+    let (ka, kb) = (a.num_classes, b.num_classes);
+    let n = a.is_final.len();
+    let mut like = vec![DEAD; n];
+    let mut quote_refused = vec![false; n];
+    let mut stack = vec![(a.start, b.start)];
+    like[a.start as usize] = b.start;
+    while let Some((s, t)) = stack.pop() {
+        meter.step(ka)?;
+        let row_b = &b.trans[t as usize * kb..(t as usize + 1) * kb];
+        let row_a = &a.trans[s as usize * ka..(s as usize + 1) * ka];
+        // Most classes lead to a state the class before led to.
+        let mut last = (DEAD, DEAD);
+        for (c, (&s2, &cb)) in row_a.iter().zip(&b_class).enumerate() {
+            let t2 = row_b[cb as usize];
+            if (s2, t2) == last {
+                continue;
+            }
+            if s2 == DEAD {
+                if t2 == DEAD {
+                    continue;
+                }
+                let ends = b.is_final[t2 as usize] && b.first_bytes[t2 as usize] == [0; 4];
+                if c != quote || !ends {
+                    return Ok(None);
+                }
+                quote_refused[s as usize] = true;
+                continue;
+            }
+            if t2 == DEAD {
+                return Ok(None);
+            }
+            last = (s2, t2);
+            match like[s2 as usize] {
+                DEAD => {
+                    like[s2 as usize] = t2;
+                    stack.push((s2, t2));
+                }
+                // Reached with two states of `b`: `a`'s state would read
+                // what both read, which they need not.
+                seen if seen != t2 => return Ok(None),
+                _ => {}
+            }
+        }
+    }
+    if like.contains(&DEAD) {
+        // A state no string reaches (not in a trimmed table).
+        return Ok(None);
+    }
+    Ok(Some(ReadableLike {
+        like,
+        quote_refused,
+    }))
+}
+
 /// A DFA's byte classes seen from the trie's byte and character groups.
 pub(crate) struct ClassBytes {
     /// Per class: its bytes.

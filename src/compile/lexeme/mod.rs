@@ -44,7 +44,9 @@ pub mod string_trie;
 pub mod table;
 
 pub use analysis::SafeGroups;
-pub(crate) use analysis::{class_pair_reps, table_equivalents, ContentStates, Pairing};
+pub(crate) use analysis::{
+    class_pair_reps, readable_equivalents, table_equivalents, ContentStates, Pairing,
+};
 pub use counted::Counter;
 pub use length_and_iterations::LengthAndIterations;
 pub use minimize::minimize;
