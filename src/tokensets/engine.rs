@@ -214,6 +214,19 @@ impl Engine {
         self.store.lock().unwrap().lexemes.len()
     }
 
+    /// Lets `lexeme` share "any string"'s safe groups before its first
+    /// walk, if it reads what "any string" reads (see
+    /// [`Lexeme::share_body_groups`]); without a deadline, as a mask's
+    /// work is bounded by its budget.
+    #[cold]
+    #[inline(never)]
+    pub fn share_body_groups(&self, lexeme: &Lexeme) {
+        let body = self.string_body().map(|b| &b.lexeme);
+        lexeme
+            .share_body_groups(body, &crate::limits::Deadline::none())
+            .expect("no deadline");
+    }
+
     /// See [`AnyString`]; `None` if its DFA exceeds the limits.
     pub fn string_body(&self) -> Option<&AnyString> {
         self.body

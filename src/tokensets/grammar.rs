@@ -139,19 +139,9 @@ impl CompiledGrammar {
     pub(crate) fn walked_lexeme_state(&self, state: u32) -> (&Lexeme, u32) {
         let (lexeme, s) = self.lexeme_state(state);
         if !lexeme.body_groups_decided() {
-            self.share_body_groups(lexeme);
+            self.engine.share_body_groups(lexeme);
         }
         (lexeme, s)
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn share_body_groups(&self, lexeme: &Lexeme) {
-        let body = self.engine.string_body().map(|b| &b.lexeme);
-        // (Without a deadline: a mask's work is bounded by its budget.)
-        lexeme
-            .share_body_groups(body, &Deadline::none())
-            .expect("no deadline");
     }
 
     /// Approximate heap bytes of the grammar (lexeme DFAs shared with

@@ -10,7 +10,6 @@ use super::info::{Exit, TokenInfo};
 use super::lexeme::Lexeme;
 use super::token_list::TokenList;
 use crate::compile::lexeme::DEAD;
-use crate::limits::Deadline;
 use crate::util::hash::FastMap;
 use crate::vocab::trie::{byte_group, INSIDE_CHAR};
 use crate::vocab::TokenTrie;
@@ -100,10 +99,7 @@ impl SharedBody<'_> {
 impl<'a> DfaWalk<'a> {
     pub(crate) fn new(vocab: &'a Engine, dfa: &'a Lexeme) -> DfaWalk<'a> {
         if !dfa.body_groups_decided() {
-            // (Without a deadline: a mask's work is bounded by its budget.)
-            let body = vocab.string_body().map(|b| &b.lexeme);
-            dfa.share_body_groups(body, &Deadline::none())
-                .expect("no deadline");
+            vocab.share_body_groups(dfa);
         }
         let max = vocab.max_token_len() + 2;
         let body = vocab.string_body().and_then(|b| {
