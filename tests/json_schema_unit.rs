@@ -1520,3 +1520,76 @@ fn tagged_negations_stay_small() {
         ],
     );
 }
+
+/// The positions around `,` between members belong to one rule per member
+/// (the separator and the member), shared by every state of every variant
+/// that offers the member, and each member is one rule: as many of them
+/// for 12 variants of an object as for 3. Each variant's states (one per
+/// set of members written) read the separator themselves, and the first
+/// mask in each of them walked the same keys again.
+#[test]
+fn members_and_separators_are_shared_across_variants() {
+    use cgram::ir::Expr;
+    let names = ["a", "b", "c", "d", "n", "x"];
+    let pairs: Vec<(usize, usize)> = (0..names.len())
+        .flat_map(|i| (i + 1..names.len()).map(move |j| (i, j)))
+        .collect();
+    // The same properties in every variant; each requires its own two.
+    let schema = |variants: usize| -> String {
+        let any_of: Vec<String> = pairs[..variants]
+            .iter()
+            .map(|&(i, j)| {
+                format!(
+                    r#"{{"type": "object", "required": ["{}", "{}"], "additionalProperties": false,
+                        "properties": {{"a": {{"type": "integer"}}, "b": {{"type": "integer"}},
+                        "c": {{"type": "integer"}}, "d": {{"type": "integer"}},
+                        "n": {{"type": "string"}}, "x": {{"type": "integer"}}}}}}"#,
+                    names[i], names[j]
+                )
+            })
+            .collect();
+        format!(r#"{{"anyOf": [{}]}}"#, any_of.join(", "))
+    };
+    fn refers_to(e: &Expr, rule: u32) -> bool {
+        let mut found = matches!(e, Expr::Ref(r) if *r == rule);
+        e.for_each_child(|c| found |= refers_to(c, rule));
+        found
+    }
+    let shared_rules = |variants: usize| -> (usize, usize) {
+        let g = cgram::json_schema::to_grammar(
+            &schema(variants),
+            &Default::default(),
+            &cgram::limits::Deadline::none(),
+        )
+        .unwrap();
+        let sep = g.rule_id("spaced,").expect("a separator rule");
+        let reading_sep = g.rules.iter().filter(|r| refers_to(&r.body, sep)).count();
+        let members_n = g
+            .rules
+            .iter()
+            .filter(|r| matches!(&r.body, Expr::Seq(v) if v[0] == Expr::literal("\"n\"")))
+            .count();
+        (reading_sep, members_n)
+    };
+    let (few, many) = (shared_rules(3), shared_rules(12));
+    assert_eq!(
+        few, many,
+        "(rules reading `,`, rules of member n), 3 and 12 variants"
+    );
+    assert_eq!(many.1, 1);
+    check(
+        &schema(12),
+        &[
+            r#"{"a": 1, "b": 2}"#,
+            r#"{"n": "s", "c": 1, "x": 2}"#,
+            r#"{"d": 1, "c": 2, "n": "s", "a": 3}"#,
+        ],
+        &[
+            r#"{"n": "s"}"#,
+            r#"{"d": 1, "n": "s"}"#,
+            r#"{"n": "s", "x": 1}"#,
+            r#"{"a": 1, "b": 2, "a": 3}"#,
+            r#"{"a": 1, "b": "s"}"#,
+        ],
+    );
+}

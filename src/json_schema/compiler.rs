@@ -225,6 +225,14 @@ fn algebra(kw: &str, ptr: &str, e: AlgebraError) -> Error {
     kw_err(e.kind(), kw, ptr, e)
 }
 
+/// What a member rule's key is: one listed name (as JSON text) or a key
+/// lexeme rule (names other than the listed ones, pattern properties).
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum MemberKey {
+    Name(String),
+    Lexeme(RuleId),
+}
+
 pub struct Compiler<'a> {
     pub doc: Doc<'a>,
     opts: JsonOptions,
@@ -253,6 +261,11 @@ pub struct Compiler<'a> {
     lexemes: FastMap<Expr, RuleId>,
     /// `,` and `:` between optional whitespace (see `Compiler::spaced`).
     separators: FastMap<&'static str, RuleId>,
+    /// Member rules by key and value rule (see `Compiler::member_rule`).
+    member_rules: FastMap<(MemberKey, RuleId), RuleId>,
+    /// Rules of a separator and a member, by the member's rule and the
+    /// separator (see `Compiler::led_member_rule`).
+    led_member_rules: FastMap<(RuleId, Expr), RuleId>,
     /// JSON texts of string languages already spelled (see
     /// [`Compiler::encoded`]).
     encoded: FastMap<StrLang, Expr>,
@@ -347,6 +360,8 @@ impl<'a> Compiler<'a> {
             rule_of_term: FastMap::default(),
             lexemes: FastMap::default(),
             separators: FastMap::default(),
+            member_rules: FastMap::default(),
+            led_member_rules: FastMap::default(),
             encoded: FastMap::default(),
             string_rules: FastMap::default(),
             numbers: FastMap::default(),

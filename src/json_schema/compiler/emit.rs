@@ -7,14 +7,21 @@ use super::super::node::{ArrShape, Node, ObjShape, Term};
 use super::super::strings::{canonical_json, encode_lang, StrLang};
 use super::{
     all_needs, at, class_length, counted_length, finite_values, holds_rfc3339, json_equal,
-    pure_length, without_implied_lengths, Compiler, MemberCount, NeedsMet, ANY_ORDER_EXACT_MAX,
-    COUNTED_FROM, LENGTH_COUNTED_FROM, MAX_COUNT_STATES, MAX_NEEDS, MAX_RULES, MAX_UNIQUE_DOMAIN,
-    MAX_UNIQUE_STATES, REQUIRED_SET_MAX_ALTS,
+    pure_length, without_implied_lengths, Compiler, MemberCount, MemberKey, NeedsMet,
+    ANY_ORDER_EXACT_MAX, COUNTED_FROM, LENGTH_COUNTED_FROM, MAX_COUNT_STATES, MAX_NEEDS, MAX_RULES,
+    MAX_UNIQUE_DOMAIN, MAX_UNIQUE_STATES, REQUIRED_SET_MAX_ALTS,
 };
 use crate::error::{Error, Result};
 use crate::ir::{CharClass, Expr, LexemeHint, RuleId};
 use crate::util::hash::FastMap;
 use serde_json::Value;
+
+/// Objects of at least this many states (sets of members written, times
+/// counts) put the separator before a member in a rule of its own per
+/// member (see `continuations` in [`Compiler::object_body`]). With fewer,
+/// the mask path walks the members of each state in place anyway, and
+/// the added items would cost every token between two members.
+const LED_MEMBERS_FROM: usize = 8;
 
 impl Compiler<'_> {
     pub(super) fn new_rule(&mut self, name: String) -> Result<RuleId> {
@@ -596,13 +603,9 @@ impl Compiler<'_> {
         // to 2^6 of them, one per set of members written) each refer to it
         // instead of copying its key, so the key's states and their token
         // sets exist once per member.
-        let member = |this: &mut Self, key: Expr, t: &Term| -> Result<Expr> {
+        let member = |this: &mut Self, key: MemberKey, t: &Term| -> Result<Expr> {
             let v = this.rule_for(t)?;
-            let body = Expr::seq(vec![key, colon.clone(), Expr::Ref(v)]);
-            let r = this.new_rule(format!("member#{}", this.b.len()))?;
-            this.b.set_body(r, body);
-            this.b.set_lexeme_hint(r, LexemeHint::Never);
-            Ok(Expr::Ref(r))
+            this.member_rule(key, v, &colon)
         };
         let mut members = Vec::new();
         for (k, t) in &s.props {
@@ -613,7 +616,7 @@ impl Compiler<'_> {
                 }
                 continue;
             }
-            let key = Expr::literal(&canonical_json(k));
+            let key = MemberKey::Name(canonical_json(k));
             let mut alts = vec![(member(self, key.clone(), t)?, 0)];
             for (mask, nl, nt) in &need_sets {
                 if nl.contains(k) {
@@ -642,17 +645,54 @@ impl Compiler<'_> {
                 continue;
             }
             let kr = self.lexeme(encode_lang(&keys), "key")?;
-            extras.push((member(self, Expr::Ref(kr), t)?, 0));
+            extras.push((member(self, MemberKey::Lexeme(kr), t)?, 0));
             for (mask, nl, nt) in &need_sets {
                 let keys2 = keys.and(nl);
                 let both = Term::and(t.clone(), nt.clone());
                 if !keys2.is_empty() && both != Term::False {
                     let kr = self.lexeme(encode_lang(&keys2), "key")?;
-                    extras.push((member(self, Expr::Ref(kr), &both)?, *mask));
+                    extras.push((member(self, MemberKey::Lexeme(kr), &both)?, *mask));
                 }
             }
         }
         Ok(Some((members, extras)))
+    }
+
+    /// The rule of a member (its key, `colon`, value rule `value`), made
+    /// once: objects that share a property (the variants of a `oneOf`)
+    /// share its rule, and with it the token sets of its states. `colon`
+    /// is the same throughout a compile (`Compiler::key_sep`).
+    fn member_rule(&mut self, key: MemberKey, value: RuleId, colon: &Expr) -> Result<Expr> {
+        if let Some(&r) = self.member_rules.get(&(key.clone(), value)) {
+            return Ok(Expr::Ref(r));
+        }
+        let key_expr = match &key {
+            MemberKey::Name(json) => Expr::literal(json),
+            &MemberKey::Lexeme(r) => Expr::Ref(r),
+        };
+        let r = self.new_rule(format!("member#{}", self.b.len()))?;
+        self.b.set_body(
+            r,
+            Expr::seq(vec![key_expr, colon.clone(), Expr::Ref(value)]),
+        );
+        self.b.set_lexeme_hint(r, LexemeHint::Never);
+        self.member_rules.insert((key, value), r);
+        Ok(Expr::Ref(r))
+    }
+
+    /// The rule of separator `sep` and then member (or choice of members)
+    /// rule `member`, made once per member and separator.
+    fn led_member_rule(&mut self, member: RuleId, sep: &Expr) -> Result<Expr> {
+        let key = (member, sep.clone());
+        if let Some(&r) = self.led_member_rules.get(&key) {
+            return Ok(Expr::Ref(r));
+        }
+        let r = self.new_rule(format!("led-member#{}", self.b.len()))?;
+        self.b
+            .set_body(r, Expr::seq(vec![sep.clone(), Expr::Ref(member)]));
+        self.b.set_lexeme_hint(r, LexemeHint::Never);
+        self.led_member_rules.insert(key, r);
+        Ok(Expr::Ref(r))
     }
 
     /// An object of the shape. Members come in any order (JSON Schema does
@@ -704,6 +744,7 @@ impl Compiler<'_> {
                  {MAX_COUNT_STATES} counting states"
             )));
         }
+        let led_members = positions * (k + 1) >= LED_MEMBERS_FROM;
         let (can_add, inc) = (|c| count.can_add(c), |c| count.inc(c));
         let all_needs = all_needs(s);
         let mut bit = vec![0u64; n];
@@ -805,16 +846,35 @@ impl Compiler<'_> {
                     groups.insert(group, r);
                     Expr::Ref(r)
                 };
+                // The whitespace after `,` goes with the member (or
+                // group) it leads to, in a rule of their own. Right after
+                // `,` the object's state then only calls such rules, whose
+                // token sets are shared by every state (one per set of
+                // members written, per object of a `oneOf`) that offers
+                // the member. With the whitespace in the object's state,
+                // each state walked the tokens from the whitespace into
+                // the keys of its own members, for its first mask there.
+                // Where many states offer each member, the separator goes
+                // with the member (or group) it leads to, in a rule of
+                // their own: the positions around `,` are then that
+                // rule's, whatever the state of the object, and so are
+                // their token sets. In the object's state instead, every
+                // state (one per set of members written, per object of a
+                // `oneOf`) walked the same keys after `,` for its first
+                // mask there.
+                let e = match (lead, &e) {
+                    (Some(sep), &Expr::Ref(r)) if led_members => this.led_member_rule(r, sep)?,
+                    _ => e,
+                };
                 let next = get(this, rules, todo, next_key)?;
                 alts.push(Expr::seq(vec![e, next]));
             }
-            // The separator once, before the members that may follow it:
-            // spelled before each of them, the automaton had its states
-            // once per member, and the parser one item per member after
-            // each `,`.
+            // Elsewhere the separator comes once, before the members that
+            // may follow it: the parser then has one item between two
+            // members rather than one per member.
             Ok(match lead {
-                Some(lead) if !alts.is_empty() => {
-                    vec![Expr::seq(vec![lead.clone(), Expr::alt(alts)])]
+                Some(sep) if !led_members && !alts.is_empty() => {
+                    vec![Expr::seq(vec![sep.clone(), Expr::alt(alts)])]
                 }
                 _ => alts,
             })
