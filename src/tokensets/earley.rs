@@ -142,7 +142,7 @@ impl CompiledGrammar {
     }
 
     /// Items reached from `set` by reading `byte`, appended to `out`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn scan_byte(&self, set: &[Item], byte: u8, out: &mut Vec<Item>) {
         for it in set {
             if self.is_structural(it.state) {

@@ -16,11 +16,14 @@ use crate::ir::{CharClass, Expr, LexemeHint, RuleId};
 use crate::util::hash::FastMap;
 use serde_json::Value;
 
-/// Objects of at least this many states (sets of members written, times
-/// counts) put the separator before a member in a rule of its own per
-/// member (see `continuations` in [`Compiler::object_body`]). With fewer,
-/// the mask path walks the members of each state in place anyway, and
-/// the added items would cost every token between two members.
+/// Objects among other object shapes (the variants of an `anyOf`) and of
+/// at least this many states (sets of members written, times counts) put
+/// the separator before a member in a rule of its own per member (see
+/// `continuations` in [`Compiler::object_body`]). Where one object's
+/// states are alive at a time, or they are few, the mask path walks the
+/// members of each state once anyway, in one walk per state rather than
+/// one per member, and the added items would cost every token between two
+/// members.
 const LED_MEMBERS_FROM: usize = 8;
 
 impl Compiler<'_> {
@@ -154,7 +157,7 @@ impl Compiler<'_> {
             composite.push(Expr::Ref(self.array_rule(s)?));
         }
         for s in &n.obj {
-            composite.push(Expr::Ref(self.object_rule(s)?));
+            composite.push(Expr::Ref(self.object_rule(s, n.obj.len() > 1)?));
         }
         if composite.is_empty() {
             return Ok((Expr::alt(scalars), LexemeHint::Always));
@@ -538,7 +541,9 @@ impl Compiler<'_> {
         Ok(Expr::Ref(start))
     }
 
-    pub(super) fn object_rule(&mut self, s: &ObjShape) -> Result<RuleId> {
+    /// The rule of an object of shape `s`; `among_variants`: other object
+    /// shapes are alternatives to it (see [`Compiler::object_body`]).
+    pub(super) fn object_rule(&mut self, s: &ObjShape, among_variants: bool) -> Result<RuleId> {
         if let Some(&r) = self.obj_rules.get(s) {
             return Ok(r);
         }
@@ -554,7 +559,7 @@ impl Compiler<'_> {
                 Expr::Nothing
             })
         } else {
-            self.object_body(s)
+            self.object_body(s, among_variants)
         };
         self.leave_container();
         self.b.set_body(r, body?);
@@ -708,8 +713,10 @@ impl Compiler<'_> {
     /// properties always may): JSON Schema leaves duplicate keys undefined,
     /// and every text without one is accepted exactly when its object is
     /// valid. Counts for min/maxProperties and a `need` flag are added to
-    /// the state when they can bind.
-    pub(super) fn object_body(&mut self, s: &ObjShape) -> Result<Expr> {
+    /// the state when they can bind. `among_variants`: other object
+    /// shapes are alternatives to this one, so that the states of several
+    /// objects are alive at once ([`LED_MEMBERS_FROM`]).
+    pub(super) fn object_body(&mut self, s: &ObjShape, among_variants: bool) -> Result<Expr> {
         if self.opts.ordered_properties {
             return self.ordered_object_body(s);
         }
@@ -744,7 +751,7 @@ impl Compiler<'_> {
                  {MAX_COUNT_STATES} counting states"
             )));
         }
-        let led_members = positions * (k + 1) >= LED_MEMBERS_FROM;
+        let led_members = among_variants && positions * (k + 1) >= LED_MEMBERS_FROM;
         let (can_add, inc) = (|c| count.can_add(c), |c| count.inc(c));
         let all_needs = all_needs(s);
         let mut bit = vec![0u64; n];
@@ -846,22 +853,13 @@ impl Compiler<'_> {
                     groups.insert(group, r);
                     Expr::Ref(r)
                 };
-                // The whitespace after `,` goes with the member (or
-                // group) it leads to, in a rule of their own. Right after
-                // `,` the object's state then only calls such rules, whose
-                // token sets are shared by every state (one per set of
-                // members written, per object of a `oneOf`) that offers
-                // the member. With the whitespace in the object's state,
-                // each state walked the tokens from the whitespace into
-                // the keys of its own members, for its first mask there.
-                // Where many states offer each member, the separator goes
-                // with the member (or group) it leads to, in a rule of
-                // their own: the positions around `,` are then that
-                // rule's, whatever the state of the object, and so are
-                // their token sets. In the object's state instead, every
-                // state (one per set of members written, per object of a
-                // `oneOf`) walked the same keys after `,` for its first
-                // mask there.
+                // Among variants, the separator goes with the member (or
+                // group) it leads to, in a rule of their own: the
+                // positions around `,` are then that rule's, whatever the
+                // object and its state, and so are their token sets. In
+                // the object's state instead, every state alive (one per
+                // set of members written, per object of an `anyOf`) walked
+                // the same keys around `,` for its first mask there.
                 let e = match (lead, &e) {
                     (Some(sep), &Expr::Ref(r)) if led_members => this.led_member_rule(r, sep)?,
                     _ => e,
