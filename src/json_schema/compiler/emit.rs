@@ -542,7 +542,8 @@ impl Compiler<'_> {
     }
 
     /// The rule of an object of shape `s`; `among_variants`: other object
-    /// shapes are alternatives to it (see [`Compiler::object_body`]).
+    /// shapes are alternatives to it (see [`Compiler::object_body`]). Made
+    /// once per shape, as its first use asks.
     pub(super) fn object_rule(&mut self, s: &ObjShape, among_variants: bool) -> Result<RuleId> {
         if let Some(&r) = self.obj_rules.get(s) {
             return Ok(r);
@@ -860,9 +861,10 @@ impl Compiler<'_> {
                 // the object's state instead, every state alive (one per
                 // set of members written, per object of an `anyOf`) walked
                 // the same keys around `,` for its first mask there.
-                let e = match (lead, &e) {
-                    (Some(sep), &Expr::Ref(r)) if led_members => this.led_member_rule(r, sep)?,
-                    _ => e,
+                let e = match (lead, e) {
+                    (Some(sep), Expr::Ref(r)) if led_members => this.led_member_rule(r, sep)?,
+                    (Some(sep), e) if led_members => Expr::seq(vec![sep.clone(), e]),
+                    (_, e) => e,
                 };
                 let next = get(this, rules, todo, next_key)?;
                 alts.push(Expr::seq(vec![e, next]));
