@@ -267,17 +267,32 @@ impl LexemeDfa {
             let row = &trans[s * k..(s + 1) * k];
             let row_start = targets.len();
             starts.push(row_start as u32);
-            for (&t, bytes) in row.iter().zip(&by_class.bytes) {
+            let mut live = |class: usize, t: u32| {
                 if t == DEAD {
-                    continue;
+                    return;
                 }
                 // Classes side by side often go to one state.
                 if targets.len() == row_start || targets[targets.len() - 1] != t {
                     targets.push(t);
                 }
-                for w in 0..4 {
-                    fb[w] |= bytes[w];
+                for (f, b) in fb.iter_mut().zip(&by_class.bytes[class]) {
+                    *f |= b;
                 }
+            };
+            // Rows are mostly dead (a JSON string's states after a
+            // backslash read a few bytes): four transitions at a time are
+            // skipped with one comparison.
+            let mut chunks = row.chunks_exact(4);
+            for (i, chunk) in chunks.by_ref().enumerate() {
+                if *chunk != [DEAD; 4] {
+                    for (j, &t) in chunk.iter().enumerate() {
+                        live(4 * i + j, t);
+                    }
+                }
+            }
+            let tail = k - chunks.remainder().len();
+            for (j, &t) in chunks.remainder().iter().enumerate() {
+                live(tail + j, t);
             }
         }
         starts.push(targets.len() as u32);
