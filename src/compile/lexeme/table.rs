@@ -267,7 +267,7 @@ impl LexemeDfa {
             let row = &trans[s * k..(s + 1) * k];
             let row_start = targets.len();
             starts.push(row_start as u32);
-            let mut live = |class: usize, t: u32| {
+            let mut add = |class: usize, t: u32| {
                 if t == DEAD {
                     return;
                 }
@@ -286,13 +286,13 @@ impl LexemeDfa {
             for (i, chunk) in chunks.by_ref().enumerate() {
                 if *chunk != [DEAD; 4] {
                     for (j, &t) in chunk.iter().enumerate() {
-                        live(4 * i + j, t);
+                        add(4 * i + j, t);
                     }
                 }
             }
             let tail = k - chunks.remainder().len();
             for (j, &t) in chunks.remainder().iter().enumerate() {
-                live(tail + j, t);
+                add(tail + j, t);
             }
         }
         starts.push(targets.len() as u32);
