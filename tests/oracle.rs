@@ -1687,6 +1687,50 @@ fn oracle_keys_read_by_several_lexemes() {
     run_all("keys", jobs, cfg);
 }
 
+/// Objects in several variants that each admit any other name than
+/// their own ("any key but `ab`" and so on, as `oneOf` branches without
+/// `additionalProperties: false` make them): right after `{"` the keys of
+/// all variants read the same tokens, share one token set
+/// (`Engine::walked_token_sets`) and have their exits (`":`, `":{`, ...)
+/// walked from all their callers at once (`Matcher::fill_mask`). Masks
+/// stay exact, inside arrays of such objects (where later elements find
+/// the walks of the first kept) and on vocabularies cut from the grammar
+/// (where tokens such as `ab":` tell the keys apart).
+#[test]
+fn oracle_object_variants_admitting_other_names() {
+    let cfg = Config::from_env(16, 80);
+    // A JSON string other than `name` (two letters), as a lexeme.
+    let other_than = |name: &str| {
+        let (a, b) = (&name[..1], &name[1..]);
+        format!(
+            "\"\\\"\" ( [^\"{a}] [^\"]* | \"{a}\" ( [^\"{b}] [^\"]* )? | \"{name}\" [^\"]+ )? \"\\\"\""
+        )
+    };
+    let names = ["ab", "ac", "ba", "bc", "ca", "cb"];
+    let mut g = String::from(
+        "root ::= \"[\" ( o ( \",\" o )* )? \"]\"\n\
+         v ::= [0-9]+ | \"\\\"\" [a-z]* \"\\\"\" | \"{\" \"}\" | \"[\" ( v ( \",\" v )* )? \"]\"\n",
+    );
+    g.push_str(&format!(
+        "o ::= {}\n",
+        (0..names.len())
+            .map(|i| format!("o{i}"))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    ));
+    for (i, name) in names.iter().enumerate() {
+        g.push_str(&format!(
+            "o{i} ::= \"{{\" ( m{i} ( \",\" m{i} )* )? \"}}\"\n\
+             m{i} ::= \"\\\"{name}\\\":\" \"true\" | n{i} \":\" v\n\
+             n{i} ::= {}\n",
+            other_than(name)
+        ));
+    }
+    let sources = vec![("variants/other-names".to_string(), g)];
+    let jobs = gbnf_jobs(sources, "llama3", || common::real_vocab("llama3"));
+    run_all("variants", jobs, cfg);
+}
+
 /// Rules called from many parser states, whose token sets those states
 /// look up rather than walk (`tokensets::parser_walk`): short rules that
 /// tokens read several of, nullable ones between them, objects whose

@@ -14,8 +14,9 @@ use std::sync::Arc;
 use crate::tokensets::context::NO_CTX;
 use crate::tokensets::earley::{Chart, Item, Scratch, NO_ORIGIN};
 use crate::tokensets::exits::{context_of, exit_tokens, ContextMemo};
+use crate::tokensets::token_list::MaskFill;
 use crate::tokensets::work;
-use crate::tokensets::{covered_lexeme_states, ending_info_for, info_for};
+use crate::tokensets::{covered_lexeme_states, ending_info_for, info_for, ExitTokens, TokenInfo};
 pub use lazy::LazyMatcher;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -23,6 +24,71 @@ use crate::tokensets::CompiledGrammar;
 
 /// Most `(state, context)` exit lists a matcher keeps for itself.
 const MATCHER_EXIT_CACHE: usize = 4096;
+
+/// A matcher's own exit tokens by `(state, context)` (see [`Matcher`]).
+type MatcherExits = crate::util::hash::FastMap<(u32, u32), Arc<ExitTokens>>;
+
+/// Keeps `tokens` in a matcher's own exit tokens, which are cleared past
+/// [`MATCHER_EXIT_CACHE`] entries.
+fn keep_exits(exits: &mut MatcherExits, key: (u32, u32), tokens: Arc<ExitTokens>) {
+    if exits.len() >= MATCHER_EXIT_CACHE {
+        exits.clear();
+    }
+    exits.insert(key, tokens);
+}
+
+/// Adds to `mask` the exit tokens of `unknown` items (token sets, item,
+/// context) that no cache held, and keeps them.
+///
+/// Lexeme items with the same token sets are walked together, the union
+/// of their exits kept under the list of their `(state, context)`: an
+/// object in forty variants that each admit other names meets, after
+/// `{"`, forty keys ("any string but these names") that read the same
+/// tokens, and each walked the same exits (`":`, `": {`, ...) into the
+/// same value: 6.8M of that mask's 24M instructions. Parser-rule items,
+/// and lexeme items alone with their sets, are walked alone and kept by
+/// `(state, context)`.
+fn add_unknown_exits(
+    g: &CompiledGrammar,
+    chart: &Chart,
+    exits: &mut MatcherExits,
+    mut unknown: Vec<(Arc<TokenInfo>, Item, u32)>,
+    mask: &mut MaskFill,
+) {
+    // Items of one state in one context read the same exits: once.
+    unknown.sort_by_key(|(info, it, ctx)| (info.id(), it.state, *ctx));
+    unknown.dedup_by(|a, b| a.2 != NO_CTX && (a.1.state, a.2) == (b.1.state, b.2));
+    let together = |a: &(Arc<TokenInfo>, Item, u32), b: &(Arc<TokenInfo>, Item, u32)| {
+        a.0.id() == b.0.id() && !g.is_structural(a.1.state) && !g.is_structural(b.1.state)
+    };
+    for group in unknown.chunk_by(together) {
+        let key: Option<Box<[(u32, u32)]>> = match group {
+            [_] => None,
+            _ if group.iter().any(|u| u.2 == NO_CTX) => None,
+            _ => Some(group.iter().map(|u| (u.1.state, u.2)).collect()),
+        };
+        if let Some(tokens) = key.as_deref().and_then(|k| g.contexts.group_exits(k)) {
+            tokens.or_into(mask);
+            continue;
+        }
+        let items: Vec<Item> = group.iter().map(|u| u.1).collect();
+        let tokens = exit_tokens(g, chart, &items, &group[0].0);
+        if work::exhausted() {
+            // Partial: the mask fails, nothing is kept.
+            return;
+        }
+        let tokens = Arc::new(tokens);
+        tokens.or_into(mask);
+        match (group, key) {
+            (_, Some(key)) => g.contexts.store_group_exits(key, tokens),
+            ([(_, it, ctx)], None) if *ctx != NO_CTX => {
+                g.contexts.store_exits(it.state, *ctx, tokens.clone());
+                keep_exits(exits, (it.state, *ctx), tokens);
+            }
+            _ => {}
+        }
+    }
+}
 
 /// Sets the bits of `tokens` in `mask`.
 fn set_bits(mask: &mut [u32], tokens: &[u32]) {
@@ -41,7 +107,7 @@ pub struct Matcher {
     /// without touching shared reference counts, so that matchers on
     /// different threads do not contend. Context ids are position-free, so
     /// entries survive rollbacks and resets.
-    exits: crate::util::hash::FastMap<(u32, u32), Arc<crate::tokensets::ExitTokens>>,
+    exits: MatcherExits,
     /// Number of chart sets after each accepted step.
     step_ends: Vec<u32>,
     /// End-of-sequence was accepted (at this many steps).
@@ -328,6 +394,9 @@ impl Matcher {
         // Token sets already in the mask: items of one object in many
         // states share their key lexemes' (large) sets.
         let mut done = crate::tokensets::SeenSets::default();
+        // Items whose exit tokens no cache holds: walked after the others
+        // (see `add_unknown_exits`).
+        let mut unknown: Vec<(Arc<TokenInfo>, Item, u32)> = Vec::new();
         // Lexeme states whose tokens others put in the mask, but where
         // they end: walked only there while their own sets are not known.
         let covered = covered_lexeme_states(
@@ -358,32 +427,20 @@ impl Matcher {
                 continue;
             }
             let ctx = context_of(g, chart, contexts, it.origin, g.rule_of(it.state));
-            if ctx == NO_CTX {
-                exit_tokens(g, chart, *it, &info).or_into(&mut mask);
-                continue;
-            }
-            if let Some(tokens) = exits.get(&(it.state, ctx)) {
-                tokens.or_into(&mut mask);
-                continue;
-            }
-            let tokens = match g.contexts.exits(it.state, ctx) {
-                Some(t) => t,
-                None => {
-                    let t = Arc::new(exit_tokens(g, chart, *it, &info));
-                    if work::exhausted() {
-                        // Partial: the mask fails below, nothing is kept.
-                        break;
-                    }
-                    g.contexts.store_exits(it.state, ctx, t.clone());
-                    t
+            if ctx != NO_CTX {
+                if let Some(tokens) = exits.get(&(it.state, ctx)) {
+                    tokens.or_into(&mut mask);
+                    continue;
                 }
-            };
-            tokens.or_into(&mut mask);
-            if exits.len() >= MATCHER_EXIT_CACHE {
-                exits.clear();
+                if let Some(tokens) = g.contexts.exits(it.state, ctx) {
+                    tokens.or_into(&mut mask);
+                    keep_exits(exits, (it.state, ctx), tokens);
+                    continue;
+                }
             }
-            exits.insert((it.state, ctx), tokens);
+            unknown.push((info, *it, ctx));
         }
+        add_unknown_exits(g, chart, exits, unknown, &mut mask);
         if g.has_token_edges {
             for it in set {
                 if g.is_structural(it.state) {

@@ -49,7 +49,7 @@ pub(crate) fn lexeme_state_info(vocab: &Engine, dfa: &Lexeme, s: u32) -> Arc<Tok
             return info.clone();
         }
         let info = uncounted_string_info(vocab, dfa, s, |t, p| lexeme_state_info(vocab, t, p))
-            .unwrap_or_else(|| Arc::new(lexeme_info(vocab, dfa, s)));
+            .unwrap_or_else(|| lexeme_info(vocab, dfa, s));
         let mut infos = dfa.computed_infos.lock().unwrap();
         if infos.len() < super::lexeme::MAX_COMPUTED_INFOS {
             dfa.note_learned(info.memory());
@@ -64,7 +64,7 @@ pub(crate) fn lexeme_state_info(vocab: &Engine, dfa: &Lexeme, s: u32) -> Arc<Tok
                 .unwrap_or_else(|| {
                     let info = lexeme_info(vocab, dfa, s);
                     dfa.note_learned(info.memory());
-                    Arc::new(info)
+                    info
                 })
         })
         .clone()
@@ -92,7 +92,7 @@ pub fn ending_info_for(g: &CompiledGrammar, state: u32) -> Arc<TokenInfo> {
     {
         return info.clone();
     }
-    let info = Arc::new(lexeme_ending_info(vocab, dfa, s));
+    let info = lexeme_ending_info(vocab, dfa, s);
     let mut kept = dfa.ending_infos.lock().unwrap_or_else(|e| e.into_inner());
     // Another thread's sets for the state, if first, stay.
     kept.entry(s)

@@ -34,7 +34,11 @@ struct Inner {
     ids: HashMap<Box<[(u32, u32)]>, u32>,
     /// `(state, context)` -> exit tokens allowed there.
     exits: Map<(u32, u32), Arc<ExitTokens>>,
-    /// Bytes of the exit tokens kept (the free parts not counted).
+    /// Sorted `(state, context)` lists of lexeme items with the same token
+    /// sets -> the exit tokens allowed in one of them at least (see
+    /// `Matcher::fill_mask`).
+    group_exits: Map<Box<[(u32, u32)]>, Arc<ExitTokens>>,
+    /// Bytes of the exit tokens kept in both (the free parts not counted).
     exit_bytes: usize,
     /// `(state, lexeme items that read next)` -> the context-free part of
     /// the exit tokens (see `super::free_exits`), for parser-rule states.
@@ -46,9 +50,23 @@ impl Default for Inner {
         Inner {
             ids: HashMap::default(),
             exits: Map::default(),
+            group_exits: Map::default(),
             exit_bytes: 0,
             free: FreeMap::new(MAX_EXIT_BYTES),
         }
+    }
+}
+
+impl Inner {
+    /// Counts `bytes` more of exit tokens, clearing them all first if
+    /// they would pass [`MAX_EXIT_BYTES`].
+    fn make_room(&mut self, bytes: usize) {
+        if self.exit_bytes + bytes > MAX_EXIT_BYTES {
+            self.exits.clear();
+            self.group_exits.clear();
+            self.exit_bytes = 0;
+        }
+        self.exit_bytes += bytes;
     }
 }
 
@@ -89,13 +107,20 @@ impl Contexts {
 
     pub fn store_exits(&self, state: u32, ctx: u32, tokens: Arc<ExitTokens>) {
         let mut inner = self.inner.lock().unwrap();
-        let bytes = tokens.memory();
-        if inner.exit_bytes + bytes > MAX_EXIT_BYTES {
-            inner.exits.clear();
-            inner.exit_bytes = 0;
-        }
-        inner.exit_bytes += bytes;
+        inner.make_room(tokens.memory());
         inner.exits.insert((state, ctx), tokens);
+    }
+
+    /// The exit tokens of the lexeme items `(state, context)` of `group`
+    /// (sorted) together, if kept.
+    pub fn group_exits(&self, group: &[(u32, u32)]) -> Option<Arc<ExitTokens>> {
+        self.inner.lock().unwrap().group_exits.get(group).cloned()
+    }
+
+    pub fn store_group_exits(&self, group: Box<[(u32, u32)]>, tokens: Arc<ExitTokens>) {
+        let mut inner = self.inner.lock().unwrap();
+        inner.make_room(tokens.memory() + group.len() * 8);
+        inner.group_exits.insert(group, tokens);
     }
 
     /// The context-free exit tokens of `state` with lexeme items `next`
@@ -123,7 +148,9 @@ impl Contexts {
     pub fn memory(&self) -> usize {
         let inner = self.inner.lock().unwrap();
         let ids: usize = inner.ids.keys().map(|k| k.len() * 8 + 32).sum();
-        ids + inner.exits.len() * 40 + inner.exit_bytes + inner.free.bytes()
+        ids + (inner.exits.len() + inner.group_exits.len()) * 40
+            + inner.exit_bytes
+            + inner.free.bytes()
     }
 }
 

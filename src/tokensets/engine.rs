@@ -8,21 +8,26 @@
 //! ([`Engine::set_cache_budget`], default [`DEFAULT_CACHE_BUDGET`]): a
 //! server that compiles new schemas without end would otherwise keep every
 //! lexeme it ever built. An eighth each goes to the free exits and to the
-//! counted-string token sets, tables that are cleared when full; the rest
-//! to the lexemes and parts, each counted with what the mask path learned
-//! in it since (its states' token sets and subtree walks grow as masks
-//! reach them). Past their share the least recently used lexemes and parts
-//! are dropped; grammars that hold them keep them, and a later compile
-//! builds them again. Eviction changes speed, never a mask: a rebuilt DFA
+//! counted-string token sets, tables that are cleared when full, and a
+//! sixteenth to the token sets that lexeme states reading the same tokens
+//! share (see [`Engine::walked_token_sets`]), cleared when full too; the
+//! rest to the lexemes and parts, each counted with what the mask path
+//! learned in it since (its states' token sets and subtree walks grow as
+//! masks reach them). Past their share the least recently used lexemes
+//! and parts are dropped; grammars that hold them keep them, and a later
+//! compile builds them again. Eviction changes speed, never a mask: a rebuilt DFA
 //! is the same automaton.
 
 use std::ops::Deref;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use super::cleared::ClearedWhenFull;
 use super::context::SharedFreeExits;
+use super::info::{Exit, TokenInfo};
 use super::lexeme::Lexeme;
 use super::string_counts::StringCounts;
 use super::strings::prepare_strings;
+use super::token_list::TokenList;
 use crate::compile::lexeme::{
     any_string_expr, build_counted_lexeme, build_lexeme, build_part, too_large_error, DfaLimits,
     LexemeDfa, LexemeSource, StringBody, Table, DEAD,
@@ -32,14 +37,15 @@ use crate::ir::Expr;
 use crate::util::hash::{FastMap, FastSet};
 use crate::vocab::Vocab;
 
-/// The default byte budget of an engine's caches: 256 MiB, of which 192
+/// The default byte budget of an engine's caches: 256 MiB, of which 176
 /// go to the lexemes (see `shares`). The lexemes of 561 MaskBench
 /// schemas (every tenth of maskbench-dev), token sets learned included,
 /// come to 283 MB on Llama 3; the exact RFC 3339 `time` and `date-time`
 /// lexemes take 23 MB of it between them. With 128 MiB for the lexemes
 /// their evictions made the slowest masks (p99.9) 8% slower; with 192 MiB
-/// the cache holds 170 MB and they are back. The two tables cleared when
-/// full had caps of their own before they shared the budget (16 MB each).
+/// the cache holds 170 MB (162 MiB, within the 176 left since the walked
+/// sets took a sixteenth) and they are back. The tables cleared when full
+/// had caps of their own before they shared the budget (16 MB each).
 pub const DEFAULT_CACHE_BUDGET: usize = 256 << 20;
 
 /// What an engine's cache holds and has done.
@@ -71,7 +77,14 @@ pub struct Engine {
     /// The context-free exit tokens of lexeme states, which every grammar
     /// of the vocabulary shares.
     pub(crate) free_exits: SharedFreeExits,
+    /// See [`Engine::walked_token_sets`].
+    walked: Mutex<ClearedWhenFull<WalkedKey, Arc<TokenInfo>>>,
 }
+
+/// What a walk of a lexeme state found (see
+/// `lexeme_walk::lexeme_info`): its accepted tokens as trie-order ranges,
+/// and its exits.
+type WalkedKey = (Box<[(u32, u32)]>, Box<[Exit]>);
 
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -92,10 +105,10 @@ impl Deref for Engine {
 }
 
 /// The budget's shares: (lexemes and parts, free exits, counted-string
-/// token sets).
-fn shares(budget: usize) -> (usize, usize, usize) {
-    let table = budget / 8;
-    (budget - 2 * table, table, table)
+/// token sets, walked token sets).
+fn shares(budget: usize) -> (usize, usize, usize, usize) {
+    let (table, walked) = (budget / 8, budget / 16);
+    (budget - 2 * table - walked, table, table, walked)
 }
 
 impl Engine {
@@ -103,13 +116,14 @@ impl Engine {
     /// built now rather than by the first mask that needs them (which would
     /// take several milliseconds longer than any other).
     pub fn new(vocab: Vocab) -> Arc<Engine> {
-        let (_, free_exits, _) = shares(DEFAULT_CACHE_BUDGET);
+        let (_, free_exits, _, walked) = shares(DEFAULT_CACHE_BUDGET);
         let engine = Arc::new(Engine {
             vocab,
             store: Mutex::new(Store::new(DEFAULT_CACHE_BUDGET)),
             counts: OnceLock::new(),
             body: OnceLock::new(),
             free_exits: SharedFreeExits::new(free_exits),
+            walked: Mutex::new(ClearedWhenFull::new(walked)),
         });
         prepare_strings(&engine);
         engine
@@ -118,6 +132,44 @@ impl Engine {
     /// The vocabulary.
     pub fn vocab(&self) -> &Vocab {
         &self.vocab
+    }
+
+    /// The table behind [`Self::walked_token_sets`]; a panic elsewhere
+    /// while it was held left it whole (entries go in at once).
+    fn walked_sets(&self) -> std::sync::MutexGuard<'_, ClearedWhenFull<WalkedKey, Arc<TokenInfo>>> {
+        self.walked.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The token sets of a lexeme state whose walk accepted the tokens of
+    /// trie-order `ranges` and found `exits`, shared with every other
+    /// state (of any lexeme) whose walk found the same. The keys of an
+    /// object in forty variants that each admit other names ("any string
+    /// but these five") read the same tokens after the quote: one set of
+    /// 16 KB instead of forty, and a mask that meets them all writes it
+    /// once (see `SeenSets`).
+    ///
+    /// Only sets kept as whole masks are shared: a table of small ones
+    /// held 100,000 entries, and dropping them when it filled took 2 ms
+    /// of one mask.
+    pub(crate) fn walked_token_sets(
+        &self,
+        ranges: Vec<(u32, u32)>,
+        exits: Vec<Exit>,
+    ) -> Arc<TokenInfo> {
+        let count: usize = ranges.iter().map(|r| (r.1 - r.0) as usize).sum();
+        if !TokenList::is_dense(count, self) {
+            let inside = TokenList::from_trie_ranges(&ranges, self);
+            return Arc::new(TokenInfo::new(inside, exits, self));
+        }
+        let key = (ranges.into_boxed_slice(), exits.into_boxed_slice());
+        if let Some(info) = self.walked_sets().get(&key) {
+            return info.clone();
+        }
+        let inside = TokenList::from_trie_ranges(&key.0, self);
+        let info = Arc::new(TokenInfo::new(inside, key.1.to_vec(), self));
+        let bytes = info.memory() + key.0.len() * 8 + std::mem::size_of_val(&*key.1);
+        self.walked_sets().insert(key, info.clone(), bytes);
+        info
     }
 
     /// The same vocabulary with other end-of-sequence ids, in an engine of
@@ -132,7 +184,7 @@ impl Engine {
     /// Sets the byte budget of the caches (0 keeps nothing) and evicts
     /// down to it. Thread-safe.
     pub fn set_cache_budget(&self, bytes: usize) {
-        let (_, free_exits, counted) = shares(bytes);
+        let (_, free_exits, counted, walked) = shares(bytes);
         {
             let mut store = self.store.lock().unwrap();
             store.whole_budget = bytes;
@@ -141,6 +193,7 @@ impl Engine {
         // Called by the host, not inside a compile: nothing waits.
         self.release_evicted();
         self.free_exits.set_limit(free_exits);
+        self.walked_sets().set_limit(walked);
         if let Some(counts) = self.string_counts() {
             counts.infos.lock().unwrap().set_limit(counted);
         }
@@ -149,6 +202,7 @@ impl Engine {
     /// What the caches hold, their bytes counted now.
     pub fn cache_stats(&self) -> CacheStats {
         let tables = self.free_exits.bytes()
+            + self.walked_sets().bytes()
             + self
                 .string_counts()
                 .map_or(0, |c| c.infos.lock().unwrap().bytes());
@@ -260,7 +314,7 @@ impl Engine {
     ) {
         self.counts.get_or_init(|| {
             let any = self.string_body()?;
-            let (_, _, limit) = shares(self.store.lock().unwrap().whole_budget);
+            let (_, _, limit, _) = shares(self.store.lock().unwrap().whole_budget);
             let mut counts = StringCounts::new(&any.body, limit);
             let (chars, nodes) = prepare(&counts);
             counts.chars = chars;

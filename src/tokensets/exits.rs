@@ -17,20 +17,30 @@ use crate::util::byteset::ByteSet;
 /// entries it invalidates.
 pub(crate) type ContextMemo = crate::util::hash::FastMap<(u32, u32), u32>;
 
-/// The exit tokens of item `it` (see [`super::info`]) that its real callers can
-/// read to the end.
+/// The exit tokens of items `items` (see [`super::info`]), all with token
+/// sets `info`, that their real callers can read to the end: of one item,
+/// or of several lexeme items at once (a walk from all their callers
+/// together reads what a walk from any one of them reads, and an Earley
+/// set shares what they predict alike).
 pub(crate) fn exit_tokens(
     g: &CompiledGrammar,
     chart: &Chart,
-    it: Item,
+    items: &[Item],
     info: &Arc<crate::tokensets::TokenInfo>,
 ) -> crate::tokensets::ExitTokens {
+    debug_assert!(items.len() == 1 || items.iter().all(|it| !g.is_structural(it.state)));
     let mut out = Vec::new();
     let mut shared = None;
-    // The rule of `it` finishes mid-token: go on in its real callers.
-    let rule = g.rule_of(it.state);
+    // The rules of the items finish mid-token: go on in their real callers.
     let mut kernel = Vec::new();
-    g.advance_callers(chart.set(it.origin as usize), rule, &mut kernel);
+    for it in items {
+        g.advance_callers(
+            chart.set(it.origin as usize),
+            g.rule_of(it.state),
+            &mut kernel,
+        );
+    }
+    let it = items[0];
     let mut walker = Walker::new(g, chart);
     if !walker.push_kernel(&kernel) {
         return crate::tokensets::ExitTokens {

@@ -46,7 +46,7 @@ impl ExitTokens {
 /// nothing more (a closing quote, a full chunk): every token longer than
 /// the node's path leaves it there, and one exit stands for all of them
 /// instead of one per child.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Exit {
     pub node: u32,
     pub depth: u16,
@@ -361,6 +361,11 @@ impl TokenInfo {
                 s.or_inside_once(mask, seen);
             }
         }
+    }
+
+    /// See [`SeenSets`].
+    pub(crate) fn id(&self) -> u64 {
+        self.id
     }
 
     /// Sets the bits of every inside token (own and shared) in `mask`.

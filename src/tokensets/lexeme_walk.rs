@@ -8,7 +8,6 @@ use std::sync::Arc;
 use super::engine::Engine;
 use super::info::{Exit, TokenInfo};
 use super::lexeme::Lexeme;
-use super::token_list::TokenList;
 use crate::compile::lexeme::DEAD;
 use crate::util::hash::FastMap;
 use crate::vocab::trie::{byte_group, INSIDE_CHAR};
@@ -74,6 +73,9 @@ pub(crate) struct DfaWalk<'a> {
     /// read is walked, which gives the same sets. Never for a lexeme
     /// whose bytes spell few tokens ([`Lexeme::spells_few_tokens`]).
     by_safe_groups: bool,
+    /// Trie nodes the walk may still enter, if bounded; past them it
+    /// stops, its sets unfinished (see [`lexeme_ending_info`]).
+    visits_left: Option<usize>,
 }
 
 /// The states of a walk's DFA equal to states of the vocabulary's
@@ -98,7 +100,17 @@ impl SharedBody<'_> {
 
 impl<'a> DfaWalk<'a> {
     pub(crate) fn new(vocab: &'a Engine, dfa: &'a Lexeme) -> DfaWalk<'a> {
-        if !dfa.body_groups_decided() {
+        DfaWalk::by_groups(vocab, dfa, true)
+    }
+
+    /// A walk that takes subtrees whole by the DFA's safe groups if
+    /// `by_groups` (see [`Self::by_safe_groups`]); one that does not
+    /// leaves undecided whether the lexeme shares "any string"'s (see
+    /// [`Lexeme::share_body_groups`]), an analysis worth its cost only
+    /// where walks use the groups.
+    fn by_groups(vocab: &'a Engine, dfa: &'a Lexeme, by_groups: bool) -> DfaWalk<'a> {
+        let by_safe_groups = by_groups && !dfa.spells_few_tokens(vocab.trie());
+        if by_safe_groups && !dfa.body_groups_decided() {
             vocab.share_body_groups(dfa);
         }
         let max = vocab.max_token_len() + 2;
@@ -120,7 +132,8 @@ impl<'a> DfaWalk<'a> {
             exits: Vec::new(),
             body,
             ending_only: None,
-            by_safe_groups: !dfa.spells_few_tokens(vocab.trie()),
+            by_safe_groups,
+            visits_left: None,
         }
     }
 
@@ -257,6 +270,12 @@ impl<'a> DfaWalk<'a> {
         let nodes = self.trie.nodes();
         let mut i = first;
         while i < end {
+            if let Some(left) = &mut self.visits_left {
+                if *left == 0 {
+                    return;
+                }
+                *left -= 1;
+            }
             let n = nodes[i];
             let d = n.depth as usize;
             while self.pending.last().is_some_and(|&p| p as usize >= d) {
@@ -324,23 +343,27 @@ impl<'a> DfaWalk<'a> {
 /// states on most bytes (a key that no listed name continues is read by
 /// one "any other string" state), so a new state costs a lookup per first
 /// byte instead of a walk of the whole trie.
-pub fn lexeme_info(vocab: &Engine, dfa: &Lexeme, state: u32) -> TokenInfo {
+pub fn lexeme_info(vocab: &Engine, dfa: &Lexeme, state: u32) -> Arc<TokenInfo> {
     // (Subtrees inside "any other string" take that DFA's walks.)
     //
     // A short walk of a lexeme whose safe groups are still to be computed
     // goes without them once its mask has computed its share (see
     // `work::take_analysis`): a mask meeting forty keys of forty objects
     // spent 20M instructions on their groups and 3M on the walks. The
-    // groups come with a later walk, as they would have.
-    let mut walk = DfaWalk::new(vocab, dfa);
-    walk.by_safe_groups = walk.by_safe_groups
-        && (dfa.safe_groups_wanted(walk.body.is_some()) || own_walk_is_long(vocab, dfa, state));
-    walk_from(vocab, walk, state)
+    // groups come with a later walk, as they would have; so does the
+    // test whether the lexeme can share "any string"'s groups, which
+    // cost that mask 4.2M of its 25M.
+    let reaches_body = vocab
+        .string_body()
+        .is_some_and(|b| dfa.string_body_states(&b.body).iter().any(|&t| t != DEAD));
+    let by_groups = dfa.safe_groups_wanted(reaches_body) || own_walk_is_long(vocab, dfa, state);
+    walk_from(vocab, DfaWalk::by_groups(vocab, dfa, by_groups), state).expect("an unbounded walk")
 }
 
 /// The token sets `walk` finds from its DFA's state `state`, first byte
-/// by first byte (see [`DfaWalk::piece`]).
-fn walk_from(vocab: &Engine, mut walk: DfaWalk, state: u32) -> TokenInfo {
+/// by first byte (see [`DfaWalk::piece`]); `None` if it entered more
+/// nodes than it may (see [`DfaWalk::visits_left`]).
+fn walk_from(vocab: &Engine, mut walk: DfaWalk, state: u32) -> Option<Arc<TokenInfo>> {
     let trie = vocab.trie();
     let nodes = trie.nodes();
     let mut ranges: Vec<(u32, u32)> = Vec::new();
@@ -358,10 +381,13 @@ fn walk_from(vocab: &Engine, mut walk: DfaWalk, state: u32) -> TokenInfo {
                 }
             }
             exits.extend_from_slice(&piece.exits);
+            if walk.visits_left == Some(0) {
+                return None;
+            }
         }
         i = n.subtree_end as usize;
     }
-    TokenInfo::new(TokenList::from_trie_ranges(&ranges, vocab), exits, vocab)
+    Some(vocab.walked_token_sets(ranges, exits))
 }
 
 /// A walk whose own part (see [`own_walk_tokens`]) reads fewer than one
@@ -404,10 +430,25 @@ fn own_walk_tokens(vocab: &Engine, dfa: &Lexeme, state: u32) -> usize {
 /// read without ending, which are skipped. A small part of a whole walk
 /// when the state reads most of the vocabulary; for a state whose unended
 /// strings a mask's other states read (see `covered`).
-pub fn lexeme_ending_info(vocab: &Engine, dfa: &Lexeme, state: u32) -> TokenInfo {
+///
+/// A lexeme without safe groups yet is walked without them first, up to
+/// a [`SHORT_WALK_SHARE`] of the trie's nodes: where it ends only below
+/// few of them, that walk costs less than the groups (three keys matching
+/// unanchored patterns spent 10M of a mask's 29M instructions on theirs),
+/// and a walk that passes the bound goes again with them.
+pub fn lexeme_ending_info(vocab: &Engine, dfa: &Lexeme, state: u32) -> Arc<TokenInfo> {
+    let ending = Some(dfa.ending_groups());
+    if dfa.safe_groups_pending() {
+        let mut walk = DfaWalk::by_groups(vocab, dfa, false);
+        walk.ending_only = ending;
+        walk.visits_left = Some(vocab.trie().nodes().len() / SHORT_WALK_SHARE);
+        if let Some(info) = walk_from(vocab, walk, state) {
+            return info;
+        }
+    }
     let mut walk = DfaWalk::new(vocab, dfa);
-    walk.ending_only = Some(dfa.ending_groups());
-    walk_from(vocab, walk, state)
+    walk.ending_only = ending;
+    walk_from(vocab, walk, state).expect("an unbounded walk")
 }
 
 /// The walk of the subtree of node `i` read into state `t` of `walk`'s

@@ -33,7 +33,7 @@ fn any_string_info(vocab: &Engine) -> Option<&Arc<TokenInfo>> {
 /// The token sets of state `s` of "any string".
 fn any_string_state_info(vocab: &Engine, s: u32) -> Option<&Arc<TokenInfo>> {
     let any = &vocab.string_body()?.lexeme;
-    Some(any.infos[s as usize].get_or_init(|| Arc::new(lexeme_info(vocab, any, s))))
+    Some(any.infos[s as usize].get_or_init(|| lexeme_info(vocab, any, s)))
 }
 
 /// The token sets of a state of a counted lexeme whose automaton is "any

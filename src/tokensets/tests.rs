@@ -815,3 +815,63 @@ fn ending_token_sets_keep_exits_and_ended_tokens() {
     }
     assert!(skipped > 100, "only {skipped} unended tokens left out");
 }
+
+/// Keys that admit any name but their own ("any string but `abc`", "any
+/// string but `abx`", ...) read the same tokens right after the opening
+/// quote where no token spells a whole name and its quote: their states
+/// there share one set (see `Engine::walked_token_sets`), and every state
+/// whose sets (kept as a whole mask) equal another's by content shares
+/// its set, each equal to brute force.
+#[test]
+fn lexeme_states_reading_the_same_tokens_share_their_sets() {
+    // Tokens of at most three pieces: none holds a name of three letters
+    // and a quote.
+    let vocab = random_vocab(
+        &["a", "b", "c", "x", "y", "\"", ":", " "],
+        0x9E37_79B9_7F4A_7C15,
+        400,
+        2,
+    );
+    // (inside mask, exits) -> the sets found with them.
+    type Content = (Vec<u32>, Vec<(u32, u16, u8, bool)>);
+    let mut by_content: std::collections::HashMap<Content, Vec<_>> = Default::default();
+    let mut after_quote = Vec::new();
+    for names in [["abc", "cab"], ["abx", "cab"], ["acb", "xyz"]] {
+        let expr = Expr::json_strings(names.map(String::from), true);
+        let dfa = vocab.lexeme(&expr, &DfaLimits::default()).unwrap();
+        for state in reachable_states(&vocab, &dfa, 64) {
+            assert_token_sets_are_brute_force(&vocab, &dfa, state, "other names");
+            let info = lexeme_state_info(&vocab, &dfa, state);
+            let mut inside = vec![0u32; vocab.mask_words()];
+            info.inside.or_into(&mut inside);
+            let mut exits: Vec<_> = info
+                .exits
+                .iter()
+                .map(|e| (e.node, e.depth, e.first, e.below))
+                .collect();
+            exits.sort_unstable();
+            by_content
+                .entry((inside, exits))
+                .or_default()
+                .push(info.clone());
+            if state == dfa.next(dfa.start, b'"') {
+                after_quote.push(info);
+            }
+        }
+    }
+    // (Sets small enough to be kept as lists are not shared.)
+    for infos in by_content.values() {
+        if matches!(infos[0].inside, TokenList::Sparse(_)) {
+            continue;
+        }
+        assert!(
+            infos.iter().all(|i| Arc::ptr_eq(i, &infos[0])),
+            "equal sets not shared"
+        );
+    }
+    assert_eq!(after_quote.len(), 3);
+    assert!(
+        after_quote.iter().all(|i| Arc::ptr_eq(i, &after_quote[0])),
+        "the keys' sets after the quote are not shared"
+    );
+}

@@ -13,9 +13,15 @@ pub enum TokenList {
 }
 
 impl TokenList {
+    /// Whether a set of `count` tokens is kept as a whole mask: when its
+    /// ids would take more room.
+    pub fn is_dense(count: usize, vocab: &Vocab) -> bool {
+        count > vocab.len() / 32
+    }
+
     /// The set of `ids` (in any order, repeats allowed).
     pub fn from_ids(ids: Vec<u32>, vocab: &Vocab) -> TokenList {
-        if ids.len() > vocab.len() / 32 {
+        if TokenList::is_dense(ids.len(), vocab) {
             let mut words = vec![0u32; vocab.mask_words()];
             for id in ids {
                 words[(id >> 5) as usize] |= 1 << (id & 31);
@@ -43,7 +49,7 @@ impl TokenList {
                 at = hi;
             }
             TokenList::Dense(words.into_boxed_slice())
-        } else if count > vocab.len() / 32 {
+        } else if TokenList::is_dense(count, vocab) {
             let mut words = vec![0u32; vocab.mask_words()];
             for &(lo, hi) in ranges {
                 for &id in &ids[lo as usize..hi as usize] {
