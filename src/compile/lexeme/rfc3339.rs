@@ -558,8 +558,10 @@ fn chars_table(date: bool) -> &'static Table {
 }
 
 /// The DFA of `r`. The JSON forms (66,000 states, about 7 MB) are built
-/// anew (about 2 ms), not kept here: the lexeme cache keeps their
-/// lexemes within its budget, shared by every schema of a vocabulary.
+/// anew (41M instructions, 64M with their lexeme's tables: 6 ms of the
+/// first such schema's compile on BENCHMARKS.md's machine), not kept
+/// here: the lexeme cache keeps their lexemes within its budget, shared
+/// by every schema of a vocabulary.
 pub fn table(r: &Rfc3339) -> Arc<Table> {
     Arc::new(match r.form {
         TextForm::Chars => chars_table(r.date).clone(),
