@@ -309,7 +309,16 @@ impl Expr {
         }
     }
 
+    /// `expr{min,max}`; zero repetitions are the empty string and one is
+    /// `expr` itself, so that `simplify` finds nothing to rebuild (number
+    /// bounds spell many `[0-9]{0,0}` and `[0-9]{1,1}`, and each made
+    /// `simplify` copy its whole lexeme).
     pub fn repeat(expr: Expr, min: u32, max: Option<u32>) -> Expr {
+        match (min, max) {
+            (0, Some(0)) => return Expr::Empty,
+            (1, Some(1)) => return expr,
+            _ => {}
+        }
         Expr::Repeat {
             expr: Box::new(expr),
             min,

@@ -23,7 +23,9 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use adjacency::Adjacency;
-use analyze::{expand, is_loopish, is_regular_expr, simplified, Analysis, RuleClass, RunSize};
+use analyze::{
+    expand, expanded, is_loopish, is_regular_expr, simplified, Analysis, RuleClass, RunSize,
+};
 use lexeme::{DfaLimits, LexemeDfa, LexemeSource};
 use rtn::{Edges, RtnBuilder, RtnScratch, SState};
 
@@ -512,10 +514,13 @@ pub fn compile_ir(
         let name = low.pending[i].0.clone();
         let rule = i as u32;
         let lexeme_expr = match &low.pending[i].1 {
-            Source::AnonLexeme(e) => Some(e.clone()),
+            Source::AnonLexeme(e) => Some(Cow::Borrowed(e)),
             Source::Rule(r) if low.analysis.class[*r as usize] == RuleClass::Lexeme => {
                 let body = simplified(&grammar.rules[*r as usize].body, &low.analysis.productive);
-                Some(expand(&body, grammar))
+                Some(match body {
+                    Cow::Borrowed(body) => expanded(body, grammar),
+                    Cow::Owned(body) => Cow::Owned(expand(&body, grammar)),
+                })
             }
             _ => None,
         };
@@ -528,7 +533,7 @@ pub fn compile_ir(
             },
             _ => None,
         };
-        let dfa = match (&lexeme_expr, counted) {
+        let dfa = match (lexeme_expr.as_deref(), counted) {
             (Some(e @ Expr::And(parts)), Some((min, max)))
                 if parts.len() == 2 && parts[1] == ir::quoted_length(min, max) =>
             {
