@@ -501,8 +501,20 @@ struct Builder<'a> {
     whole: FastMap<(Rest, u32, u32, CpState), u32>,
     /// The lead bytes' row of a state that lists no character past ASCII
     /// (the same in every such state), once one is built.
-    unlisted_leads: Option<[u32; 0xF4 - 0xC2 + 1]>,
+    unlisted_leads: Option<[u32; LEAD_BYTES]>,
+    /// The lead bytes' row of a state that lists some, by where it sends
+    /// the characters past ASCII (its listed ranges that reach U+0080),
+    /// which is all the row depends on: many states send them alike (all
+    /// to one state of a complement, where keys exclude patterns), and a
+    /// lead row is 51 partial states to look up.
+    leads: FastMap<Box<[CpRange]>, [u32; LEAD_BYTES]>,
 }
+
+/// Code points `lo..=hi` and the state they lead to.
+type CpRange = (u32, u32, CpState);
+
+/// The lead bytes of multi-byte UTF-8 characters, C2-F4.
+const LEAD_BYTES: usize = 0xF4 - 0xC2 + 1;
 
 impl Builder<'_> {
     fn id(&mut self, mut key: Key) -> u32 {
@@ -631,17 +643,25 @@ impl Builder<'_> {
                     }
                 }
                 // Where no character past ASCII is listed (most sets of
-                // names), every lead byte goes where it goes from any
-                // such state: nowhere, or into "some other value".
+                // names) and no other value is, no lead byte goes anywhere.
                 let ascii_only = all.listed.last().is_none_or(|x| x.1 < 0x80);
                 if ascii_only && self.other == CP_DEAD {
                     return;
                 }
-                if ascii_only {
-                    if let Some(leads) = &self.unlisted_leads {
-                        row[0xC2..=0xF4].copy_from_slice(&leads[..]);
-                        return;
-                    }
+                // (The ranges as listed: one that starts below U+0080
+                // keys apart from one that starts at it, which only
+                // shares less.)
+                let high = (!ascii_only).then(|| {
+                    let first = all.listed.partition_point(|x| x.1 < 0x80);
+                    &all.listed[first..]
+                });
+                let known = match high {
+                    None => self.unlisted_leads.as_ref(),
+                    Some(high) => self.leads.get(high),
+                };
+                if let Some(leads) = known {
+                    row[0xC2..=0xF4].copy_from_slice(&leads[..]);
+                    return;
                 }
                 for (first, last, bits, left, lo, hi) in LEADS {
                     let rest = Rest::Utf8 { left, lo, hi };
@@ -658,10 +678,11 @@ impl Builder<'_> {
                         row[b as usize] = self.partial(Some(rest), &all.listed, base, from, to);
                     }
                 }
-                if ascii_only {
-                    let mut leads = [DEAD; 0xF4 - 0xC2 + 1];
-                    leads.copy_from_slice(&row[0xC2..=0xF4]);
-                    self.unlisted_leads = Some(leads);
+                let mut leads = [DEAD; LEAD_BYTES];
+                leads.copy_from_slice(&row[0xC2..=0xF4]);
+                match high {
+                    None => self.unlisted_leads = Some(leads),
+                    Some(high) => _ = self.leads.insert(high.into(), leads),
                 }
             }
             Key::Escape(all) => {
@@ -965,6 +986,7 @@ fn spell(
         uniform: Vec::new(),
         whole: FastMap::default(),
         unlisted_leads: None,
+        leads: FastMap::default(),
     };
     b.id(Key::Start);
     let mut row = [DEAD; 256];
