@@ -770,9 +770,10 @@ mod tests {
         );
     }
 
-    /// A JSON Schema's rules, all productive, simplify to themselves and
-    /// those without references expand to themselves, without a copy: number bounds are lexemes of hundreds
-    /// of nodes, and a rebuilt one cost a copy at every compile.
+    /// A JSON Schema's rules, all productive, simplify to themselves, and
+    /// those without references expand to themselves, without a copy:
+    /// number bounds are lexemes of hundreds of nodes, and a rebuilt one
+    /// cost a copy at every compile.
     #[test]
     fn number_bounds_are_simplified_and_expanded_in_place() {
         let schema = r#"{"type": "object", "properties": {
