@@ -201,6 +201,12 @@ pub enum Expr {
     /// a residue automaton, built directly as a DFA (its regular
     /// expression grows exponentially with the divisor).
     DecimalMultiple(DecimalMultiple),
+    /// The JSON texts of the integers in a range (JSON Schema `integer`
+    /// with `minimum`/`maximum`), every spelling of [`IntegerRange`]:
+    /// built directly as a DFA. As the intersection of "an integer" with
+    /// two comparisons it took two products and two minimizations, 0.5 ms
+    /// per distinct range.
+    IntegerRange(IntegerRange),
     /// RFC 3339 `full-time` or `date-time` with the exact leap-second
     /// rule (see `regex::formats`), as a leaf: as an expression it is
     /// about 2,000 nodes over code points and 32,000 over JSON spellings,
@@ -278,6 +284,122 @@ impl DecimalMultiple {
         }
         r == 0
     }
+}
+
+/// Most fraction digits of the mantissa in an integer's scientific
+/// notation (`1.2345e+20` is an integer; so is `1.0e0`).
+pub const INTEGER_SCI_FRACTION_DIGITS: usize = 16;
+
+/// See [`Expr::IntegerRange`]: the integers from `min` to `max` (both
+/// included; `None`: unbounded), as JSON texts. An integer is written
+/// - plainly, `-?(0|[1-9][0-9]*)(\.0+)?`,
+/// - zero with an exponent, `-?0(\.0+)?[eE][+-]?[0-9]+`,
+/// - or in scientific notation with a normalized mantissa of at most
+///   [`INTEGER_SCI_FRACTION_DIGITS`] fraction digits whose exponent makes
+///   it whole, `-?[1-9](\.[0-9]+)?[eE][+-]?[0-9]+` (`1.5e1`, `2E+03`).
+///
+/// (What JSON Schema numbers accept where their comparisons stay
+/// regular: see `json_schema::number`.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct IntegerRange {
+    pub min: Option<i128>,
+    pub max: Option<i128>,
+}
+
+impl IntegerRange {
+    /// Whether `text` is in the language (a direct check, for tests and
+    /// reference matchers).
+    pub fn matches(&self, text: &[u8]) -> bool {
+        let (negative, unsigned) = match text.strip_prefix(b"-") {
+            Some(t) => (true, t),
+            None => (false, text),
+        };
+        let Some(magnitude) = integer_magnitude(unsigned) else {
+            return false;
+        };
+        // `None`: past every `i128`.
+        let value = i128::try_from(magnitude.unwrap_or(u128::MAX))
+            .ok()
+            .filter(|_| magnitude.is_some())
+            .map(|m| if negative { -m } else { m });
+        let at_least = |bound: i128| value.map_or(!negative, |v| v >= bound);
+        let at_most = |bound: i128| value.map_or(negative, |v| v <= bound);
+        self.min.is_none_or(at_least) && self.max.is_none_or(at_most)
+    }
+}
+
+/// The value of an unsigned integer text of [`IntegerRange`]'s forms:
+/// `None` for another text, `Some(None)` for a value past `u128`.
+fn integer_magnitude(t: &[u8]) -> Option<Option<u128>> {
+    let digits = |s: &[u8]| !s.is_empty() && s.iter().all(u8::is_ascii_digit);
+    let (mantissa, exponent) = match t.iter().position(|&b| b == b'e' || b == b'E') {
+        Some(p) => (&t[..p], Some(&t[p + 1..])),
+        None => (t, None),
+    };
+    let (int, frac) = match mantissa.iter().position(|&b| b == b'.') {
+        Some(p) => (&mantissa[..p], Some(&mantissa[p + 1..])),
+        None => (mantissa, None),
+    };
+    if !digits(int) || frac.is_some_and(|f| !digits(f)) {
+        return None;
+    }
+    let frac = frac.unwrap_or(b"");
+    let all_zeros = |s: &[u8]| s.iter().all(|&b| b == b'0');
+    let Some(exponent) = exponent else {
+        // Plain: a canonical integer part and a zero fraction.
+        if (int.len() > 1 && int[0] == b'0') || !all_zeros(frac) {
+            return None;
+        }
+        return Some(parse_u128(int));
+    };
+    let (exp_negative, exp_digits) = match exponent.first() {
+        Some(b'-') => (true, &exponent[1..]),
+        Some(b'+') => (false, &exponent[1..]),
+        _ => (false, exponent),
+    };
+    if !digits(exp_digits) {
+        return None;
+    }
+    if int == b"0" {
+        // Zero with any exponent.
+        return all_zeros(frac).then_some(Some(0));
+    }
+    if int.len() != 1 || int[0] == b'0' || frac.len() > INTEGER_SCI_FRACTION_DIGITS {
+        return None;
+    }
+    // Whole when the exponent reaches the last nonzero fraction digit.
+    let last_nonzero = frac.iter().rposition(|&b| b != b'0').map_or(0, |i| i + 1);
+    let exp_value = {
+        let first = exp_digits.iter().position(|&b| b != b'0');
+        let significant = first.map_or(&b""[..], |i| &exp_digits[i..]);
+        if significant.len() > 9 {
+            u32::MAX as u64
+        } else {
+            significant
+                .iter()
+                .fold(0u64, |v, &b| v * 10 + u64::from(b - b'0'))
+        }
+    };
+    if (exp_negative && exp_value > 0) || exp_value < last_nonzero as u64 {
+        return None;
+    }
+    // The value's digits: the mantissa's up to its last nonzero one, then
+    // zeros up to the exponent.
+    if exp_value >= 40 {
+        return Some(None);
+    }
+    let mut value: Vec<u8> = Vec::with_capacity(exp_value as usize + 1);
+    value.push(int[0]);
+    value.extend_from_slice(&frac[..last_nonzero]);
+    value.resize(exp_value as usize + 1, b'0');
+    Some(parse_u128(&value))
+}
+
+/// Decimal digits as a `u128`, `None` past it.
+fn parse_u128(digits: &[u8]) -> Option<u128> {
+    digits.iter().try_fold(0u128, |v, &b| {
+        v.checked_mul(10)?.checked_add(u128::from(b - b'0'))
+    })
 }
 
 impl Expr {
@@ -399,6 +521,7 @@ impl Expr {
             | Expr::JsonStrings(_)
             | Expr::JsonQuoted(_)
             | Expr::DecimalMultiple(_)
+            | Expr::IntegerRange(_)
             | Expr::Rfc3339(_) => false,
             Expr::Ref(r) => rules.get(*r as usize).copied().unwrap_or(false),
             Expr::Literal(s) => s.is_empty(),

@@ -183,7 +183,7 @@ impl RefMatcher<'_> {
                     }
                 }
             }
-            Expr::DecimalMultiple(m) => {
+            Expr::DecimalMultiple(_) | Expr::IntegerRange(_) => {
                 for j in i..=self.input.len() {
                     let text: Option<Vec<u8>> = self.input[i..j]
                         .iter()
@@ -192,7 +192,12 @@ impl RefMatcher<'_> {
                             _ => None,
                         })
                         .collect();
-                    if text.is_some_and(|t| m.matches(&t)) {
+                    let matches = |t: &[u8]| match e {
+                        Expr::DecimalMultiple(m) => m.matches(t),
+                        Expr::IntegerRange(r) => r.matches(t),
+                        _ => unreachable!("a number text leaf"),
+                    };
+                    if text.is_some_and(|t| matches(&t)) {
                         out.insert(j);
                     }
                 }

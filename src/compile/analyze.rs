@@ -281,6 +281,7 @@ fn is_productive(e: &Expr, productive: &[bool]) -> bool {
         | Expr::JsonStrings(_)
         | Expr::JsonQuoted(_)
         | Expr::DecimalMultiple(_)
+        | Expr::IntegerRange(_)
         | Expr::Rfc3339(_) => true,
     }
 }
@@ -408,6 +409,7 @@ fn has_boolean(e: &Expr, boolean: &[bool]) -> bool {
         | Expr::JsonStrings(_)
         | Expr::JsonQuoted(_)
         | Expr::DecimalMultiple(_)
+        | Expr::IntegerRange(_)
         | Expr::Rfc3339(_) => true,
         Expr::Ref(r) => boolean[*r as usize],
         _ => {
@@ -453,7 +455,7 @@ fn expanded_size(e: &Expr, sizes: &[usize]) -> usize {
         Expr::JsonStrings(js) => js.values().iter().map(|v| v.len() + 1).sum::<usize>() + 2,
         Expr::JsonQuoted(e) => expanded_size(e, sizes).saturating_add(2),
         // Built directly as a table: its size is not an expression's.
-        Expr::DecimalMultiple(_) => 32,
+        Expr::DecimalMultiple(_) | Expr::IntegerRange(_) => 32,
         // Never part of a larger lexeme (a run, the scalars of a schema
         // without `type`): a lexeme of its own, so that its DFA (66,000
         // states) and token sets are built once and shared.
@@ -473,7 +475,10 @@ fn has_loop(e: &Expr, looping: &[bool]) -> bool {
         // Boolean operations are only done on DFAs: always a lexeme.
         Expr::And(_) | Expr::Not(_) => true,
         Expr::JsonStrings(js) => js.negated(),
-        Expr::JsonQuoted(_) | Expr::DecimalMultiple(_) | Expr::Rfc3339(_) => true,
+        Expr::JsonQuoted(_)
+        | Expr::DecimalMultiple(_)
+        | Expr::IntegerRange(_)
+        | Expr::Rfc3339(_) => true,
         _ => {
             let mut found = false;
             e.for_each_child(|c| found |= has_loop(c, looping));

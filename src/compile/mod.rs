@@ -348,6 +348,7 @@ impl<'g> Lowering<'g> {
             | Expr::JsonStrings(_)
             | Expr::JsonQuoted(_)
             | Expr::DecimalMultiple(_)
+            | Expr::IntegerRange(_)
             | Expr::Rfc3339(_) => {
                 if !is_regular_expr(e, &self.analysis.regular) {
                     return Err(Error::unsupported(

@@ -337,6 +337,7 @@ impl<'a> RtnBuilder<'a> {
             | Expr::JsonStrings(_)
             | Expr::JsonQuoted(_)
             | Expr::DecimalMultiple(_)
+            | Expr::IntegerRange(_)
             | Expr::Rfc3339(_) => {
                 return Err(Error::unsupported(
                     "intersection and complement are only supported on regular parts",

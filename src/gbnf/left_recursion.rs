@@ -120,6 +120,7 @@ fn leftmost_refs(e: &Expr, nullable: &[bool], out: &mut Vec<RuleId>) {
         | Expr::JsonStrings(_)
         | Expr::JsonQuoted(_)
         | Expr::DecimalMultiple(_)
+        | Expr::IntegerRange(_)
         | Expr::Rfc3339(_) => {}
     }
 }

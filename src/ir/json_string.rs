@@ -266,7 +266,8 @@ pub fn encode(e: &Expr) -> Expr {
         | Expr::Token(_)
         | Expr::JsonStrings(_)
         | Expr::JsonQuoted(_)
-        | Expr::DecimalMultiple(_) => Expr::Nothing,
+        | Expr::DecimalMultiple(_)
+        | Expr::IntegerRange(_) => Expr::Nothing,
     }
 }
 

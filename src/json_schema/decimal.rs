@@ -111,6 +111,15 @@ impl Dec {
         self.exp >= self.digits.len() as i64
     }
 
+    /// The value as an `i128`, if it is an integer that fits.
+    pub fn to_i128(&self) -> Option<i128> {
+        if !self.is_integer() || self.exp > 39 {
+            return None;
+        }
+        let magnitude: i128 = self.int_part().parse().ok()?;
+        Some(if self.neg { -magnitude } else { magnitude })
+    }
+
     /// Digits of the integer part, without leading zeros ("0" below one).
     pub fn int_part(&self) -> String {
         if self.exp <= 0 || self.is_zero() {

@@ -41,6 +41,7 @@ fn hash_shape(e: &Expr, h: &mut FastHasher, refs: &mut Vec<RuleId>) {
         // The operand of a pattern holds no reference.
         Expr::JsonQuoted(x) => hash_shape(x, h, &mut Vec::new()),
         Expr::DecimalMultiple(m) => m.hash(h),
+        Expr::IntegerRange(r) => r.hash(h),
         Expr::Rfc3339(r) => r.hash(h),
         Expr::Seq(v) | Expr::Alt(v) | Expr::And(v) => {
             v.len().hash(h);

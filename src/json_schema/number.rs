@@ -30,11 +30,11 @@
 //! the constraint is exact, so it never admits a number of the wrong value.
 
 use super::decimal::{digits_to_u128, Dec};
-use crate::ir::{CharClass, Expr};
+use crate::ir::{CharClass, Expr, IntegerRange};
 use crate::util::hash::FastSet;
 
 /// Most fraction digits of a mantissa in an integer's scientific notation.
-pub const INT_SCI_FRAC_MAX: u32 = 16;
+pub const INT_SCI_FRAC_MAX: u32 = crate::ir::INTEGER_SCI_FRACTION_DIGITS as u32;
 /// Most states of a `multipleOf` residue automaton (divisor `a × 10^-k`:
 /// `a × (k + 3)` states); see [`multiple_of`] and `crate::limits`.
 pub const MAX_MULTIPLE_STATES: usize = crate::limits::MAX_MULTIPLE_OF_STATES;
@@ -163,20 +163,7 @@ impl NumAtom {
         }
         if self.int == Some(true) {
             // Some integer must lie within the bounds.
-            let l = self.lo.as_ref().map(|(d, s)| {
-                if *s && d.is_integer() {
-                    d.add_int(1)
-                } else {
-                    d.ceil()
-                }
-            });
-            let h = self.hi.as_ref().map(|(d, s)| {
-                if *s && d.is_integer() {
-                    d.add_int(-1)
-                } else {
-                    d.floor()
-                }
-            });
+            let (l, h) = self.integer_bounds();
             if let (Some(l), Some(h)) = (&l, &h) {
                 if l.cmp_value(h).is_gt() {
                     return false;
@@ -197,6 +184,25 @@ impl NumAtom {
             self.mult.retain(|m| m.cmp_value(&one).is_ne());
         }
         true
+    }
+
+    /// The least and the greatest integer within the bounds.
+    fn integer_bounds(&self) -> (Option<Dec>, Option<Dec>) {
+        let least = self.lo.as_ref().map(|(d, exclusive)| {
+            if *exclusive && d.is_integer() {
+                d.add_int(1)
+            } else {
+                d.ceil()
+            }
+        });
+        let greatest = self.hi.as_ref().map(|(d, exclusive)| {
+            if *exclusive && d.is_integer() {
+                d.add_int(-1)
+            } else {
+                d.floor()
+            }
+        });
+        (least, greatest)
     }
 
     /// The single value `v`, keeping the spelling constraint (the only
@@ -366,9 +372,27 @@ impl NumAtom {
             parts.push(s);
             positive = true;
         }
+        // The bounds of an integer, when they fit an `i128`, are part of
+        // one automaton built directly (see `Expr::IntegerRange`); an
+        // unbounded integer stays a regular expression, which larger
+        // lexemes can take in.
+        let mut bounds = (self.lo.as_ref(), self.hi.as_ref());
         match self.int {
             Some(true) => {
-                parts.push(integer());
+                let (least, greatest) = self.integer_bounds();
+                let least = least.map(|d| d.to_i128());
+                let greatest = greatest.map(|d| d.to_i128());
+                let bounded = least.is_some() || greatest.is_some();
+                let fit = least.is_none_or(|l| l.is_some()) && greatest.is_none_or(|g| g.is_some());
+                if bounded && fit {
+                    parts.push(Expr::IntegerRange(IntegerRange {
+                        min: least.flatten(),
+                        max: greatest.flatten(),
+                    }));
+                    bounds = (None, None);
+                } else {
+                    parts.push(integer());
+                }
                 positive = true;
             }
             Some(false) => {
@@ -380,11 +404,11 @@ impl NumAtom {
             }
             None => {}
         }
-        if let Some((d, s)) = &self.lo {
+        if let Some((d, s)) = bounds.0 {
             parts.push(cmp(d, if *s { Op::Gt } else { Op::Ge }));
             positive = true;
         }
-        if let Some((d, s)) = &self.hi {
+        if let Some((d, s)) = bounds.1 {
             parts.push(cmp(d, if *s { Op::Lt } else { Op::Le }));
             positive = true;
         }
@@ -1081,5 +1105,95 @@ mod tests {
             set_and(&many, &[NumAtom::integer()]).map(|v| v.len()),
             Some(2000)
         );
+    }
+
+    /// Whether two DFAs accept the same byte strings: their pairs of
+    /// states reached together agree on finality.
+    fn same_language(a: &crate::compile::lexeme::Table, b: &crate::compile::lexeme::Table) -> bool {
+        use crate::compile::lexeme::DEAD;
+        let mut seen = FastSet::default();
+        let mut todo = vec![(0u32, 0u32)];
+        while let Some((x, y)) = todo.pop() {
+            if !seen.insert((x, y)) {
+                continue;
+            }
+            let fin =
+                |t: &crate::compile::lexeme::Table, s: u32| s != DEAD && t.is_final[s as usize];
+            if fin(a, x) != fin(b, y) {
+                return false;
+            }
+            for byte in 0..=255u8 {
+                let nx = if x == DEAD { DEAD } else { a.next(x, byte) };
+                let ny = if y == DEAD { DEAD } else { b.next(y, byte) };
+                if (nx, ny) != (DEAD, DEAD) {
+                    todo.push((nx, ny));
+                }
+            }
+        }
+        true
+    }
+
+    /// An integer with bounds is one automaton built directly
+    /// (`Expr::IntegerRange`): the same language as every integer
+    /// intersected with the two comparisons, on bounds of either sign,
+    /// inclusive or not, whole or not, around powers of ten and past
+    /// 10^17, where a mantissa's fraction digits no longer reach.
+    #[test]
+    fn integer_ranges_are_integers_within_the_comparisons() {
+        use crate::compile::lexeme::{minimize, table, DfaLimits, Uncached};
+        let limits = DfaLimits::default();
+        let deadline = crate::limits::Deadline::none();
+        let dfa = |e: &Expr| minimize(&table(e, &limits, &Uncached).unwrap(), &deadline).unwrap();
+        let values = [
+            "-1000",
+            "-100.5",
+            "-10",
+            "-1",
+            "-0.5",
+            "0",
+            "1",
+            "9",
+            "10",
+            "15",
+            "100",
+            "664",
+            "65535",
+            "1e17",
+            "123456789012345678901",
+        ];
+        let bounds: Vec<Option<(Dec, bool)>> = std::iter::once(None)
+            .chain(values.iter().flat_map(|v| {
+                let d = Dec::parse(v).unwrap();
+                [Some((d.clone(), false)), Some((d, true))]
+            }))
+            .collect();
+        let mut compared = 0;
+        for lo in &bounds {
+            for hi in &bounds {
+                let mut atom = NumAtom {
+                    lo: lo.clone(),
+                    hi: hi.clone(),
+                    ..NumAtom::integer()
+                };
+                if !atom.normalize() || atom.value.is_some() {
+                    continue;
+                }
+                let direct = atom.to_expr().unwrap();
+                let mut general = vec![integer()];
+                if let Some((d, exclusive)) = lo {
+                    general.push(cmp(d, if *exclusive { Op::Gt } else { Op::Ge }));
+                }
+                if let Some((d, exclusive)) = hi {
+                    general.push(cmp(d, if *exclusive { Op::Lt } else { Op::Le }));
+                }
+                let general = Expr::and(general);
+                assert!(
+                    same_language(&dfa(&direct), &dfa(&general)),
+                    "{lo:?} {hi:?}: {direct:?}"
+                );
+                compared += 1;
+            }
+        }
+        assert!(compared > 400, "{compared}");
     }
 }

@@ -401,7 +401,8 @@ fn ends(e: &Expr, s: &[u32], start: usize) -> BTreeSet<usize> {
         | Expr::Token(_)
         | Expr::JsonStrings(_)
         | Expr::JsonQuoted(_)
-        | Expr::DecimalMultiple(_) => {}
+        | Expr::DecimalMultiple(_)
+        | Expr::IntegerRange(_) => {}
         Expr::Rfc3339(r) if r.form != TextForm::Chars => {}
         Expr::Rfc3339(r) => {
             let text: String = s[start..]

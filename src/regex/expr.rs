@@ -260,7 +260,8 @@ pub fn edge_chars(e: &Expr, last: bool) -> CharClass {
         | Expr::Token(_)
         | Expr::JsonStrings(_)
         | Expr::JsonQuoted(_)
-        | Expr::DecimalMultiple(_) => CharClass::empty(),
+        | Expr::DecimalMultiple(_)
+        | Expr::IntegerRange(_) => CharClass::empty(),
         // Digits first; digits, `Z` or `z` last.
         Expr::Rfc3339(r) if r.form == crate::ir::TextForm::Chars => {
             CharClass::from_ranges([(0x30, 0x39), (0x5A, 0x5A), (0x7A, 0x7A)])
@@ -423,7 +424,8 @@ fn derive(e: &Expr, c: u32) -> Expr {
         | Expr::Token(_)
         | Expr::JsonStrings(_)
         | Expr::JsonQuoted(_)
-        | Expr::DecimalMultiple(_) => Expr::Nothing,
+        | Expr::DecimalMultiple(_)
+        | Expr::IntegerRange(_) => Expr::Nothing,
         Expr::Rfc3339(r) if r.form == crate::ir::TextForm::Chars => {
             derive(&super::formats::rfc3339_regex(r.date), c)
         }

@@ -343,6 +343,7 @@ impl Lower<'_> {
             | Expr::JsonStrings(_)
             | Expr::JsonQuoted(_)
             | Expr::DecimalMultiple(_)
+            | Expr::IntegerRange(_)
             | Expr::Rfc3339(_) => {
                 panic!("reference: intersection, complement and residue automata are not supported")
             }

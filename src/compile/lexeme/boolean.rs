@@ -50,6 +50,12 @@ pub fn table_of(e: &Expr, limits: &DfaLimits, cache: &dyn LexemeSource) -> Resul
             &limits.deadline,
         )?));
     }
+    if let Expr::IntegerRange(r) = e {
+        return Ok(Arc::new(minimize(
+            &super::integer_range::table(r),
+            &limits.deadline,
+        )?));
+    }
     if !has_boolean(e) {
         return cache.part(e, limits);
     }

@@ -33,6 +33,7 @@ pub mod analysis;
 mod boolean;
 pub mod counted;
 mod determinize;
+mod integer_range;
 pub mod iterations;
 mod json_string;
 mod length_and_iterations;
@@ -654,6 +655,7 @@ pub fn has_boolean(e: &Expr) -> bool {
             | Expr::JsonStrings(_)
             | Expr::JsonQuoted(_)
             | Expr::DecimalMultiple(_)
+            | Expr::IntegerRange(_)
             | Expr::Rfc3339(_)
     ) {
         return true;

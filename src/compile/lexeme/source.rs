@@ -144,6 +144,7 @@ fn booleans_are_plain_patterns(expr: &Expr) -> bool {
         | Expr::Not(_)
         | Expr::JsonStrings(_)
         | Expr::DecimalMultiple(_)
+        | Expr::IntegerRange(_)
         | Expr::Rfc3339(_) => false,
         _ => {
             let mut plain = true;

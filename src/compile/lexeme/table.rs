@@ -46,6 +46,7 @@ pub fn to_hir(expr: &Expr) -> Hir {
         | Expr::JsonStrings(_)
         | Expr::JsonQuoted(_)
         | Expr::DecimalMultiple(_)
+        | Expr::IntegerRange(_)
         | Expr::Rfc3339(_) => {
             unreachable!("lexemes are built from expanded regular expressions")
         }
