@@ -385,10 +385,10 @@ impl NumAtom {
                 let bounded = least.is_some() || greatest.is_some();
                 let fit = least.is_none_or(|l| l.is_some()) && greatest.is_none_or(|g| g.is_some());
                 if bounded && fit {
-                    parts.push(Expr::IntegerRange(IntegerRange {
+                    parts.push(Expr::IntegerRange(Box::new(IntegerRange {
                         min: least.flatten(),
                         max: greatest.flatten(),
-                    }));
+                    })));
                     bounds = (None, None);
                 } else {
                     parts.push(integer());
