@@ -10,7 +10,8 @@
 //! and complement), `counted` (a count beside an automaton),
 //! [`iterations`] (a large repetition counted by that count),
 //! `string_trie` (a large set of strings stepped on its trie, no table),
-//! `json_string`, `multiple`, `rfc3339` (DFAs built directly),
+//! `json_string`, `multiple`, `integer_range`, `rfc3339` (DFAs built
+//! directly),
 //! `determinize` and `minimize`.
 //!
 //! A lexeme is built from an IR expression (no rule references, no token
