@@ -582,6 +582,33 @@ fn source_size_is_a_limit() {
     assert_limit(try_compile(&source, &options(CG_KIND_GBNF)), &["bytes"]);
 }
 
+/// A string language is copied whole into each combination of
+/// subschemas: `allOf` or `anyOf` with a `not`, nested k deep around one
+/// `format`, holds 2^k copies (ten levels took 2.6 GB within the deadline
+/// before the bound). Refused by its size, strict or lenient; a few levels
+/// still compile.
+#[test]
+fn string_language_size_is_a_limit() {
+    fn nested(combine: &str, k: u32) -> String {
+        if k == 0 {
+            return r#"{"type": "string", "format": "iri-reference"}"#.to_string();
+        }
+        let x = nested(combine, k - 1);
+        format!(r#"{{"{combine}": [{x}, {{"not": {x}}}]}}"#)
+    }
+    drop(compile(&nested("anyOf", 3), CG_KIND_JSON_SCHEMA));
+    let mut lenient = options(CG_KIND_JSON_SCHEMA);
+    lenient.flags |= CG_JSON_LENIENT;
+    for combine in ["allOf", "anyOf"] {
+        for o in [&options(CG_KIND_JSON_SCHEMA), &lenient] {
+            assert_limit(
+                try_compile(&nested(combine, 10), o),
+                &["string language", "expression nodes", combine],
+            );
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------
 // 4. A repeated group of many rules: llama.cpp's verdict and a message
 // that says why.
