@@ -11,8 +11,7 @@
 //! [`iterations`] (a large repetition counted by that count),
 //! `string_trie` (a large set of strings stepped on its trie, no table),
 //! `json_string`, `multiple`, `integer_range`, `rfc3339` (DFAs built
-//! directly),
-//! `determinize` and `minimize`.
+//! directly), `determinize` and `minimize`.
 //!
 //! A lexeme is built from an IR expression (no rule references, no token
 //! elements) through `regex-syntax`'s HIR and `regex-automata`'s dense DFA
