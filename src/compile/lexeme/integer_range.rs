@@ -457,17 +457,6 @@ pub fn table(range: &IntegerRange) -> Table {
 mod tests {
     use super::*;
 
-    fn accepts(t: &Table, text: &[u8]) -> bool {
-        let mut s = 0u32;
-        for &b in text {
-            s = t.next(s, b);
-            if s == DEAD {
-                return false;
-            }
-        }
-        t.is_final[s as usize]
-    }
-
     /// The table agrees with the direct check on every string of up to 5
     /// characters over `-+.0123eE` and on longer spellings around the
     /// bounds.
@@ -488,21 +477,7 @@ mod tests {
             Some(320),
             Some(12_000),
         ];
-        let alphabet = b"-+.0123eE";
-        let mut texts: Vec<Vec<u8>> = vec![Vec::new()];
-        let mut all = Vec::new();
-        for _ in 0..5 {
-            let mut next = Vec::new();
-            for x in &texts {
-                for &c in alphabet {
-                    let mut y = x.clone();
-                    y.push(c);
-                    next.push(y);
-                }
-            }
-            all.extend(next.iter().cloned());
-            texts = next;
-        }
+        let mut all = Table::strings_over(b"-+.0123eE", 5);
         for s in [
             "1.2e4",
             "1.20000e+004",
@@ -532,7 +507,7 @@ mod tests {
                 let t = table(&r);
                 for x in &all {
                     assert_eq!(
-                        accepts(&t, x),
+                        t.accepts(x),
                         r.matches(x),
                         "{r:?} {}",
                         String::from_utf8_lossy(x)

@@ -110,6 +110,41 @@ impl Table {
         self.trans[s as usize * self.num_classes + self.classes[b as usize] as usize]
     }
 
+    /// Every string of 1 to `max_len` bytes of `alphabet`, shortest
+    /// first (texts for tests to check a table with).
+    #[cfg(test)]
+    pub fn strings_over(alphabet: &[u8], max_len: usize) -> Vec<Vec<u8>> {
+        let mut all: Vec<Vec<u8>> = Vec::new();
+        let mut last: Vec<Vec<u8>> = vec![Vec::new()];
+        for _ in 0..max_len {
+            last = last
+                .iter()
+                .flat_map(|x| {
+                    alphabet.iter().map(move |&c| {
+                        let mut y = x.clone();
+                        y.push(c);
+                        y
+                    })
+                })
+                .collect();
+            all.extend(last.iter().cloned());
+        }
+        all
+    }
+
+    /// Whether the table accepts `text` from state 0 (for tests).
+    #[cfg(test)]
+    pub fn accepts(&self, text: &[u8]) -> bool {
+        let mut s = 0u32;
+        for &b in text {
+            s = self.next(s, b);
+            if s == DEAD {
+                return false;
+            }
+        }
+        self.is_final[s as usize]
+    }
+
     /// The maximal runs of consecutive bytes of one class, `(first,
     /// last, class)` in byte order: what [`Self::for_each_run`] steps
     /// over, computed once per table rather than once per state.
