@@ -319,10 +319,10 @@ impl IntegerRange {
             return false;
         };
         // `None`: past every `i128`.
-        let value = i128::try_from(magnitude.unwrap_or(u128::MAX))
-            .ok()
-            .filter(|_| magnitude.is_some())
-            .map(|m| if negative { -m } else { m });
+        let value =
+            magnitude
+                .and_then(|m| i128::try_from(m).ok())
+                .map(|m| if negative { -m } else { m });
         let at_least = |bound: i128| value.map_or(!negative, |v| v >= bound);
         let at_most = |bound: i128| value.map_or(negative, |v| v <= bound);
         self.min.is_none_or(at_least) && self.max.is_none_or(at_most)

@@ -718,14 +718,13 @@ fn bounded_string(s: StrLang) -> Result<StrLang, AlgebraError> {
         e.for_each_child(|c| over = over || exceeds(c, left));
         over
     }
+    let mut left = MAX_STRING_NODES;
     match &s {
-        StrLang::Re(e) if exceeds(e, &mut { MAX_STRING_NODES }) => {
-            Err(AlgebraError::Limit(format!(
-                "a string language of more than {MAX_STRING_NODES} expression nodes \
+        StrLang::Re(e) if exceeds(e, &mut left) => Err(AlgebraError::Limit(format!(
+            "a string language of more than {MAX_STRING_NODES} expression nodes \
                  after combining subschemas (patterns or formats under allOf, anyOf \
                  and not)"
-            )))
-        }
+        ))),
         _ => Ok(s),
     }
 }
