@@ -1107,32 +1107,6 @@ mod tests {
         );
     }
 
-    /// Whether two DFAs accept the same byte strings: their pairs of
-    /// states reached together agree on finality.
-    fn same_language(a: &crate::compile::lexeme::Table, b: &crate::compile::lexeme::Table) -> bool {
-        use crate::compile::lexeme::DEAD;
-        let mut seen = FastSet::default();
-        let mut todo = vec![(0u32, 0u32)];
-        while let Some((x, y)) = todo.pop() {
-            if !seen.insert((x, y)) {
-                continue;
-            }
-            let fin =
-                |t: &crate::compile::lexeme::Table, s: u32| s != DEAD && t.is_final[s as usize];
-            if fin(a, x) != fin(b, y) {
-                return false;
-            }
-            for byte in 0..=255u8 {
-                let nx = if x == DEAD { DEAD } else { a.next(x, byte) };
-                let ny = if y == DEAD { DEAD } else { b.next(y, byte) };
-                if (nx, ny) != (DEAD, DEAD) {
-                    todo.push((nx, ny));
-                }
-            }
-        }
-        true
-    }
-
     /// An integer with bounds is one automaton built directly
     /// (`Expr::IntegerRange`): the same language as every integer
     /// intersected with the two comparisons, on bounds of either sign,
@@ -1188,7 +1162,7 @@ mod tests {
                 }
                 let general = Expr::and(general);
                 assert!(
-                    same_language(&dfa(&direct), &dfa(&general)),
+                    dfa(&direct).same_language(&dfa(&general)),
                     "{lo:?} {hi:?}: {direct:?}"
                 );
                 compared += 1;

@@ -1131,10 +1131,7 @@ mod tests {
                 let js = JsonStrings::new(values.iter().map(|s| s.to_string()), negated);
                 let ours = table(&js, &super::super::DfaLimits::default()).unwrap();
                 let theirs = general(&js);
-                assert!(
-                    super::super::tests::same_language(&ours, &theirs),
-                    "{values:?} negated {negated}"
-                );
+                assert!(ours.same_language(&theirs), "{values:?} negated {negated}");
                 assert_eq!(
                     ours.num_states(),
                     theirs.num_states(),
@@ -1159,7 +1156,7 @@ mod tests {
         } else {
             table_from_hir(&to_hir(&spelled), &limits).unwrap()
         };
-        assert!(super::super::tests::same_language(&ours, &theirs), "{e:?}");
+        assert!(ours.same_language(&theirs), "{e:?}");
         assert_eq!(ours.num_states(), theirs.num_states(), "{e:?}: not minimal");
     }
 
@@ -1274,10 +1271,7 @@ mod tests {
                     table(&js, &super::super::DfaLimits::default()).unwrap(),
                     general(&js),
                 );
-                assert!(
-                    super::super::tests::same_language(&ours, &theirs),
-                    "{values:?} negated {negated}"
-                );
+                assert!(ours.same_language(&theirs), "{values:?} negated {negated}");
                 assert_eq!(
                     ours.num_states(),
                     theirs.num_states(),

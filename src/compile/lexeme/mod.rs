@@ -758,30 +758,6 @@ mod tests {
         );
     }
 
-    /// Both tables accept the same byte strings (a walk of the product).
-    pub(crate) fn same_language(a: &Table, b: &Table) -> bool {
-        let mut seen = std::collections::HashSet::new();
-        let mut stack = vec![(0u32, 0u32)];
-        while let Some((x, y)) = stack.pop() {
-            if !seen.insert((x, y)) {
-                continue;
-            }
-            let fx = x != DEAD && a.is_final[x as usize];
-            let fy = y != DEAD && b.is_final[y as usize];
-            if fx != fy {
-                return false;
-            }
-            for byte in 0..=255u8 {
-                let nx = if x == DEAD { DEAD } else { a.next(x, byte) };
-                let ny = if y == DEAD { DEAD } else { b.next(y, byte) };
-                if nx != DEAD || ny != DEAD {
-                    stack.push((nx, ny));
-                }
-            }
-        }
-        true
-    }
-
     #[test]
     fn own_construction_matches_regex_automata() {
         let limits = DfaLimits::default();
@@ -798,7 +774,7 @@ mod tests {
             let hir = regex_syntax::parse(pattern).unwrap();
             let ours = table_from_hir(&hir, &limits).unwrap();
             let theirs = table_from_hir_dense(&hir, &limits).unwrap();
-            assert!(same_language(&ours, &theirs), "{pattern}");
+            assert!(ours.same_language(&theirs), "{pattern}");
             // Minimal: never more states than regex-automata's minimal DFA
             // (which keeps a dead state).
             assert!(ours.num_states() <= theirs.num_states(), "{pattern}");
@@ -840,7 +816,7 @@ mod tests {
             );
             let direct = table_from_hir(&table::to_hir(&expr), &limits).unwrap();
             let composed = build_part(&expr, &limits, &Uncached).unwrap();
-            assert!(same_language(&direct, &composed), "{pattern}");
+            assert!(direct.same_language(&composed), "{pattern}");
             assert_eq!(direct.num_states(), composed.num_states(), "{pattern}");
         }
     }

@@ -132,6 +132,32 @@ impl Table {
         all
     }
 
+    /// Whether both tables accept the same byte strings (a walk of the
+    /// pairs of states the same strings reach; for tests).
+    #[cfg(test)]
+    pub fn same_language(&self, other: &Table) -> bool {
+        let mut seen = std::collections::HashSet::new();
+        let mut stack = vec![(0u32, 0u32)];
+        while let Some((x, y)) = stack.pop() {
+            if !seen.insert((x, y)) {
+                continue;
+            }
+            let fx = x != DEAD && self.is_final[x as usize];
+            let fy = y != DEAD && other.is_final[y as usize];
+            if fx != fy {
+                return false;
+            }
+            for byte in 0..=255u8 {
+                let nx = if x == DEAD { DEAD } else { self.next(x, byte) };
+                let ny = if y == DEAD { DEAD } else { other.next(y, byte) };
+                if nx != DEAD || ny != DEAD {
+                    stack.push((nx, ny));
+                }
+            }
+        }
+        true
+    }
+
     /// Whether the table accepts `text` from state 0 (for tests).
     #[cfg(test)]
     pub fn accepts(&self, text: &[u8]) -> bool {
