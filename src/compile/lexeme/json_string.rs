@@ -294,16 +294,21 @@ impl ByteRoles {
         }
     }
 
-    /// A byte's identity among the bytes of its role: itself when marked,
-    /// else its run between marked bytes (or 0 for every unmarked byte).
-    fn identity(&self, b: u8) -> u16 {
-        if self.marked[b as usize] {
-            return 0x100 | b as u16;
+    /// Each byte's identity among the bytes of its role: itself when
+    /// marked, else its run between marked bytes (or 0 for every unmarked
+    /// byte).
+    fn identities(&self) -> [u16; 256] {
+        let mut out = [0u16; 256];
+        let mut marked_before = 0u16;
+        for (b, slot) in out.iter_mut().enumerate() {
+            if self.marked[b] {
+                *slot = 0x100 | b as u16;
+                marked_before += 1;
+            } else if self.by_interval {
+                *slot = marked_before;
+            }
         }
-        if !self.by_interval {
-            return 0;
-        }
-        self.marked[..b as usize].iter().filter(|&&m| m).count() as u16
+        out
     }
 }
 
@@ -510,6 +515,15 @@ struct Builder<'a> {
     leads: FastMap<Box<[CpRange]>, [u32; LEAD_BYTES]>,
 }
 
+/// What the spans of one row (one size, one `rest`) already lead to:
+/// those listing no code point, and the last ones wholly inside one
+/// listed range, by that range's state ([`Builder::spans`]).
+#[derive(Default)]
+struct SpanMemo {
+    empty: Option<u32>,
+    whole: Option<(CpState, u32)>,
+}
+
 /// Code points `lo..=hi` and the state they lead to.
 type CpRange = (u32, u32, CpState);
 
@@ -598,23 +612,45 @@ impl Builder<'_> {
         id
     }
 
-    /// [`Self::partial`] of the span `lo..hi` (offsets from `lo`). A row
-    /// splits its code points into many such spans, and most list no
-    /// code point: those all lead to the same state, looked up once per
-    /// row in `empty`.
-    fn span(
+    /// [`Self::partial`] of consecutive spans of `size` code points from
+    /// `base`, one per slot of `out` (each span's offsets from its start).
+    /// A row splits its code points so, all spans with the same `rest`:
+    /// most list no code point, and most others lie wholly in one listed
+    /// range (a pattern's `\S` covers whole blocks). Spans of either kind
+    /// that lead alike are one state, looked up once in `memo` rather than
+    /// hashed per span; the listed ranges are walked once, in step.
+    fn spans(
         &mut self,
         rest: Option<Rest>,
         listed: &[(u32, u32, CpState)],
-        lo: u32,
-        hi: u32,
-        empty: &mut Option<u32>,
-    ) -> u32 {
-        let i = listed.partition_point(|x| x.1 < lo);
-        if listed.get(i).is_none_or(|x| x.0 >= hi) {
-            return *empty.get_or_insert_with(|| self.partial(rest, listed, lo, lo, hi));
+        base: u32,
+        size: u32,
+        out: &mut [u32],
+        memo: &mut SpanMemo,
+    ) {
+        let mut i = listed.partition_point(|x| x.1 < base);
+        let mut lo = base;
+        for slot in out.iter_mut() {
+            let hi = lo + size;
+            while listed.get(i).is_some_and(|x| x.1 < lo) {
+                i += 1;
+            }
+            *slot = match listed.get(i) {
+                Some(&(first, last, t)) if first <= lo && last >= hi - 1 => match memo.whole {
+                    Some((known, id)) if known == t => id,
+                    _ => {
+                        let id = self.partial(rest, listed, lo, lo, hi);
+                        memo.whole = Some((t, id));
+                        id
+                    }
+                },
+                Some(&(first, _, _)) if first < hi => self.partial(rest, listed, lo, lo, hi),
+                _ => *memo
+                    .empty
+                    .get_or_insert_with(|| self.partial(rest, listed, lo, lo, hi)),
+            };
+            lo = hi;
         }
-        self.partial(rest, listed, lo, lo, hi)
     }
 
     /// The transitions of state `key` on every byte, into `row`.
@@ -694,45 +730,46 @@ impl Builder<'_> {
             }
             Key::HexAt(all) => {
                 let mut by_digit = [DEAD; 16];
-                let mut empty = None;
-                for (d, slot) in by_digit.iter_mut().enumerate() {
-                    let d = d as u32;
-                    *slot = if d == 0xD {
-                        let below = all.sub(0xD000, 0x800);
-                        let pairs = all.sub(0x10000, 0x100000);
-                        if below.is_dead() && pairs.is_dead() {
-                            DEAD
-                        } else {
-                            self.id(Key::HexD { below, pairs })
-                        }
-                    } else {
-                        let (lo, hi) = (d << 12, (d + 1) << 12);
-                        self.span(Some(Rest::Hex { left: 3 }), &all.listed, lo, hi, &mut empty)
-                    };
+                let mut memo = SpanMemo::default();
+                let rest = Some(Rest::Hex { left: 3 });
+                let block = 1 << 12;
+                self.spans(rest, &all.listed, 0, block, &mut by_digit[..0xD], &mut memo);
+                let below = all.sub(0xD000, 0x800);
+                let pairs = all.sub(0x10000, 0x100000);
+                if !(below.is_dead() && pairs.is_dead()) {
+                    by_digit[0xD] = self.id(Key::HexD { below, pairs });
                 }
+                self.spans(
+                    rest,
+                    &all.listed,
+                    0xE * block,
+                    block,
+                    &mut by_digit[0xE..],
+                    &mut memo,
+                );
                 for (b, d) in HEX_DIGITS {
                     row[b as usize] = by_digit[d as usize];
                 }
             }
             Key::HexD { below, pairs } => {
                 let mut by_digit = [DEAD; 16];
-                let (mut empty_below, mut empty_pairs) = (None, None);
-                for (d, slot) in by_digit.iter_mut().enumerate().take(0xC) {
-                    let d = d as u32;
-                    *slot = if d < 8 {
-                        // U+D000..U+D7FF.
-                        let (lo, hi) = (d << 8, (d + 1) << 8);
-                        let rest = Some(Rest::Hex { left: 2 });
-                        self.span(rest, &below.listed, lo, hi, &mut empty_below)
-                    } else {
-                        // A high surrogate D800-DBFF: 256 values of it,
-                        // each a block of 1,024 code points.
-                        let rest = Rest::Pair { step: 0 };
-                        let size = rest_size(rest);
-                        let lo = (d - 8) * size;
-                        self.span(Some(rest), &pairs.listed, lo, lo + size, &mut empty_pairs)
-                    };
-                }
+                // U+D000..U+D7FF.
+                let rest = Some(Rest::Hex { left: 2 });
+                let memo = &mut SpanMemo::default();
+                self.spans(rest, &below.listed, 0, 1 << 8, &mut by_digit[..8], memo);
+                // A high surrogate D800-DBFF: 256 values of it, each a
+                // block of 1,024 code points.
+                let rest = Rest::Pair { step: 0 };
+                let memo = &mut SpanMemo::default();
+                let size = rest_size(rest);
+                self.spans(
+                    Some(rest),
+                    &pairs.listed,
+                    0,
+                    size,
+                    &mut by_digit[8..0xC],
+                    memo,
+                );
                 // A low surrogate cannot come first (C-F stay dead).
                 for (b, d) in HEX_DIGITS {
                     row[b as usize] = by_digit[d as usize];
@@ -741,7 +778,7 @@ impl Builder<'_> {
             Key::Partial { rest, targets } => {
                 let (rest, listed) = (*rest, targets.listed.clone());
                 let size = rest_size(rest);
-                let mut empty = None;
+                let mut memo = SpanMemo::default();
                 match rest {
                     Rest::Utf8 { left, lo, hi } => {
                         let sub = size / 64;
@@ -750,20 +787,15 @@ impl Builder<'_> {
                             lo: 0x80,
                             hi: 0xBF,
                         });
-                        for b in lo..=hi {
-                            let from = (b as u32 & 0x3F) * sub;
-                            row[b as usize] =
-                                self.span(next, &listed, from, from + sub, &mut empty);
-                        }
+                        let from = (lo as u32 & 0x3F) * sub;
+                        let out = &mut row[lo as usize..=hi as usize];
+                        self.spans(next, &listed, from, sub, out, &mut memo);
                     }
                     Rest::Hex { left } => {
                         let sub = size / 16;
                         let next = (left > 1).then_some(Rest::Hex { left: left - 1 });
                         let mut by_digit = [DEAD; 16];
-                        for (d, slot) in by_digit.iter_mut().enumerate() {
-                            let from = d as u32 * sub;
-                            *slot = self.span(next, &listed, from, from + sub, &mut empty);
-                        }
+                        self.spans(next, &listed, 0, sub, &mut by_digit, &mut memo);
                         for (b, d) in HEX_DIGITS {
                             row[b as usize] = by_digit[d as usize];
                         }
@@ -776,26 +808,23 @@ impl Builder<'_> {
                         } else {
                             Rest::Hex { left: 2 }
                         });
-                        let mut go = |digit: u32, this: &mut Self| {
-                            let from = digit * sub;
-                            this.span(next, &listed, from, from + sub, &mut empty)
+                        let mut by_digit = [DEAD; 16];
+                        // Steps 0 and 1: hex digits; step 5: the low
+                        // surrogate's C-F; else one byte.
+                        let digits = match step {
+                            0 | 1 => &mut by_digit[..],
+                            5 => &mut by_digit[0xC..],
+                            _ => &mut by_digit[..1],
                         };
+                        self.spans(next, &listed, 0, sub, digits, &mut memo);
                         match step {
-                            2 => row[b'\\' as usize] = go(0, self),
-                            3 => row[b'u' as usize] = go(0, self),
+                            2 => row[b'\\' as usize] = by_digit[0],
+                            3 => row[b'u' as usize] = by_digit[0],
                             4 => {
-                                let t = go(0, self);
-                                row[b'd' as usize] = t;
-                                row[b'D' as usize] = t;
+                                row[b'd' as usize] = by_digit[0];
+                                row[b'D' as usize] = by_digit[0];
                             }
                             _ => {
-                                // Steps 0 and 1: hex digits; step 5: the
-                                // low surrogate's C-F.
-                                let first = if step == 5 { 0xC } else { 0 };
-                                let mut by_digit = [DEAD; 16];
-                                for (d, slot) in by_digit.iter_mut().enumerate().skip(first) {
-                                    *slot = go(d as u32 - first as u32, self);
-                                }
                                 for (b, d) in HEX_DIGITS {
                                     row[b as usize] = by_digit[d as usize];
                                 }
@@ -977,11 +1006,17 @@ fn spell(
     what: impl Fn() -> String,
 ) -> Result<Table> {
     let (classes, reps) = byte_classes(&cp.byte_roles());
+    // A set of names spells about six states per trie state (it, after a
+    // backslash, after `\u` and after each hex digit of its children's
+    // code points): reserved at once, a large table is not copied nor its
+    // index rehashed as they double (measured: 3% of compiling a
+    // Kubernetes schema).
+    let states = (13 * cp.num_states() / 2 + 8).min(limits.max_states.saturating_add(1));
     let mut b = Builder {
         other: cp.other(),
         cp,
-        ids: FastMap::default(),
-        keys: Vec::new(),
+        ids: FastMap::with_capacity_and_hasher(states, Default::default()),
+        keys: Vec::with_capacity(states),
         main_ids: vec![u32::MAX; cp.num_states()],
         uniform: Vec::new(),
         whole: FastMap::default(),
@@ -990,11 +1025,6 @@ fn spell(
     };
     b.id(Key::Start);
     let mut row = [DEAD; 256];
-    // A set of names spells about six states per trie state (it, after a
-    // backslash, after `\u` and after each hex digit of its children's
-    // code points): reserved at once, a large table is not copied as it
-    // doubles (measured: 3% of compiling a Kubernetes schema).
-    let states = (13 * cp.num_states() / 2 + 8).min(limits.max_states.saturating_add(1));
     let mut trans = Vec::with_capacity(states.saturating_mul(reps.len()));
     let mut done = 0;
     while done < b.keys.len() {
@@ -1035,13 +1065,14 @@ fn spell(
 /// these alike are alike everywhere. Returns the class of each byte and
 /// each class's first byte.
 fn byte_classes(roles: &ByteRoles) -> ([u8; 256], Vec<u8>) {
+    let identity = roles.identities();
     let signature = |b: u8| -> (u8, u16, u16, u16) {
         match b {
             0x00..=0x1F | 0xC0 | 0xC1 | 0xF5..=0xFF => (0, 0, 0, 0),
             b'"' | b'\\' => (1, b as u16, 0, 0),
             0x20..=0x7F => {
                 let escaped = match short_escape(b) {
-                    Some(c) => 0x1000 | roles.identity(c as u8),
+                    Some(c) => 0x1000 | identity[c as usize],
                     None if b == b'u' => 0x300,
                     None => 0,
                 };
@@ -1051,36 +1082,32 @@ fn byte_classes(roles: &ByteRoles) -> ([u8; 256], Vec<u8>) {
                     b'A'..=b'F' => 11 + (b - b'A') as u16,
                     _ => 0,
                 };
-                (2, roles.identity(b), escaped, hex)
+                (2, identity[b as usize], escaped, hex)
             }
             0x80..=0xBF => {
                 // The ranges a lead byte allows next: 80-8F, 90-9F, A0-BF.
                 let part = (b >= 0x90) as u16 + (b >= 0xA0) as u16;
-                (3, part, roles.identity(b), 0)
+                (3, part, identity[b as usize], 0)
             }
             _ => {
                 let group = LEADS
                     .iter()
                     .position(|&(first, last, ..)| (first..=last).contains(&b))
                     .expect("a lead byte") as u16;
-                (4, group, roles.identity(b), 0)
+                (4, group, identity[b as usize], 0)
             }
         }
     };
     let mut classes = [0u8; 256];
     let mut reps: Vec<u8> = Vec::new();
-    let mut seen: Vec<(u8, u16, u16, u16)> = Vec::new();
+    let mut seen: FastMap<(u8, u16, u16, u16), u8> = FastMap::default();
     for b in 0..=255u8 {
-        let sig = signature(b);
-        let c = match seen.iter().position(|s| *s == sig) {
-            Some(c) => c,
-            None => {
-                seen.push(sig);
-                reps.push(b);
-                seen.len() - 1
-            }
-        };
-        classes[b as usize] = c as u8;
+        let next = reps.len() as u8;
+        let c = *seen.entry(signature(b)).or_insert(next);
+        if c == next {
+            reps.push(b);
+        }
+        classes[b as usize] = c;
     }
     (classes, reps)
 }
