@@ -239,6 +239,9 @@ struct Nfa {
     meter: Meter,
 }
 
+/// No edge on a class, in [`Nfa::determinize`]'s table.
+const NO_EDGE: u32 = u32::MAX;
+
 /// An NFA state with its flag "took a mark not yet counted" (bit 0).
 type Flagged = u32;
 
@@ -393,6 +396,22 @@ impl Nfa {
         let ranges = edges.map(|&(lo, hi, _)| (lo, hi));
         let (classes, reps) = Table::classes_of_ranges(ranges.chain([(b'"', b'"')]));
         let k = reps.len();
+        // Each state's edges are the runs of one state of an embedded DFA,
+        // so a class leads it to one state at most: as a table, a step of
+        // a subset reads one entry per state instead of scanning edges.
+        // (Classes are intervals in byte order, so a run is a run of them.)
+        let mut by_class = vec![NO_EDGE; self.states.len() * k];
+        for (s, st) in self.states.iter().enumerate() {
+            self.meter.step(1 + st.edges.len())?;
+            for &(lo, hi, t) in &st.edges {
+                let row = &mut by_class[s * k..(s + 1) * k];
+                for slot in &mut row[classes[lo as usize] as usize..=classes[hi as usize] as usize]
+                {
+                    debug_assert_eq!(*slot, NO_EDGE, "an embedded DFA's runs are disjoint");
+                    *slot = t;
+                }
+            }
+        }
         let mut first = vec![start << 1];
         if self.closure(&mut first)?.is_none() {
             return Ok(None);
@@ -410,16 +429,14 @@ impl Nfa {
                 Some(&x) if x & 1 == 1 => return Ok(None),
                 found => finals.push(found.is_some()),
             }
-            for &b in &reps {
+            self.meter.step(k * set.len())?;
+            for c in 0..k {
                 // A quote here is escaped (the closing one is added below).
                 let mut next: Vec<Flagged> = Vec::new();
                 for &x in &set {
-                    let st = &self.states[(x >> 1) as usize];
-                    self.meter.step(1 + st.edges.len())?;
-                    for &(lo, hi, t) in &st.edges {
-                        if lo <= b && b <= hi {
-                            next.push(t << 1 | (x & 1));
-                        }
+                    let t = by_class[(x >> 1) as usize * k + c];
+                    if t != NO_EDGE {
+                        next.push(t << 1 | (x & 1));
                     }
                 }
                 if next.is_empty() {
