@@ -60,6 +60,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("tokenizer_json", tokenizer_json),
     ("matcher_drive", matcher_drive),
     ("json_schema_deadline", json_schema_deadline),
+    ("gguf_vocab", gguf_vocab),
 ];
 
 // ---------------------------------------------------------------------------
@@ -1290,12 +1291,8 @@ fn remove_folders_of_dead_processes(tmp: &std::path::Path) {
     }
 }
 
-/// `tokenizer_json`: the input is a tokenizer file, then optionally a NUL
-/// and a `tokenizer_config.json`, then optionally a NUL and a
-/// `generation_config.json`, written to a private folder and loaded with
-/// `cg_vocab_from_tokenizer_json`. A vocabulary that loads is checked
-/// (token bytes, EOS ids) and a small grammar compiled and walked on it.
-pub fn tokenizer_json(data: &[u8]) {
+/// A private folder per fuzzing thread for the files a target writes.
+fn private_dir() -> PathBuf {
     thread_local! {
         static DIR: PathBuf = {
             static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -1307,7 +1304,16 @@ pub fn tokenizer_json(data: &[u8]) {
             d
         };
     }
-    let dir = DIR.with(|d| d.clone());
+    DIR.with(|d| d.clone())
+}
+
+/// `tokenizer_json`: the input is a tokenizer file, then optionally a NUL
+/// and a `tokenizer_config.json`, then optionally a NUL and a
+/// `generation_config.json`, written to a private folder and loaded with
+/// `cg_vocab_from_tokenizer_json`. A vocabulary that loads is checked
+/// (token bytes, EOS ids) and a small grammar compiled and walked on it.
+pub fn tokenizer_json(data: &[u8]) {
+    let dir = private_dir();
     let mut parts = data.splitn(3, |&b| b == 0);
     let names = [
         "tokenizer.json",
@@ -1326,8 +1332,29 @@ pub fn tokenizer_json(data: &[u8]) {
     let path = CString::new(dir.join(names[0]).into_os_string().into_encoded_bytes())
         .expect("temp path without NUL");
     let v = unsafe { cg_vocab_from_tokenizer_json(path.as_ptr()) };
+    check_loaded_vocab("cg_vocab_from_tokenizer_json", v, data);
+}
+
+/// `gguf_vocab`: the input is a GGUF file, written to a private folder and
+/// loaded with `cg_vocab_from_gguf`: refused with an I/O, unsupported or
+/// limit error, or a vocabulary checked as `tokenizer_json`'s. libFuzzer's
+/// memory limit catches an allocation that follows a count in the file
+/// rather than its size.
+pub fn gguf_vocab(data: &[u8]) {
+    let path = private_dir().join("model.gguf");
+    std::fs::write(&path, data).expect("write temp file");
+    let path =
+        CString::new(path.into_os_string().into_encoded_bytes()).expect("temp path without NUL");
+    let v = unsafe { cg_vocab_from_gguf(path.as_ptr()) };
+    check_loaded_vocab("cg_vocab_from_gguf", v, data);
+}
+
+/// A vocabulary `func` loaded from a file (or NULL with an allowed error):
+/// its token bytes are in bounds, and a small grammar compiles and is
+/// walked on it (the walk's choices from `data`).
+fn check_loaded_vocab(func: &str, v: *mut cg_vocab, data: &[u8]) {
     let allowed = [CG_ERR_IO, CG_ERR_UNSUPPORTED, CG_ERR_LIMIT];
-    let Some(v) = ptr("cg_vocab_from_tokenizer_json", v, &allowed) else {
+    let Some(v) = ptr(func, v, &allowed) else {
         return;
     };
     let vocab = Vocab::wrap(v, Vec::new());

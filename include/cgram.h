@@ -82,7 +82,7 @@
 /**
  * The minor version of the header (new functions, constants and fields).
  */
-#define CGRAM_VERSION_MINOR 2
+#define CGRAM_VERSION_MINOR 3
 
 /**
  * The patch version of the header (no declaration changes).
@@ -91,7 +91,7 @@
 
 /**
  * The header's version as one number, MAJOR * 1000000 + MINOR * 1000 +
- * PATCH (0.2.0 is 2000), to compare with `cg_version_number()`:
+ * PATCH (0.3.0 is 3000), to compare with `cg_version_number()`:
  *
  *   if (cg_version_number() / 1000000 != CGRAM_VERSION_MAJOR ||
  *       cg_version_number() < CGRAM_VERSION_NUMBER)
@@ -474,7 +474,7 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * The library's version as a string, e.g. "0.2.0": the `CGRAM_VERSION`
+ * The library's version as a string, e.g. "0.3.0": the `CGRAM_VERSION`
  * of the header the library was built with. A static string: do not free it.
  * Thread-safe.
  */
@@ -531,6 +531,33 @@ CGRAM_API int cg_last_error_code(void);
  * bytes), `CG_ERR_INVALID_ARGUMENT` (`path` is NULL). Thread-safe.
  */
 CGRAM_API struct cg_vocab *cg_vocab_from_tokenizer_json(const char *path);
+
+/**
+ * Loads the vocabulary of a GGUF model file (llama.cpp's format) as
+ * llama.cpp makes it when it loads the model: each token's bytes as
+ * `llama_token_to_piece` gives them (special tokens as their text),
+ * control and unknown tokens special, the end-of-generation tokens
+ * (`llama_vocab_is_eog`) as end-of-sequence. The same vocabulary as the
+ * llama.cpp adapter builds from the loaded model, for a host that has the
+ * `.gguf` file and no `tokenizer.json`.
+ *
+ * Only the file's header and metadata are read, through a buffer (never
+ * the tensors, and the file is not mapped): a few megabytes for a model of
+ * several gigabytes. Tokenizer models read: `llama` (SentencePiece, `▁`
+ * and `<0xNN>` byte tokens), `gpt2` and `gemma4` (BPE, byte-level or `▁`),
+ * `t5` and `bert`; GGUF versions 2 and 3.
+ *
+ * `path` is a NUL-terminated file name (UTF-8 on Windows). Returns a new
+ * vocabulary that the caller frees with `cg_vocab_free`, or NULL on
+ * error, with `cg_last_error` saying why: `CG_ERR_IO` (the file cannot be
+ * read, is not a GGUF file, is cut short or corrupt, or holds no
+ * tokenizer), `CG_ERR_UNSUPPORTED` (another tokenizer model, such as
+ * `rwkv`, or GGUF version 1), `CG_ERR_LIMIT` (more than 16777216 tokens
+ * or a token longer than 65536 bytes), `CG_ERR_INVALID_ARGUMENT` (`path`
+ * is NULL). Memory is bounded by the file's size whatever its counts
+ * claim. Thread-safe. Since 0.3.0.
+ */
+CGRAM_API struct cg_vocab *cg_vocab_from_gguf(const char *path);
 
 /**
  * Builds a vocabulary from what a host such as llama.cpp knows about its

@@ -48,7 +48,7 @@ sanitizer=none
 update=0
 keep_going=0
 targets=()
-all_targets=(gbnf_compile json_schema_compile regex_compile tokenizer_json matcher_drive json_schema_deadline)
+all_targets=(gbnf_compile json_schema_compile regex_compile tokenizer_json matcher_drive json_schema_deadline gguf_vocab)
 
 usage() { sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
@@ -95,6 +95,7 @@ max_len() {
     tokenizer_json) echo 32768 ;;
     matcher_drive) echo 512 ;;
     json_schema_deadline) echo 16640 ;;
+    gguf_vocab) echo 32768 ;;
   esac
 }
 

@@ -20,8 +20,9 @@
 #     vocabulary:
 #     from llama.cpp's vocab-only
 #     ggml-vocab-llama-bpe.gguf against cgram's from the Llama 3
-#     tokenizer.json, token by token (tests/llama_vocab.c), and sanity on
-#     the other vocab-only GGUFs the sdist ships
+#     tokenizer.json, token by token (tests/llama_vocab.c), and on every
+#     vocab-only GGUF the sdist ships and the Gemma 3 model, cgram's own
+#     reading of the file (cg_vocab_from_gguf) against the adapter's
 #  5. generates on CPU with llama.cpp and the cgram sampler in the chain:
 #     JSON for three JSON Schemas (demo/llama/schemas: a tool call with
 #     nested objects and enums, an array of records with numeric bounds and
@@ -110,17 +111,19 @@ if [ "$quick" = 0 ]; then
   "$work/lazy_bench" "$llama_src/models/ggml-vocab-llama-bpe.gguf" 16000 | tee "$work/lazy_bench.md"
 fi
 
-step "the adapter's vocabulary vs cgram's from tokenizer.json (Llama 3)"
+step "the adapter's vocabulary vs cgram's from tokenizer.json (Llama 3) and from each GGUF file"
+# tests/llama_vocab.c: with a tokenizer.json, the two token by token; on
+# every file, cgram's own reading of the GGUF file (cg_vocab_from_gguf)
+# against the adapter's, on every vocabulary llama.cpp ships and on the
+# Gemma 3 model.
 "$work/llama_vocab_test" "$llama_src/models/ggml-vocab-llama-bpe.gguf" "$tokenizer"
-for v in qwen2 gpt-2 phi-3 llama-spm gemma-4 command-r; do
-  f="$llama_src/models/ggml-vocab-$v.gguf"
-  [ -f "$f" ] || continue
+for f in "$llama_src"/models/ggml-vocab-*.gguf "$model"; do
   if ! result="$("$work/llama_vocab_test" "$f")"; then
     echo "$result"
     echo "llama-demo.sh: llama_vocab_test failed on $f" >&2
     exit 1
   fi
-  echo "ggml-vocab-$v.gguf: ${result##*$'\n'}"
+  echo "$(basename "$f"): $(echo "$result" | sed -n 's/^  cg_vocab_from_gguf: //p'); ${result##*$'\n'}"
 done
 
 rm -rf "$outputs"

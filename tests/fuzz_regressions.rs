@@ -251,6 +251,7 @@ corpus_test!(corpus_regex_compile);
 corpus_test!(corpus_tokenizer_json);
 corpus_test!(corpus_matcher_drive);
 corpus_test!(corpus_json_schema_deadline);
+corpus_test!(corpus_gguf_vocab);
 
 /// `CGRAM_FUZZ_SHOW=FILE cargo test --test fuzz_regressions -- --ignored
 /// show_mutated_schema --nocapture`: prints the schema a

@@ -138,6 +138,7 @@ fn header_has_the_contract() {
         "cg_version(void)",
         "cg_last_error(void)",
         "cg_vocab_from_tokenizer_json(const char *path)",
+        "cg_vocab_from_gguf(const char *path)",
         "cg_vocab_new(uint32_t n_tokens",
         "cg_vocab_size(const struct cg_vocab *vocab)",
         "cg_vocab_free(struct cg_vocab *vocab)",

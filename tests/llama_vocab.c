@@ -17,7 +17,9 @@
  *     exactly when it is end-of-sequence, or not special with bytes that
  *     begin valid UTF-8. Both vocabularies' masks must be equal, and the
  *     adapter's flags must predict its mask exactly.
- * Always checked: the vocabulary compiles llama.cpp's json.gbnf shape of
+ * Always checked: cgram's own reading of VOCAB.gguf (cg_vocab_from_gguf)
+ * equals the adapter's vocabulary as above (bytes, end-of-sequence ids,
+ * special flags through the masks); the vocabulary compiles llama.cpp's json.gbnf shape of
  * grammar, and a sample text tokenized by llama.cpp (llama_tokenize) is
  * accepted token by token by a cgram matcher, its bytes spelling the text.
  *
@@ -28,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int n_passed, n_failed;
 
@@ -121,18 +124,15 @@ static uint32_t *start_mask(cg_vocab *v, const char *gbnf, size_t *n_words)
 
 static int bit(const uint32_t *mask, uint32_t t) { return (mask[t / 32] >> (t % 32)) & 1; }
 
-static void compare_with_tokenizer_json(const cgram_llama_vocab_arrays *a, cg_vocab *va,
-                                        const char *tokenizer)
+/* The adapter's vocabulary `va` (from the arrays `a`) against `vt`, which
+ * cgram read from a file of kind `other` ("tokenizer.json", "GGUF"). */
+static void compare_vocabs(const cgram_llama_vocab_arrays *a, cg_vocab *va, cg_vocab *vt,
+                           const char *other)
 {
-    cg_vocab *vt = cg_vocab_from_tokenizer_json(tokenizer);
-    if (!vt) {
-        printf("cg_vocab_from_tokenizer_json: %s\n", cg_last_error());
-        check(0, "load tokenizer.json");
-        return;
-    }
     uint32_t n = cg_vocab_size(va), nt = cg_vocab_size(vt);
     char what[256];
-    snprintf(what, sizeof what, "same number of tokens (llama.cpp %u, tokenizer.json %u)", n, nt);
+    snprintf(what, sizeof what, "%s: same number of tokens (llama.cpp %u, %s %u)", other, n,
+             other, nt);
     check(n == nt, what);
 
     uint32_t n_common = n < nt ? n : nt, bad = 0;
@@ -144,13 +144,14 @@ static void compare_with_tokenizer_json(const cgram_llama_vocab_arrays *a, cg_vo
             if (bad++ < 10) {
                 printf("  token %u: llama.cpp ", t);
                 show_bytes(ba, la);
-                printf(", tokenizer.json ");
+                printf(", %s ", other);
                 show_bytes(bt, lt);
                 printf("\n");
             }
         }
     }
-    snprintf(what, sizeof what, "the bytes of all %u tokens are equal (%u differ)", n_common, bad);
+    snprintf(what, sizeof what, "%s: the bytes of all %u tokens are equal (%u differ)", other,
+             n_common, bad);
     check(bad == 0, what);
 
     int32_t ea[64], et[64];
@@ -158,7 +159,7 @@ static void compare_with_tokenizer_json(const cgram_llama_vocab_arrays *a, cg_vo
     printf("  end of sequence: llama.cpp (is_eog)");
     for (int i = 0; i < na && i < 64; i++)
         printf(" %d", ea[i]);
-    printf("; tokenizer.json");
+    printf("; %s", other);
     for (int i = 0; i < nte && i < 64; i++)
         printf(" %d", et[i]);
     printf("\n");
@@ -182,7 +183,7 @@ static void compare_with_tokenizer_json(const cgram_llama_vocab_arrays *a, cg_vo
                 const uint8_t *b = cg_vocab_token_bytes(va, (int32_t)t, &l);
                 printf("  token %u ", t);
                 show_bytes(b, l);
-                printf(": allowed as text by %s only\n", x ? "llama.cpp's" : "tokenizer.json's");
+                printf(": allowed as text by %s only\n", x ? "llama.cpp" : other);
             }
             int eos = 0;
             for (uint32_t i = 0; i < a->n_eog; i++)
@@ -194,15 +195,51 @@ static void compare_with_tokenizer_json(const cgram_llama_vocab_arrays *a, cg_vo
                        predicted, x);
         }
         snprintf(what, sizeof what,
-                 "special flags agree: any-text masks equal (%u tokens allowed, %u differ; "
+                 "%s: special flags agree: any-text masks equal (%u tokens allowed, %u differ; "
                  "%u tokens flagged special by the adapter)",
-                 allowed, differ, n_special);
+                 other, allowed, differ, n_special);
         check(differ == 0, what);
         check(mispredicted == 0, "the adapter's special flags and its vocabulary agree");
     }
     free(ma);
     free(mt);
+}
+
+static void compare_with_tokenizer_json(const cgram_llama_vocab_arrays *a, cg_vocab *va,
+                                        const char *tokenizer)
+{
+    cg_vocab *vt = cg_vocab_from_tokenizer_json(tokenizer);
+    if (!vt) {
+        printf("cg_vocab_from_tokenizer_json: %s\n", cg_last_error());
+        check(0, "load tokenizer.json");
+        return;
+    }
+    compare_vocabs(a, va, vt, "tokenizer.json");
     cg_vocab_free(vt);
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC); /* C11: wall clock, enough for a report */
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* cgram's own reading of the GGUF file (cg_vocab_from_gguf) against the
+ * vocabulary the adapter builds from the model llama.cpp loaded. */
+static void compare_with_gguf(const cgram_llama_vocab_arrays *a, cg_vocab *va, const char *gguf)
+{
+    double start = now_ms();
+    cg_vocab *vg = cg_vocab_from_gguf(gguf);
+    double ms = now_ms() - start;
+    if (!vg) {
+        printf("cg_vocab_from_gguf: %s\n", cg_last_error());
+        check(0, "cg_vocab_from_gguf reads the file");
+        return;
+    }
+    printf("  cg_vocab_from_gguf: %u tokens in %.1f ms\n", cg_vocab_size(vg), ms);
+    compare_vocabs(a, va, vg, "GGUF");
+    cg_vocab_free(vg);
 }
 
 static void sanity(const struct llama_vocab *lv, cg_vocab *va)
@@ -227,6 +264,12 @@ static void sanity(const struct llama_vocab *lv, cg_vocab *va)
     check(m && allowed > 0, what);
     free(m);
 
+    if (llama_vocab_type(lv) == LLAMA_VOCAB_TYPE_WPM) {
+        /* WordPiece (BERT embedding models): continuation pieces (`##s`)
+         * do not spell the text they tokenize, in llama.cpp either. */
+        printf("  WordPiece vocabulary: the sample-text walk does not apply\n");
+        return;
+    }
     const char *text = "{\"name\": \"Zoë\", \"city\": \"東京\", \"n\": [1, 2.5e3], \"ok\": true}";
     int32_t len = (int32_t)strlen(text);
     int32_t nt = -llama_tokenize(lv, text, len, NULL, 0, false, false);
@@ -287,6 +330,7 @@ int main(int argc, char **argv)
     check(va != NULL, "the adapter builds a cgram vocabulary (cgram_llama_vocab_new)");
     if (va) {
         sanity(lv, va);
+        compare_with_gguf(&a, va, argv[1]);
         if (argc == 3)
             compare_with_tokenizer_json(&a, va, argv[2]);
     }

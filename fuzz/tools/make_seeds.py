@@ -25,6 +25,8 @@ Sources:
   hand-written Unigram / WordPiece / broken ones. An input is the file, then
   optionally NUL + tokenizer_config.json, then NUL + generation_config.json
   (see fuzz/harness.rs).
+- gguf_vocab: llama.cpp's vocabulary files (--llama-models), cut to their
+  first 200 tokens.
 - matcher_drive: byte strings (a grammar selector then operations).
 - vocab.txt: the matcher_drive vocabulary: the Llama 3 tokens of ids
   0..2047 (the 256 bytes and the most frequent merges), 64 later tokens
@@ -210,6 +212,72 @@ def tokenizer_seeds(out, tokdir):
     write(out, t, "{")
 
 
+# GGUF value types (see src/vocab/gguf.rs).
+GGUF_FIXED = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+
+
+def gguf_cut(path, keep):
+    """The metadata of the GGUF file `path` with every array cut to its
+    first `keep` elements and the tensors left out: a small file that
+    reads as the real one's vocabulary does, or None if it is not GGUF."""
+    import struct
+
+    with open(path, "rb") as f:
+        data = f.read(64 << 20)
+    if data[:4] != b"GGUF":
+        return None
+    pos = 24
+    (n_keys,) = struct.unpack_from("<Q", data, 16)
+    out = bytearray(data[:8]) + struct.pack("<QQ", 0, n_keys)
+
+    def string(p):
+        (n,) = struct.unpack_from("<Q", data, p)
+        return p + 8 + n
+
+    def value(p, t):
+        if t == 8:
+            return string(p)
+        if t == 9:
+            (et, n) = struct.unpack_from("<IQ", data, p)
+            p += 12
+            for _ in range(n):
+                p = value(p, et)
+            return p
+        return p + GGUF_FIXED[t]
+
+    for _ in range(n_keys):
+        key_end = string(pos)
+        (t,) = struct.unpack_from("<I", data, key_end)
+        vstart = key_end + 4
+        vend = value(vstart, t)
+        out += data[pos:vstart]
+        if t == 9:
+            (et, n) = struct.unpack_from("<IQ", data, vstart)
+            p = vstart + 12
+            items = []
+            for _ in range(min(n, keep)):
+                q = value(p, et)
+                items.append(data[p:q])
+                p = q
+            out += struct.pack("<IQ", et, len(items)) + b"".join(items)
+        else:
+            out += data[vstart:vend]
+        pos = vend
+    return bytes(out)
+
+
+def gguf_seeds(out, models):
+    """gguf_vocab: the vocabulary files llama.cpp ships (models/ggml-vocab-*.gguf
+    of the llama.cpp scripts/llama-build.sh unpacks), cut to their first
+    200 tokens and merges, plus their headers cut shorter."""
+    for path in sorted(glob.glob(os.path.join(models, "ggml-vocab-*.gguf"))):
+        small = gguf_cut(path, 200)
+        if small is None:
+            continue
+        write(out, "gguf_vocab", small)
+        write(out, "gguf_vocab", small[: len(small) // 3])
+
+
 def matcher_seeds(out, n_grammars):
     rng = random.Random(17)
     for g in range(n_grammars):
@@ -254,6 +322,11 @@ def main():
     ap.add_argument("--shared", default=os.path.join(os.path.dirname(REPO), "shared/data"))
     ap.add_argument("--tokenizers", default=os.path.join(REPO, ".cache/tokenizers"))
     ap.add_argument("--vocab-out")
+    ap.add_argument(
+        "--llama-models",
+        default=os.path.expanduser("~/.cache/cgram/llama.cpp-0.3.36/src/models"),
+        help="llama.cpp's models/ folder (scripts/llama-build.sh --print src)",
+    )
     ap.add_argument("--matcher-grammars", type=int, default=24)
     a = ap.parse_args()
     if not os.path.isdir(a.shared) and os.path.isdir("/work/shared/data"):
@@ -263,6 +336,7 @@ def main():
     regex_seeds(a.out)
     tokenizer_seeds(a.out, a.tokenizers)
     matcher_seeds(a.out, a.matcher_grammars)
+    gguf_seeds(a.out, a.llama_models)
     if a.vocab_out:
         vocab_file(a.vocab_out, a.tokenizers)
     for t in sorted(os.listdir(a.out)):

@@ -21,11 +21,11 @@ use std::ffi::c_char;
 /// on a library of the same major version that is at least as new.
 pub const CGRAM_VERSION_MAJOR: u32 = 0;
 /// The minor version of the header (new functions, constants and fields).
-pub const CGRAM_VERSION_MINOR: u32 = 2;
+pub const CGRAM_VERSION_MINOR: u32 = 3;
 /// The patch version of the header (no declaration changes).
 pub const CGRAM_VERSION_PATCH: u32 = 0;
 /// The header's version as one number, MAJOR * 1000000 + MINOR * 1000 +
-/// PATCH (0.2.0 is 2000), to compare with `cg_version_number()`:
+/// PATCH (0.3.0 is 3000), to compare with `cg_version_number()`:
 ///
 ///   if (cg_version_number() / 1000000 != CGRAM_VERSION_MAJOR ||
 ///       cg_version_number() < CGRAM_VERSION_NUMBER)
@@ -56,7 +56,7 @@ const _: () = {
     assert!(CGRAM_VERSION_MINOR < 1000 && CGRAM_VERSION_PATCH < 1000);
 };
 
-/// The library's version as a string, e.g. "0.2.0": the `CGRAM_VERSION`
+/// The library's version as a string, e.g. "0.3.0": the `CGRAM_VERSION`
 /// of the header the library was built with. A static string: do not free it.
 /// Thread-safe.
 #[no_mangle]

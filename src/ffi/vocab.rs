@@ -44,33 +44,71 @@ pub struct cg_vocab {
 #[no_mangle]
 pub unsafe extern "C" fn cg_vocab_from_tokenizer_json(path: *const c_char) -> *mut cg_vocab {
     guard_ptr("cg_vocab_from_tokenizer_json", || {
-        if path.is_null() {
-            return Err(null("path"));
-        }
-        let path = CStr::from_ptr(path);
-        #[cfg(unix)]
-        let path = {
-            use std::os::unix::ffi::OsStrExt;
-            std::path::Path::new(std::ffi::OsStr::from_bytes(path.to_bytes()))
-        };
-        // Elsewhere (Windows) the name is UTF-8, as llama.cpp takes it; a
-        // name that is not names no file there.
-        #[cfg(not(unix))]
-        let path = std::path::Path::new(path.to_str().map_err(|e| {
-            let e = super::args::utf8_error("path", e);
-            Error::io(format!("{}: file names are UTF-8 here", e.message()))
-        })?);
-        // The path is the only argument: whatever is wrong with what it
-        // names (an end-of-sequence token missing from the vocabulary, say)
-        // is the file's fault, not the caller's.
-        let vocab = Vocab::from_tokenizer_json(path).map_err(|e| match e.kind() {
-            ErrorKind::InvalidArgument => Error::io(e.message()),
-            _ => e,
-        })?;
-        Ok(into_handle(cg_vocab {
-            inner: Engine::new(vocab),
-        }))
+        vocab_from_file(path, Vocab::from_tokenizer_json)
     })
+}
+
+/// Loads the vocabulary of a GGUF model file (llama.cpp's format) as
+/// llama.cpp makes it when it loads the model: each token's bytes as
+/// `llama_token_to_piece` gives them (special tokens as their text),
+/// control and unknown tokens special, the end-of-generation tokens
+/// (`llama_vocab_is_eog`) as end-of-sequence. The same vocabulary as the
+/// llama.cpp adapter builds from the loaded model, for a host that has the
+/// `.gguf` file and no `tokenizer.json`.
+///
+/// Only the file's header and metadata are read, through a buffer (never
+/// the tensors, and the file is not mapped): a few megabytes for a model of
+/// several gigabytes. Tokenizer models read: `llama` (SentencePiece, `▁`
+/// and `<0xNN>` byte tokens), `gpt2` and `gemma4` (BPE, byte-level or `▁`),
+/// `t5` and `bert`; GGUF versions 2 and 3.
+///
+/// `path` is a NUL-terminated file name (UTF-8 on Windows). Returns a new
+/// vocabulary that the caller frees with `cg_vocab_free`, or NULL on
+/// error, with `cg_last_error` saying why: `CG_ERR_IO` (the file cannot be
+/// read, is not a GGUF file, is cut short or corrupt, or holds no
+/// tokenizer), `CG_ERR_UNSUPPORTED` (another tokenizer model, such as
+/// `rwkv`, or GGUF version 1), `CG_ERR_LIMIT` (more than 16777216 tokens
+/// or a token longer than 65536 bytes), `CG_ERR_INVALID_ARGUMENT` (`path`
+/// is NULL). Memory is bounded by the file's size whatever its counts
+/// claim. Thread-safe. Since 0.3.0.
+#[no_mangle]
+pub unsafe extern "C" fn cg_vocab_from_gguf(path: *const c_char) -> *mut cg_vocab {
+    guard_ptr("cg_vocab_from_gguf", || {
+        vocab_from_file(path, Vocab::from_gguf)
+    })
+}
+
+/// A vocabulary read from the file `path` names by `load`.
+unsafe fn vocab_from_file(
+    path: *const c_char,
+    load: fn(&std::path::Path) -> Result<Vocab>,
+) -> Result<*mut cg_vocab> {
+    if path.is_null() {
+        return Err(null("path"));
+    }
+    let path = CStr::from_ptr(path);
+    #[cfg(unix)]
+    let path = {
+        use std::os::unix::ffi::OsStrExt;
+        std::path::Path::new(std::ffi::OsStr::from_bytes(path.to_bytes()))
+    };
+    // Elsewhere (Windows) the name is UTF-8, as llama.cpp takes it; a
+    // name that is not names no file there.
+    #[cfg(not(unix))]
+    let path = std::path::Path::new(path.to_str().map_err(|e| {
+        let e = super::args::utf8_error("path", e);
+        Error::io(format!("{}: file names are UTF-8 here", e.message()))
+    })?);
+    // The path is the only argument: whatever is wrong with what it names
+    // (an end-of-sequence token missing from the vocabulary, say) is the
+    // file's fault, not the caller's.
+    let vocab = load(path).map_err(|e| match e.kind() {
+        ErrorKind::InvalidArgument => Error::io(e.message()),
+        _ => e,
+    })?;
+    Ok(into_handle(cg_vocab {
+        inner: Engine::new(vocab),
+    }))
 }
 
 /// Builds a vocabulary from what a host such as llama.cpp knows about its

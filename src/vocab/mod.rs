@@ -7,6 +7,8 @@
 
 pub mod trie;
 
+mod from_gguf;
+mod gguf;
 mod tekken;
 mod tokenizer_json;
 
@@ -149,6 +151,13 @@ impl Vocab {
     /// fallback) or a Mistral `tekken.json`.
     pub fn from_tokenizer_json(path: &std::path::Path) -> Result<Vocab> {
         tokenizer_json::load(path)
+    }
+
+    /// Reads the vocabulary of a GGUF model file (llama.cpp's format) as
+    /// llama.cpp makes it when it loads the model, without reading the
+    /// tensors (see `from_gguf`).
+    pub fn from_gguf(path: &std::path::Path) -> Result<Vocab> {
+        from_gguf::load(path)
     }
 
     /// Number of tokens (ids are `0..len()`).

@@ -545,7 +545,7 @@ fn byte_level_table() -> &'static [u16; 0x144] {
 const NO_BYTE: u16 = u16::MAX;
 
 /// The byte a char stands for in GPT-2's byte-level alphabet.
-fn byte_level_byte(c: char) -> Option<u8> {
+pub(super) fn byte_level_byte(c: char) -> Option<u8> {
     let table = byte_level_table();
     table
         .get(c as usize)

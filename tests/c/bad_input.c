@@ -721,6 +721,140 @@ static void test_vocab_files(void)
     cg_vocab_free(v);
 }
 
+/* A GGUF file under construction (little-endian, version 3). */
+struct gguf {
+    unsigned char b[4096];
+    size_t n;
+};
+
+static void gguf_raw(struct gguf *g, const void *p, size_t len)
+{
+    MUST(g->n + len <= sizeof g->b, "GGUF test file too large");
+    memcpy(g->b + g->n, p, len);
+    g->n += len;
+}
+
+static void gguf_u32(struct gguf *g, uint32_t v)
+{
+    unsigned char x[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
+                          (unsigned char)(v >> 24)};
+    gguf_raw(g, x, 4);
+}
+
+static void gguf_u64(struct gguf *g, uint64_t v)
+{
+    gguf_u32(g, (uint32_t)v);
+    gguf_u32(g, (uint32_t)(v >> 32));
+}
+
+static void gguf_str(struct gguf *g, const char *s)
+{
+    gguf_u64(g, strlen(s));
+    gguf_raw(g, s, strlen(s));
+}
+
+/* The header of a file of `keys` keys. */
+static void gguf_start(struct gguf *g, uint32_t version, uint64_t keys)
+{
+    g->n = 0;
+    gguf_raw(g, "GGUF", 4);
+    gguf_u32(g, version);
+    gguf_u64(g, 0);
+    gguf_u64(g, keys);
+}
+
+/* A string key; an array of `n` strings; an array of `n` int32. */
+static void gguf_key_str(struct gguf *g, const char *key, const char *value)
+{
+    gguf_str(g, key);
+    gguf_u32(g, 8);
+    gguf_str(g, value);
+}
+
+static void gguf_key_strs(struct gguf *g, const char *key, const char *const *items, size_t n)
+{
+    gguf_str(g, key);
+    gguf_u32(g, 9);
+    gguf_u32(g, 8);
+    gguf_u64(g, n);
+    for (size_t i = 0; i < n; i++)
+        gguf_str(g, items[i]);
+}
+
+static void gguf_key_i32s(struct gguf *g, const char *key, const int32_t *items, size_t n)
+{
+    gguf_str(g, key);
+    gguf_u32(g, 9);
+    gguf_u32(g, 5);
+    gguf_u64(g, n);
+    for (size_t i = 0; i < n; i++)
+        gguf_u32(g, (uint32_t)items[i]);
+}
+
+static void test_gguf_files(void)
+{
+    section = "cg_vocab_from_gguf";
+    const char *F = "cg_vocab_from_gguf";
+    NUL(F, CG_ERR_INVALID_ARGUMENT, cg_vocab_from_gguf(NULL));
+    NUL(F, CG_ERR_IO, cg_vocab_from_gguf(""));
+    NUL(F, CG_ERR_IO, cg_vocab_from_gguf("/nonexistent/model.gguf"));
+    NUL(F, CG_ERR_IO, cg_vocab_from_gguf(tmpdir));
+    NUL(F, CG_ERR_IO, cg_vocab_from_gguf(DEV_NULL));
+
+    static const char *const tokens[] = {"<unk>", "<s>", "</s>", "\xe2\x96\x81hi", "<0x0A>", "a"};
+    static const int32_t types[] = {2, 3, 3, 1, 6, 1};
+    struct gguf g;
+    /* Not GGUF, or a version not read. */
+    NUL(F, CG_ERR_IO, cg_vocab_from_gguf(write_file("text.gguf", "hello world", 11)));
+    gguf_start(&g, 1, 0);
+    NUL(F, CG_ERR_UNSUPPORTED, cg_vocab_from_gguf(write_file("v1.gguf", g.b, g.n)));
+    gguf_start(&g, 0x03000000, 0); /* big-endian */
+    NUL(F, CG_ERR_UNSUPPORTED, cg_vocab_from_gguf(write_file("big_endian.gguf", g.b, g.n)));
+    /* No tokenizer; another tokenizer model; counts past the file. */
+    gguf_start(&g, 3, 1);
+    gguf_key_str(&g, "general.architecture", "llama");
+    NUL(F, CG_ERR_IO, cg_vocab_from_gguf(write_file("no_tokenizer.gguf", g.b, g.n)));
+    gguf_start(&g, 3, 2);
+    gguf_key_str(&g, "tokenizer.ggml.model", "rwkv");
+    gguf_key_strs(&g, "tokenizer.ggml.tokens", tokens, 6);
+    NUL(F, CG_ERR_UNSUPPORTED, cg_vocab_from_gguf(write_file("rwkv.gguf", g.b, g.n)));
+    gguf_start(&g, 3, 2);
+    gguf_key_str(&g, "tokenizer.ggml.model", "llama");
+    /* The tokens' count: after the key (length, name), its type, the
+     * elements' type. */
+    size_t count_at = g.n + 8 + strlen("tokenizer.ggml.tokens") + 4 + 4;
+    gguf_key_strs(&g, "tokenizer.ggml.tokens", tokens, 6);
+    uint64_t huge = (uint64_t)1 << 60;
+    for (int k = 0; k < 8; k++)
+        g.b[count_at + (size_t)k] = (unsigned char)(huge >> (8 * k));
+    NUL(F, CG_ERR_IO, cg_vocab_from_gguf(write_file("huge_count.gguf", g.b, g.n)));
+    gguf_start(&g, 3, 0xFFFFFFFFFFFFull);
+    NUL(F, CG_ERR_IO, cg_vocab_from_gguf(write_file("huge_keys.gguf", g.b, g.n)));
+
+    /* A small SentencePiece vocabulary, and every truncation of it. */
+    gguf_start(&g, 3, 3);
+    gguf_key_str(&g, "tokenizer.ggml.model", "llama");
+    gguf_key_strs(&g, "tokenizer.ggml.tokens", tokens, 6);
+    gguf_key_i32s(&g, "tokenizer.ggml.token_type", types, 6);
+    const size_t cuts[] = {0, 4, 8, 23, 24, 60, g.n / 2, g.n - 1};
+    for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++)
+        NUL(F, CG_ERR_IO, cg_vocab_from_gguf(write_file("cut.gguf", g.b, cuts[i])));
+    poison("");
+    cg_vocab *v = cg_vocab_from_gguf(write_file("small.gguf", g.b, g.n));
+    CASE(v != NULL && untouched() && cg_vocab_size(v) == 6, "a small GGUF vocabulary");
+    if (v) {
+        size_t len = 0;
+        const uint8_t *b = cg_vocab_token_bytes(v, 3, &len);
+        CASE(b && len == 3 && memcmp(b, " hi", 3) == 0, "SentencePiece's \xe2\x96\x81 is a space");
+        b = cg_vocab_token_bytes(v, 4, &len);
+        CASE(b && len == 1 && b[0] == '\n', "a byte token is its byte");
+        int32_t eos = -1;
+        OKV(1, cg_vocab_eos_tokens(v, &eos, 1));
+        CASE(eos == 2, "the default end of sequence of a SentencePiece file: %d", eos);
+    }
+    cg_vocab_free(v);
+}
+
 /* ------------------------------------------------------------------------
  * Compiling. */
 
@@ -1923,6 +2057,7 @@ int main(int argc, char **argv)
     test_vocab_accessors(v);
     test_vocab_set_eos();
     test_vocab_files();
+    test_gguf_files();
     test_compile(v);
     test_json_options(v);
     test_matcher_nulls();
