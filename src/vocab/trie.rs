@@ -283,12 +283,22 @@ impl TokenTrie {
     /// Builds the trie over `(id, bytes)` pairs; empty byte strings are
     /// skipped. Several ids may share the same bytes.
     pub fn build<'a>(tokens: impl IntoIterator<Item = (u32, &'a [u8])>) -> TokenTrie {
-        let mut sorted: Vec<(&[u8], u32)> = tokens
+        // Sorted by bytes, then id. Most comparisons are settled by the
+        // first eight bytes, compared as one number (zero-padded, which
+        // orders as the bytes do: a shorter token is a prefix there), so
+        // sorting 262,144 tokens does not call `memcmp` 4.7 million times.
+        let mut keyed: Vec<(u64, &[u8], u32)> = tokens
             .into_iter()
             .filter(|(_, b)| !b.is_empty())
-            .map(|(id, b)| (b, id))
+            .map(|(id, b)| {
+                let mut head = [0u8; 8];
+                let n = b.len().min(8);
+                head[..n].copy_from_slice(&b[..n]);
+                (u64::from_be_bytes(head), b, id)
+            })
             .collect();
-        sorted.sort_unstable();
+        keyed.sort_unstable_by(|x, y| x.0.cmp(&y.0).then_with(|| x.1.cmp(y.1)).then(x.2.cmp(&y.2)));
+        let sorted: Vec<(&[u8], u32)> = keyed.into_iter().map(|(_, b, id)| (b, id)).collect();
         let mut nodes: Vec<TrieNode> = Vec::with_capacity(sorted.len() * 2);
         let mut token_ids = Vec::with_capacity(sorted.len());
         let mut path_bytes = Vec::with_capacity(sorted.iter().map(|t| t.0.len()).sum());
