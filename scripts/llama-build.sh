@@ -13,8 +13,12 @@
 #   CGRAM_LLAMA_CACHE=/dir            # cache here (default: $CGRAM_CACHE if set,
 #                                     # else ~/.cache/cgram: outside the checkout)
 #   CGRAM_LLAMA_JOBS=N                # parallel build jobs (default: nproc)
+#   CGRAM_LLAMA_CPP_PYTHON=V          # another llama-cpp-python sdist (the llama.cpp
+#                                     # it vendors), one of SDISTS below: the
+#                                     # drop-in's version matrix
+#                                     # (scripts/llama-matrix.sh)
 #
-# Leaves, under <cache>/llama.cpp-0.3.36/:
+# Leaves, under <cache>/llama.cpp-<version>/ (0.3.36 unless told otherwise):
 #
 #   llama_cpp_python-0.3.36.tar.gz  the sdist, unchanged
 #   src/                            its vendor/llama.cpp/: sources, grammars/,
@@ -22,7 +26,8 @@
 #                                   llama-bpe = Llama 3, qwen2, gpt-2, ...)
 #   build/                          the CMake build tree: targets llama,
 #                                   llama-server, llama-cli and llama-completion
-#                                   (the plain text one), all with shared
+#                                   (the plain text one; the targets a
+#                                   version has), all with shared
 #                                   libraries (llama.cpp's default), so that
 #                                   build/bin/ holds the programs next to
 #                                   libllama.so and libllama-common.so (the
@@ -39,9 +44,19 @@
 # CLI 4-5); longer on a busy machine.
 set -euo pipefail
 
-LLAMA_CPP_PYTHON_VERSION=0.3.36
-# sha256 of llama_cpp_python-0.3.36.tar.gz as PyPI serves it.
-SDIST_SHA256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
+LLAMA_CPP_PYTHON_VERSION="${CGRAM_LLAMA_CPP_PYTHON:-0.3.36}"
+# The sdists known here, with their sha256 as PyPI serves them (and the
+# llama.cpp each vendors): 0.3.36 is the one everything is built and tested
+# against; the others are the drop-in's version matrix.
+case "$LLAMA_CPP_PYTHON_VERSION" in
+  0.3.36) SDIST_SHA256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e ;; # 2026-10
+  0.3.24) SDIST_SHA256=f610476c5c737366859dad2315ed7948b1580202f5d139bd0b3437718d6d7092 ;; # 2026-06
+  0.3.16) SDIST_SHA256=34ed0f9bd9431af045bb63d9324ae620ad0536653740e9bb163a2e1fcb973be6 ;; # 2025-08
+  0.3.9) SDIST_SHA256=a3a985f558385e2f5de5b663f4e9b0817506d6af98122450142cd98e79216370 ;; # 2025-05
+  *)
+    echo "llama-build.sh: no sha256 known for llama-cpp-python $LLAMA_CPP_PYTHON_VERSION" >&2
+    exit 2 ;;
+esac
 # Bump when the configuration changes, so that old caches are rebuilt.
 STAMP_VERSION=4
 
@@ -74,14 +89,21 @@ esac
 
 stamp_text="v$STAMP_VERSION llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION"
 
+# The programs built besides libllama: those of the version's targets
+# (older llama.cpp has no llama-completion, and links its common library
+# into the programs).
+programs=(llama-server llama-cli llama-completion)
+
 complete() {
   [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$stamp_text" ] &&
     [ -f "$prefix/include/llama.h" ] && [ -f "$prefix/lib/cmake/llama/llama-config.cmake" ] &&
     [ -f "$src/models/ggml-vocab-llama-bpe.gguf" ] &&
     ls "$prefix"/lib/libllama.* >/dev/null 2>&1 &&
-    [ -x "$build/bin/llama-server" ] && [ -x "$build/bin/llama-cli" ] &&
-    [ -x "$build/bin/llama-completion" ] &&
-    ls "$build"/bin/libllama-common.* >/dev/null 2>&1
+    [ -x "$build/bin/llama-server" ] && [ -x "$build/bin/llama-cli" ] || return 1
+  # The latest version: everything the demo and the end-to-end runs use.
+  if [ "$LLAMA_CPP_PYTHON_VERSION" = 0.3.36 ]; then
+    [ -x "$build/bin/llama-completion" ] && ls "$build"/bin/libllama-common.* >/dev/null 2>&1
+  fi
 }
 
 if [ "$force" = 0 ] && complete; then
@@ -150,16 +172,29 @@ cmake -S "$src" -B "$build" \
   -DLLAMA_USE_PREBUILT_UI=OFF \
   -DLLAMA_TOOLS_INSTALL=OFF \
   -DLLAMA_OPENSSL=OFF \
+  -DLLAMA_CURL=OFF \
   >"$dir/configure.log" 2>&1 || { cat "$dir/configure.log" >&2; exit 1; }
 
-echo "==> building llama, llama-server, llama-cli and llama-completion with $jobs jobs (minutes; log: $dir/build.log)"
+targets=(llama)
+known="$(cmake --build "$build" --target help 2>/dev/null)"
+for t in "${programs[@]}"; do
+  # (Make lists "... name", Ninja "name: phony".)
+  grep -qE -- "(^|[ .])$t(:|\$| )" <<<"$known" && targets+=("$t")
+done
+echo "==> building ${targets[*]} with $jobs jobs (minutes; log: $dir/build.log)"
 start=$SECONDS
-cmake --build "$build" --target llama llama-server llama-cli llama-completion --parallel "$jobs" >"$dir/build.log" 2>&1 ||
+cmake --build "$build" --target "${targets[@]}" --parallel "$jobs" >"$dir/build.log" 2>&1 ||
   { tail -n 60 "$dir/build.log" >&2; exit 1; }
 echo "    built in $((SECONDS - start)) s"
 
 echo "==> installing the libraries into $prefix"
 rm -rf "$prefix"
+# Older llama.cpp (before LLAMA_TOOLS_INSTALL) installs every tool, built
+# or not, and stops at the first one missing: the libraries and headers
+# are all that is wanted from the install.
+if ! grep -q LLAMA_TOOLS_INSTALL "$src/CMakeLists.txt" && [ -f "$build/tools/cmake_install.cmake" ]; then
+  : >"$build/tools/cmake_install.cmake"
+fi
 cmake --install "$build" >"$dir/install.log" 2>&1 || { cat "$dir/install.log" >&2; exit 1; }
 # The programs run from $build/bin, next to every library they need (with
 # LLAMA_TOOLS_INSTALL off, an installed llama-server would miss its

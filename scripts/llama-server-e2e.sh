@@ -23,17 +23,25 @@
 #  6. stops the server
 #
 # Exit status 0 when every check passed. Logs in build/llama-server/.
-# Environment: CGRAM_BUILD, CGRAM_LLAMA_CACHE (see llama-demo.sh).
+# Environment: CGRAM_BUILD, CGRAM_LLAMA_CACHE (see llama-demo.sh);
+# CGRAM_LLAMA_CPP_PYTHON=V runs another llama.cpp (scripts/llama-build.sh)
+# and CGRAM_LLAMA_LAUNCHER=PATH a cgram-llama launcher already installed
+# (one drop-in binary on several llama.cpp versions: scripts/llama-matrix.sh);
+# --server-only leaves out step 5 (llama-cli's options change across
+# versions).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 quick=()
-case "${1:-}" in
-  --quick) quick=(--quick) ;;
-  "") ;;
-  *) echo "usage: scripts/llama-server-e2e.sh [--quick]" >&2; exit 2 ;;
-esac
+server_only=0
+for arg in "$@"; do
+  case "$arg" in
+    --quick) quick=(--quick) ;;
+    --server-only) server_only=1 ;;
+    *) echo "usage: scripts/llama-server-e2e.sh [--quick] [--server-only]" >&2; exit 2 ;;
+  esac
+done
 build="${CGRAM_BUILD:-$root/build}"
 work="$build/llama-server"
 mkdir -p "$work"
@@ -58,9 +66,14 @@ llama_bin="$(scripts/llama-build.sh --print bin)"
 llama_src="$(scripts/llama-build.sh --print src)"
 model="$(scripts/llama-model.sh | tail -n 1)"
 
-step "install the drop-in into $build/llama-dropin"
-scripts/install-llama-dropin.sh "$llama_prefix" "$build/llama-dropin"
-launcher="$build/llama-dropin/bin/cgram-llama"
+if [ -n "${CGRAM_LLAMA_LAUNCHER:-}" ]; then
+  launcher="$CGRAM_LLAMA_LAUNCHER"
+  step "the drop-in installed before: $launcher"
+else
+  step "install the drop-in into $build/llama-dropin"
+  scripts/install-llama-dropin.sh "$llama_prefix" "$build/llama-dropin"
+  launcher="$build/llama-dropin/bin/cgram-llama"
+fi
 
 # A free port on 127.0.0.1.
 port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
@@ -91,6 +104,11 @@ python3 demo/server/e2e.py --base-url "http://127.0.0.1:$port" --log "$log" "${q
 kill -0 "$server" 2>/dev/null || { echo "llama-server-e2e.sh: the server died" >&2; status=1; }
 stop_server
 trap - EXIT
+
+if [ "$server_only" = 1 ]; then
+  step "llama-server end to end done in $((SECONDS - start)) s: $([ $status = 0 ] && echo passed || echo FAILED)"
+  exit $status
+fi
 
 step "llama-cli --grammar and llama-completion --json-schema under cgram-llama"
 # llama-cli is chat-only: one turn (-st) with the same template; it shows

@@ -9,6 +9,10 @@
 #if defined(__MINGW32__) && !defined(__USE_MINGW_ANSI_STDIO)
 #define __USE_MINGW_ANSI_STDIO 1
 #endif
+/* The drop-in looks functions up in the process (dlsym, RTLD_DEFAULT). */
+#if defined(CGRAM_LLAMA_RUNTIME_LOOKUP) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE
+#endif
 #include "cgram_llama.h"
 
 #include <math.h>
@@ -16,6 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(CGRAM_LLAMA_RUNTIME_LOOKUP)
+#include <dlfcn.h>
+#endif
 
 #if defined(_WIN32)
 #include <windows.h>
@@ -69,6 +76,24 @@ int cgram_llama_last_error_code(void) { return last_error_code; }
 
 int cgram_llama_last_error_in_triggers(void) { return last_error_in_triggers; }
 
+#if defined(CGRAM_LLAMA_RUNTIME_LOOKUP)
+/* The drop-in calls whichever libllama the program loaded, found at run
+ * time. llama_log_get came with llama.cpp of mid-2025 (llama-cpp-python
+ * 0.3.17); without it, lines go to stderr, where llama.cpp's default
+ * logger writes them too. */
+static void log_get(ggml_log_callback *cb, void **user)
+{
+    typedef void (*log_get_fn)(ggml_log_callback *, void **);
+    void *found = dlsym(RTLD_DEFAULT, "llama_log_get");
+    log_get_fn fn = NULL;
+    memcpy(&fn, &found, sizeof fn);
+    if (fn)
+        fn(cb, user);
+}
+#else
+#define log_get llama_log_get
+#endif
+
 void cgram_llama_log(enum ggml_log_level level, const char *fmt, ...)
 {
     char line[2048];
@@ -85,7 +110,7 @@ void cgram_llama_log(enum ggml_log_level level, const char *fmt, ...)
     }
     ggml_log_callback cb = NULL;
     void *user = NULL;
-    llama_log_get(&cb, &user);
+    log_get(&cb, &user);
     if (cb)
         cb(level, line, user);
     else

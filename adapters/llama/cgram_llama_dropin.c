@@ -54,14 +54,17 @@
  *                           reports
  *   CGRAM_LLAMA_SPECIAL=strict  see above
  *
- * Requirements: a llama.cpp built with shared libraries, and this library
- * built against the llama.h of the libllama it runs with (the sampler
- * interface grows between versions; the interface structs here are padded
- * so that members a newer libllama adds read as absent). The drop-in does
- * not link libllama: it calls the one the program loaded. At the first
- * grammar it checks that this libllama has every function it calls and
- * every entry point it replaces; if one is missing (another version), it
- * says so on stderr or in the log and stays off.
+ * Requirements: a llama.cpp built with shared libraries. One binary serves
+ * several versions: the sampler interface only grows at its end, cgram's
+ * sampler sets the six members every version has and leaves the rest
+ * absent (NULL, with spare room after them), and functions older versions
+ * lack are looked up before they are called (llama_log_get: cgram_llama.c
+ * with CGRAM_LLAMA_RUNTIME_LOOKUP). The drop-in does not link libllama: it
+ * calls the one the program loaded. At the first grammar it checks that
+ * this libllama has every function it needs and every entry point it
+ * replaces; if one is missing (another version), it says so on stderr or
+ * in the log and stays off. scripts/llama-matrix.sh runs it under the
+ * llama.cpp of several llama-cpp-python releases.
  *
  * Windows has no preload. There this file is built into a proxy DLL that
  * takes the place of llama.cpp's own llama.dll
@@ -188,12 +191,11 @@ static int env_on(const char *name)
 /* The libllama functions the drop-in calls (it does not link libllama:
  * they are found in the program's, at run time). */
 static const char *const needed[] = {
-    "llama_log_get",        "llama_model_get_vocab", "llama_sampler_accept",
-    "llama_sampler_apply",  "llama_sampler_clone",   "llama_sampler_free",
-    "llama_sampler_init",   "llama_sampler_name",    "llama_sampler_reset",
-    "llama_token_to_piece", "llama_vocab_eos",       "llama_vocab_eot",
-    "llama_vocab_get_attr", "llama_vocab_get_text",  "llama_vocab_is_eog",
-    "llama_vocab_n_tokens",
+    "llama_model_get_vocab", "llama_sampler_accept", "llama_sampler_apply",
+    "llama_sampler_clone",   "llama_sampler_free",   "llama_sampler_init",
+    "llama_sampler_name",    "llama_sampler_reset",  "llama_token_to_piece",
+    "llama_vocab_eos",       "llama_vocab_eot",      "llama_vocab_get_attr",
+    "llama_vocab_get_text",  "llama_vocab_is_eog",   "llama_vocab_n_tokens",
 };
 
 static void setup(void)
