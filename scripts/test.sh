@@ -5,7 +5,8 @@
 # CMake from the installed package (scripts/demo.sh), a pkg-config build,
 # cgram in real llama.cpp (scripts/llama-demo.sh) and an unmodified
 # llama-server with cgram's drop-in, driven by the openai client
-# (scripts/llama-server-e2e.sh), the other platforms (scripts/cross.sh:
+# (scripts/llama-server-e2e.sh), the same drop-in under the llama.cpp of
+# older llama-cpp-python releases (scripts/llama-matrix.sh), the other platforms (scripts/cross.sh:
 # Windows under wine, Linux ARM under qemu, macOS built and link-checked,
 # the ABI against abi/cgram.abi on each), then the reliability checks of
 # RELIABILITY.md:
@@ -55,6 +56,7 @@ stage c-examples scripts/demo.sh
 stage pkg-config pkg_config_build
 stage llama scripts/llama-demo.sh --quick
 stage llama-server scripts/llama-server-e2e.sh --quick
+stage llama-matrix scripts/llama-matrix.sh
 stage platforms scripts/cross.sh
 stage sanitize scripts/sanitize.sh
 stage fuzz scripts/fuzz.sh --time 30
