@@ -6,7 +6,8 @@
 # cgram in real llama.cpp (scripts/llama-demo.sh) and an unmodified
 # llama-server with cgram's drop-in, driven by the openai client
 # (scripts/llama-server-e2e.sh), the same drop-in under the llama.cpp of
-# older llama-cpp-python releases (scripts/llama-matrix.sh), the other platforms (scripts/cross.sh:
+# older llama-cpp-python releases (scripts/llama-matrix.sh), the Python
+# package built as a wheel and tested (scripts/python-test.sh), the other platforms (scripts/cross.sh:
 # Windows under wine, Linux ARM under qemu, macOS built and link-checked,
 # the ABI against abi/cgram.abi on each), then the reliability checks of
 # RELIABILITY.md:
@@ -57,6 +58,7 @@ stage pkg-config pkg_config_build
 stage llama scripts/llama-demo.sh --quick
 stage llama-server scripts/llama-server-e2e.sh --quick
 stage llama-matrix scripts/llama-matrix.sh
+stage python scripts/python-test.sh
 stage platforms scripts/cross.sh
 stage sanitize scripts/sanitize.sh
 stage fuzz scripts/fuzz.sh --time 30

@@ -1,0 +1,398 @@
+"""cgram from Python: exact token masks for grammar-constrained decoding.
+
+The C API of libcgram (bundled in this package) through ctypes: load a
+vocabulary, compile a grammar (GBNF, JSON Schema, regex or any JSON) for it,
+then per sequence a matcher fills a token bitmask and advances on the
+chosen token::
+
+    import cgram
+    vocab = cgram.Vocab.from_gguf("model.gguf")          # or from_tokenizer_json
+    grammar = cgram.Grammar.json_schema(vocab, '{"type": "object"}')
+    matcher = cgram.Matcher(grammar)
+    bitmask = cgram.allocate_token_bitmask(1, vocab.size)
+    matcher.fill_next_token_bitmask(bitmask)              # written in place
+    matcher.accept_token(token_id)
+
+A bitmask is an int32 numpy array of ``ceil(vocab_size / 32)`` words per
+row, bit ``t % 32`` of word ``t // 32`` set when token ``t`` is allowed (the
+layout XGrammar and llguidance use). Errors raise :class:`CgramError` with
+the library's code and message.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json as _json
+import os
+import sys
+from ctypes import POINTER, byref, c_char_p, c_int, c_int32, c_size_t, c_uint32, c_uint64, c_void_p
+from pathlib import Path
+from typing import Iterable, List, Optional, Sequence, Union
+
+import numpy as np
+
+__all__ = [
+    "CgramError",
+    "Vocab",
+    "Grammar",
+    "Matcher",
+    "GrammarMatcher",
+    "allocate_token_bitmask",
+    "version",
+]
+
+# Error codes of cgram.h.
+OK = 0
+ERR_INVALID_ARGUMENT = -1
+ERR_PARSE = -2
+ERR_UNSUPPORTED = -3
+ERR_LIMIT = -4
+ERR_IO = -5
+ERR_TOKEN_REJECTED = -6
+ERR_TERMINATED = -7
+ERR_INTERNAL = -8
+
+# Grammar kinds and JSON flags of cgram.h.
+KIND_GBNF = 0
+KIND_JSON_SCHEMA = 1
+KIND_REGEX = 2
+KIND_ANY_JSON = 3
+JSON_COMPACT = 1
+JSON_NO_EXTRA_PROPERTIES = 2
+JSON_ORDERED_PROPERTIES = 8
+JSON_STRICT_INTEGERS = 16
+JSON_LENIENT = 32
+
+TOKEN_SPECIAL = 1
+
+
+def _library_path() -> Path:
+    name = {"win32": "cgram.dll", "darwin": "libcgram.dylib"}.get(sys.platform, "libcgram.so")
+    override = os.environ.get("CGRAM_LIBRARY")
+    return Path(override) if override else Path(__file__).resolve().parent / name
+
+
+class _Options(ctypes.Structure):
+    """struct cg_compile_options (a versioned struct: struct_size first)."""
+
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("kind", c_uint32),
+        ("root", c_char_p),
+        ("flags", c_uint32),
+        ("json_max_whitespace", c_uint32),
+        ("max_compile_ms", c_uint64),
+        ("max_states", c_uint64),
+        ("max_mask_steps", c_uint64),
+        ("json_indent", c_uint32),
+        ("json_item_separator", c_char_p),
+        ("json_key_separator", c_char_p),
+        ("json_documents", c_char_p),
+    ]
+
+
+def _load() -> ctypes.CDLL:
+    lib = ctypes.CDLL(str(_library_path()))
+    sigs = {
+        "cg_version": ([], c_char_p),
+        "cg_version_number": ([], c_uint32),
+        "cg_last_error": ([], c_char_p),
+        "cg_last_error_code": ([], c_int),
+        "cg_vocab_from_tokenizer_json": ([c_char_p], c_void_p),
+        "cg_vocab_from_gguf": ([c_char_p], c_void_p),
+        "cg_vocab_new": (
+            [c_uint32, POINTER(c_void_p), POINTER(c_uint32), POINTER(c_uint32), POINTER(c_int32), c_uint32],
+            c_void_p,
+        ),
+        "cg_vocab_size": ([c_void_p], c_uint32),
+        "cg_vocab_token_bytes": ([c_void_p, c_int32, POINTER(c_size_t)], c_void_p),
+        "cg_vocab_eos_tokens": ([c_void_p, POINTER(c_int32), c_size_t], c_int),
+        "cg_vocab_free": ([c_void_p], None),
+        "cg_compile_options_init_size": ([POINTER(_Options), c_size_t], None),
+        "cg_compile": ([c_void_p, c_char_p, c_size_t, POINTER(_Options)], c_void_p),
+        "cg_grammar_vocab_size": ([c_void_p], c_uint32),
+        "cg_mask_words": ([c_void_p], c_size_t),
+        "cg_free": ([c_void_p], None),
+        "cg_matcher_new": ([c_void_p], c_void_p),
+        "cg_matcher_clone": ([c_void_p], c_void_p),
+        "cg_matcher_free": ([c_void_p], None),
+        "cg_fill_mask": ([c_void_p, c_void_p, c_size_t], c_int),
+        "cg_accept": ([c_void_p, c_int32], c_int),
+        "cg_accept_bytes": ([c_void_p, c_char_p, c_size_t], c_int),
+        "cg_rollback": ([c_void_p, c_uint32], c_int),
+        "cg_reset": ([c_void_p], None),
+        "cg_is_accepting": ([c_void_p], c_int),
+        "cg_is_terminated": ([c_void_p], c_int),
+        "cg_forced_tokens": ([c_void_p, POINTER(c_int32), c_size_t], c_int),
+    }
+    for name, (args, res) in sigs.items():
+        f = getattr(lib, name)
+        f.argtypes = args
+        f.restype = res
+    return lib
+
+
+_lib = _load()
+
+
+class CgramError(Exception):
+    """A failed cgram call: `code` is the library's error code (negative),
+    the message its `cg_last_error`."""
+
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+def _error() -> CgramError:
+    return CgramError(_lib.cg_last_error_code(), _lib.cg_last_error().decode("utf-8", "replace"))
+
+
+def _check(rc: int) -> int:
+    if rc < 0:
+        raise _error()
+    return rc
+
+
+def version() -> str:
+    """The library's version, e.g. "0.3.0"."""
+    return _lib.cg_version().decode()
+
+
+def _path_arg(path: Union[str, os.PathLike]) -> bytes:
+    return os.fsencode(os.fspath(path))
+
+
+class Vocab:
+    """A tokenizer's vocabulary: each token's bytes, which are special, which
+    end the sequence. Immutable and shared by grammars and threads."""
+
+    def __init__(self, handle: int):
+        if not handle:
+            raise _error()
+        self._h = handle
+
+    @classmethod
+    def from_tokenizer_json(cls, path: Union[str, os.PathLike]) -> "Vocab":
+        """A HuggingFace tokenizer.json (or a Mistral tekken.json)."""
+        return cls(_lib.cg_vocab_from_tokenizer_json(_path_arg(path)))
+
+    @classmethod
+    def from_gguf(cls, path: Union[str, os.PathLike]) -> "Vocab":
+        """The vocabulary of a GGUF model file, as llama.cpp reads it (the
+        metadata only, never the tensors)."""
+        return cls(_lib.cg_vocab_from_gguf(_path_arg(path)))
+
+    @classmethod
+    def from_tokens(
+        cls,
+        tokens: Sequence[bytes],
+        eos_tokens: Iterable[int] = (),
+        special_tokens: Iterable[int] = (),
+    ) -> "Vocab":
+        """A vocabulary from each token's exact bytes (what a host such as
+        llama.cpp has), the end-of-sequence ids and the special ids (never
+        matched by grammar text)."""
+        n = len(tokens)
+        bufs = [bytes(t) for t in tokens]
+        ptrs = (c_void_p * n)(*[ctypes.cast(c_char_p(b), c_void_p).value for b in bufs])
+        lens = (c_uint32 * n)(*[len(b) for b in bufs])
+        flags = (c_uint32 * n)()
+        for t in special_tokens:
+            flags[t] = TOKEN_SPECIAL
+        eos = list(eos_tokens)
+        eos_arr = (c_int32 * max(1, len(eos)))(*eos)
+        h = _lib.cg_vocab_new(n, ptrs, lens, flags, eos_arr if eos else None, len(eos))
+        del bufs
+        return cls(h)
+
+    @property
+    def size(self) -> int:
+        return _lib.cg_vocab_size(self._h)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def token_bytes(self, token: int) -> bytes:
+        """The exact bytes of a token (a special token's text)."""
+        if not 0 <= token < self.size:
+            raise CgramError(ERR_INVALID_ARGUMENT, f"token {token} is out of range (size {self.size})")
+        n = c_size_t()
+        p = _lib.cg_vocab_token_bytes(self._h, token, byref(n))
+        return ctypes.string_at(p, n.value) if n.value else b""
+
+    @property
+    def eos_tokens(self) -> List[int]:
+        n = _check(_lib.cg_vocab_eos_tokens(self._h, None, 0))
+        out = (c_int32 * max(1, n))()
+        _check(_lib.cg_vocab_eos_tokens(self._h, out, n))
+        return list(out[:n])
+
+    def __del__(self):
+        h = getattr(self, "_h", None)
+        if h:
+            _lib.cg_vocab_free(h)
+            self._h = None
+
+
+class Grammar:
+    """A grammar compiled for one vocabulary: immutable, shared by matchers
+    and threads."""
+
+    def __init__(
+        self,
+        vocab: Vocab,
+        source: Union[str, bytes],
+        kind: int = KIND_GBNF,
+        *,
+        root: Optional[str] = None,
+        flags: int = 0,
+        max_compile_ms: Optional[int] = None,
+        max_states: Optional[int] = None,
+        max_mask_steps: Optional[int] = None,
+        json_max_whitespace: Optional[int] = None,
+        json_indent: Optional[int] = None,
+        json_item_separator: Optional[str] = None,
+        json_key_separator: Optional[str] = None,
+    ):
+        opts = _Options()
+        _lib.cg_compile_options_init_size(byref(opts), ctypes.sizeof(_Options))
+        opts.kind = kind
+        opts.flags = flags
+        self._keep = []  # the strings the options point to, alive through the call
+        if root is not None:
+            opts.root = self._c(root)
+        for name, value in [
+            ("max_compile_ms", max_compile_ms),
+            ("max_states", max_states),
+            ("max_mask_steps", max_mask_steps),
+            ("json_max_whitespace", json_max_whitespace),
+            ("json_indent", json_indent),
+        ]:
+            if value is not None:
+                setattr(opts, name, value)
+        if json_item_separator is not None:
+            opts.json_item_separator = self._c(json_item_separator)
+        if json_key_separator is not None:
+            opts.json_key_separator = self._c(json_key_separator)
+        src = source.encode() if isinstance(source, str) else bytes(source)
+        h = _lib.cg_compile(vocab._h, src, len(src), byref(opts))
+        self._keep = []
+        if not h:
+            raise _error()
+        self._h = h
+        self.vocab = vocab
+
+    def _c(self, s: str) -> bytes:
+        b = s.encode()
+        self._keep.append(b)
+        return b
+
+    @classmethod
+    def gbnf(cls, vocab: Vocab, source: str, **options) -> "Grammar":
+        return cls(vocab, source, KIND_GBNF, **options)
+
+    @classmethod
+    def json_schema(cls, vocab: Vocab, schema: Union[str, dict], **options) -> "Grammar":
+        text = schema if isinstance(schema, str) else _json.dumps(schema)
+        return cls(vocab, text, KIND_JSON_SCHEMA, **options)
+
+    @classmethod
+    def regex(cls, vocab: Vocab, pattern: str, **options) -> "Grammar":
+        return cls(vocab, pattern, KIND_REGEX, **options)
+
+    @classmethod
+    def any_json(cls, vocab: Vocab, **options) -> "Grammar":
+        return cls(vocab, "", KIND_ANY_JSON, **options)
+
+    @property
+    def vocab_size(self) -> int:
+        return _lib.cg_grammar_vocab_size(self._h)
+
+    @property
+    def mask_words(self) -> int:
+        return _lib.cg_mask_words(self._h)
+
+    def __del__(self):
+        h = getattr(self, "_h", None)
+        if h:
+            _lib.cg_free(h)
+            self._h = None
+
+
+def allocate_token_bitmask(batch_size: int, vocab_size: int) -> np.ndarray:
+    """A bitmask for `batch_size` sequences: int32, `ceil(vocab_size / 32)`
+    words per row, every token allowed."""
+    return np.full((batch_size, (vocab_size + 31) // 32), -1, dtype=np.int32)
+
+
+class Matcher:
+    """The state of one sequence under a grammar: the allowed next tokens,
+    and the tokens taken so far. One thread at a time."""
+
+    def __init__(self, grammar: Grammar, _handle: Optional[int] = None):
+        h = _handle if _handle is not None else _lib.cg_matcher_new(grammar._h)
+        if not h:
+            raise _error()
+        self._h = h
+        self.grammar = grammar
+
+    def fill_next_token_bitmask(self, bitmask: np.ndarray, index: int = 0) -> None:
+        """Writes the allowed next tokens into row `index` of `bitmask`
+        (int32 or uint32, C-contiguous, at least `grammar.mask_words`
+        words per row), in place: no copy per step."""
+        if bitmask.dtype not in (np.int32, np.uint32) or not bitmask.flags.c_contiguous:
+            raise CgramError(ERR_INVALID_ARGUMENT, "the bitmask must be a C-contiguous int32 or uint32 array")
+        row = bitmask.reshape(-1, bitmask.shape[-1])[index] if bitmask.ndim > 1 else bitmask
+        _check(_lib.cg_fill_mask(self._h, row.ctypes.data, row.shape[0]))
+
+    def accept_token(self, token: int) -> bool:
+        """Advances on `token`; False (and nothing changes) if the grammar
+        does not allow it there."""
+        rc = _lib.cg_accept(self._h, token)
+        if rc in (ERR_TOKEN_REJECTED, ERR_TERMINATED):
+            return False
+        _check(rc)
+        return True
+
+    def accept_bytes(self, data: Union[str, bytes]) -> bool:
+        """Advances on raw text; False if the grammar does not allow it."""
+        b = data.encode() if isinstance(data, str) else bytes(data)
+        rc = _lib.cg_accept_bytes(self._h, b, len(b))
+        if rc in (ERR_TOKEN_REJECTED, ERR_TERMINATED):
+            return False
+        _check(rc)
+        return True
+
+    def rollback(self, num_tokens: int = 1) -> None:
+        _check(_lib.cg_rollback(self._h, num_tokens))
+
+    def reset(self) -> None:
+        _lib.cg_reset(self._h)
+
+    def is_accepting(self) -> bool:
+        """Whether the text so far is complete (end of sequence allowed)."""
+        return _lib.cg_is_accepting(self._h) == 1
+
+    def is_terminated(self) -> bool:
+        """Whether end of sequence was accepted, or nothing can follow."""
+        return _lib.cg_is_terminated(self._h) == 1
+
+    def forced_tokens(self) -> List[int]:
+        """The tokens the grammar forces next, in order (jump-forward)."""
+        out = (c_int32 * 256)()
+        n = _check(_lib.cg_forced_tokens(self._h, out, 256))
+        return list(out[: min(n, 256)])
+
+    def clone(self) -> "Matcher":
+        return Matcher(self.grammar, _handle=_lib.cg_matcher_clone(self._h) or 0)
+
+    def __del__(self):
+        h = getattr(self, "_h", None)
+        if h:
+            _lib.cg_matcher_free(h)
+            self._h = None
+
+
+# The name XGrammar users know.
+GrammarMatcher = Matcher

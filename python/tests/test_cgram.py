@@ -1,0 +1,125 @@
+"""The Python package against the library it bundles: vocabularies, every
+grammar kind, masks written into numpy arrays, accept / rollback / clone,
+and errors as exceptions."""
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import cgram
+
+ROOT = Path(__file__).resolve().parents[2]
+LLAMA3 = ROOT / ".cache" / "tokenizers" / "llama3" / "tokenizer.json"
+GEMMA = Path(os.environ.get("CGRAM_CACHE", Path.home() / ".cache" / "cgram")) / "models" / "gemma-3-270m-q4_k_m.gguf"
+
+
+def byte_vocab():
+    """Every byte a token, then "<eos>" (id 256): text spells its tokens."""
+    return cgram.Vocab.from_tokens([bytes([b]) for b in range(256)] + [b"<eos>"], eos_tokens=[256], special_tokens=[256])
+
+
+def allowed(bitmask, row=0):
+    bits = np.unpackbits(bitmask[row].view(np.uint8), bitorder="little")
+    return set(np.flatnonzero(bits).tolist())
+
+
+def walk(matcher, text):
+    """Feeds `text` byte by byte (byte tokens), checking each mask allows it."""
+    mask = cgram.allocate_token_bitmask(1, 257)
+    for b in text.encode():
+        matcher.fill_next_token_bitmask(mask)
+        assert b in allowed(mask), f"{chr(b)!r} not allowed"
+        assert matcher.accept_token(b)
+
+
+def test_version_and_vocab():
+    assert cgram.version().startswith("0.")
+    v = byte_vocab()
+    assert v.size == 257 and len(v) == 257
+    assert v.token_bytes(65) == b"A"
+    assert v.token_bytes(256) == b"<eos>"
+    assert v.eos_tokens == [256]
+    with pytest.raises(cgram.CgramError):
+        v.token_bytes(257)
+
+
+def test_json_schema_walk_and_end():
+    v = byte_vocab()
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1, "maximum": 9}},
+              "required": ["n"], "additionalProperties": False}
+    g = cgram.Grammar.json_schema(v, schema, flags=cgram.JSON_COMPACT)
+    m = cgram.Matcher(g)
+    walk(m, '{"n":7}')
+    assert m.is_accepting()
+    mask = cgram.allocate_token_bitmask(1, v.size)
+    m.fill_next_token_bitmask(mask)
+    assert allowed(mask) == {256}
+    assert m.accept_token(256) and m.is_terminated()
+
+
+def test_refusals_rollback_clone_reset():
+    v = byte_vocab()
+    m = cgram.GrammarMatcher(cgram.Grammar.gbnf(v, 'root ::= "yes" | "no"'))
+    assert not m.accept_token(ord("x"))
+    assert m.accept_token(ord("y")) and m.accept_token(ord("e"))
+    c = m.clone()
+    m.rollback(1)  # back to "y"
+    assert m.accept_token(ord("e")) and m.accept_token(ord("s")) and m.is_accepting()
+    assert c.accept_token(ord("s")) and c.is_accepting()
+    m.reset()
+    assert not m.is_accepting()
+    assert m.accept_bytes("no") and m.is_accepting()
+
+
+def test_regex_any_json_and_forced():
+    v = byte_vocab()
+    m = cgram.Matcher(cgram.Grammar.regex(v, "[0-9]{3}-x"))
+    walk(m, "123")
+    assert m.forced_tokens() == [ord("-"), ord("x")]
+    a = cgram.Matcher(cgram.Grammar.any_json(v))
+    walk(a, json.dumps({"a": [1, 2.5, None, "z"]}))
+    assert a.is_accepting()
+
+
+def test_batch_rows_and_dtypes():
+    v = byte_vocab()
+    g = cgram.Grammar.gbnf(v, 'root ::= [ab]')
+    masks = cgram.allocate_token_bitmask(3, v.size)
+    cgram.Matcher(g).fill_next_token_bitmask(masks, index=1)
+    assert allowed(masks, 1) == {ord("a"), ord("b")}
+    assert len(allowed(masks, 0)) == 32 * masks.shape[1]  # untouched rows
+    with pytest.raises(cgram.CgramError):
+        cgram.Matcher(g).fill_next_token_bitmask(np.zeros(9, dtype=np.int64))
+
+
+def test_errors_carry_code_and_message():
+    v = byte_vocab()
+    with pytest.raises(cgram.CgramError) as e:
+        cgram.Grammar.gbnf(v, 'root ::= ("a"')
+    assert e.value.code == cgram.ERR_PARSE and "cg_compile" in str(e.value)
+    with pytest.raises(cgram.CgramError) as e:
+        cgram.Grammar.json_schema(v, '{"type": 12}')
+    assert e.value.code < 0
+    with pytest.raises(cgram.CgramError) as e:
+        cgram.Vocab.from_gguf("/nonexistent/model.gguf")
+    assert e.value.code == cgram.ERR_IO
+
+
+@pytest.mark.skipif(not LLAMA3.exists(), reason="scripts/fetch-tokenizers.sh not run")
+def test_llama3_tokenizer_json():
+    v = cgram.Vocab.from_tokenizer_json(LLAMA3)
+    assert v.size == 128256
+    m = cgram.Matcher(cgram.Grammar.gbnf(v, 'root ::= "hello"'))
+    mask = cgram.allocate_token_bitmask(1, v.size)
+    m.fill_next_token_bitmask(mask)
+    ids = allowed(mask)
+    assert all(b"hello".startswith(v.token_bytes(t)) for t in ids) and ids
+
+
+@pytest.mark.skipif(not GEMMA.exists(), reason="scripts/llama-model.sh not run")
+def test_gemma_gguf():
+    v = cgram.Vocab.from_gguf(GEMMA)
+    assert v.size == 262144 and 106 in v.eos_tokens
