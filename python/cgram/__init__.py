@@ -38,6 +38,7 @@ __all__ = [
     "Matcher",
     "GrammarMatcher",
     "allocate_token_bitmask",
+    "LogitsProcessor",
     "version",
 ]
 
@@ -396,3 +397,61 @@ class Matcher:
 
 # The name XGrammar users know.
 GrammarMatcher = Matcher
+
+
+def _allowed(bitmask: np.ndarray, n: int) -> np.ndarray:
+    """Per row, a bool per token id below `n`: allowed by the bitmask
+    (ids past the vocabulary, a model's padding, are not)."""
+    bits = np.unpackbits(bitmask.view(np.uint8), axis=-1, bitorder="little").view(bool)
+    if bits.shape[-1] >= n:
+        return bits[..., :n]
+    pad = np.zeros(bits.shape[:-1] + (n - bits.shape[-1],), dtype=bool)
+    return np.concatenate([bits, pad], axis=-1)
+
+
+class LogitsProcessor:
+    """Constrains generation in hosts that take a logits processor: called
+    with the token ids so far and the next token's scores, it accepts the
+    tokens generated since the last call and sets the scores of the tokens
+    the grammar does not allow to -inf, in place, through the bitmask (no
+    Python loop over the vocabulary).
+
+    The shapes of both hosts: llama-cpp-python's ``logits_processor``
+    (``input_ids`` a 1-D numpy array of the prompt and the output,
+    ``scores`` a 1-D float array) and Hugging Face transformers'
+    ``LogitsProcessor`` (2-D torch tensors, one row per sequence of the
+    batch). The first call fixes where the prompt ends; use one processor
+    per generation."""
+
+    def __init__(self, grammar: Grammar):
+        self.grammar = grammar
+        self._matchers: List[Matcher] = []
+        self._prompt = 0
+        self._taken: List[int] = []
+        self._mask: Optional[np.ndarray] = None
+
+    def __call__(self, input_ids, scores):
+        torch_scores = hasattr(scores, "masked_fill_")
+        ids = input_ids.detach().cpu().numpy() if hasattr(input_ids, "detach") else np.asarray(input_ids)
+        rows = ids.reshape(1, -1) if ids.ndim == 1 else ids
+        if not self._matchers:
+            self._matchers = [Matcher(self.grammar) for _ in range(rows.shape[0])]
+            self._taken = [0] * rows.shape[0]
+            self._prompt = rows.shape[1]
+            self._mask = allocate_token_bitmask(rows.shape[0], self.grammar.vocab_size)
+        for b, matcher in enumerate(self._matchers):
+            for token in rows[b, self._prompt + self._taken[b]:]:
+                if not matcher.accept_token(int(token)):
+                    raise CgramError(ERR_TOKEN_REJECTED, f"token {int(token)} was generated where the grammar refuses it")
+                self._taken[b] += 1
+            matcher.fill_next_token_bitmask(self._mask, b)
+        n = scores.shape[-1]
+        allowed = _allowed(self._mask, n)
+        if torch_scores:
+            import torch
+
+            keep = torch.from_numpy(allowed.reshape(scores.shape)).to(scores.device)
+            return scores.masked_fill_(~keep, float("-inf"))
+        out = np.asarray(scores)
+        out[~allowed.reshape(out.shape)] = -np.inf
+        return out

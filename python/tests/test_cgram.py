@@ -123,3 +123,43 @@ def test_llama3_tokenizer_json():
 def test_gemma_gguf():
     v = cgram.Vocab.from_gguf(GEMMA)
     assert v.size == 262144 and 106 in v.eos_tokens
+
+
+def test_logits_processor_generates_only_what_the_grammar_allows():
+    """A greedy generation loop as llama-cpp-python runs it (1-D ids with
+    the prompt, 1-D scores), on random scores: the output follows the
+    schema whatever the scores say."""
+    v = byte_vocab()
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}, "n": {"type": "integer"}},
+              "required": ["ok", "n"], "additionalProperties": False}
+    rng = np.random.default_rng(7)
+    for _ in range(5):
+        flags = cgram.JSON_COMPACT | cgram.JSON_STRICT_INTEGERS  # "7", never "7.0"
+        proc = cgram.LogitsProcessor(cgram.Grammar.json_schema(v, schema, flags=flags))
+        ids = list(b"prompt: ")
+        out = b""
+        for _ in range(200):
+            scores = rng.standard_normal(v.size + 7).astype(np.float32)  # a model's padded vocabulary
+            scores = proc(np.array(ids, dtype=np.intc), scores)
+            assert np.isinf(scores[v.size:]).all()
+            t = int(np.argmax(scores))
+            if t == 256:
+                break
+            ids.append(t)
+            out += bytes([t])
+        doc = json.loads(out)
+        assert set(doc) == {"ok", "n"} and isinstance(doc["ok"], bool) and isinstance(doc["n"], int)
+
+
+def test_logits_processor_batch_rows():
+    """Hugging Face's shape with numpy arrays: 2-D ids and scores."""
+    v = byte_vocab()
+    proc = cgram.LogitsProcessor(cgram.Grammar.gbnf(v, 'root ::= "ab" | "ac"'))
+    ids = np.array([[1, 2], [1, 2]])
+    scores = np.zeros((2, v.size), dtype=np.float32)
+    proc(ids, scores)
+    assert (np.flatnonzero(np.isfinite(scores[0])) == [ord("a")]).all()
+    ids = np.array([[1, 2, ord("a")], [1, 2, ord("a")]])
+    scores = np.zeros((2, v.size), dtype=np.float32)
+    proc(ids, scores)
+    assert set(np.flatnonzero(np.isfinite(scores[1])).tolist()) == {ord("b"), ord("c")}
