@@ -297,6 +297,8 @@ fn build(meta: &Metadata) -> Result<Vocab> {
         }
     };
     // Where a text is given twice, the later id is the one found by text.
+    // (The standard map's keyed hash: the texts are the file's, and a file
+    // of colliding texts must not make this quadratic.)
     let mut by_text: std::collections::HashMap<&[u8], u32> =
         std::collections::HashMap::with_capacity(n);
     for (i, t) in texts.iter().enumerate() {

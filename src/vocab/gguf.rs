@@ -28,6 +28,12 @@ const MAX_KEY_BYTES: u64 = 65_535;
 /// Arrays inside arrays are stepped over to this depth.
 const MAX_NESTING: u32 = 4;
 
+/// Most elements of an array kept (the token list and its types: a
+/// vocabulary's limit), and longest string kept: past them a value is
+/// refused before anything is allocated for it, whatever the file's size.
+const MAX_KEPT_ITEMS: u64 = super::MAX_VOCAB_SIZE as u64;
+const MAX_KEPT_STRING: u64 = super::MAX_TOKEN_BYTES as u64;
+
 /// A value kept from the file.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) enum Value {
@@ -187,6 +193,17 @@ impl<R: Read + Seek> Reader<R> {
         Ok(())
     }
 
+    /// A limit error past `max` of a value that would be kept.
+    fn check_kept(&self, n: u64, max: u64, what: &str) -> Result<()> {
+        if n > max {
+            return Err(Error::limit(format!(
+                "{n} {what} at byte {} of the GGUF file, more than the limit of {max}",
+                self.pos
+            )));
+        }
+        Ok(())
+    }
+
     fn array<const N: usize>(&mut self) -> Result<[u8; N]> {
         let mut out = [0u8; N];
         self.fill(&mut out)?;
@@ -266,11 +283,23 @@ impl<R: Read + Seek> Reader<R> {
         match t {
             tag::STRING => {
                 let n = self.u64()?;
+                self.check_count(n, 1, "bytes in a string")?;
+                self.check_kept(n, MAX_KEPT_STRING, "bytes in a string")?;
                 Ok(Value::Str(self.bytes(n)?))
             }
             tag::ARRAY => {
                 let element = self.u32()?;
                 let count = self.u64()?;
+                // Past the file's end first (a corrupt file), then past
+                // what is kept.
+                if let Some(least) = if element == tag::STRING {
+                    Some(8)
+                } else {
+                    fixed_size(element)
+                } {
+                    self.check_count(count, least, "array elements")?;
+                    self.check_kept(count, MAX_KEPT_ITEMS, "elements in an array")?;
+                }
                 match element {
                     tag::STRING => {
                         self.check_count(count, 8, "strings")?;
@@ -281,6 +310,7 @@ impl<R: Read + Seek> Reader<R> {
                             if n > self.left() {
                                 return Err(self.bad(format!("a string of {n} bytes")));
                             }
+                            self.check_kept(n, MAX_KEPT_STRING, "bytes in a string")?;
                             let start = data.len();
                             data.resize(start + n as usize, 0);
                             self.fill(&mut data[start..])?;
@@ -462,6 +492,22 @@ mod tests {
         .err()
         .expect("refused");
         assert_eq!(e.kind(), ErrorKind::Io);
+        // Kept values past the vocabulary's limits, in a file large enough
+        // to hold them by size: refused as limits, not allocated.
+        let mut long = tag::STRING.to_le_bytes().to_vec();
+        long.extend(1u64.to_le_bytes());
+        long.extend((1u64 << 17).to_le_bytes());
+        long.extend(vec![b'x'; 1 << 17]);
+        let e = read(&encode(3, &[("keep.a", tag::ARRAY, long)]))
+            .err()
+            .expect("refused");
+        assert_eq!(e.kind(), ErrorKind::Limit, "{e}");
+        let mut bytes = tag::U8.to_le_bytes().to_vec();
+        bytes.extend((MAX_KEPT_ITEMS + 1).to_le_bytes());
+        let mut file = encode(3, &[("keep.t", tag::ARRAY, bytes)]);
+        file.resize(file.len() + MAX_KEPT_ITEMS as usize + 1, 0);
+        let e = read(&file).err().expect("refused");
+        assert_eq!(e.kind(), ErrorKind::Limit, "{e}");
         let mut many_keys = encode(3, &[]);
         many_keys[16..24].copy_from_slice(&u64::MAX.to_le_bytes());
         assert!(read(&many_keys).is_err());
