@@ -24,10 +24,11 @@ set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
-# Newest first: the drop-in is built against it. 0.3.36 vendors llama.cpp
-# of 2026-10 (sampler interface with backend_reset and copy_state), 0.3.24
-# of 2026-06 (the first backend members), 0.3.16 of 2025-08 (the six
-# original members; no llama_log_get).
+# The drop-in is built against the newest, 0.3.36 (llama.cpp of 2026-10,
+# sampler interface with backend_reset and copy_state; CI's llama-server
+# stage runs it there), and run here under 0.3.24 (2026-06, the first
+# backend members) and 0.3.16 (2025-08, the six original members; no
+# llama_log_get).
 versions=(0.3.24 0.3.16)
 [ $# -gt 0 ] && versions=("$@")
 build="${CGRAM_BUILD:-$root/build}"
