@@ -290,19 +290,26 @@ impl<R: Read + Seek> Reader<R> {
             tag::ARRAY => {
                 let element = self.u32()?;
                 let count = self.u64()?;
-                // Past the file's end first (a corrupt file), then past
-                // what is kept.
-                if let Some(least) = if element == tag::STRING {
-                    Some(8)
-                } else {
-                    fixed_size(element)
-                } {
-                    self.check_count(count, least, "array elements")?;
-                    self.check_kept(count, MAX_KEPT_ITEMS, "elements in an array")?;
+                // The arrays kept: strings, and integers or booleans.
+                let least = match element {
+                    tag::STRING => Some(8),
+                    tag::F32 | tag::F64 => None,
+                    t => fixed_size(t),
+                };
+                match least {
+                    Some(least) => {
+                        // Past the file's end first (a corrupt file), then
+                        // past what is kept.
+                        self.check_count(count, least, "array elements")?;
+                        self.check_kept(count, MAX_KEPT_ITEMS, "elements in an array")?;
+                    }
+                    None => {
+                        self.skip_array(element, count, 1)?;
+                        return Ok(Value::OtherArray);
+                    }
                 }
                 match element {
                     tag::STRING => {
-                        self.check_count(count, 8, "strings")?;
                         let mut data = Vec::new();
                         let mut ends = Vec::with_capacity(count as usize);
                         for _ in 0..count {
@@ -318,8 +325,7 @@ impl<R: Read + Seek> Reader<R> {
                         }
                         Ok(Value::Strings { data, ends })
                     }
-                    t if fixed_size(t).is_some() && !matches!(t, tag::F32 | tag::F64) => {
-                        self.check_count(count, fixed_size(t).unwrap_or(1), "numbers")?;
+                    t => {
                         let mut out = Vec::with_capacity(count as usize);
                         for _ in 0..count {
                             match self.scalar(t)? {
@@ -329,10 +335,6 @@ impl<R: Read + Seek> Reader<R> {
                             }
                         }
                         Ok(Value::Ints(out))
-                    }
-                    _ => {
-                        self.skip_array(element, count, 1)?;
-                        Ok(Value::OtherArray)
                     }
                 }
             }
