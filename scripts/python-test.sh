@@ -21,4 +21,5 @@ echo "built $(basename "$wheel"): $(python3 -c 'import sys, zipfile; print(", ".
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$wheel" pytest
 # Run from outside the source tree: the installed package, not python/cgram.
 cd "$build"
-"$venv/bin/python" -m pytest -q "$root/python/tests"
+# test_llama_cpp.py needs llama-cpp-python and a model: scripts/llama-cpp-python-test.sh.
+"$venv/bin/python" -m pytest -q "$root/python/tests" --ignore "$root/python/tests/test_llama_cpp.py"

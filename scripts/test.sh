@@ -7,7 +7,9 @@
 # llama-server with cgram's drop-in, driven by the openai client
 # (scripts/llama-server-e2e.sh), the same drop-in under the llama.cpp of
 # older llama-cpp-python releases (scripts/llama-matrix.sh), the Python
-# package built as a wheel and tested (scripts/python-test.sh), the other platforms (scripts/cross.sh:
+# package built as a wheel and tested (scripts/python-test.sh),
+# llama-cpp-python on cgram with a real model (scripts/llama-cpp-python-test.sh),
+# the other platforms (scripts/cross.sh:
 # Windows under wine, Linux ARM under qemu, macOS built and link-checked,
 # the ABI against abi/cgram.abi on each), then the reliability checks of
 # RELIABILITY.md:
@@ -59,6 +61,7 @@ stage llama scripts/llama-demo.sh --quick
 stage llama-server scripts/llama-server-e2e.sh --quick
 stage llama-matrix scripts/llama-matrix.sh
 stage python scripts/python-test.sh
+stage llama-cpp-python scripts/llama-cpp-python-test.sh
 stage platforms scripts/cross.sh
 stage sanitize scripts/sanitize.sh
 stage fuzz scripts/fuzz.sh --time 30

@@ -76,7 +76,13 @@
 #include <stdint.h>
 
 #include <cgram.h>
+/* CGRAM_LLAMA_OWN_ABI: cgram's declaration of the part of llama.h it uses
+ * (cgram_llama_abi.h), for builds without llama.cpp's headers. */
+#if defined(CGRAM_LLAMA_OWN_ABI)
+#include "cgram_llama_abi.h"
+#else
 #include <llama.h>
+#endif
 
 #ifdef __cplusplus
 extern "C" {

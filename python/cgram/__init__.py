@@ -68,7 +68,7 @@ TOKEN_SPECIAL = 1
 
 
 def _library_path() -> Path:
-    name = {"win32": "cgram.dll", "darwin": "libcgram.dylib"}.get(sys.platform, "libcgram.so")
+    name = {"win32": "cgram.dll", "darwin": "libcgram.0.dylib"}.get(sys.platform, "libcgram.so.0")
     override = os.environ.get("CGRAM_LIBRARY")
     return Path(override) if override else Path(__file__).resolve().parent / name
 
