@@ -17,6 +17,9 @@
 # passes when every check that passed with llama.cpp's own samplers passes
 # with cgram, and the server log shows cgram running every grammar. The two runs' logs: build/llama-matrix/<version>.{own,cgram}.log.
 #
+# First, the drop-in's run-time check of the sampler interface under a
+# stand-in libllama that lays it out another way (it must stay off).
+#
 # Each llama.cpp is built once and cached (scripts/llama-build.sh with
 # CGRAM_LLAMA_CPP_PYTHON; 2-7 minutes each on 2 cores), so a rerun costs
 # the runs alone. Exit status 0 when every version passed.
@@ -39,6 +42,31 @@ newest="$(scripts/llama-build.sh >/dev/null && scripts/llama-build.sh --print pr
 echo "==> the drop-in, built once against $newest"
 scripts/install-llama-dropin.sh "$newest" "$build/llama-matrix/dropin" >/dev/null
 launcher="$build/llama-matrix/dropin/bin/cgram-llama"
+failed=()
+
+# A llama.cpp it does not know: the drop-in checks the sampler interface at
+# run time (check_interface in cgram_llama_dropin.c) and stays off, with
+# one log line, under a libllama that reads it another way. A stand-in
+# libllama (tests/c/fake_llama.c) as llama.cpp lays the interface out, then
+# with a member put in front of the six.
+echo "==> the interface check under a stand-in libllama (known layout, then shifted)"
+for variant in known shifted; do
+  dir="$out/fake-$variant"
+  mkdir -p "$dir"
+  flags=()
+  [ "$variant" = shifted ] && flags=(-DFAKE_SHIFTED)
+  cc -std=gnu11 -O2 -Wall -Wextra -fPIC -shared "${flags[@]}" tests/c/fake_llama.c -o "$dir/libllama.so"
+  cc -std=gnu11 -O2 -Wall -Wextra tests/c/dropin_interface_check.c -o "$dir/check" \
+    -L"$dir" -lllama -Wl,-rpath,"$dir"
+  if LD_PRELOAD="$build/llama-matrix/dropin/lib/libcgram-llama.so" "$dir/check" "$variant" \
+    >"$dir/check.log" 2>&1; then
+    sed 's/^/    /' "$dir/check.log"
+  else
+    echo "    FAILED ($variant):"
+    sed 's/^/      /' "$dir/check.log"
+    failed+=("interface-$variant")
+  fi
+done
 
 # The checks of an e2e log: "ok  : name" or "FAIL: name -- detail", the
 # name without its counts ("(4 calls)", "(400)").
@@ -47,7 +75,6 @@ checks() {
     sed -e 's/ -- .*//' -e 's/ ([^()]*)$//' | sort -u
 }
 
-failed=()
 for v in "${versions[@]}"; do
   echo "==> llama-cpp-python $v"
   if ! CGRAM_LLAMA_CPP_PYTHON="$v" scripts/llama-build.sh >"$out/$v.build.log" 2>&1; then

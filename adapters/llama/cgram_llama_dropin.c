@@ -60,11 +60,20 @@
  * absent (NULL, with spare room after them), and functions older versions
  * lack are looked up before they are called (llama_log_get: cgram_llama.c
  * with CGRAM_LLAMA_RUNTIME_LOOKUP). The drop-in does not link libllama: it
- * calls the one the program loaded. At the first grammar it checks that
- * this libllama has every function it needs and every entry point it
- * replaces; if one is missing (another version), it says so on stderr or
- * in the log and stays off. scripts/llama-matrix.sh runs it under the
- * llama.cpp of several llama-cpp-python releases.
+ * calls the one the program loaded. At the first grammar it checks, and
+ * stays off with one line saying why (on stderr or in the log) when a check
+ * fails:
+ *   1. this libllama has every function it calls and every entry point it
+ *      replaces (by name: another version may lack one);
+ *   2. this libllama drives the sampler interface as cgram lays it out
+ *      (check_interface: a probe sampler through llama_sampler_name,
+ *      _accept, _apply, _reset, _clone and _free, each of which must reach
+ *      its own member with the probe's context).
+ * What it relies on beyond these checks is written down in
+ * cgram_llama_abi.h (the token data layout, the signatures).
+ * scripts/llama-matrix.sh runs it under the llama.cpp of several
+ * llama-cpp-python releases, and under a stand-in libllama with another
+ * interface layout (tests/c/fake_llama.c), where it must stay off.
  *
  * Windows has no preload. There this file is built into a proxy DLL that
  * takes the place of llama.cpp's own llama.dll
@@ -177,6 +186,7 @@ static struct {
     uint32_t flags; /* CGRAM_LLAMA_SPECIAL_AS_TEXT unless strict */
     const char *dump; /* CGRAM_LLAMA_DUMP: a directory */
     int broken;       /* libllama lacks functions the drop-in calls */
+    int interface_unknown; /* its sampler interface failed check_interface */
 } dropin;
 
 static dropin_once setup_once = DROPIN_ONCE_INIT;
@@ -197,6 +207,135 @@ static const char *const needed[] = {
     "llama_vocab_eos",       "llama_vocab_eot",      "llama_vocab_get_attr",
     "llama_vocab_get_text",  "llama_vocab_is_eog",   "llama_vocab_n_tokens",
 };
+
+/* ------------------------------------------------------------------------ */
+/* the interface check */
+
+/* The sampler interface is checked at run time, before cgram's samplers are
+ * handed to llama.cpp: a probe sampler whose six members each record
+ * which was called is driven through libllama's own llama_sampler_name,
+ * _accept, _apply, _reset, _clone and _free. A libllama that reads the
+ * interface or struct llama_sampler another way (a member inserted before
+ * the six, another order, the context elsewhere) calls the wrong member or
+ * passes another context, and the drop-in stays off. Every probe member has
+ * the same shape, taking and returning pointers (what every C calling
+ * convention llama.cpp runs on passes in the same registers as the real
+ * members' arguments and results), so that whichever member libllama calls
+ * returns something harmless: the check itself cannot crash the program.
+ * Which slots were called is in a static (setup runs once). */
+#define PROBE_NAME "cgram-interface-probe"
+
+static struct {
+    int slot;         /* the member last called: 0..5, -1 none */
+    int foreign_ctx;  /* a member got a sampler whose ctx is not the probe's */
+    int sampler_ctx;  /* what the probe's samplers point at */
+} probe;
+
+static const char *const probe_slot_names[6] = {"name", "accept", "apply",
+                                                "reset", "clone", "free"};
+
+static void *probe_member(int slot, void *smpl)
+{
+    probe.slot = slot;
+    if (!smpl || ((struct llama_sampler *)smpl)->ctx != &probe.sampler_ctx)
+        probe.foreign_ctx = 1;
+    return NULL;
+}
+
+static void *probe_name(void *smpl, void *unused)
+{
+    (void)unused;
+    probe_member(0, smpl);
+    return (void *)PROBE_NAME;
+}
+static void *probe_accept(void *smpl, void *unused)
+{
+    (void)unused;
+    return probe_member(1, smpl);
+}
+static void *probe_apply(void *smpl, void *unused)
+{
+    (void)unused;
+    return probe_member(2, smpl);
+}
+static void *probe_reset(void *smpl, void *unused)
+{
+    (void)unused;
+    return probe_member(3, smpl);
+}
+static void *probe_clone(void *smpl, void *unused);
+static void *probe_free(void *smpl, void *unused)
+{
+    (void)unused;
+    return probe_member(5, smpl);
+}
+
+/* Members stored through the generic function pointer type and read back
+ * as each member's type by libllama: that the call matches is the point. */
+typedef void *(*probe_fn)(void *, void *);
+static struct {
+    struct llama_sampler_i iface;
+    void *reserved[16];
+} probe_iface;
+
+static void *probe_clone(void *smpl, void *unused)
+{
+    (void)unused;
+    probe_member(4, smpl);
+    if (probe.slot != 4 || probe.foreign_ctx)
+        return NULL;
+    return llama_sampler_init(&probe_iface.iface, &probe.sampler_ctx);
+}
+
+static void probe_iface_init(void)
+{
+    probe_fn fns[6] = {probe_name, probe_accept, probe_apply, probe_reset, probe_clone, probe_free};
+    /* The six members in their order, each a function pointer. */
+    memcpy(&probe_iface.iface, fns, sizeof fns);
+}
+
+/* NULL when libllama drives the interface as cgram's samplers expect, else
+ * what went otherwise. On a mismatch the probe sampler is left allocated
+ * (a few bytes, once): freeing it would go through the interface that
+ * just proved foreign. */
+static const char *check_interface(void)
+{
+    static char why[160];
+    probe_iface_init();
+    probe.slot = -1;
+    probe.foreign_ctx = 0;
+    struct llama_sampler *s = llama_sampler_init(&probe_iface.iface, &probe.sampler_ctx);
+    if (!s || s->ctx != &probe.sampler_ctx)
+        return "llama_sampler_init does not keep the context where cgram reads it";
+#define EXPECT(slot_index, function, call)                                                    \
+    do {                                                                                       \
+        probe.slot = -1;                                                                       \
+        call;                                                                                  \
+        if (probe.slot != (slot_index) || probe.foreign_ctx) {                                 \
+            snprintf(why, sizeof why, "%s reached the member %s%s", function,                  \
+                     probe.slot < 0 ? "(none)" : probe_slot_names[probe.slot],                 \
+                     probe.foreign_ctx ? " with another sampler" : "");                        \
+            return why;                                                                        \
+        }                                                                                      \
+    } while (0)
+    const char *name = NULL;
+    EXPECT(0, "llama_sampler_name", name = llama_sampler_name(s));
+    if (!name || strcmp(name, PROBE_NAME) != 0)
+        return "llama_sampler_name does not return the member's name";
+    EXPECT(1, "llama_sampler_accept", llama_sampler_accept(s, 7));
+    llama_token_data data[2] = {{1, 0.0f, 0.0f}, {2, 0.0f, 0.0f}};
+    llama_token_data_array cur = {data, 2, -1, false};
+    EXPECT(2, "llama_sampler_apply", llama_sampler_apply(s, &cur));
+    EXPECT(3, "llama_sampler_reset", llama_sampler_reset(s));
+    struct llama_sampler *copy = NULL;
+    EXPECT(4, "llama_sampler_clone", copy = llama_sampler_clone(s));
+    if (!copy)
+        return "llama_sampler_clone does not return the member's sampler";
+    EXPECT(5, "llama_sampler_free", llama_sampler_free(copy));
+    EXPECT(5, "llama_sampler_free", llama_sampler_free(s));
+#undef EXPECT
+    return NULL;
+}
 
 static void setup(void)
 {
@@ -237,6 +376,16 @@ static void setup(void)
         cgram_llama_log(GGML_LOG_LEVEL_WARN,
                         "cgram: this libllama lacks the grammar sampler entry points cgram "
                         "replaces (llama_sampler_init_grammar*, llama_model_free): cgram is off");
+        return;
+    }
+    const char *why = dropin.enabled ? check_interface() : NULL;
+    if (why) {
+        dropin.enabled = 0;
+        dropin.interface_unknown = 1;
+        cgram_llama_log(GGML_LOG_LEVEL_WARN,
+                        "cgram: this libllama's sampler interface is not the one cgram knows "
+                        "(%s): cgram is off, llama.cpp's own grammar samplers run",
+                        why);
     }
 }
 
@@ -249,7 +398,7 @@ static void announce(void)
                         "cgram %s: llama.cpp grammar samplers run on cgram (CGRAM_LLAMA=off "
                         "turns it off)",
                         cg_version());
-    else
+    else if (!dropin.interface_unknown)
         cgram_llama_log(GGML_LOG_LEVEL_WARN,
                         "cgram %s: loaded but off (CGRAM_LLAMA=off): llama.cpp's own grammar "
                         "samplers",
