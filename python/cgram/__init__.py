@@ -27,7 +27,7 @@ import os
 import sys
 from ctypes import POINTER, byref, c_char_p, c_int, c_int32, c_size_t, c_uint32, c_uint64, c_void_p
 from pathlib import Path
-from typing import Iterable, List, Optional, Sequence, Union
+from typing import Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -37,6 +37,8 @@ __all__ = [
     "Grammar",
     "Matcher",
     "GrammarMatcher",
+    "Triggers",
+    "GrammarCache",
     "allocate_token_bitmask",
     "LogitsProcessor",
     "version",
@@ -92,6 +94,26 @@ class _Options(ctypes.Structure):
     ]
 
 
+class _Trigger(ctypes.Structure):
+    """struct cg_trigger."""
+
+    _fields_ = [("kind", c_uint32), ("text", c_char_p), ("token", c_int32)]
+
+
+class _CacheStats(ctypes.Structure):
+    """struct cg_grammar_cache_stats (versioned: struct_size first)."""
+
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("hits", c_uint64),
+        ("misses", c_uint64),
+        ("evictions", c_uint64),
+        ("entries", c_uint64),
+        ("bytes", c_uint64),
+        ("budget", c_uint64),
+    ]
+
+
 def _load() -> ctypes.CDLL:
     lib = ctypes.CDLL(str(_library_path()))
     sigs = {
@@ -125,6 +147,18 @@ def _load() -> ctypes.CDLL:
         "cg_is_accepting": ([c_void_p], c_int),
         "cg_is_terminated": ([c_void_p], c_int),
         "cg_forced_tokens": ([c_void_p, POINTER(c_int32), c_size_t], c_int),
+        "cg_triggers_new": ([c_void_p, POINTER(_Trigger), c_size_t], c_void_p),
+        "cg_triggers_free": ([c_void_p], None),
+        "cg_matcher_new_lazy": ([c_void_p, c_void_p], c_void_p),
+        "cg_is_triggered": ([c_void_p, POINTER(c_int32), POINTER(c_size_t)], c_int),
+        "cg_grammar_cache_new": ([c_size_t], c_void_p),
+        "cg_grammar_cache_free": ([c_void_p], None),
+        "cg_grammar_cache_compile": ([c_void_p, c_void_p, c_char_p, c_size_t, POINTER(_Options)], c_void_p),
+        "cg_grammar_cache_triggers": ([c_void_p, c_void_p, POINTER(_Trigger), c_size_t], c_void_p),
+        "cg_grammar_cache_set_budget": ([c_void_p, c_size_t], None),
+        "cg_grammar_cache_get_stats": ([c_void_p, POINTER(_CacheStats)], c_int),
+        "cg_grammar_cache_forget_vocab": ([c_void_p, c_void_p], None),
+        "cg_grammar_cache_clear": ([c_void_p], None),
     }
     for name, (args, res) in sigs.items():
         f = getattr(lib, name)
@@ -236,13 +270,12 @@ class Vocab:
             self._h = None
 
 
-class Grammar:
-    """A grammar compiled for one vocabulary: immutable, shared by matchers
-    and threads."""
+class _CompileArgs:
+    """A grammar's source and struct cg_compile_options, with the strings
+    the options point to kept alive as long as this object."""
 
     def __init__(
         self,
-        vocab: Vocab,
         source: Union[str, bytes],
         kind: int = KIND_GBNF,
         *,
@@ -256,13 +289,14 @@ class Grammar:
         json_item_separator: Optional[str] = None,
         json_key_separator: Optional[str] = None,
     ):
-        opts = _Options()
-        _lib.cg_compile_options_init_size(byref(opts), ctypes.sizeof(_Options))
-        opts.kind = kind
-        opts.flags = flags
-        self._keep = []  # the strings the options point to, alive through the call
+        self.source = source.encode() if isinstance(source, str) else bytes(source)
+        self.options = _Options()
+        _lib.cg_compile_options_init_size(byref(self.options), ctypes.sizeof(_Options))
+        self.options.kind = kind
+        self.options.flags = flags
+        self._keep: List[bytes] = []
         if root is not None:
-            opts.root = self._c(root)
+            self.options.root = self._c(root)
         for name, value in [
             ("max_compile_ms", max_compile_ms),
             ("max_states", max_states),
@@ -271,23 +305,42 @@ class Grammar:
             ("json_indent", json_indent),
         ]:
             if value is not None:
-                setattr(opts, name, value)
+                setattr(self.options, name, value)
         if json_item_separator is not None:
-            opts.json_item_separator = self._c(json_item_separator)
+            self.options.json_item_separator = self._c(json_item_separator)
         if json_key_separator is not None:
-            opts.json_key_separator = self._c(json_key_separator)
-        src = source.encode() if isinstance(source, str) else bytes(source)
-        h = _lib.cg_compile(vocab._h, src, len(src), byref(opts))
-        self._keep = []
-        if not h:
-            raise _error()
-        self._h = h
-        self.vocab = vocab
+            self.options.json_key_separator = self._c(json_key_separator)
 
     def _c(self, s: str) -> bytes:
         b = s.encode()
         self._keep.append(b)
         return b
+
+
+class Grammar:
+    """A grammar compiled for one vocabulary: immutable, shared by matchers
+    and threads.
+
+    ``Grammar(vocab, source, kind, root=, flags=, max_compile_ms=,
+    max_states=, max_mask_steps=, json_max_whitespace=, json_indent=,
+    json_item_separator=, json_key_separator=)``: every field of
+    ``cg_compile_options``; the class methods are shortcuts per kind."""
+
+    def __init__(self, vocab: Vocab, source: Union[str, bytes], kind: int = KIND_GBNF, **options):
+        args = _CompileArgs(source, kind, **options)
+        self._adopt(_lib.cg_compile(vocab._h, args.source, len(args.source), byref(args.options)), vocab)
+
+    @classmethod
+    def _from_handle(cls, handle: Optional[int], vocab: Vocab) -> "Grammar":
+        grammar = cls.__new__(cls)
+        grammar._adopt(handle, vocab)
+        return grammar
+
+    def _adopt(self, handle: Optional[int], vocab: Vocab) -> None:
+        if not handle:
+            raise _error()
+        self._h = handle
+        self.vocab = vocab
 
     @classmethod
     def gbnf(cls, vocab: Vocab, source: str, **options) -> "Grammar":
@@ -321,6 +374,115 @@ class Grammar:
             self._h = None
 
 
+TRIGGER_PATTERN = 0
+TRIGGER_WORD = 1
+TRIGGER_TOKEN = 2
+
+
+def _trigger_array(patterns: Sequence[str], words: Sequence[str], tokens: Sequence[int]):
+    """struct cg_trigger[] in the documented order, and the byte strings it
+    points to (to be kept alive through the call)."""
+    texts = [p.encode() for p in patterns] + [w.encode() for w in words]
+    items = [(TRIGGER_PATTERN, t, 0) for t in texts[: len(patterns)]]
+    items += [(TRIGGER_WORD, t, 0) for t in texts[len(patterns) :]]
+    items += [(TRIGGER_TOKEN, None, int(t)) for t in tokens]
+    array = (_Trigger * max(1, len(items)))(*[_Trigger(k, t, tok) for k, t, tok in items])
+    return array, len(items), texts
+
+
+class Triggers:
+    """The triggers of lazy grammars, compiled for one vocabulary:
+    `patterns` (llama.cpp's trigger patterns: the grammar starts at the
+    first capturing group that matched, or at the match), `words` (literal
+    text) and `tokens` (ids). Their indices, as Matcher.triggered() gives
+    them, run through the patterns, then the words, then the tokens.
+    Immutable, shared by lazy matchers."""
+
+    def __init__(
+        self,
+        vocab: Vocab,
+        *,
+        patterns: Sequence[str] = (),
+        words: Sequence[str] = (),
+        tokens: Sequence[int] = (),
+        _handle: Optional[int] = None,
+    ):
+        if _handle is None:
+            array, n, _texts = _trigger_array(patterns, words, tokens)
+            _handle = _lib.cg_triggers_new(vocab._h, array, n)
+        if not _handle:
+            raise _error()
+        self._h = _handle
+        self.vocab = vocab
+
+    def __del__(self):
+        h = getattr(self, "_h", None)
+        if h:
+            _lib.cg_triggers_free(h)
+            self._h = None
+
+
+class GrammarCache:
+    """Compiled grammars and triggers kept by what they were compiled from,
+    within a budget of bytes (0: 256 MiB), the least recently used evicted
+    first: a grammar asked for again costs a lookup. Thread-safe."""
+
+    def __init__(self, budget_bytes: int = 0):
+        self._h = _lib.cg_grammar_cache_new(budget_bytes)
+        if not self._h:
+            raise _error()
+
+    def compile(
+        self, vocab: Vocab, source: Union[str, bytes, dict], kind: int = KIND_GBNF, **options
+    ) -> Grammar:
+        """Grammar(vocab, source, kind, **options) through the cache (a dict
+        source is a JSON Schema)."""
+        if isinstance(source, dict):
+            source, kind = _json.dumps(source), KIND_JSON_SCHEMA
+        args = _CompileArgs(source, kind, **options)
+        handle = _lib.cg_grammar_cache_compile(
+            self._h, vocab._h, args.source, len(args.source), byref(args.options)
+        )
+        return Grammar._from_handle(handle, vocab)
+
+    def triggers(
+        self,
+        vocab: Vocab,
+        *,
+        patterns: Sequence[str] = (),
+        words: Sequence[str] = (),
+        tokens: Sequence[int] = (),
+    ) -> Triggers:
+        """Triggers(vocab, ...) through the cache (which also keeps what
+        their matchers learn)."""
+        array, n, _texts = _trigger_array(patterns, words, tokens)
+        handle = _lib.cg_grammar_cache_triggers(self._h, vocab._h, array, n)
+        return Triggers(vocab, _handle=handle or 0)
+
+    def set_budget(self, budget_bytes: int) -> None:
+        _lib.cg_grammar_cache_set_budget(self._h, budget_bytes)
+
+    def stats(self) -> dict:
+        """hits, misses, evictions, entries, bytes, budget."""
+        st = _CacheStats()
+        st.struct_size = ctypes.sizeof(_CacheStats)
+        _check(_lib.cg_grammar_cache_get_stats(self._h, byref(st)))
+        return {name: getattr(st, name) for name, _ in _CacheStats._fields_[1:]}
+
+    def forget_vocab(self, vocab: Vocab) -> None:
+        """Drops the entries compiled for `vocab`."""
+        _lib.cg_grammar_cache_forget_vocab(self._h, vocab._h)
+
+    def clear(self) -> None:
+        _lib.cg_grammar_cache_clear(self._h)
+
+    def __del__(self):
+        h = getattr(self, "_h", None)
+        if h:
+            _lib.cg_grammar_cache_free(h)
+            self._h = None
+
+
 def allocate_token_bitmask(batch_size: int, vocab_size: int) -> np.ndarray:
     """A bitmask for `batch_size` sequences: int32, `ceil(vocab_size / 32)`
     words per row, every token allowed."""
@@ -331,12 +493,21 @@ class Matcher:
     """The state of one sequence under a grammar: the allowed next tokens,
     and the tokens taken so far. One thread at a time."""
 
-    def __init__(self, grammar: Grammar, _handle: Optional[int] = None):
-        h = _handle if _handle is not None else _lib.cg_matcher_new(grammar._h)
+    def __init__(self, grammar: Grammar, triggers: Optional["Triggers"] = None, _handle: Optional[int] = None):
+        """A matcher at the grammar's start; with `triggers`, a lazy one
+        (llama.cpp's lazy grammars): any token until a trigger fires, then
+        the grammar, from where the trigger says it starts."""
+        if _handle is not None:
+            h = _handle
+        elif triggers is not None:
+            h = _lib.cg_matcher_new_lazy(grammar._h, triggers._h)
+        else:
+            h = _lib.cg_matcher_new(grammar._h)
         if not h:
             raise _error()
         self._h = h
         self.grammar = grammar
+        self.triggers = triggers
 
     def fill_next_token_bitmask(self, bitmask: np.ndarray, index: int = 0) -> None:
         """Writes the allowed next tokens into row `index` of `bitmask`
@@ -385,8 +556,18 @@ class Matcher:
         n = _check(_lib.cg_forced_tokens(self._h, out, 256))
         return list(out[: min(n, 256)])
 
+    def triggered(self) -> Optional[Tuple[int, int]]:
+        """None while a lazy matcher awaits its trigger; once it constrains,
+        (the index of the trigger that fired, in the Triggers' order; the
+        byte offset in the output where the grammar started); (-1, 0) for a
+        matcher that is not lazy."""
+        index, start = c_int32(-1), c_size_t(0)
+        if _check(_lib.cg_is_triggered(self._h, byref(index), byref(start))) == 0:
+            return None
+        return index.value, start.value
+
     def clone(self) -> "Matcher":
-        return Matcher(self.grammar, _handle=_lib.cg_matcher_clone(self._h) or 0)
+        return Matcher(self.grammar, self.triggers, _handle=_lib.cg_matcher_clone(self._h) or 0)
 
     def __del__(self):
         h = getattr(self, "_h", None)

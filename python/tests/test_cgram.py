@@ -163,3 +163,67 @@ def test_logits_processor_batch_rows():
     scores = np.zeros((2, v.size), dtype=np.float32)
     proc(ids, scores)
     assert set(np.flatnonzero(np.isfinite(scores[1])).tolist()) == {ord("b"), ord("c")}
+
+
+def test_lazy_matcher_with_triggers():
+    """llama.cpp's lazy grammars: free text until a trigger, then the grammar
+    from the trigger pattern's group on."""
+    v = byte_vocab()
+    g = cgram.Grammar.gbnf(v, 'root ::= "<call>" [0-9]+ "</call>"')
+    t = cgram.Triggers(v, patterns=[r"[\s\S]*?(<call>)[\s\S]*"], words=["CALL:"], tokens=[7])
+    m = cgram.Matcher(g, t)
+    mask = cgram.allocate_token_bitmask(1, v.size)
+    assert m.triggered() is None
+    for b in b"Sure, here it is: ":
+        m.fill_next_token_bitmask(mask)
+        assert b in allowed(mask)
+        assert m.accept_token(b)
+    assert m.triggered() is None
+    copy = m.clone()
+    walk(m, "<call>12")
+    assert m.triggered() == (0, len("Sure, here it is: "))
+    m.fill_next_token_bitmask(mask)
+    assert allowed(mask) == set(b"0123456789<")
+    assert not m.accept_token(ord("x"))
+    # The clone still awaits; rolling back past the trigger awaits again.
+    assert copy.triggered() is None
+    m.rollback(3)
+    assert m.triggered() is None
+    # The trigger token (index 2 in the order patterns, words, tokens).
+    other = cgram.Matcher(g, t)
+    assert cgram.Matcher(g).triggered() == (-1, 0)
+    with pytest.raises(cgram.CgramError) as err:
+        cgram.Triggers(v, patterns=["(a"])
+    assert err.value.code == cgram.ERR_PARSE
+    del other
+
+
+def test_grammar_cache():
+    v = byte_vocab()
+    cache = cgram.GrammarCache(budget_bytes=1 << 20)
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
+    g1 = cache.compile(v, schema, flags=cgram.JSON_COMPACT)
+    g2 = cache.compile(v, json.dumps(schema), cgram.KIND_JSON_SCHEMA, flags=cgram.JSON_COMPACT)
+    stats = cache.stats()
+    assert (stats["misses"], stats["hits"], stats["entries"]) == (1, 1, 1)
+    assert stats["budget"] == 1 << 20 and stats["bytes"] > 0
+    walk(cgram.Matcher(g2), '{"a":12}')
+    cache.compile(v, schema)  # other flags: another grammar
+    assert cache.stats()["misses"] == 2
+    t1 = cache.triggers(v, words=["CALL:"])
+    t2 = cache.triggers(v, words=["CALL:"])
+    assert cache.stats()["hits"] == 2
+    cgram.Matcher(g1, t1)
+    cgram.Matcher(g1, t2)
+    with pytest.raises(cgram.CgramError):
+        cache.compile(v, 'root ::= ("a"')
+    cache.set_budget(0)
+    assert cache.stats()["budget"] == 256 << 20
+    cache.forget_vocab(v)
+    assert cache.stats()["entries"] == 0
+    cache.compile(v, schema)
+    cache.clear()
+    assert cache.stats()["entries"] == 0
+    # Grammars from the cache outlive it.
+    del cache
+    walk(cgram.Matcher(g1), '{"a":3}')
