@@ -409,6 +409,16 @@ void cgram_llama_vocab_forget(const struct llama_vocab *vocab)
     lock_give(&cache_lock);
 }
 
+size_t cgram_llama_vocab_cache_count(void)
+{
+    size_t n = 0;
+    lock_take(&cache_lock);
+    for (const struct cache_entry *e = cache_head; e; e = e->next)
+        n++;
+    lock_give(&cache_lock);
+    return n;
+}
+
 void cgram_llama_vocab_cache_clear(void)
 {
     lock_take(&cache_lock);

@@ -300,6 +300,10 @@ void cgram_llama_vocab_forget(const struct llama_vocab *vocab);
  */
 void cgram_llama_vocab_cache_clear(void);
 
+/* How many llama vocabularies have a cached cgram vocabulary now (one per
+ * model address seen and not forgotten): for hosts' diagnostics and tests. */
+size_t cgram_llama_vocab_cache_count(void);
+
 /*
  * The budget of the grammar cache in bytes (0: CGRAM_LLAMA_CACHE_MB from
  * the environment, else cgram's default of 256 MiB). Thread-safe.

@@ -160,6 +160,11 @@ def _load() -> ctypes.CDLL:
         "cg_grammar_cache_forget_vocab": ([c_void_p, c_void_p], None),
         "cg_grammar_cache_clear": ([c_void_p], None),
     }
+    return _declare(lib, sigs)
+
+
+def _declare(lib: ctypes.CDLL, sigs: dict) -> ctypes.CDLL:
+    """Sets each function's argument and result types: {name: (args, result)}."""
     for name, (args, res) in sigs.items():
         f = getattr(lib, name)
         f.argtypes = args

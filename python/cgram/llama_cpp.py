@@ -50,7 +50,7 @@ from ctypes import POINTER, byref, c_char_p, c_int, c_int32, c_size_t, c_uint32,
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import ERR_INVALID_ARGUMENT, ERR_PARSE, CgramError, _lib, _Options
+from . import ERR_INVALID_ARGUMENT, ERR_PARSE, CgramError, _declare, _lib, _Options
 
 __all__ = ["install", "uninstall", "installed", "TESTED", "SUPPORTED"]
 
@@ -128,14 +128,9 @@ def _load_adapter(libllama: ctypes.CDLL) -> ctypes.CDLL:
         "cgram_llama_last_error": ([], c_char_p),
         "cgram_llama_last_error_code": ([], c_int),
         "cgram_llama_last_error_in_triggers": ([], c_int),
-        "cgram_llama_sampler_error": ([c_void_p], c_char_p),
         "cgram_llama_vocab_forget": ([c_void_p], None),
     }
-    for name, (args, res) in sigs.items():
-        f = getattr(lib, name)
-        f.argtypes = args
-        f.restype = res
-    return lib
+    return _declare(lib, sigs)
 
 
 def _cgram_sampler(
@@ -235,6 +230,25 @@ def install(*, force: bool = False) -> None:
         if sampler is None:
             return original_lazy(self, model, grammar, trigger_patterns, trigger_tokens)
         add(self, sampler)
+
+    # The adapter keeps each model's cgram vocabulary for the life of the
+    # process, keyed by the llama vocabulary's address: drop it when
+    # llama-cpp-python frees the model, as the drop-in does in
+    # llama_model_free. Once per process, and kept after uninstall() (a
+    # model made while installed may be closed after).
+    model_class = getattr(_internals, "LlamaModel", None)
+    original_close = getattr(model_class, "close", None)
+    if original_close is not None and not getattr(original_close, "_cgram_forgets", False):
+
+        def close(self: Any) -> None:
+            vocab = getattr(self, "vocab", None)
+            if vocab:
+                adapter.cgram_llama_vocab_forget(vocab)
+            original_close(self)
+
+        close._cgram_forgets = True  # type: ignore[attr-defined]
+        close.__doc__ = original_close.__doc__
+        model_class.close = close
 
     add_grammar.__doc__ = "cgram's grammar sampler (cgram.llama_cpp.install)."
     add_grammar_lazy_patterns.__doc__ = add_grammar.__doc__

@@ -6,6 +6,7 @@ CGRAM_REQUIRE_LLAMA_CPP=1, which makes their absence a failure instead of a
 skip.
 """
 
+import ctypes
 import json
 import os
 import re
@@ -232,3 +233,23 @@ def test_unknown_version_is_refused(llm, monkeypatch):
     cgram_llama_cpp.install(force=True)
     assert cgram_llama_cpp.installed()
     cgram_llama_cpp.uninstall()
+
+
+def test_closing_a_model_forgets_its_vocabulary(llm):
+    """The adapter's vocabulary cache drops a model llama-cpp-python
+    closes (no entry per model load kept for the life of the process)."""
+    cgram_llama_cpp.install()
+    try:
+        adapter = cgram_llama_cpp._state["adapter"]
+        count = adapter.cgram_llama_vocab_cache_count
+        count.restype, count.argtypes = ctypes.c_size_t, []
+        grammar = llama_cpp.LlamaGrammar.from_string(LIST_GBNF)
+        llm.create_completion("(", grammar=grammar, max_tokens=2)
+        before = count()
+        other = llama_cpp.Llama(MODEL, n_ctx=256, verbose=False)
+        other.create_completion("(", grammar=grammar, max_tokens=2)
+        assert count() == before + 1
+        other.close()
+        assert count() == before
+    finally:
+        cgram_llama_cpp.uninstall()
