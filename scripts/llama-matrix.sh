@@ -29,10 +29,11 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 # The drop-in is built against the newest, 0.3.36 (llama.cpp of 2026-10,
 # sampler interface with backend_reset and copy_state; CI's llama-server
-# stage runs it there), and run here under 0.3.24 (2026-06, the first
-# backend members) and 0.3.16 (2025-08, the six original members; no
-# llama_log_get).
-versions=(0.3.24 0.3.16)
+# stage runs it there), and run here under 0.3.35 (llama.cpp 4df29be of
+# mid-August 2026, days from b10488, the one ollama 0.30 pins), 0.3.24
+# (2026-06, the first backend members) and 0.3.16 (2025-08, the six
+# original members; no llama_log_get).
+versions=(0.3.35 0.3.24 0.3.16)
 [ $# -gt 0 ] && versions=("$@")
 build="${CGRAM_BUILD:-$root/build}"
 out="$build/llama-matrix"
