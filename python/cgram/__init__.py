@@ -203,9 +203,24 @@ def _path_arg(path: Union[str, os.PathLike]) -> bytes:
     return os.fsencode(os.fspath(path))
 
 
-class Vocab:
+class _Owned:
+    """An object that owns one handle of the library (`_h`), released once,
+    by the function named in `_free`, when the object goes."""
+
+    _free = ""
+
+    def __del__(self):
+        h = getattr(self, "_h", None)
+        if h:
+            getattr(_lib, self._free)(h)
+            self._h = None
+
+
+class Vocab(_Owned):
     """A tokenizer's vocabulary: each token's bytes, which are special, which
     end the sequence. Immutable and shared by grammars and threads."""
+
+    _free = "cg_vocab_free"
 
     def __init__(self, handle: int):
         if not handle:
@@ -268,12 +283,6 @@ class Vocab:
         _check(_lib.cg_vocab_eos_tokens(self._h, out, n))
         return list(out[:n])
 
-    def __del__(self):
-        h = getattr(self, "_h", None)
-        if h:
-            _lib.cg_vocab_free(h)
-            self._h = None
-
 
 class _CompileArgs:
     """A grammar's source and struct cg_compile_options, with the strings
@@ -322,7 +331,7 @@ class _CompileArgs:
         return b
 
 
-class Grammar:
+class Grammar(_Owned):
     """A grammar compiled for one vocabulary: immutable, shared by matchers
     and threads.
 
@@ -330,6 +339,8 @@ class Grammar:
     max_states=, max_mask_steps=, json_max_whitespace=, json_indent=,
     json_item_separator=, json_key_separator=)``: every field of
     ``cg_compile_options``; the class methods are shortcuts per kind."""
+
+    _free = "cg_free"
 
     def __init__(self, vocab: Vocab, source: Union[str, bytes], kind: int = KIND_GBNF, **options):
         args = _CompileArgs(source, kind, **options)
@@ -372,12 +383,6 @@ class Grammar:
     def mask_words(self) -> int:
         return _lib.cg_mask_words(self._h)
 
-    def __del__(self):
-        h = getattr(self, "_h", None)
-        if h:
-            _lib.cg_free(h)
-            self._h = None
-
 
 TRIGGER_PATTERN = 0
 TRIGGER_WORD = 1
@@ -395,13 +400,15 @@ def _trigger_array(patterns: Sequence[str], words: Sequence[str], tokens: Sequen
     return array, len(items), texts
 
 
-class Triggers:
+class Triggers(_Owned):
     """The triggers of lazy grammars, compiled for one vocabulary:
     `patterns` (llama.cpp's trigger patterns: the grammar starts at the
     first capturing group that matched, or at the match), `words` (literal
     text) and `tokens` (ids). Their indices, as Matcher.triggered() gives
     them, run through the patterns, then the words, then the tokens.
     Immutable, shared by lazy matchers."""
+
+    _free = "cg_triggers_free"
 
     def __init__(
         self,
@@ -420,17 +427,13 @@ class Triggers:
         self._h = _handle
         self.vocab = vocab
 
-    def __del__(self):
-        h = getattr(self, "_h", None)
-        if h:
-            _lib.cg_triggers_free(h)
-            self._h = None
 
-
-class GrammarCache:
+class GrammarCache(_Owned):
     """Compiled grammars and triggers kept by what they were compiled from,
     within a budget of bytes (0: 256 MiB), the least recently used evicted
     first: a grammar asked for again costs a lookup. Thread-safe."""
+
+    _free = "cg_grammar_cache_free"
 
     def __init__(self, budget_bytes: int = 0):
         self._h = _lib.cg_grammar_cache_new(budget_bytes)
@@ -481,12 +484,6 @@ class GrammarCache:
     def clear(self) -> None:
         _lib.cg_grammar_cache_clear(self._h)
 
-    def __del__(self):
-        h = getattr(self, "_h", None)
-        if h:
-            _lib.cg_grammar_cache_free(h)
-            self._h = None
-
 
 def allocate_token_bitmask(batch_size: int, vocab_size: int) -> np.ndarray:
     """A bitmask for `batch_size` sequences: int32, `ceil(vocab_size / 32)`
@@ -494,9 +491,11 @@ def allocate_token_bitmask(batch_size: int, vocab_size: int) -> np.ndarray:
     return np.full((batch_size, (vocab_size + 31) // 32), -1, dtype=np.int32)
 
 
-class Matcher:
+class Matcher(_Owned):
     """The state of one sequence under a grammar: the allowed next tokens,
     and the tokens taken so far. One thread at a time."""
+
+    _free = "cg_matcher_free"
 
     def __init__(self, grammar: Grammar, triggers: Optional["Triggers"] = None, _handle: Optional[int] = None):
         """A matcher at the grammar's start; with `triggers`, a lazy one
@@ -573,12 +572,6 @@ class Matcher:
 
     def clone(self) -> "Matcher":
         return Matcher(self.grammar, self.triggers, _handle=_lib.cg_matcher_clone(self._h) or 0)
-
-    def __del__(self):
-        h = getattr(self, "_h", None)
-        if h:
-            _lib.cg_matcher_free(h)
-            self._h = None
 
 
 # The name XGrammar users know.
