@@ -24,7 +24,7 @@
 //! the least recently used entries past it. An entry larger than the whole
 //! budget is returned without being kept.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use crate::error::Result;
 use crate::source::{self, CompileOptions, Kind};
@@ -32,6 +32,7 @@ use crate::tokensets::CompiledGrammar;
 use crate::tokensets::Engine;
 use crate::trigger::{TriggerSpec, Triggers};
 use crate::util::hash::FastMap;
+use crate::util::sync::{CacheMutex, Recover};
 #[cfg(test)]
 use crate::vocab::Vocab;
 
@@ -96,23 +97,36 @@ struct State {
     stats: Stats,
 }
 
+/// After a panic under the lock: the entries forgotten, the budget and
+/// the counts of hits, misses and evictions kept.
+impl Recover for State {
+    fn recover(&mut self) {
+        self.map.clear();
+        self.stats.entries = 0;
+        self.stats.bytes = 0;
+    }
+}
+
 /// Compiled grammars and triggers by what they were compiled from.
 pub struct GrammarCache {
-    state: Mutex<State>,
+    state: CacheMutex<State>,
 }
 
 impl GrammarCache {
     /// A cache that keeps at most `budget` bytes of entries.
     pub fn new(budget: usize) -> GrammarCache {
         GrammarCache {
-            state: Mutex::new(State {
-                map: FastMap::default(),
-                clock: 0,
-                stats: Stats {
-                    budget,
-                    ..Stats::default()
+            state: CacheMutex::new(
+                "grammar cache",
+                State {
+                    map: FastMap::default(),
+                    clock: 0,
+                    stats: Stats {
+                        budget,
+                        ..Stats::default()
+                    },
                 },
-            }),
+            ),
         }
     }
 
@@ -184,7 +198,7 @@ impl GrammarCache {
         make: impl FnOnce() -> Result<(Value, usize)>,
     ) -> Result<Value> {
         let collision = {
-            let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            let mut s = self.state.lock();
             s.clock += 1;
             let now = s.clock;
             let found = s.map.get_mut(&key).map(|e| {
@@ -207,7 +221,7 @@ impl GrammarCache {
             }
         };
         let (value, bytes) = make()?;
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut s = self.state.lock();
         if bytes <= s.stats.budget && !collision {
             s.clock += 1;
             let last_used = s.clock;
@@ -230,14 +244,14 @@ impl GrammarCache {
 
     /// Changes the budget, evicting what no longer fits.
     pub fn set_budget(&self, budget: usize) {
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut s = self.state.lock();
         s.stats.budget = budget;
         s.evict_to(budget);
     }
 
     /// Drops every entry (grammars in use stay alive with their users).
     pub fn clear(&self) {
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut s = self.state.lock();
         s.map.clear();
         s.stats.bytes = 0;
     }
@@ -245,7 +259,7 @@ impl GrammarCache {
     /// Drops the entries of one vocabulary.
     pub fn forget_vocab(&self, vocab: &Arc<Engine>) {
         let id = Arc::as_ptr(vocab) as usize;
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut s = self.state.lock();
         let mut freed = 0;
         s.map.retain(|k, e| {
             let v = match k {
@@ -261,7 +275,7 @@ impl GrammarCache {
     }
 
     pub fn stats(&self) -> Stats {
-        let s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let s = self.state.lock();
         Stats {
             entries: s.map.len(),
             ..s.stats
@@ -346,7 +360,7 @@ mod tests {
         let ga = cache.grammar(&v, b"root ::= \"a\"", &o).unwrap();
         {
             // Give the entry of "a" the key "b" will look up.
-            let mut s = cache.state.lock().unwrap();
+            let mut s = cache.state.lock();
             let (key, entry) = s.map.drain().next().unwrap();
             let Key::Grammar {
                 vocab,

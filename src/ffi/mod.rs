@@ -70,3 +70,6 @@ const _: () = {
         send::<AnyMatcher>();
     }
 };
+
+#[cfg(test)]
+mod lock_recovery_tests;

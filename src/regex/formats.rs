@@ -32,10 +32,11 @@
 //! `topic`, ...), which validators treat as annotations.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use super::{to_expr, Anchoring};
 use crate::ir::{Expr, Rfc3339, TextForm};
+use crate::util::sync::CacheMutex;
 
 /// The regular expression of [`LeapSeconds::Exact`]'s `date-time` (or
 /// `time`), with its intersections: what an [`Expr::Rfc3339`] of code
@@ -128,13 +129,13 @@ pub fn format_expr(format: &str) -> Option<Expr> {
 /// [`format_expr`] with options.
 pub fn format_expr_with(format: &str, options: &FormatOptions) -> Option<Expr> {
     type Cache = HashMap<(String, FormatOptions), Expr>;
-    static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
+    static CACHE: OnceLock<CacheMutex<Cache>> = OnceLock::new();
     if !SUPPORTED.contains(&format) {
         return None;
     }
-    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    let cache = CACHE.get_or_init(|| CacheMutex::new("regex formats", HashMap::new()));
     let key = (format.to_string(), *options);
-    if let Some(e) = cache.lock().unwrap().get(&key) {
+    if let Some(e) = cache.lock().get(&key) {
         return Some(e.clone());
     }
     if options.leap_seconds == LeapSeconds::Exact && matches!(format, "time" | "date-time") {
@@ -147,7 +148,7 @@ pub fn format_expr_with(format: &str, options: &FormatOptions) -> Option<Expr> {
     let e = to_expr(&pattern, Anchoring::Full).unwrap_or_else(|err| {
         panic!("format '{format}': built-in pattern does not translate: {err}")
     });
-    cache.lock().unwrap().insert(key, e.clone());
+    cache.lock().insert(key, e.clone());
     Some(e)
 }
 

@@ -45,12 +45,12 @@ pub(crate) fn lexeme_state_info(vocab: &Engine, dfa: &Lexeme, s: u32) -> Arc<Tok
     // States that no token can tell apart share one token set.
     let s = dfa.token_class(s, vocab.max_token_len());
     if dfa.computed.is_some() {
-        if let Some(info) = dfa.computed_infos.lock().unwrap().get(&s) {
+        if let Some(info) = dfa.computed_infos.lock().get(&s) {
             return info.clone();
         }
         let info = uncounted_string_info(vocab, dfa, s, |t, p| lexeme_state_info(vocab, t, p))
             .unwrap_or_else(|| lexeme_info(vocab, dfa, s));
-        let mut infos = dfa.computed_infos.lock().unwrap();
+        let mut infos = dfa.computed_infos.lock();
         if infos.len() < super::lexeme::MAX_COMPUTED_INFOS {
             dfa.note_learned(info.memory());
             infos.insert(s, info.clone());
@@ -84,16 +84,11 @@ pub fn ending_info_for(g: &CompiledGrammar, state: u32) -> Arc<TokenInfo> {
     if let Some(info) = dfa.infos[s as usize].get() {
         return info.clone();
     }
-    if let Some(info) = dfa
-        .ending_infos
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(&s)
-    {
+    if let Some(info) = dfa.ending_infos.lock().get(&s) {
         return info.clone();
     }
     let info = lexeme_ending_info(vocab, dfa, s);
-    let mut kept = dfa.ending_infos.lock().unwrap_or_else(|e| e.into_inner());
+    let mut kept = dfa.ending_infos.lock();
     // Another thread's sets for the state, if first, stay.
     kept.entry(s)
         .or_insert_with(|| {
@@ -125,8 +120,5 @@ pub(crate) fn lexeme_info_known(g: &CompiledGrammar, state: u32) -> bool {
 pub(crate) fn ending_info_known(g: &CompiledGrammar, state: u32) -> bool {
     let (dfa, s) = g.lexeme_state(state);
     let class = dfa.token_class(s, g.vocab().max_token_len());
-    dfa.ending_infos
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .contains_key(&class)
+    dfa.ending_infos.lock().contains_key(&class)
 }

@@ -6,6 +6,7 @@
 use std::hash::Hash;
 
 use crate::util::hash::FastMap;
+use crate::util::sync::Recover;
 
 /// A map of at most `limit` bytes (as its callers count them): an entry
 /// that would pass the limit clears the map first.
@@ -52,9 +53,22 @@ impl<K: Hash + Eq, V> ClearedWhenFull<K, V> {
         }
     }
 
+    /// Forgets every entry.
+    pub fn clear(&mut self) {
+        self.map.clear();
+        self.bytes = 0;
+    }
+
     /// The bytes of the entries kept.
     pub fn bytes(&self) -> usize {
         self.bytes
+    }
+}
+
+impl<K, V> Recover for ClearedWhenFull<K, V> {
+    fn recover(&mut self) {
+        self.map.clear();
+        self.bytes = 0;
     }
 }
 

@@ -10,10 +10,11 @@
 //! the whole grammar: a new matcher on the same schema reuses them.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::cleared::ClearedWhenFull;
 use crate::tokensets::{ExitTokens, FreeExits, TokenInfo};
+use crate::util::sync::{CacheMutex, Recover};
 
 /// The context of the start rule: the end of the output.
 pub const ROOT_CTX: u32 = u32::MAX - 1;
@@ -57,6 +58,18 @@ impl Default for Inner {
     }
 }
 
+/// After a panic under the lock: the exits forgotten, the context ids
+/// kept (matchers hold them; an interning is one insertion, never half
+/// done).
+impl Recover for Inner {
+    fn recover(&mut self) {
+        self.exits.clear();
+        self.group_exits.clear();
+        self.exit_bytes = 0;
+        self.free.recover();
+    }
+}
+
 impl Inner {
     /// Counts `bytes` more of exit tokens, clearing them all first if
     /// they would pass [`MAX_EXIT_BYTES`].
@@ -79,9 +92,16 @@ fn free_bytes(f: &FreeExits) -> usize {
 }
 
 /// The grammar-wide table (behind a lock: grammars are shared by threads).
-#[derive(Default)]
 pub struct Contexts {
-    inner: Mutex<Inner>,
+    inner: CacheMutex<Inner>,
+}
+
+impl Default for Contexts {
+    fn default() -> Self {
+        Contexts {
+            inner: CacheMutex::new("grammar contexts", Inner::default()),
+        }
+    }
 }
 
 impl Contexts {
@@ -89,7 +109,7 @@ impl Contexts {
     pub fn intern(&self, mut callers: Vec<(u32, u32)>) -> u32 {
         callers.sort_unstable();
         callers.dedup();
-        let mut inner = self.inner.lock().unwrap();
+        let mut inner = self.inner.lock();
         if let Some(&id) = inner.ids.get(callers.as_slice()) {
             return id;
         }
@@ -102,11 +122,11 @@ impl Contexts {
     }
 
     pub fn exits(&self, state: u32, ctx: u32) -> Option<Arc<ExitTokens>> {
-        self.inner.lock().unwrap().exits.get(&(state, ctx)).cloned()
+        self.inner.lock().exits.get(&(state, ctx)).cloned()
     }
 
     pub fn store_exits(&self, state: u32, ctx: u32, tokens: Arc<ExitTokens>) {
-        let mut inner = self.inner.lock().unwrap();
+        let mut inner = self.inner.lock();
         inner.make_room(tokens.memory());
         inner.exits.insert((state, ctx), tokens);
     }
@@ -114,11 +134,11 @@ impl Contexts {
     /// The exit tokens of the lexeme items `(state, context)` of `group`
     /// (sorted) together, if kept.
     pub fn group_exits(&self, group: &[(u32, u32)]) -> Option<Arc<ExitTokens>> {
-        self.inner.lock().unwrap().group_exits.get(group).cloned()
+        self.inner.lock().group_exits.get(group).cloned()
     }
 
     pub fn store_group_exits(&self, group: Box<[(u32, u32)]>, tokens: Arc<ExitTokens>) {
-        let mut inner = self.inner.lock().unwrap();
+        let mut inner = self.inner.lock();
         inner.make_room(tokens.memory() + group.len() * 8);
         inner.group_exits.insert(group, tokens);
     }
@@ -132,13 +152,12 @@ impl Contexts {
         compute: impl FnOnce() -> FreeExits,
     ) -> Arc<FreeExits> {
         let key = (state, next.to_vec().into_boxed_slice());
-        if let Some(f) = self.inner.lock().unwrap().free.get(&key) {
+        if let Some(f) = self.inner.lock().free.get(&key) {
             return f.clone();
         }
         let f = Arc::new(compute());
         self.inner
             .lock()
-            .unwrap()
             .free
             .insert(key, f.clone(), free_bytes(&f));
         f
@@ -146,7 +165,7 @@ impl Contexts {
 
     /// Approximate heap bytes.
     pub fn memory(&self) -> usize {
-        let inner = self.inner.lock().unwrap();
+        let inner = self.inner.lock();
         let ids: usize = inner.ids.keys().map(|k| k.len() * 8 + 32).sum();
         ids + (inner.exits.len() + inner.group_exits.len()) * 40
             + inner.exit_bytes
@@ -160,25 +179,25 @@ impl Contexts {
 pub struct SharedFreeExits {
     /// Keyed by the token sets and the `(lexeme id, state)` pairs that
     /// read next; a key keeps its token sets alive, so they count too.
-    inner: Mutex<FreeMap<SharedKey>>,
+    inner: CacheMutex<FreeMap<SharedKey>>,
 }
 
 impl SharedFreeExits {
     /// At most `limit` bytes.
     pub fn new(limit: usize) -> SharedFreeExits {
         SharedFreeExits {
-            inner: Mutex::new(FreeMap::new(limit)),
+            inner: CacheMutex::new("engine free exits", FreeMap::new(limit)),
         }
     }
 
     /// Sets the byte limit.
     pub fn set_limit(&self, limit: usize) {
-        self.inner.lock().unwrap().set_limit(limit);
+        self.inner.lock().set_limit(limit);
     }
 
     /// The bytes kept.
     pub fn bytes(&self) -> usize {
-        self.inner.lock().unwrap().bytes()
+        self.inner.lock().bytes()
     }
 }
 
@@ -213,12 +232,12 @@ impl SharedFreeExits {
         compute: impl FnOnce() -> FreeExits,
     ) -> Arc<FreeExits> {
         let key = (ByAddress(info.clone()), next.to_vec().into_boxed_slice());
-        if let Some(f) = self.inner.lock().unwrap().get(&key) {
+        if let Some(f) = self.inner.lock().get(&key) {
             return f.clone();
         }
         let f = Arc::new(compute());
         let bytes = free_bytes(&f) + info.memory();
-        self.inner.lock().unwrap().insert(key, f.clone(), bytes);
+        self.inner.lock().insert(key, f.clone(), bytes);
         f
     }
 }

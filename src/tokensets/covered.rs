@@ -101,12 +101,7 @@ fn reads_within(g: &CompiledGrammar, x: u32, y: u32, work_left: &mut usize) -> b
     if xdfa.computed.is_some() || ydfa.computed.is_some() {
         return false;
     }
-    if let Some(&known) = g
-        .covers
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(&(x, y))
-    {
+    if let Some(&known) = g.covers.lock().get(&(x, y)) {
         return known;
     }
     debug_assert!(xs != DEAD && ys != DEAD);
@@ -122,7 +117,7 @@ fn reads_within(g: &CompiledGrammar, x: u32, y: u32, work_left: &mut usize) -> b
         return false;
     }
     let within = answer == Some(true);
-    let mut covers = g.covers.lock().unwrap_or_else(|e| e.into_inner());
+    let mut covers = g.covers.lock();
     if covers.len() >= MAX_COVER_PAIRS {
         covers.clear();
     }

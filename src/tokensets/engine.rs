@@ -19,7 +19,7 @@
 //! is the same automaton.
 
 use std::ops::Deref;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use super::cleared::ClearedWhenFull;
 use super::context::SharedFreeExits;
@@ -35,6 +35,7 @@ use crate::compile::lexeme::{
 use crate::error::Result;
 use crate::ir::Expr;
 use crate::util::hash::{FastMap, FastSet};
+use crate::util::sync::{CacheMutex, Recover};
 use crate::vocab::Vocab;
 
 /// The default byte budget of an engine's caches: 256 MiB, of which 176
@@ -69,7 +70,7 @@ pub struct AnyString {
 /// A vocabulary and the caches its grammars share.
 pub struct Engine {
     vocab: Vocab,
-    store: Mutex<Store>,
+    store: CacheMutex<Store>,
     /// See [`StringCounts`]; built with the engine.
     counts: OnceLock<Option<StringCounts>>,
     /// See [`AnyString`]; built on first use.
@@ -78,7 +79,7 @@ pub struct Engine {
     /// of the vocabulary shares.
     pub(crate) free_exits: SharedFreeExits,
     /// See [`Engine::walked_token_sets`].
-    walked: Mutex<ClearedWhenFull<WalkedKey, Arc<TokenInfo>>>,
+    walked: CacheMutex<ClearedWhenFull<WalkedKey, Arc<TokenInfo>>>,
 }
 
 /// What a walk of a lexeme state found (see
@@ -119,11 +120,11 @@ impl Engine {
         let (_, free_exits, _, walked) = shares(DEFAULT_CACHE_BUDGET);
         let engine = Arc::new(Engine {
             vocab,
-            store: Mutex::new(Store::new(DEFAULT_CACHE_BUDGET)),
+            store: CacheMutex::new("engine lexemes", Store::new(DEFAULT_CACHE_BUDGET)),
             counts: OnceLock::new(),
             body: OnceLock::new(),
             free_exits: SharedFreeExits::new(free_exits),
-            walked: Mutex::new(ClearedWhenFull::new(walked)),
+            walked: CacheMutex::new("engine walked sets", ClearedWhenFull::new(walked)),
         });
         prepare_strings(&engine);
         engine
@@ -132,12 +133,6 @@ impl Engine {
     /// The vocabulary.
     pub fn vocab(&self) -> &Vocab {
         &self.vocab
-    }
-
-    /// The table behind [`Self::walked_token_sets`]; a panic elsewhere
-    /// while it was held left it whole (entries go in at once).
-    fn walked_sets(&self) -> std::sync::MutexGuard<'_, ClearedWhenFull<WalkedKey, Arc<TokenInfo>>> {
-        self.walked.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The token sets of a lexeme state whose walk accepted the tokens of
@@ -162,13 +157,13 @@ impl Engine {
             return Arc::new(TokenInfo::new(inside, exits, self));
         }
         let key = (ranges.into_boxed_slice(), exits.into_boxed_slice());
-        if let Some(info) = self.walked_sets().get(&key) {
+        if let Some(info) = self.walked.lock().get(&key) {
             return info.clone();
         }
         let inside = TokenList::from_trie_ranges(&key.0, self);
         let info = Arc::new(TokenInfo::new(inside, key.1.to_vec(), self));
         let bytes = info.memory() + key.0.len() * 8 + std::mem::size_of_val(&*key.1);
-        self.walked_sets().insert(key, info.clone(), bytes);
+        self.walked.lock().insert(key, info.clone(), bytes);
         info
     }
 
@@ -186,27 +181,25 @@ impl Engine {
     pub fn set_cache_budget(&self, bytes: usize) {
         let (_, free_exits, counted, walked) = shares(bytes);
         {
-            let mut store = self.store.lock().unwrap();
+            let mut store = self.store.lock();
             store.whole_budget = bytes;
             store.evict_over_budget();
         }
         // Called by the host, not inside a compile: nothing waits.
         self.release_evicted();
         self.free_exits.set_limit(free_exits);
-        self.walked_sets().set_limit(walked);
+        self.walked.lock().set_limit(walked);
         if let Some(counts) = self.string_counts() {
-            counts.infos.lock().unwrap().set_limit(counted);
+            counts.infos.lock().set_limit(counted);
         }
     }
 
     /// What the caches hold, their bytes counted now.
     pub fn cache_stats(&self) -> CacheStats {
         let tables = self.free_exits.bytes()
-            + self.walked_sets().bytes()
-            + self
-                .string_counts()
-                .map_or(0, |c| c.infos.lock().unwrap().bytes());
-        let store = self.store.lock().unwrap();
+            + self.walked.lock().bytes()
+            + self.string_counts().map_or(0, |c| c.infos.lock().bytes());
+        let store = self.store.lock();
         CacheStats {
             lexemes: store.lexemes.len(),
             parts: store.parts.len(),
@@ -245,7 +238,7 @@ impl Engine {
     /// The lexeme that `dfa` (handed out by this engine, and perhaps
     /// evicted since) is kept with, or a new one with nothing learned.
     pub fn lexeme_of(&self, dfa: &Arc<LexemeDfa>) -> Arc<Lexeme> {
-        let store = self.store.lock().unwrap();
+        let store = self.store.lock();
         match store.by_id.get(&dfa.id) {
             Some(l) if Arc::ptr_eq(&l.dfa, dfa) => l.clone(),
             _ => Arc::new(Lexeme::new(dfa.clone())),
@@ -256,16 +249,13 @@ impl Engine {
     /// [`Evicted`]), outside the cache's lock; called as a grammar is
     /// dropped.
     pub(crate) fn release_evicted(&self) {
-        let evicted = match self.store.lock() {
-            Ok(mut store) => std::mem::take(&mut store.evicted),
-            Err(_) => return,
-        };
+        let evicted = std::mem::take(&mut self.store.lock().evicted);
         drop(evicted);
     }
 
     /// The number of distinct lexemes kept.
     pub fn num_lexemes(&self) -> usize {
-        self.store.lock().unwrap().lexemes.len()
+        self.store.lock().lexemes.len()
     }
 
     /// Lets `lexeme` share "any string"'s safe groups before its first
@@ -314,7 +304,7 @@ impl Engine {
     ) {
         self.counts.get_or_init(|| {
             let any = self.string_body()?;
-            let (_, _, limit, _) = shares(self.store.lock().unwrap().whole_budget);
+            let (_, _, limit, _) = shares(self.store.lock().whole_budget);
             let mut counts = StringCounts::new(&any.body, limit);
             let (chars, nodes) = prepare(&counts);
             counts.chars = chars;
@@ -331,7 +321,7 @@ impl Engine {
         build: impl FnOnce() -> Result<Option<LexemeDfa>>,
     ) -> Result<Option<Arc<Lexeme>>> {
         {
-            let store = &mut *self.store.lock().unwrap();
+            let store = &mut *self.store.lock();
             if let Some(l) = lookup(&mut store.lexemes, &mut store.clock, expr) {
                 store.recount_now_and_then();
                 return Ok(Some(l));
@@ -347,7 +337,7 @@ impl Engine {
             Expr::JsonStrings(_) => None,
             _ => built.language_key(),
         };
-        let store = &mut *self.store.lock().unwrap();
+        let store = &mut *self.store.lock();
         if let Some(l) = lookup(&mut store.lexemes, &mut store.clock, expr) {
             // Built by another thread meanwhile.
             return Ok(Some(l));
@@ -398,14 +388,14 @@ impl LexemeSource for Engine {
     /// (while the budget keeps it).
     fn part(&self, expr: &Expr, limits: &DfaLimits) -> Result<Arc<Table>> {
         {
-            let store = &mut *self.store.lock().unwrap();
+            let store = &mut *self.store.lock();
             if let Some(t) = lookup(&mut store.parts, &mut store.clock, expr) {
                 store.recount_now_and_then();
                 return Ok(t);
             }
         }
         let t = Arc::new(build_part(expr, limits, self)?);
-        let store = &mut *self.store.lock().unwrap();
+        let store = &mut *self.store.lock();
         if let Some(entry) = store.admit(expr, &t) {
             let bytes = entry.bytes();
             store.parts.insert(expr.clone(), entry);
@@ -495,6 +485,19 @@ fn lookup<V>(map: &mut FastMap<Expr, Cached<V>>, clock: &mut u64, key: &Expr) ->
     *clock += 1;
     e.last_used = *clock;
     Some(e.value.clone())
+}
+
+/// After a panic under the lock: every entry forgotten (grammars keep the
+/// lexemes they hold, and [`Engine::lexeme_of`] makes new ones for them);
+/// the budget and the counts stay.
+impl Recover for Store {
+    fn recover(&mut self) {
+        *self = Store {
+            clock: self.clock,
+            evictions: self.evictions,
+            ..Store::new(self.whole_budget)
+        };
+    }
 }
 
 impl Store {

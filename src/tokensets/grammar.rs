@@ -5,7 +5,7 @@
 //! its parser contexts. The C handle `cg_grammar` is one.
 
 use std::ops::Deref;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use super::context::Contexts;
 use super::engine::Engine;
@@ -17,6 +17,7 @@ use crate::error::Result;
 use crate::ir;
 use crate::limits::Deadline;
 use crate::util::hash::FastMap;
+use crate::util::sync::CacheMutex;
 
 /// A grammar compiled for one engine's vocabulary; immutable and shareable
 /// across threads (its caches fill lazily behind locks).
@@ -34,7 +35,7 @@ pub struct CompiledGrammar {
     /// Whether one lexeme state reads every string another reads, by the
     /// pair of states (see [`super::covered`]); cleared past
     /// [`super::covered::MAX_COVER_PAIRS`].
-    pub(crate) covers: Mutex<FastMap<(u32, u32), bool>>,
+    pub(crate) covers: CacheMutex<FastMap<(u32, u32), bool>>,
 }
 
 /// Dropping a grammar is where its engine drops what the cache evicted
@@ -103,7 +104,7 @@ impl CompiledGrammar {
             token_set_lists,
             structural_infos,
             contexts: Contexts::default(),
-            covers: Mutex::default(),
+            covers: CacheMutex::new("grammar covers", FastMap::default()),
         }))
     }
 

@@ -7,7 +7,7 @@
 
 use std::ops::Deref;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use super::info::TokenInfo;
 use super::lexeme_walk::SubtreeWalks;
@@ -18,6 +18,7 @@ use crate::compile::lexeme::{
 use crate::error::Result;
 use crate::limits::Deadline;
 use crate::util::hash::FastMap;
+use crate::util::sync::CacheMutex;
 use crate::vocab::trie::{byte_group, INSIDE_CHAR, QUOTE_GROUP};
 use crate::vocab::TokenTrie;
 
@@ -63,11 +64,11 @@ pub struct Lexeme {
     pub(crate) infos: Box<[OnceLock<Arc<TokenInfo>>]>,
     /// Token sets of a lexeme with computed states by canonical state (see
     /// `cached::lexeme_state_info`), bounded by [`MAX_COMPUTED_INFOS`].
-    pub(crate) computed_infos: Mutex<FastMap<u32, Arc<TokenInfo>>>,
+    pub(crate) computed_infos: CacheMutex<FastMap<u32, Arc<TokenInfo>>>,
     /// Walks of single first-byte subtrees, shared by the token sets of
     /// every state that reaches the same state on that byte (see
     /// `lexeme_walk::lexeme_info`).
-    pub(crate) pieces: Mutex<SubtreeWalks>,
+    pub(crate) pieces: CacheMutex<SubtreeWalks>,
     /// Which whole trie subtrees a state reads, by their height (see
     /// [`SafeGroups`]), computed on first use.
     safe: OnceLock<SafeGroups>,
@@ -98,7 +99,7 @@ pub struct Lexeme {
     /// The token sets of states in the subtrees where the lexeme can end
     /// (see `cached::ending_info_for`), by token class, for a DFA without
     /// computed states; a state whose full token sets are known uses those.
-    pub(crate) ending_infos: Mutex<FastMap<u32, Arc<TokenInfo>>>,
+    pub(crate) ending_infos: CacheMutex<FastMap<u32, Arc<TokenInfo>>>,
     /// Heap bytes of what the mask path learned and keeps here (token
     /// sets, subtree walks): counted by the engine's budget.
     learned_bytes: AtomicUsize,
@@ -120,8 +121,8 @@ impl Lexeme {
         Lexeme {
             dfa,
             infos: (0..n).map(|_| OnceLock::new()).collect(),
-            computed_infos: Mutex::default(),
-            pieces: Mutex::new(SubtreeWalks::default()),
+            computed_infos: CacheMutex::new("lexeme computed sets", FastMap::default()),
+            pieces: CacheMutex::new("lexeme subtree walks", SubtreeWalks::default()),
             safe: OnceLock::new(),
             char_safe: OnceLock::new(),
             body_groups: OnceLock::new(),
@@ -133,7 +134,7 @@ impl Lexeme {
             few_tokens: OnceLock::new(),
             refined_key: OnceLock::new(),
             uncounted: OnceLock::new(),
-            ending_infos: Mutex::default(),
+            ending_infos: CacheMutex::new("lexeme ending sets", FastMap::default()),
             learned_bytes: AtomicUsize::new(0),
         }
     }

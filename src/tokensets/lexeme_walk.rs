@@ -10,6 +10,7 @@ use super::info::{Exit, TokenInfo};
 use super::lexeme::Lexeme;
 use crate::compile::lexeme::DEAD;
 use crate::util::hash::FastMap;
+use crate::util::sync::Recover;
 use crate::vocab::trie::{byte_group, INSIDE_CHAR};
 use crate::vocab::TokenTrie;
 
@@ -36,6 +37,15 @@ pub struct SubtreeWalks {
     map: FastMap<(u32, u32), Arc<SubtreeWalk>>,
     /// Ranges and exits stored so far.
     entries: usize,
+}
+
+/// After a panic under the lock: the walks forgotten. The lexeme's count
+/// of learned bytes still holds them, so its budget errs towards evicting
+/// it sooner.
+impl Recover for SubtreeWalks {
+    fn recover(&mut self) {
+        *self = SubtreeWalks::default();
+    }
 }
 
 /// Most ranges and exits one lexeme keeps in [`SubtreeWalks`]; beyond it,
@@ -455,7 +465,7 @@ pub fn lexeme_ending_info(vocab: &Engine, dfa: &Lexeme, state: u32) -> Arc<Token
 /// DFA, if kept in the DFA's [`SubtreeWalks`].
 fn known_subtree_walk(walk: &DfaWalk, i: usize, t: u32) -> Option<Arc<SubtreeWalk>> {
     let key = (walk.dfa.token_class(t, walk.trie.max_len()), i as u32);
-    walk.dfa.pieces.lock().unwrap().map.get(&key).cloned()
+    walk.dfa.pieces.lock().map.get(&key).cloned()
 }
 
 /// The walk of the subtree of node `i` read into state `t` of `walk`'s
@@ -465,7 +475,7 @@ pub(crate) fn subtree_walk(walk: &mut DfaWalk, i: usize, t: u32) -> Arc<SubtreeW
     let key = (dfa.token_class(t, walk.trie.max_len()), i as u32);
     known_subtree_walk(walk, i, t).unwrap_or_else(|| {
         let p = Arc::new(walk.subtree(i, t));
-        let mut pieces = dfa.pieces.lock().unwrap();
+        let mut pieces = dfa.pieces.lock();
         if pieces.entries < SUBTREE_WALKS_MAX_ENTRIES {
             pieces.entries += p.ranges.len() + p.exits.len();
             pieces.map.insert(key, p.clone());

@@ -4,12 +4,13 @@
 //! token sets derived from those of "any string" instead of a walk of the
 //! trie.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::cleared::ClearedWhenFull;
 use super::info::TokenInfo;
 use super::strings::TokenChars;
 use crate::compile::lexeme::{class_pair_reps, ContentStates, LexemeDfa, StringBody, DEAD};
+use crate::util::sync::CacheMutex;
 
 /// Counted JSON strings near their bounds, whichever schema they come
 /// from: a state that accepts "between `min` and `max` more characters,
@@ -29,7 +30,7 @@ pub struct StringCounts {
     pub nodes_by_chars: Box<[Box<[u32]>]>,
     /// Token sets by [`CountedString`] and, for lexemes that read more
     /// after the closing quote, by their id and state there.
-    pub infos: Mutex<ClearedWhenFull<CountedKey, Arc<TokenInfo>>>,
+    pub infos: CacheMutex<ClearedWhenFull<CountedKey, Arc<TokenInfo>>>,
 }
 
 /// A [`CountedString`], and the lexeme (id) and its state after the
@@ -158,7 +159,7 @@ impl StringCounts {
             states: ContentStates::new(&body.dfa, body.state),
             chars: TokenChars::default(),
             nodes_by_chars: Box::default(),
-            infos: Mutex::new(ClearedWhenFull::new(limit)),
+            infos: CacheMutex::new("engine counted-string sets", ClearedWhenFull::new(limit)),
         }
     }
 }

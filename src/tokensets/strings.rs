@@ -153,15 +153,11 @@ fn shared_counted_info(
     key: CountedKey,
     compute: impl FnOnce() -> Option<TokenInfo>,
 ) -> Option<Arc<TokenInfo>> {
-    if let Some(info) = counts.infos.lock().unwrap().get(&key) {
+    if let Some(info) = counts.infos.lock().get(&key) {
         return Some(info.clone());
     }
     let info = Arc::new(compute()?);
-    counts
-        .infos
-        .lock()
-        .unwrap()
-        .insert(key, info.clone(), info.memory());
+    counts.infos.lock().insert(key, info.clone(), info.memory());
     Some(info)
 }
 

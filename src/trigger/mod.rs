@@ -40,12 +40,13 @@
 
 pub mod backtrack;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use crate::compile::lexeme::{DfaLimits, Table, DEAD};
 use crate::error::{Error, Result};
 use crate::tokensets::Engine;
 use crate::util::hash::FastMap;
+use crate::util::sync::{CacheMutex, Recover};
 use backtrack::Program;
 
 /// The largest DFA one trigger pattern may have, in bytes of table.
@@ -115,7 +116,20 @@ pub struct Triggers {
     /// Tokens whose text makes a pattern fire from a detector state, keyed
     /// by `(pattern, DFA state, decoder state)`, and how many ids they
     /// hold in all.
-    fire_sets: Mutex<(FireSets, usize)>,
+    fire_sets: CacheMutex<FireSetCache>,
+}
+
+/// [`Triggers::fire_set`]'s cache: the sets, and how many ids they hold.
+#[derive(Default)]
+struct FireSetCache {
+    sets: FireSets,
+    ids: usize,
+}
+
+impl Recover for FireSetCache {
+    fn recover(&mut self) {
+        *self = FireSetCache::default();
+    }
 }
 
 impl std::fmt::Debug for Triggers {
@@ -207,7 +221,7 @@ impl Triggers {
             texts,
             tokens,
             specials,
-            fire_sets: Mutex::new((FastMap::default(), 0)),
+            fire_sets: CacheMutex::new("trigger fire sets", FireSetCache::default()),
         })
     }
 
@@ -355,7 +369,7 @@ impl Triggers {
     /// once per state and kept.
     pub fn fire_set(&self, k: usize, d: &Detector) -> Arc<[u32]> {
         let key = (k as u32, d.states[k], d.decoder.key());
-        if let Some(s) = self.fire_sets.lock().unwrap().0.get(&key) {
+        if let Some(s) = self.fire_sets.lock().sets.get(&key) {
             return s.clone();
         }
         let mut out = Vec::new();
@@ -369,14 +383,12 @@ impl Triggers {
             }
         }
         let set: Arc<[u32]> = out.into();
-        let mut cache = self.fire_sets.lock().unwrap();
-        let (map, ids) = &mut *cache;
-        if map.len() >= MAX_FIRE_SETS || *ids + set.len() > MAX_FIRE_SET_IDS {
-            map.clear();
-            *ids = 0;
+        let mut cache = self.fire_sets.lock();
+        if cache.sets.len() >= MAX_FIRE_SETS || cache.ids + set.len() > MAX_FIRE_SET_IDS {
+            cache.recover();
         }
-        *ids += set.len();
-        map.insert(key, set.clone());
+        cache.ids += set.len();
+        cache.sets.insert(key, set.clone());
         set
     }
 }

@@ -5,5 +5,6 @@
 pub(crate) mod allocator;
 pub mod byteset;
 pub(crate) mod hash;
+pub mod sync;
 #[cfg(test)]
 pub(crate) mod test_rng;
