@@ -18,7 +18,7 @@ examples="$build/c-examples"
 step() { printf '\n==> %s\n' "$*"; }
 
 step "tools"
-scripts/install-deps.sh
+scripts/lib/install-deps.sh
 
 step "tokenizers"
 tokenizer="${CGRAM_TOKENIZER:-${CGRAM_CACHE:-$root/.cache}/tokenizers/llama3/tokenizer.json}"

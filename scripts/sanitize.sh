@@ -68,7 +68,7 @@ say() { printf '==> %s\n' "$*"; }
 # ---------------------------------------------------------------------------
 
 deps() {
-  scripts/install-deps.sh || return 1
+  scripts/lib/install-deps.sh || return 1
   if ! command -v valgrind >/dev/null; then
     command -v apt-get >/dev/null || { echo "sanitize.sh: please install valgrind" >&2; return 1; }
     local sudo=""

@@ -3,7 +3,7 @@
 # with the Llama 3 tokenizer, MaskBench schemas, any JSON, llama.cpp's GBNF
 # examples, regexes and a lazy tool-call grammar; then every completed
 # schema output is validated with Python's jsonschema
-# (scripts/soak_validate.py).
+# (scripts/lib/soak_validate.py).
 #
 #   scripts/soak.sh            # 1,000,000 tokens over 200 schemas (about a minute)
 #   scripts/soak.sh --quick    # 100,000 tokens over 12 schemas (CI, ~15 s)
@@ -67,5 +67,5 @@ cmd=(target/release/cgram-bench soak --tokenizer "$tokenizer" --schemas "$maskbe
 echo "${cmd[*]}"
 status=0
 "${cmd[@]}" || status=$?
-python3 scripts/soak_validate.py "$dump" || status=1
+python3 scripts/lib/soak_validate.py "$dump" || status=1
 exit $status

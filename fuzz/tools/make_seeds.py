@@ -268,7 +268,7 @@ def gguf_cut(path, keep):
 
 def gguf_seeds(out, models):
     """gguf_vocab: the vocabulary files llama.cpp ships (models/ggml-vocab-*.gguf
-    of the llama.cpp scripts/llama-build.sh unpacks), cut to their first
+    of the llama.cpp scripts/lib/llama-build.sh unpacks), cut to their first
     200 tokens and merges, plus their headers cut shorter."""
     for path in sorted(glob.glob(os.path.join(models, "ggml-vocab-*.gguf"))):
         small = gguf_cut(path, 200)
@@ -325,7 +325,7 @@ def main():
     ap.add_argument(
         "--llama-models",
         default=os.path.expanduser("~/.cache/cgram/llama.cpp-0.3.36/src/models"),
-        help="llama.cpp's models/ folder (scripts/llama-build.sh --print src)",
+        help="llama.cpp's models/ folder (scripts/lib/llama-build.sh --print src)",
     )
     ap.add_argument("--matcher-grammars", type=int, default=24)
     a = ap.parse_args()
