@@ -40,7 +40,6 @@ build="${CGRAM_BUILD:-$root/build}"
 targets="${CARGO_TARGET_DIR:-$root/target}"
 tokenizer="${CGRAM_CACHE:-$root/.cache}/tokenizers/llama3/tokenizer.json"
 gbnf="$root/tests/data/llamacpp-grammar/gbnf"
-[ -d "$gbnf" ] || gbnf="$root/../shared/data/llamacpp-grammar/gbnf"
 triple="$(rustc -vV | sed -n 's/^host: //p')"
 cflags=(-std=c11 -g -O1 -Wall -Wextra -Wpedantic -Werror)
 
