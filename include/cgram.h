@@ -6,14 +6,24 @@
  * and tells cgram which token was chosen.
  *
  * Objects:
- *   cg_vocab    a tokenizer's vocabulary (token id -> bytes); immutable,
- *               share it across threads and grammars.
- *   cg_grammar  a grammar compiled for one vocabulary; immutable, share it
- *               across threads.
- *   cg_matcher  the state of one sequence; use it from one thread at a time.
- * A grammar keeps its vocabulary alive and a matcher its grammar, so the
- * handles may be freed in any order. Each is freed exactly once by the
- * function named *_free (cg_free for a grammar); freeing NULL does nothing.
+ *   cg_vocab          a tokenizer's vocabulary (token id -> bytes) with the
+ *                     caches its grammars share; share it across threads
+ *                     and grammars. Its tokens never change; its EOS list
+ *                     only before any grammar is compiled from it
+ *                     (cg_vocab_set_eos, not thread-safe), its cache budget
+ *                     at any time (cg_vocab_set_cache_budget, thread-safe).
+ *   cg_grammar        a grammar compiled for one vocabulary; immutable,
+ *                     share it across threads.
+ *   cg_matcher        the state of one sequence; use it from one thread at
+ *                     a time.
+ *   cg_triggers       the triggers of lazy matchers (token ids, words,
+ *                     patterns) for one vocabulary; immutable, share them.
+ *   cg_grammar_cache  compiled grammars and triggers kept by source within
+ *                     a byte budget; thread-safe, share it.
+ * Grammars and triggers keep their vocabulary alive and a matcher its
+ * grammar (and triggers), so the handles may be freed in any order. Each
+ * is freed exactly once by the function named *_free (cg_free for a
+ * grammar); freeing NULL does nothing.
  *
  * Errors: functions returning int give CG_OK (0), a count, or 1/0 for
  * yes/no questions on success and a negative CG_ERR_* code on failure;
@@ -288,8 +298,12 @@ typedef struct cg_triggers cg_triggers;
 
 /**
  * A tokenizer's vocabulary: the bytes of every token, which tokens are
- * special, which end the sequence. Immutable once built (except through
- * `cg_vocab_set_eos`): share one across threads and grammars.
+ * special, which end the sequence, and the caches its grammars share.
+ * Share one across threads and grammars. Its tokens never change; its
+ * end-of-sequence tokens change only through `cg_vocab_set_eos`, before
+ * any grammar is compiled from it (not thread-safe); its cache budget
+ * through `cg_vocab_set_cache_budget`, at any time (thread-safe, never a
+ * mask).
  */
 typedef struct cg_vocab cg_vocab;
 
@@ -644,12 +658,13 @@ CGRAM_API struct cg_vocab *cg_vocab_clone(const struct cg_vocab *vocab);
  * Every vocabulary keeps the lexeme automata its grammars were built
  * from, with the token sets masks computed for their states, so that the
  * next grammar that needs the same lexeme (a string pattern, a format, a
- * number) gets them ready. Three quarters of the budget go to them: past
- * it the least recently used are dropped from the cache; grammars that
- * use them keep them until freed, and a later compile builds them again.
- * An eighth each goes to two shared tables of token sets (exits of
- * lexeme states, counted strings), cleared when full. The budget changes compile and
- * first-mask times, never a mask. A server that compiles many distinct
+ * number) gets them ready. Eleven sixteenths of the budget go to them:
+ * past it the least recently used are dropped from the cache; grammars
+ * that use them keep them until freed, and a later compile builds them
+ * again. An eighth each goes to two shared tables of token sets (exits of
+ * lexeme states, counted strings) and a sixteenth to the token sets that
+ * walks found alike, each cleared when full. The budget changes compile
+ * and first-mask times, never a mask. A server that compiles many distinct
  * schemas on one vocabulary sets it to the memory it can spare. The
  * budget is shared by all handles of the vocabulary (`cg_vocab_clone`)
  * and kept by `cg_vocab_set_eos`.

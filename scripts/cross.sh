@@ -14,10 +14,10 @@
 #
 # Every package gets (scripts/install.sh --target): the library, its
 # exports checked against the header (exactly the header's functions,
-# scripts/abi.py check-exports) and its loader name (SONAME, install name
+# scripts/lib/abi.py check-exports) and its loader name (SONAME, install name
 # and compatibility version). Where it runs, the same C programs are built
 # with the target's compiler against the package and run there:
-#   probe        the struct layouts and constants (scripts/abi.py probe),
+#   probe        the struct layouts and constants (scripts/lib/abi.py probe),
 #                checked against abi/cgram.abi;
 #   walk/sample  the C examples (on Windows built by CMake with
 #                find_package(cgram) and the MinGW toolchain file, on ARM
@@ -38,7 +38,7 @@
 # llama.cpp drop-in is built for macOS with its interpose section.
 #
 # Work goes to build/cross/<target>/ (CGRAM_BUILD moves build/); the
-# toolchains are installed by scripts/cross-deps.sh and kept under
+# toolchains are installed by scripts/lib/cross-deps.sh and kept under
 # ${XDG_CACHE_HOME:-~/.cache}/cgram, wine's prefix too. Exit status: non-zero
 # if any target failed; a summary table ends the output.
 set -uo pipefail
@@ -71,9 +71,9 @@ fail() { echo "cross.sh: $*" >&2; return 1; }
 # ---------------------------------------------------------------------------
 # Tools.
 
-scripts/cross-deps.sh || exit 1
-# shellcheck source=scripts/cross-env.sh
-. scripts/cross-env.sh
+scripts/lib/cross-deps.sh || exit 1
+# shellcheck source=scripts/lib/cross-env.sh
+. scripts/lib/cross-env.sh
 scripts/fetch-tokenizers.sh >/dev/null || exit 1
 [ -f "$tokenizer" ] || { echo "cross.sh: no tokenizer at $tokenizer" >&2; exit 1; }
 mkdir -p "$build"
@@ -91,7 +91,7 @@ build_programs() { # dir prefix exe_suffix cc... -- link flags...
   shift
   local link=("$@") bin="$dir/bin"
   mkdir -p "$bin"
-  python3 scripts/abi.py probe include/cgram.h >"$dir/probe.c" || return 1
+  python3 scripts/lib/abi.py probe include/cgram.h >"$dir/probe.c" || return 1
   local p
   for p in "$dir/probe.c" tests/c/bad_input.c tests/c/mask_digest.c; do
     local name
@@ -115,7 +115,7 @@ run_programs() { # dir examples exe_suffix runner...
   local bin="$dir/bin" rc=0
   say "probe: struct layouts and constants against abi/cgram.abi"
   "$@" "$bin/probe$ext" >"$dir/layout.txt" &&
-    python3 scripts/abi.py check include/cgram.h "$dir/layout.txt" || rc=1
+    python3 scripts/lib/abi.py check include/cgram.h "$dir/layout.txt" || rc=1
   say "walk: json.gbnf and arithmetic.gbnf"
   "$@" "$examples/walk$ext" "$tokenizer" "$gbnf/json.gbnf" \
     '{"name": "cgram", "tags": ["c", "rust"], "version": 1, "ok": true, "pi": 3.14}' \
@@ -171,7 +171,7 @@ target_linux_x86_64() { # dir prefix
   local lib="$prefix/lib/libcgram.so.$version"
   [ "$(soname_of "$lib")" = "libcgram.so.$major" ] || fail "SONAME of $lib: $(soname_of "$lib")" || return 1
   say "SONAME libcgram.so.$major"
-  python3 scripts/abi.py check-exports include/cgram.h "$lib" || return 1
+  python3 scripts/lib/abi.py check-exports include/cgram.h "$lib" || return 1
   [ $build_only -eq 1 ] && return 0
   build_programs "$dir" "$prefix" "" cc -- -L"$prefix/lib" -lcgram -Wl,-rpath,"$prefix/lib" -pthread -lm ||
     return 1
@@ -188,7 +188,7 @@ target_linux_aarch64() { # dir prefix
   local lib="$prefix/lib/libcgram.so.$version"
   [ "$(soname_of "$lib")" = "libcgram.so.$major" ] || fail "SONAME of $lib: $(soname_of "$lib")" || return 1
   say "SONAME libcgram.so.$major"
-  python3 scripts/abi.py check-exports include/cgram.h "$lib" || return 1
+  python3 scripts/lib/abi.py check-exports include/cgram.h "$lib" || return 1
   [ $build_only -eq 1 ] && return 0
   # The examples with the package's pkg-config flags, as a Makefile would.
   local pc
@@ -213,10 +213,10 @@ target_windows() { # dir prefix
   local dir="$1" prefix="$2" t=x86_64-pc-windows-gnu
   scripts/install.sh "$prefix" --target $t >"$dir/install.log" 2>&1 ||
     { cat "$dir/install.log"; return 1; }
-  python3 scripts/abi.py check-exports include/cgram.h "$prefix/bin/cgram.dll" || return 1
+  python3 scripts/lib/abi.py check-exports include/cgram.h "$prefix/bin/cgram.dll" || return 1
   # The MSVC import library names every function (its __imp_ thunks).
   local missing
-  missing="$(comm -23 <(python3 scripts/abi.py exports "$prefix/bin/cgram.dll") \
+  missing="$(comm -23 <(python3 scripts/lib/abi.py exports "$prefix/bin/cgram.dll") \
     <("$(llvm_tool llvm-nm)" "$prefix/lib/cgram.lib" | sed -n 's/.* __imp_\(cg_[a-z_0-9]*\)$/\1/p' | sort -u))"
   [ -z "$missing" ] || fail "cgram.lib lacks: $missing" || return 1
   say "cgram.lib: an import for each of cgram.dll's exports"
@@ -281,7 +281,7 @@ target_windows() { # dir prefix
   # llama.cpp cross-built with MinGW (cached), an unmodified llama.cpp
   # program and llama-server.exe with Gemma 3 270M, under wine.
   say "llama.cpp drop-in (proxy llama.dll) under wine"
-  scripts/llama-model.sh >/dev/null || { fail "no model for llama-server"; return 1; }
+  scripts/lib/llama-model.sh >/dev/null || { fail "no model for llama-server"; return 1; }
   scripts/llama-dropin-windows-test.sh --cgram "$prefix" --server >"$dir/llama-dropin.log" 2>&1 &&
     tail -n 1 "$dir/llama-dropin.log" ||
     { tail -n 40 "$dir/llama-dropin.log"; fail "the Windows drop-in failed"; rc=1; }
@@ -297,7 +297,7 @@ target_macos() { # dir prefix target
   scripts/install.sh "$prefix" --target "$t" >"$dir/install.log" 2>&1 ||
     { cat "$dir/install.log"; return 1; }
   local lib="$prefix/lib/libcgram.$major.dylib"
-  python3 scripts/abi.py dylib-info "$lib" >"$dir/dylib-info.txt"
+  python3 scripts/lib/abi.py dylib-info "$lib" >"$dir/dylib-info.txt"
   grep -v '^bind ' "$dir/dylib-info.txt"
   local want_id="install-name @rpath/libcgram.$major.dylib current $version compatibility $major.$minor.0"
   grep -qxF "$want_id" "$dir/dylib-info.txt" || fail "want: $want_id" || return 1
@@ -306,7 +306,7 @@ target_macos() { # dir prefix target
   [ "$(grep -c '^loads ' "$dir/dylib-info.txt")" = 1 ] &&
     grep -q '^loads /usr/lib/libSystem.B.dylib ' "$dir/dylib-info.txt" ||
     fail "the dylib loads more than libSystem" || return 1
-  python3 scripts/abi.py check-exports include/cgram.h "$lib" || return 1
+  python3 scripts/lib/abi.py check-exports include/cgram.h "$lib" || return 1
   [ $build_only -eq 1 ] && return 0
 
   # Link-check: C programs linked against the dylib with zig and the flags
@@ -322,7 +322,7 @@ target_macos() { # dir prefix target
     zig cc -target "$zt" "${cflags[@]}" "$p" -o "$dir/bin/$name" $pc \
       -Wl,-rpath,@executable_path/../lib >"$dir/link-$name.log" 2>&1 ||
       { cat "$dir/link-$name.log"; fail "$name does not link against the dylib"; return 1; }
-    python3 scripts/abi.py dylib-info "$dir/bin/$name" |
+    python3 scripts/lib/abi.py dylib-info "$dir/bin/$name" |
       grep -q "^loads @rpath/libcgram.$major.dylib " || fail "$name does not load libcgram.$major.dylib" ||
       return 1
   done
@@ -338,7 +338,7 @@ target_macos() { # dir prefix target
     -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release >"$dir/cmake.log" 2>&1 &&
     cmake --build "$dir/c-examples" >>"$dir/cmake.log" 2>&1 ||
     { cat "$dir/cmake.log"; fail "the C examples do not build with CMake for macOS"; return 1; }
-  python3 scripts/abi.py dylib-info "$dir/c-examples/walk" | grep -q "^loads @rpath/libcgram.$major.dylib " ||
+  python3 scripts/lib/abi.py dylib-info "$dir/c-examples/walk" | grep -q "^loads @rpath/libcgram.$major.dylib " ||
     fail "CMake's walk does not load libcgram.$major.dylib" || return 1
   say "CMake: find_package(cgram) gave libcgram.dylib; walk and sample built (not run: macOS)"
   macos_dropin "$dir" "$prefix" "$zt"
@@ -352,10 +352,10 @@ target_macos() { # dir prefix target
 # Built and checked, not run.
 macos_dropin() { # dir prefix zig-target
   local dir="$1" prefix="$2" zt="$3" src out="$1/dropin"
-  src="$(scripts/llama-build.sh --source | tail -n 1)" && [ -f "$src/include/llama.h" ] ||
+  src="$(scripts/lib/llama-build.sh --source | tail -n 1)" && [ -f "$src/include/llama.h" ] ||
     fail "no llama.cpp source for llama.h" || return 1
   mkdir -p "$out/lib" "$out/bin"
-  python3 scripts/macho_hide.py --keep-none "$prefix/lib/libcgram.a" "$out/libcgram-private.a" ||
+  python3 scripts/lib/macho_hide.py --keep-none "$prefix/lib/libcgram.a" "$out/libcgram-private.a" ||
     return 1
   zig cc -target "$zt" -dynamiclib "${cflags[@]}" -fexceptions -Iadapters/llama -I"$prefix/include" \
     -I"$src/include" -I"$src/ggml/include" adapters/llama/cgram_llama.c adapters/llama/cgram_llama_dropin.c \
@@ -365,7 +365,7 @@ macos_dropin() { # dir prefix zig-target
   sed "s|@CGRAM_LLAMA_DROPIN@|$out/lib/libcgram-llama.dylib|" adapters/llama/dropin/cgram-llama.in \
     >"$out/bin/cgram-llama" && chmod +x "$out/bin/cgram-llama"
   local info
-  info="$(python3 scripts/abi.py dylib-info "$out/lib/libcgram-llama.dylib")"
+  info="$(python3 scripts/lib/abi.py dylib-info "$out/lib/libcgram-llama.dylib")"
   # Four (replacement, replaced) pairs of two pointers.
   grep -qx "section __DATA,__interpose size 64" <<<"$info" ||
     fail "the drop-in has no interpose section of four entries" || return 1
@@ -374,7 +374,7 @@ macos_dropin() { # dir prefix zig-target
     llama_sampler_init_grammar_lazy_patterns llama_model_free; do
     grep -qx "bind _$f flat-lookup" <<<"$info" || fail "$f is not found by a flat lookup" || return 1
   done
-  if python3 scripts/abi.py exports "$out/lib/libcgram-llama.dylib" | grep -q '^cg_'; then
+  if python3 scripts/lib/abi.py exports "$out/lib/libcgram-llama.dylib" | grep -q '^cg_'; then
     fail "the drop-in exports libcgram's functions"
     return 1
   fi

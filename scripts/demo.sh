@@ -18,7 +18,7 @@ examples="$build/c-examples"
 step() { printf '\n==> %s\n' "$*"; }
 
 step "tools"
-scripts/install-deps.sh
+scripts/lib/install-deps.sh
 
 step "tokenizers"
 tokenizer="${CGRAM_TOKENIZER:-${CGRAM_CACHE:-$root/.cache}/tokenizers/llama3/tokenizer.json}"
@@ -28,7 +28,6 @@ fi
 [ -f "$tokenizer" ] || { echo "demo.sh: no tokenizer at $tokenizer" >&2; exit 1; }
 
 gbnf="$root/tests/data/llamacpp-grammar/gbnf"
-[ -d "$gbnf" ] || gbnf="$root/../shared/data/llamacpp-grammar/gbnf"
 [ -f "$gbnf/json.gbnf" ] || { echo "demo.sh: llama.cpp's example grammars are missing" >&2; exit 1; }
 
 step "build and install cgram into $prefix"

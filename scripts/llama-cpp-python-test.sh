@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # llama-cpp-python on cgram, end to end: llama-cpp-python built from its
-# PyPI sdist (the one scripts/llama-build.sh verifies; the wheel is cached),
+# PyPI sdist (the one scripts/lib/llama-build.sh verifies; the wheel is cached),
 # the cgram wheel (python/), both installed into a fresh virtual
 # environment, and python/tests/test_llama_cpp.py run with Gemma 3 270M
-# (scripts/llama-model.sh): response_format schemas validated with
+# (scripts/lib/llama-model.sh): response_format schemas validated with
 # jsonschema, GBNF through the grammar argument, the same greedy text as
 # llama.cpp's own grammar sampler, lazy trigger patterns, refusals.
 #
 #   scripts/llama-cpp-python-test.sh           # the tests
 #   scripts/llama-cpp-python-test.sh --bench   # and the tokens/s table of BENCHMARKS.md
-#                                              # (scripts/llama-cpp-python-bench.py)
+#                                              # (scripts/lib/llama-cpp-python-bench.py)
 #   CGRAM_LLAMA_CPP_PYTHON=V                   # another sdist llama-build.sh knows
 #
 # The wheel is built once per version (about 6 minutes on 2 cores, for the
@@ -27,14 +27,14 @@ venv="$build/llama-cpp-python-venv"
 wheels="$cache/wheels"
 pip() { "$venv/bin/python" -m pip --disable-pip-version-check "$@"; }
 
-model="$(scripts/llama-model.sh | tail -n 1)"
+model="$(scripts/lib/llama-model.sh | tail -n 1)"
 rm -rf "$venv"
 python3 -m venv "$venv"
 pip install --quiet --upgrade pip
 
 wheel="$(ls "$wheels"/llama_cpp_python-"$version"-*.whl 2>/dev/null | head -n 1 || true)"
 if [ -z "$wheel" ]; then
-  src="$(CGRAM_LLAMA_CPP_PYTHON="$version" scripts/llama-build.sh --source | tail -n 1)"
+  src="$(CGRAM_LLAMA_CPP_PYTHON="$version" scripts/lib/llama-build.sh --source | tail -n 1)"
   sdist="$(dirname "$src")/llama_cpp_python-$version.tar.gz"
   echo "==> building llama-cpp-python $version from $sdist (once; cached in $wheels)"
   mkdir -p "$wheels"
@@ -57,6 +57,6 @@ cd "$build"
 CGRAM_REQUIRE_LLAMA_CPP=1 CGRAM_TEST_GGUF_MODEL="$model" \
   "$venv/bin/python" -m pytest -q "$root/python/tests/test_llama_cpp.py"
 if [ "$bench" = 1 ]; then
-  "$venv/bin/python" "$root/scripts/llama-cpp-python-bench.py" "$model" \
+  "$venv/bin/python" "$root/scripts/lib/llama-cpp-python-bench.py" "$model" \
     --threads "$(nproc 2>/dev/null || echo 2)"
 fi

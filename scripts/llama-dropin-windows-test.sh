@@ -9,10 +9,10 @@
 #                   scripts/cross.sh installs (build/cross/x86_64-pc-windows-gnu/prefix),
 #                   else one built into build/windows-cgram
 #   --server        also llama-server.exe with Gemma 3 270M
-#                   (scripts/llama-model.sh) and a few requests
+#                   (scripts/lib/llama-model.sh) and a few requests
 #
 # Steps (work in build/llama-windows/, CGRAM_BUILD moves build/):
-#   1. llama.cpp for Windows (scripts/llama-build-windows.sh: cached; the
+#   1. llama.cpp for Windows (scripts/lib/llama-build-windows.sh: cached; the
 #      first build takes 4-5 minutes on 2 cores);
 #   2. two copies of its folder: proxy/ gets the drop-in from
 #      scripts/install-llama-dropin-windows.sh, plain/ stays llama.cpp's;
@@ -65,14 +65,14 @@ result() { # status what
 
 # Tools: MinGW-w64 (C, and C++ in the posix thread model for llama.cpp),
 # wine, cmake.
-scripts/cross-deps.sh >/dev/null || die "scripts/cross-deps.sh failed"
+scripts/lib/cross-deps.sh >/dev/null || die "scripts/lib/cross-deps.sh failed"
 if ! command -v x86_64-w64-mingw32-g++-posix >/dev/null || ! command -v cmake >/dev/null; then
   say "installing g++-mingw-w64-x86-64-posix and cmake with apt-get"
   apt-get update -qq && apt-get install -y -qq --no-install-recommends g++-mingw-w64-x86-64-posix cmake >/dev/null ||
     die "please install g++-mingw-w64-x86-64-posix and cmake"
 fi
-# shellcheck source=scripts/cross-env.sh
-. scripts/cross-env.sh
+# shellcheck source=scripts/lib/cross-env.sh
+. scripts/lib/cross-env.sh
 
 if [ -z "$cgram" ]; then
   cgram="${CGRAM_BUILD:-$root/build}/cross/x86_64-pc-windows-gnu/prefix"
@@ -86,10 +86,10 @@ fi
 cgram="$(cd "$cgram" && pwd)"
 [ -f "$cgram/lib/libcgram.a" ] && [ -f "$cgram/bin/cgram.dll" ] || die "no Windows cgram package in $cgram"
 
-say "llama.cpp for Windows (scripts/llama-build-windows.sh)"
-llama_bin="$(scripts/llama-build-windows.sh | tail -n 1)" || die "the Windows llama.cpp build failed"
-llama_prefix="$(scripts/llama-build-windows.sh --print prefix)"
-llama_src="$(scripts/llama-build-windows.sh --print src)"
+say "llama.cpp for Windows (scripts/lib/llama-build-windows.sh)"
+llama_bin="$(scripts/lib/llama-build-windows.sh | tail -n 1)" || die "the Windows llama.cpp build failed"
+llama_prefix="$(scripts/lib/llama-build-windows.sh --print prefix)"
+llama_src="$(scripts/lib/llama-build-windows.sh --print src)"
 vocab="$llama_src/models/ggml-vocab-llama-bpe.gguf"
 
 work="${CGRAM_BUILD:-$root/build}/llama-windows"
@@ -164,7 +164,7 @@ result $? "adapter_test: $(tail -n 1 "$work/adapter_test.log")"
 
 if [ "$server" = 1 ]; then
   say "llama-server.exe under wine with the proxy"
-  model="$(scripts/llama-model.sh | tail -n 1)" || die "scripts/llama-model.sh failed"
+  model="$(scripts/lib/llama-model.sh | tail -n 1)" || die "scripts/lib/llama-model.sh failed"
   port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
   log="$work/llama-server.log"
   CGRAM_LLAMA_VERBOSE=1 wine "$work/proxy/llama-server.exe" -m "$(winepath_of "$model")" \
@@ -173,7 +173,7 @@ if [ "$server" = 1 ]; then
   trap 'kill "$pid" 2>/dev/null' EXIT
   up=1
   for _ in $(seq 1 120); do
-    python3 scripts/llama-server-healthy.py "$port" >/dev/null 2>&1 && { up=0; break; }
+    python3 scripts/lib/llama-server-healthy.py "$port" >/dev/null 2>&1 && { up=0; break; }
     kill -0 "$pid" 2>/dev/null || break
     sleep 1
   done

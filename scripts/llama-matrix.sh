@@ -20,7 +20,7 @@
 # First, the drop-in's run-time check of the sampler interface under a
 # stand-in libllama that lays it out another way (it must stay off).
 #
-# Each llama.cpp is built once and cached (scripts/llama-build.sh with
+# Each llama.cpp is built once and cached (scripts/lib/llama-build.sh with
 # CGRAM_LLAMA_CPP_PYTHON; 2-7 minutes each on 2 cores), so a rerun costs
 # the runs alone. Exit status 0 when every version passed.
 set -euo pipefail
@@ -39,7 +39,7 @@ build="${CGRAM_BUILD:-$root/build}"
 out="$build/llama-matrix"
 mkdir -p "$out"
 
-newest="$(scripts/llama-build.sh >/dev/null && scripts/llama-build.sh --print prefix)"
+newest="$(scripts/lib/llama-build.sh >/dev/null && scripts/lib/llama-build.sh --print prefix)"
 echo "==> the drop-in, built once against $newest"
 scripts/install-llama-dropin.sh "$newest" "$build/llama-matrix/dropin" >/dev/null
 launcher="$build/llama-matrix/dropin/bin/cgram-llama"
@@ -78,7 +78,7 @@ checks() {
 
 for v in "${versions[@]}"; do
   echo "==> llama-cpp-python $v"
-  if ! CGRAM_LLAMA_CPP_PYTHON="$v" scripts/llama-build.sh >"$out/$v.build.log" 2>&1; then
+  if ! CGRAM_LLAMA_CPP_PYTHON="$v" scripts/lib/llama-build.sh >"$out/$v.build.log" 2>&1; then
     echo "    FAILED to build (log: $out/$v.build.log)"
     tail -n 20 "$out/$v.build.log"
     failed+=("$v")

@@ -34,11 +34,11 @@ done
 build="${CGRAM_BUILD:-$root/build}"
 work="$build/llama-server-bench"
 mkdir -p "$work"
-scripts/llama-build.sh >/dev/null
-llama_prefix="$(scripts/llama-build.sh --print prefix)"
-llama_bin="$(scripts/llama-build.sh --print bin)"
-llama_src="$(scripts/llama-build.sh --print src)"
-model="$(scripts/llama-model.sh | tail -n 1)"
+scripts/lib/llama-build.sh >/dev/null
+llama_prefix="$(scripts/lib/llama-build.sh --print prefix)"
+llama_bin="$(scripts/lib/llama-build.sh --print bin)"
+llama_src="$(scripts/lib/llama-build.sh --print src)"
+model="$(scripts/lib/llama-model.sh | tail -n 1)"
 scripts/install-llama-dropin.sh "$llama_prefix" "$build/llama-dropin" >/dev/null
 launcher="$build/llama-dropin/bin/cgram-llama"
 template="$llama_src/models/templates/Qwen-Qwen2.5-7B-Instruct.jinja"
@@ -58,7 +58,7 @@ for round in $(seq 1 "$rounds"); do
         --jinja --chat-template-file "$template" --log-verbosity 4 >"$log" 2>&1 &
       server=$!
       for _ in $(seq 1 120); do
-        scripts/llama-server-healthy.py "$port" && break
+        scripts/lib/llama-server-healthy.py "$port" && break
         sleep 1
       done
       python3 demo/server/bench.py --base-url "http://127.0.0.1:$port" --log "$log" \

@@ -5,8 +5,8 @@
 #   scripts/llama-server-e2e.sh --quick    # fewer schemas and tools (CI)
 #
 #  1. builds llama.cpp (llama-server, llama-cli, shared libraries) from the
-#     llama-cpp-python 0.3.36 sdist (scripts/llama-build.sh; cached) and
-#     fetches Gemma 3 270M (scripts/llama-model.sh; cached)
+#     llama-cpp-python 0.3.36 sdist (scripts/lib/llama-build.sh; cached) and
+#     fetches Gemma 3 270M (scripts/lib/llama-model.sh; cached)
 #  2. installs the cgram drop-in for that llama.cpp
 #     (scripts/install-llama-dropin.sh: libcgram-llama.so and the
 #     cgram-llama launcher, into build/llama-dropin)
@@ -24,7 +24,7 @@
 #
 # Exit status 0 when every check passed. Logs in build/llama-server/.
 # Environment: CGRAM_BUILD, CGRAM_LLAMA_CACHE (see llama-demo.sh);
-# CGRAM_LLAMA_CPP_PYTHON=V runs another llama.cpp (scripts/llama-build.sh)
+# CGRAM_LLAMA_CPP_PYTHON=V runs another llama.cpp (scripts/lib/llama-build.sh)
 # and CGRAM_LLAMA_LAUNCHER=PATH a cgram-llama launcher already installed
 # (one drop-in binary on several llama.cpp versions: scripts/llama-matrix.sh);
 # --server-only leaves out step 5 (llama-cli's options change across
@@ -49,7 +49,7 @@ step() { printf '\n==> %s\n' "$*"; }
 start=$SECONDS
 
 step "tools, Python packages"
-scripts/install-deps.sh
+scripts/lib/install-deps.sh
 for pkg in openai jsonschema; do
   python3 -c "import $pkg" 2>/dev/null && continue
   echo "installing the Python package $pkg"
@@ -60,11 +60,11 @@ for pkg in openai jsonschema; do
 done
 
 step "llama.cpp and the model"
-scripts/llama-build.sh
-llama_prefix="$(scripts/llama-build.sh --print prefix)"
-llama_bin="$(scripts/llama-build.sh --print bin)"
-llama_src="$(scripts/llama-build.sh --print src)"
-model="$(scripts/llama-model.sh | tail -n 1)"
+scripts/lib/llama-build.sh
+llama_prefix="$(scripts/lib/llama-build.sh --print prefix)"
+llama_bin="$(scripts/lib/llama-build.sh --print bin)"
+llama_src="$(scripts/lib/llama-build.sh --print src)"
+model="$(scripts/lib/llama-model.sh | tail -n 1)"
 
 if [ -n "${CGRAM_LLAMA_LAUNCHER:-}" ]; then
   launcher="$CGRAM_LLAMA_LAUNCHER"
@@ -88,7 +88,7 @@ server=$!
 stop_server() { kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; }
 trap stop_server EXIT
 for _ in $(seq 1 120); do
-  if scripts/llama-server-healthy.py "$port"; then break; fi
+  if scripts/lib/llama-server-healthy.py "$port"; then break; fi
   if ! kill -0 "$server" 2>/dev/null; then
     tail -n 40 "$log" >&2
     echo "llama-server-e2e.sh: the server exited" >&2
@@ -96,7 +96,7 @@ for _ in $(seq 1 120); do
   fi
   sleep 1
 done
-scripts/llama-server-healthy.py "$port" || { tail -n 40 "$log" >&2; exit 1; }
+scripts/lib/llama-server-healthy.py "$port" || { tail -n 40 "$log" >&2; exit 1; }
 
 step "the openai client against the server (demo/server/e2e.py)"
 status=0

@@ -40,7 +40,6 @@ build="${CGRAM_BUILD:-$root/build}"
 targets="${CARGO_TARGET_DIR:-$root/target}"
 tokenizer="${CGRAM_CACHE:-$root/.cache}/tokenizers/llama3/tokenizer.json"
 gbnf="$root/tests/data/llamacpp-grammar/gbnf"
-[ -d "$gbnf" ] || gbnf="$root/../shared/data/llamacpp-grammar/gbnf"
 triple="$(rustc -vV | sed -n 's/^host: //p')"
 cflags=(-std=c11 -g -O1 -Wall -Wextra -Wpedantic -Werror)
 
@@ -68,7 +67,7 @@ say() { printf '==> %s\n' "$*"; }
 # ---------------------------------------------------------------------------
 
 deps() {
-  scripts/install-deps.sh || return 1
+  scripts/lib/install-deps.sh || return 1
   if ! command -v valgrind >/dev/null; then
     command -v apt-get >/dev/null || { echo "sanitize.sh: please install valgrind" >&2; return 1; }
     local sudo=""

@@ -3,18 +3,20 @@
 # with the Llama 3 tokenizer, MaskBench schemas, any JSON, llama.cpp's GBNF
 # examples, regexes and a lazy tool-call grammar; then every completed
 # schema output is validated with Python's jsonschema
-# (scripts/soak_validate.py).
+# (scripts/lib/soak_validate.py).
 #
 #   scripts/soak.sh            # 1,000,000 tokens over 200 schemas (about a minute)
 #   scripts/soak.sh --quick    # 100,000 tokens over 12 schemas (CI, ~15 s)
 #   scripts/soak.sh [--quick] EXTRA...   # more options for cgram-bench soak
 #
-# MaskBench: $CGRAM_MASKBENCH, else ../shared/data/maskbench-dev next to
-# the checkout, else /work/shared/data/maskbench-dev. The
-# schema outputs go to $CGRAM_SOAK_DUMP when set (kept). Fails if
-# the soak finds a broken invariant, an output that does not parse, resident
-# memory that grew past its tolerance after the warm-up, or an output that
-# does not validate.
+# MaskBench: $CGRAM_MASKBENCH (a folder of MaskBench files: the full run
+# wants the whole maskbench-dev), else the 12 schemas vendored in
+# tests/data/maskbench-subset (the ones --quick took from the whole
+# folder). The schema outputs go to $CGRAM_SOAK_DUMP when set (kept). Fails
+# if the soak finds a broken invariant, an output that does not parse,
+# resident memory that grew past its tolerance after the warm-up, or an
+# output that does not validate; or if some kind of output (schemas, JSON,
+# regexes, tool calls) was never completed and checked.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -33,15 +35,11 @@ if [ "${1:-}" = --quick ]; then
   args=(--tokens 100000 --pool 12 --warmup-percent 20)
 fi
 
-# MaskBench: where the shared data sits next to the checkout, or on this
-# machine's shared folder.
-maskbench="${CGRAM_MASKBENCH:-}"
-if [ -z "$maskbench" ]; then
-  for d in "$root/../shared/data/maskbench-dev" /work/shared/data/maskbench-dev; do
-    [ -d "$d" ] && { maskbench="$d"; break; }
-  done
+maskbench="${CGRAM_MASKBENCH:-$root/tests/data/maskbench-subset}"
+[ -d "$maskbench" ] || { echo "soak.sh: CGRAM_MASKBENCH=$maskbench is not a directory" >&2; exit 1; }
+if [ -z "${CGRAM_MASKBENCH:-}" ] && [ "${args[1]}" = 1000000 ]; then
+  echo "soak.sh: the full run over the 12 vendored schemas; set CGRAM_MASKBENCH to the whole maskbench-dev for 200"
 fi
-[ -d "$maskbench" ] || { echo "soak.sh: no MaskBench directory (looked in ../shared/data/maskbench-dev and /work/shared/data/maskbench-dev; set CGRAM_MASKBENCH)" >&2; exit 1; }
 gbnf="$root/tests/data/llamacpp-grammar/gbnf"
 tokenizer="${CGRAM_CACHE:-$root/.cache}/tokenizers/llama3/tokenizer.json"
 [ -f "$tokenizer" ] || scripts/fetch-tokenizers.sh
@@ -56,9 +54,12 @@ fi
 
 cargo build --release --quiet --bin cgram-bench
 dump="${CGRAM_SOAK_DUMP:-}"   # where to keep the outputs; a temporary file by default
+out="$(mktemp)"               # the soak's report
 if [ -z "$dump" ]; then
   dump="$(mktemp --suffix=.jsonl)"
-  trap 'rm -f "$dump"' EXIT
+  trap 'rm -f "$dump" "$out"' EXIT
+else
+  trap 'rm -f "$out"' EXIT
 fi
 cmd=(target/release/cgram-bench soak --tokenizer "$tokenizer" --schemas "$maskbench"
   --gbnf "$gbnf/arithmetic.gbnf" --gbnf "$gbnf/list.gbnf" --gbnf "$gbnf/c.gbnf"
@@ -66,6 +67,17 @@ cmd=(target/release/cgram-bench soak --tokenizer "$tokenizer" --schemas "$maskbe
   "${args[@]}" --dump "$dump" "$@")
 echo "${cmd[*]}"
 status=0
-"${cmd[@]}" || status=$?
-python3 scripts/soak_validate.py "$dump" || status=1
+"${cmd[@]}" | tee "$out" || status=$?
+
+# The number before LABEL on the report's line starting with PREFIX.
+count() { sed -n "/^$1/s/.* \([0-9][0-9]*\) $2.*/\1/p" "$out" | head -n 1; }
+# Every kind of output was completed and checked, and enough of them.
+for label in "re-accepted" "parsed as JSON" "full regex matches" "tool calls parsed" "schema outputs dumped"; do
+  n="$(count "checks: " "$label")"
+  [ "${n:-0}" -gt 0 ] || { echo "soak.sh: no output checked as \"$label\"" >&2; status=1; }
+done
+n="$(count "outputs: " "completed")"
+[ "${n:-0}" -ge 50 ] || { echo "soak.sh: ${n:-no} outputs completed, fewer than 50" >&2; status=1; }
+grep -q '^verdict: PASS' "$out" || { echo "soak.sh: no 'verdict: PASS'" >&2; status=1; }
+python3 scripts/lib/soak_validate.py "$dump" || status=1
 exit $status

@@ -49,7 +49,7 @@ pkg_config_build() {
     { "$out" 2>&1 || true; } | grep -q usage
 }
 
-stage deps scripts/install-deps.sh
+stage deps scripts/lib/install-deps.sh
 stage tokenizers scripts/fetch-tokenizers.sh
 stage fmt cargo fmt --check
 stage clippy cargo clippy --all-targets -- -D warnings

@@ -1,7 +1,7 @@
 //! The C ABI must be the committed baseline, `abi/cgram.abi`: the functions
 //! of `include/cgram.h` with their parameter and return types, its
 //! constants, and the size, alignment and field offsets of its structs as
-//! this machine's C compiler lays them out (`scripts/abi.py` writes a probe
+//! this machine's C compiler lays them out (`scripts/lib/abi.py` writes a probe
 //! program, which is compiled against the header and run). A change to the
 //! ABI must be deliberate: the failure says what changed and what it means
 //! for the version (docs/ABI.md), and `CGRAM_BLESS=1 cargo test --test abi`
@@ -37,7 +37,7 @@ fn abi_is_the_baseline() {
     let dir = std::env::temp_dir().join(format!("cgram-abi-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let header = root.join("include/cgram.h");
-    let abi_py = root.join("scripts/abi.py");
+    let abi_py = root.join("scripts/lib/abi.py");
 
     let probe = run(Command::new("python3")
         .arg(&abi_py)
@@ -64,7 +64,7 @@ fn abi_is_the_baseline() {
         .arg(&header)
         .arg(dir.join("layout.txt"))
         .output()
-        .expect("running scripts/abi.py");
+        .expect("running scripts/lib/abi.py");
     let _ = std::fs::remove_dir_all(&dir);
     assert!(
         out.status.success(),

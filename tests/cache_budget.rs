@@ -8,13 +8,13 @@
 //! compiled on all three, twice over (the second round meets caches the
 //! first one filled and churned), and walked with the same seeded tokens:
 //! every mask must be identical on the three, and every compile must give
-//! the same result. The sources are MaskBench schemas when the shared data
-//! is there, llama.cpp's example grammars and schemas written here.
+//! the same result. The sources are MaskBench schemas (the vendored
+//! `tests/data/maskbench-subset`, or 24 spread over `$CGRAM_MASKBENCH`),
+//! llama.cpp's example grammars and schemas written here.
 
 mod common;
 
 use std::ffi::{CStr, CString};
-use std::path::PathBuf;
 use std::ptr::null_mut;
 
 use cgram::ffi::*;
@@ -76,35 +76,19 @@ fn compile(vocab: &Vocab, kind: u32, text: &str) -> Result<Compiled, (i32, Strin
     })
 }
 
-fn maskbench_dir() -> Option<PathBuf> {
-    [
-        common::manifest_dir().join("../shared/data/maskbench-dev"),
-        PathBuf::from("/work/shared/data/maskbench-dev"),
-    ]
-    .into_iter()
-    .find(|d| d.is_dir())
-}
-
 /// (name, kind, source).
 fn sources() -> Vec<(String, u32, String)> {
     let mut out = Vec::new();
-    if let Some(dir) = maskbench_dir() {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "json"))
-            .collect();
-        files.sort();
-        let every = (files.len() / 24).max(1);
-        for p in files.iter().step_by(every) {
-            let doc = common::read_json(p);
-            let schema = doc.get("schema").unwrap_or(&doc);
-            out.push((
-                p.file_name().unwrap().to_string_lossy().into_owned(),
-                CG_KIND_JSON_SCHEMA,
-                schema.to_string(),
-            ));
-        }
+    let files = common::maskbench_files();
+    let every = (files.len() / 24).max(1);
+    for p in files.iter().step_by(every) {
+        let doc = common::read_json(p);
+        let schema = doc.get("schema").unwrap_or(&doc);
+        out.push((
+            p.file_name().unwrap().to_string_lossy().into_owned(),
+            CG_KIND_JSON_SCHEMA,
+            schema.to_string(),
+        ));
     }
     for (name, text) in common::example_grammars().into_iter().filter(|(n, _)| {
         ["json.gbnf", "list.gbnf", "c.gbnf", "arithmetic.gbnf"].contains(&n.as_str())

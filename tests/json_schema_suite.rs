@@ -2,8 +2,11 @@
 //! `tests/data/json-schema-test-suite`), walked token by token with the
 //! real Llama 3 tokenizer: for every schema cgram compiles, every valid
 //! instance must pass every mask and end accepting, and every invalid one
-//! must be rejected somewhere. Schemas cgram refuses must be refused with
-//! an error (counted per file). Every compile gets the suite's `remotes/`
+//! must be rejected somewhere. The schemas cgram refuses are exactly those
+//! listed, with their reason, in `tests/data/json-schema-suite-refused.txt`
+//! (see [`check_refusals`]): a new refusal fails, and so does a listed
+//! schema that compiles now (its line is then deleted: the list only
+//! shrinks). Every compile gets the suite's `remotes/`
 //! as extra documents (`json_documents`), each under
 //! `http://localhost:1234/<its path>`, where the suite's validators serve
 //! them.
@@ -138,18 +141,20 @@ fn run_draft(draft: &str) {
     let mut report = String::new();
     let mut skips: Vec<String> = Vec::new();
     let mut known: Vec<String> = Vec::new();
-    let mut refusals: Vec<String> = Vec::new();
+    let mut refusals: Vec<Refusal> = Vec::new();
     let documents = remote_documents();
     let options = suite_options(&documents);
     for file in suite_files(draft) {
         let rel = file
             .strip_prefix(dir.join("tests").join(draft))
             .unwrap()
-            .display()
-            .to_string();
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/");
         let groups: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
         let mut c = Counts::default();
-        for group in groups.as_array().unwrap() {
+        for (index, group) in groups.as_array().unwrap().iter().enumerate() {
             let gdesc = group["description"].as_str().unwrap_or("");
             if let Some(why) = skipped(draft, &rel, gdesc) {
                 skips.push(format!("{draft}/{rel}: {gdesc:?}: {why}"));
@@ -187,7 +192,11 @@ fn run_draft(draft: &str) {
                 }
                 Err(e) => {
                     c.refused += 1;
-                    refusals.push(format!("{draft}/{rel}: {gdesc:?}: {}", e.message()));
+                    refusals.push(Refusal {
+                        id: format!("{draft}/{rel}#{index}"),
+                        description: gdesc.to_string(),
+                        reason: one_line(e.message()),
+                    });
                     continue;
                 }
             };
@@ -256,7 +265,7 @@ fn run_draft(draft: &str) {
     );
     println!("refused schemas:");
     for r in &refusals {
-        println!("  {r}");
+        println!("  {}", r.line());
     }
     println!("known wrong verdicts: {}", known.len());
     for k in &known {
@@ -267,6 +276,84 @@ fn run_draft(draft: &str) {
         "{} wrong answers:\n{}",
         failures.len(),
         failures.join("\n")
+    );
+    check_refusals(draft, &refusals);
+}
+
+/// A schema of the suite that cgram refuses: `draft/file#index` (the
+/// group's index in its file: stable while the vendored suite is), the
+/// group's description (for the reader) and the error message.
+struct Refusal {
+    id: String,
+    description: String,
+    reason: String,
+}
+
+impl Refusal {
+    /// Its line in the list: the three fields separated by tabs.
+    fn line(&self) -> String {
+        format!("{}\t{:?}\t{}", self.id, self.description, self.reason)
+    }
+}
+
+fn one_line(message: &str) -> String {
+    message.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The list of refused schemas, `tests/data/json-schema-suite-refused.txt`.
+fn refused_list() -> PathBuf {
+    common::manifest_dir().join("tests/data/json-schema-suite-refused.txt")
+}
+
+/// The refusals of `draft` against the committed list: a refusal not
+/// listed (a new one), one listed with another reason, and a listed schema
+/// that now compiles all fail, each with the line to add, change or
+/// delete. A new refusal belongs in the list only when it is deliberate.
+fn check_refusals(draft: &str, refusals: &[Refusal]) {
+    let text = std::fs::read_to_string(refused_list())
+        .unwrap_or_else(|e| panic!("{}: {e}", refused_list().display()));
+    let prefix = format!("{draft}/");
+    let mut listed: BTreeMap<&str, &str> = BTreeMap::new();
+    for line in text.lines() {
+        if line.is_empty() || line.starts_with('#') || !line.starts_with(&prefix) {
+            continue;
+        }
+        let mut fields = line.splitn(3, '\t');
+        let (Some(id), Some(_), Some(reason)) = (fields.next(), fields.next(), fields.next())
+        else {
+            panic!(
+                "{}: not three tab-separated fields: {line}",
+                refused_list().display()
+            );
+        };
+        assert!(
+            listed.insert(id, reason).is_none(),
+            "{}: {id} is listed twice",
+            refused_list().display()
+        );
+    }
+    let mut problems = Vec::new();
+    for r in refusals {
+        match listed.remove(r.id.as_str()) {
+            None => problems.push(format!(
+                "new refusal (fix it, or add the line):\n{}",
+                r.line()
+            )),
+            Some(reason) if reason != r.reason => problems.push(format!(
+                "refused for another reason (was {reason:?}; update the line):\n{}",
+                r.line()
+            )),
+            Some(_) => {}
+        }
+    }
+    for id in listed.keys() {
+        problems.push(format!("{id} compiles now: delete its line"));
+    }
+    assert!(
+        problems.is_empty(),
+        "{draft}: the refusals differ from {}:\n{}",
+        refused_list().display(),
+        problems.join("\n")
     );
 }
 
@@ -398,19 +485,12 @@ fn reason_key(msg: &str) -> String {
 #[test]
 #[ignore]
 fn maskbench() {
-    let dir = std::env::var("CGRAM_MASKBENCH")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| common::manifest_dir().join("../shared/data/maskbench-dev"));
     let filter = std::env::var("CGRAM_MASKBENCH_FILTER").unwrap_or_default();
     let vocab = byte_vocab();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+    let files: Vec<PathBuf> = common::maskbench_files()
+        .into_iter()
         .filter(|p| p.to_string_lossy().contains(&filter))
         .collect();
-    files.sort();
     let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let (mut n, mut compiled, mut passing, mut bad_files) = (0, 0, 0, 0);
     let mut wrong: Vec<String> = Vec::new();

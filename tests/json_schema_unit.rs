@@ -556,17 +556,6 @@ fn any_json() {
 }
 
 #[test]
-#[ignore]
-fn debug_schema_file() {
-    let path = std::env::var("CGRAM_SCHEMA").unwrap();
-    let text = std::fs::read_to_string(path).unwrap();
-    match compile_with(&text, 0) {
-        Ok(_) => println!("compiled"),
-        Err(e) => println!("error: {e}"),
-    }
-}
-
-#[test]
 fn older_drafts_ignore_newer_keywords() {
     // Draft 4 validators do not know `if`/`then`, `const`, `contains` or
     // `propertyNames`; draft 6 does not know `if`.

@@ -4,7 +4,7 @@ for the llama-server end-to-end test and benchmark, from a MaskBench
 directory (JSONSchemaBench's function-calling sets: BFCL_* and
 Glaiveai2K---*).
 
-    python3 demo/server/make_tools.py ../shared/data/maskbench-dev > demo/server/tools.json
+    python3 demo/server/make_tools.py "$CGRAM_MASKBENCH" > demo/server/tools.json
 
 Each entry is an OpenAI tool: {"type": "function", "function": {"name",
 "description", "parameters"}}. BFCL files wrap the parameters in an object

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Builds the raw seed inputs of cgram's fuzz targets and the matcher_drive
-vocabulary, from the project's test data and the shared data sets.
+vocabulary, from the project's test data and MaskBench.
 
-    python3 fuzz/tools/make_seeds.py OUT_DIR [--shared DIR] [--tokenizers DIR]
+    python3 fuzz/tools/make_seeds.py OUT_DIR [--maskbench DIR] [--tokenizers DIR]
 
 Writes OUT_DIR/<target>/<name> for every target (raw seeds: thousands of
 files, not committed; `scripts/fuzz.sh --seed` minimizes them into
@@ -14,9 +14,9 @@ Sources:
   grammars of parser_cases.json, integration_cases.json and the expected
   grammars of schema_to_grammar_cases.json).
 - json_schema_compile: the `schema` of every MaskBench file under
-  --shared/maskbench-dev whose JSON text is at most 16 KiB, and every schema
-  of the JSON Schema Test Suite (--shared/json-schema-test-suite/tests, else
-  tests/data/json-schema-test-suite/tests).
+  --maskbench (default $CGRAM_MASKBENCH, else the vendored
+  tests/data/maskbench-subset) whose JSON text is at most 16 KiB, and every
+  schema of the JSON Schema Test Suite (tests/data/json-schema-test-suite/tests).
 - regex_compile: the patterns of tests/data/regex/maskbench_patterns.json and
   cases.json.
 - tokenizer_json: small tokenizer files cut from the real ones (--tokenizers,
@@ -97,9 +97,9 @@ def gbnf_seeds(out):
         write(out, "gbnf_compile", g)
 
 
-def schema_seeds(out, shared):
+def schema_seeds(out, maskbench):
     n = 0
-    for p in sorted(glob.glob(os.path.join(shared, "maskbench-dev/*.json"))):
+    for p in sorted(glob.glob(os.path.join(maskbench, "*.json"))):
         try:
             d = json.load(open(p))
         except ValueError:
@@ -108,23 +108,18 @@ def schema_seeds(out, shared):
         if len(s.encode()) <= MAX_SCHEMA:
             write(out, "json_schema_compile", s)
             n += 1
-    suites = [
-        os.path.join(shared, "json-schema-test-suite/tests"),
-        os.path.join(REPO, "tests/data/json-schema-test-suite/tests"),
-    ]
-    suite = next((s for s in suites if os.path.isdir(s)), None)
-    if suite:
-        for p in sorted(glob.glob(os.path.join(suite, "**/*.json"), recursive=True)):
-            try:
-                groups = json.load(open(p))
-            except ValueError:
-                continue
-            if not isinstance(groups, list):
-                continue
-            for g in groups:
-                if isinstance(g, dict) and "schema" in g:
-                    write(out, "json_schema_compile", json.dumps(g["schema"], ensure_ascii=False))
-                    n += 1
+    suite = os.path.join(REPO, "tests/data/json-schema-test-suite/tests")
+    for p in sorted(glob.glob(os.path.join(suite, "**/*.json"), recursive=True)):
+        try:
+            groups = json.load(open(p))
+        except ValueError:
+            continue
+        if not isinstance(groups, list):
+            continue
+        for g in groups:
+            if isinstance(g, dict) and "schema" in g:
+                write(out, "json_schema_compile", json.dumps(g["schema"], ensure_ascii=False))
+                n += 1
     print(f"json_schema_compile: {n} schemas", file=sys.stderr)
 
 
@@ -268,7 +263,7 @@ def gguf_cut(path, keep):
 
 def gguf_seeds(out, models):
     """gguf_vocab: the vocabulary files llama.cpp ships (models/ggml-vocab-*.gguf
-    of the llama.cpp scripts/llama-build.sh unpacks), cut to their first
+    of the llama.cpp scripts/lib/llama-build.sh unpacks), cut to their first
     200 tokens and merges, plus their headers cut shorter."""
     for path in sorted(glob.glob(os.path.join(models, "ggml-vocab-*.gguf"))):
         small = gguf_cut(path, 200)
@@ -319,20 +314,23 @@ def vocab_file(path, tokdir):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
-    ap.add_argument("--shared", default=os.path.join(os.path.dirname(REPO), "shared/data"))
+    ap.add_argument(
+        "--maskbench",
+        default=os.environ.get("CGRAM_MASKBENCH")
+        or os.path.join(REPO, "tests/data/maskbench-subset"),
+        help="a MaskBench folder (default $CGRAM_MASKBENCH, else tests/data/maskbench-subset)",
+    )
     ap.add_argument("--tokenizers", default=os.path.join(REPO, ".cache/tokenizers"))
     ap.add_argument("--vocab-out")
     ap.add_argument(
         "--llama-models",
         default=os.path.expanduser("~/.cache/cgram/llama.cpp-0.3.36/src/models"),
-        help="llama.cpp's models/ folder (scripts/llama-build.sh --print src)",
+        help="llama.cpp's models/ folder (scripts/lib/llama-build.sh --print src)",
     )
     ap.add_argument("--matcher-grammars", type=int, default=24)
     a = ap.parse_args()
-    if not os.path.isdir(a.shared) and os.path.isdir("/work/shared/data"):
-        a.shared = "/work/shared/data"
     gbnf_seeds(a.out)
-    schema_seeds(a.out, a.shared)
+    schema_seeds(a.out, a.maskbench)
     regex_seeds(a.out)
     tokenizer_seeds(a.out, a.tokenizers)
     matcher_seeds(a.out, a.matcher_grammars)

@@ -119,7 +119,7 @@ def test_llama3_tokenizer_json():
     assert all(b"hello".startswith(v.token_bytes(t)) for t in ids) and ids
 
 
-@pytest.mark.skipif(not GEMMA.exists(), reason="scripts/llama-model.sh not run")
+@pytest.mark.skipif(not GEMMA.exists(), reason="scripts/lib/llama-model.sh not run")
 def test_gemma_gguf():
     v = cgram.Vocab.from_gguf(GEMMA)
     assert v.size == 262144 and 106 in v.eos_tokens

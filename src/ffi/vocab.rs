@@ -18,8 +18,12 @@ use crate::vocab::{Vocab, MAX_VOCAB_SIZE};
 pub const CG_TOKEN_SPECIAL: u32 = 1;
 
 /// A tokenizer's vocabulary: the bytes of every token, which tokens are
-/// special, which end the sequence. Immutable once built (except through
-/// `cg_vocab_set_eos`): share one across threads and grammars.
+/// special, which end the sequence, and the caches its grammars share.
+/// Share one across threads and grammars. Its tokens never change; its
+/// end-of-sequence tokens change only through `cg_vocab_set_eos`, before
+/// any grammar is compiled from it (not thread-safe); its cache budget
+/// through `cg_vocab_set_cache_budget`, at any time (thread-safe, never a
+/// mask).
 pub struct cg_vocab {
     pub(crate) inner: Arc<Engine>,
 }
@@ -304,12 +308,13 @@ pub unsafe extern "C" fn cg_vocab_clone(vocab: *const cg_vocab) -> *mut cg_vocab
 /// Every vocabulary keeps the lexeme automata its grammars were built
 /// from, with the token sets masks computed for their states, so that the
 /// next grammar that needs the same lexeme (a string pattern, a format, a
-/// number) gets them ready. Three quarters of the budget go to them: past
-/// it the least recently used are dropped from the cache; grammars that
-/// use them keep them until freed, and a later compile builds them again.
-/// An eighth each goes to two shared tables of token sets (exits of
-/// lexeme states, counted strings), cleared when full. The budget changes compile and
-/// first-mask times, never a mask. A server that compiles many distinct
+/// number) gets them ready. Eleven sixteenths of the budget go to them:
+/// past it the least recently used are dropped from the cache; grammars
+/// that use them keep them until freed, and a later compile builds them
+/// again. An eighth each goes to two shared tables of token sets (exits of
+/// lexeme states, counted strings) and a sixteenth to the token sets that
+/// walks found alike, each cleared when full. The budget changes compile
+/// and first-mask times, never a mask. A server that compiles many distinct
 /// schemas on one vocabulary sets it to the memory it can spare. The
 /// budget is shared by all handles of the vocabulary (`cg_vocab_clone`)
 /// and kept by `cg_vocab_set_eos`.

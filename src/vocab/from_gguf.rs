@@ -23,7 +23,7 @@
 //! end-of-generation set is the end-of-sequence, end-of-turn and
 //! end-of-message ids, the fill-in-the-middle padding markers and every
 //! token spelled as an end marker. These rules follow the llama.cpp that
-//! `scripts/llama-build.sh` builds; the test in `tests/llama_vocab.c`
+//! `scripts/lib/llama-build.sh` builds; the test in `tests/llama_vocab.c`
 //! compares the two vocabularies token by token on every vocabulary file
 //! llama.cpp ships and on a real model.
 

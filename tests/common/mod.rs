@@ -16,51 +16,52 @@ pub fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// llama.cpp's grammar test data: `tests/data/llamacpp-grammar` in the
-/// repository, else the shared data folder next to the checkout.
+/// llama.cpp's grammar test data, vendored in `tests/data/llamacpp-grammar`.
 pub fn llamacpp_dir() -> PathBuf {
-    let candidates = [
-        manifest_dir().join("tests/data/llamacpp-grammar"),
-        manifest_dir().join("../shared/data/llamacpp-grammar"),
-        PathBuf::from("/work/shared/data/llamacpp-grammar"),
-    ];
-    for c in &candidates {
-        if c.join("integration_cases.json").is_file() {
-            return c.clone();
-        }
-    }
-    panic!(
-        "llama.cpp grammar test data not found (looked in {candidates:?}); \
-         it belongs in tests/data/llamacpp-grammar"
-    );
+    manifest_dir().join("tests/data/llamacpp-grammar")
 }
 
 /// llama.cpp's example grammars (`*.gbnf`), sorted by name.
 pub fn example_grammars() -> Vec<(String, String)> {
-    let candidates = [
-        manifest_dir().join("tests/data/llamacpp-grammar/gbnf"),
-        llamacpp_dir().join("gbnf"),
-    ];
-    for dir in &candidates {
-        let Ok(rd) = std::fs::read_dir(dir) else {
-            continue;
-        };
-        let mut out: Vec<(String, String)> = rd
-            .filter_map(|e| e.ok())
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "gbnf"))
-            .map(|p| {
-                let text = std::fs::read_to_string(&p).unwrap();
-                (p.file_name().unwrap().to_string_lossy().into_owned(), text)
-            })
-            .collect();
-        if out.is_empty() {
-            continue;
-        }
-        out.sort();
-        return out;
+    let dir = llamacpp_dir().join("gbnf");
+    let mut out: Vec<(String, String)> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "gbnf"))
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap();
+            (p.file_name().unwrap().to_string_lossy().into_owned(), text)
+        })
+        .collect();
+    assert!(!out.is_empty(), "no .gbnf files in {}", dir.display());
+    out.sort();
+    out
+}
+
+/// The MaskBench folder: `$CGRAM_MASKBENCH` when set (the whole
+/// `maskbench-dev`, say), else the 12 schemas vendored in
+/// `tests/data/maskbench-subset`. No other place is looked at, so that a
+/// test runs the same on every machine.
+pub fn maskbench_dir() -> PathBuf {
+    match std::env::var_os("CGRAM_MASKBENCH") {
+        Some(d) if !d.is_empty() => PathBuf::from(d),
+        _ => manifest_dir().join("tests/data/maskbench-subset"),
     }
-    panic!("llama.cpp example grammars not found (looked in {candidates:?})");
+}
+
+/// The `*.json` files of [`maskbench_dir`], sorted.
+pub fn maskbench_files() -> Vec<PathBuf> {
+    let dir = maskbench_dir();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("MaskBench folder {}: {e}", dir.display()))
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no MaskBench files in {}", dir.display());
+    files
 }
 
 pub fn read_json(path: &Path) -> serde_json::Value {

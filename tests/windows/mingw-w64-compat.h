@@ -1,6 +1,6 @@
 /*
  * Forced into every C file of the Windows llama.cpp test build
- * (scripts/llama-build-windows.sh: -include this file): what Debian's
+ * (scripts/lib/llama-build-windows.sh: -include this file): what Debian's
  * MinGW-w64 headers (10.0) lack and llama.cpp's ggml-cpu.c uses.
  *
  * ggml_thread_apply_priority turns off Windows 11's power throttling of

@@ -1,6 +1,6 @@
 # CMake toolchain file: llama.cpp for Windows x86-64, cross-compiled from
 # Linux with Debian's MinGW-w64, for the tests of cgram's Windows drop-in
-# (scripts/llama-build-windows.sh uses it).
+# (scripts/lib/llama-build-windows.sh uses it).
 #
 # Debian's MinGW gcc 12 comes in two thread models; the default
 # (x86_64-w64-mingw32-gcc, "win32") has no std::thread or std::mutex in

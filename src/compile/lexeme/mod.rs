@@ -14,11 +14,13 @@
 //! directly), `determinize` and `minimize`.
 //!
 //! A lexeme is built from an IR expression (no rule references, no token
-//! elements) through `regex-syntax`'s HIR and `regex-automata`'s dense DFA
-//! (determinized, all matches kept), copied into a compact table of our
-//! own with one row per state and a final flag per state, so that the
-//! matcher never deals with delayed matches, and minimized there
-//! ([`minimize`]).
+//! elements) through `regex-syntax`'s HIR and `regex-automata`'s Thompson
+//! NFA, determinized by our own subset construction ([`determinize`]: each
+//! state looks only at the byte ranges its NFA states leave on, all
+//! matches kept) into a compact table with one row per state and a final
+//! flag per state, so that the matcher never deals with delayed matches,
+//! and minimized there ([`minimize`]). `regex-automata`'s dense DFA serves
+//! only as the reference of tests (`table::table_from_hir_dense`).
 
 use super::adjacency::Adjacency;
 use crate::error::Result;

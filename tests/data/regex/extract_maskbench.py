@@ -2,6 +2,8 @@
 """Collects the regular expressions of the MaskBench schemas (`pattern` and
 `patternProperties` keys) with the strings their instances put there, for
 gen.js. Usage: extract_maskbench.py [MASKBENCH_DIR] > maskbench_patterns.json
+(MASKBENCH_DIR defaults to $CGRAM_MASKBENCH, the full maskbench-dev folder;
+maskbench_patterns.json was made from it).
 
 Strings are found by validating every instance with `jsonschema` while a
 hook records what reaches each `pattern` / `patternProperties` keyword.
@@ -13,7 +15,9 @@ import sys
 import jsonschema
 from jsonschema import validators
 
-DIR = sys.argv[1] if len(sys.argv) > 1 else "/work/shared/data/maskbench-dev"
+DIR = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("CGRAM_MASKBENCH", "")
+if not os.path.isdir(DIR):
+    sys.exit("extract_maskbench.py: name the MaskBench folder (argument or CGRAM_MASKBENCH)")
 MAX_STRINGS = 12
 MAX_LEN = 300
 

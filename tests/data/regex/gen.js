@@ -13,12 +13,13 @@
 // whose strings are extended with mutations.
 //
 // Usage: node gen.js [JSON_SCHEMA_TEST_SUITE_DIR] > cases.json
+// (default: the vendored ../json-schema-test-suite/tests)
 
 'use strict';
 const fs = require('fs');
 const path = require('path');
 
-const SUITE = process.argv[2] || '/work/shared/data/json-schema-test-suite/tests';
+const SUITE = process.argv[2] || path.join(__dirname, '..', 'json-schema-test-suite', 'tests');
 
 // [pattern, [strings...]]
 const hand = [

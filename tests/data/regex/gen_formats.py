@@ -9,6 +9,8 @@ and 2020-12), and for the strings MaskBench instances put under a `format`:
   Python jsonschema's FormatChecker) on this very string: must be rejected.
 
 Usage: gen_formats.py [SUITE_TESTS_DIR] [MASKBENCH_DIR] > formats.json
+(defaults: the vendored ../json-schema-test-suite/tests and $CGRAM_MASKBENCH,
+the full maskbench-dev folder formats.json was made from).
 """
 import json
 import os
@@ -17,8 +19,11 @@ import sys
 import jsonschema
 from jsonschema import validators
 
-SUITE = sys.argv[1] if len(sys.argv) > 1 else "/work/shared/data/json-schema-test-suite/tests"
-MB = sys.argv[2] if len(sys.argv) > 2 else "/work/shared/data/maskbench-dev"
+HERE = os.path.dirname(os.path.abspath(__file__))
+SUITE = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "json-schema-test-suite", "tests")
+MB = sys.argv[2] if len(sys.argv) > 2 else os.environ.get("CGRAM_MASKBENCH", "")
+if not os.path.isdir(MB):
+    sys.exit("gen_formats.py: name the MaskBench folder (argument or CGRAM_MASKBENCH)")
 
 FORMATS = {
     "date", "time", "date-time", "duration", "email", "hostname", "ipv4", "ipv6",

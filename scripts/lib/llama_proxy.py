@@ -38,7 +38,7 @@ import os
 import re
 import sys
 
-# The PE reader of scripts/abi.py, beside this file.
+# The PE reader of scripts/lib/abi.py, beside this file.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import abi  # noqa: E402
 

@@ -4,7 +4,7 @@ cgram (cgram.llama_cpp.install()), with llama.cpp's own grammar sampler, and
 with no grammar at all, on the same prompts, interleaved in one process (the
 machine's noise hits the three alike).
 
-    python scripts/llama-cpp-python-bench.py MODEL.gguf [--rounds 3] [--max-tokens 128]
+    python scripts/lib/llama-cpp-python-bench.py MODEL.gguf [--rounds 3] [--max-tokens 128]
 
 Run by scripts/llama-cpp-python-test.sh --bench (inside its environment).
 Each generation streams; its rate is (tokens - 1) / (time of the last token

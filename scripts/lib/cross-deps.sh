@@ -14,7 +14,7 @@
 #   Rust targets     aarch64-unknown-linux-gnu, x86_64-pc-windows-gnu,
 #                    aarch64-apple-darwin, x86_64-apple-darwin (rustup).
 #   PyPI             ziglang and cargo-zigbuild, pinned, in a venv under
-#                    $CGRAM_CROSS_TOOLS (scripts/cross-env.sh): zig is the
+#                    $CGRAM_CROSS_TOOLS (scripts/lib/cross-env.sh): zig is the
 #                    only linker on Linux that links macOS binaries without
 #                    Apple's SDK (it carries the system library stubs), and
 #                    both come as prebuilt wheels: no compiler to build,
@@ -23,9 +23,9 @@
 # Uses sudo for apt-get only when not root.
 set -euo pipefail
 
-root="$(cd "$(dirname "$0")/.." && pwd)"
-# shellcheck source=scripts/cross-env.sh
-. "$root/scripts/cross-env.sh"
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+# shellcheck source=scripts/lib/cross-env.sh
+. "$root/scripts/lib/cross-env.sh"
 
 ZIGLANG_VERSION=0.17.1
 CARGO_ZIGBUILD_VERSION=0.24.1
@@ -38,14 +38,14 @@ command -v aarch64-linux-gnu-gcc >/dev/null || missing+=(gcc-aarch64-linux-gnu)
 [ -f /usr/aarch64-linux-gnu/include/stdio.h ] || missing+=(libc6-dev-arm64-cross)
 command -v qemu-aarch64 >/dev/null || missing+=(qemu-user)
 command -v x86_64-w64-mingw32-gcc >/dev/null || missing+=(gcc-mingw-w64-x86-64)
-# llama.cpp for Windows (the drop-in's test, scripts/llama-build-windows.sh)
+# llama.cpp for Windows (the drop-in's test, scripts/lib/llama-build-windows.sh)
 # is C++ with std::thread: the posix-threads variant of MinGW's g++.
 command -v x86_64-w64-mingw32-g++-posix >/dev/null || missing+=(g++-mingw-w64-x86-64-posix)
 command -v wine >/dev/null || missing+=(wine)
 [ -x /usr/lib/wine/wine64 ] || missing+=(wine64)
 llvm_tool llvm-dlltool >/dev/null 2>&1 && llvm_tool llvm-otool >/dev/null 2>&1 || missing+=(llvm)
 # With cmake, pkg-config and the compilers, if any is missing.
-"$root/scripts/install-deps.sh" "${missing[@]}"
+"$root/scripts/lib/install-deps.sh" "${missing[@]}"
 
 targets=(aarch64-unknown-linux-gnu x86_64-pc-windows-gnu aarch64-apple-darwin x86_64-apple-darwin)
 installed="$(rustup target list --installed)"

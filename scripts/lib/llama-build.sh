@@ -5,10 +5,10 @@
 # it into a private prefix. Cached outside the checkout: a rerun with
 # everything in place takes a second.
 #
-#   scripts/llama-build.sh            # idempotent; prints the prefix
-#   scripts/llama-build.sh --force    # rebuild from scratch
-#   scripts/llama-build.sh --print prefix|src|bin   # print a directory, build nothing
-#   scripts/llama-build.sh --source   # fetch and unpack the sources only, print src
+#   scripts/lib/llama-build.sh            # idempotent; prints the prefix
+#   scripts/lib/llama-build.sh --force    # rebuild from scratch
+#   scripts/lib/llama-build.sh --print prefix|src|bin   # print a directory, build nothing
+#   scripts/lib/llama-build.sh --source   # fetch and unpack the sources only, print src
 #                                     # (headers for cross builds of the drop-in)
 #   CGRAM_LLAMA_CACHE=/dir            # cache here (default: $CGRAM_CACHE if set,
 #                                     # else ~/.cache/cgram: outside the checkout)

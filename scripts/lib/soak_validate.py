@@ -4,7 +4,7 @@ their schemas with the `jsonschema` package (the draft each schema names,
 its default otherwise; formats checked where jsonschema has a checker for
 them).
 
-    scripts/soak_validate.py OUT.jsonl
+    scripts/lib/soak_validate.py OUT.jsonl
 
 Each line of OUT.jsonl is {"source", "schema_file", "flags", "output"}:
 the schema is the "schema" member of the MaskBench file. Two kinds of

@@ -2,16 +2,16 @@
 # Builds llama.cpp for Windows x86-64 from Linux (MinGW-w64), the test bed
 # of cgram's Windows drop-in (a proxy llama.dll: see
 # scripts/install-llama-dropin-windows.sh). Same pinned source as
-# scripts/llama-build.sh (the llama.cpp that PyPI's llama-cpp-python
+# scripts/lib/llama-build.sh (the llama.cpp that PyPI's llama-cpp-python
 # 0.3.36 vendors), shared libraries (llama.dll, ggml*.dll, as llama.cpp's
 # Windows releases ship them), CPU backend only, no CURL or OpenSSL.
 # Cached outside the checkout; a rerun with everything in place takes a
 # second.
 #
-#   scripts/llama-build-windows.sh            # idempotent; prints the bin dir
-#   scripts/llama-build-windows.sh --force    # rebuild from scratch
-#   scripts/llama-build-windows.sh --print bin|prefix|src
-#   CGRAM_LLAMA_CACHE, CGRAM_LLAMA_JOBS       # as for scripts/llama-build.sh
+#   scripts/lib/llama-build-windows.sh            # idempotent; prints the bin dir
+#   scripts/lib/llama-build-windows.sh --force    # rebuild from scratch
+#   scripts/lib/llama-build-windows.sh --print bin|prefix|src
+#   CGRAM_LLAMA_CACHE, CGRAM_LLAMA_JOBS       # as for scripts/lib/llama-build.sh
 #
 # Leaves, under <cache>/llama.cpp-0.3.36/windows-x86_64/:
 #
@@ -38,7 +38,7 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/.." && pwd)"
+root="$(cd "$here/../.." && pwd)"
 # Bump when the configuration changes, so that old caches are rebuilt.
 STAMP_VERSION=1
 
@@ -81,7 +81,7 @@ fi
 
 for t in x86_64-w64-mingw32-gcc-posix x86_64-w64-mingw32-g++-posix cmake; do
   command -v "$t" >/dev/null || {
-    echo "llama-build-windows.sh: $t is needed (Debian: apt-get install g++-mingw-w64-x86-64-posix cmake; scripts/cross-deps.sh)" >&2
+    echo "llama-build-windows.sh: $t is needed (Debian: apt-get install g++-mingw-w64-x86-64-posix cmake; scripts/lib/cross-deps.sh)" >&2
     exit 1
   }
 done
@@ -136,7 +136,7 @@ rm -rf "$prefix"
 cmake --install "$build" >"$dir/install.log" 2>&1 || { cat "$dir/install.log" >&2; exit 1; }
 # The programs run from build/bin, next to every DLL they need (with
 # LLAMA_TOOLS_INSTALL off, an installed llama-server.exe would miss its
-# llama-server-impl.dll), as with scripts/llama-build.sh.
+# llama-server-impl.dll), as with scripts/lib/llama-build.sh.
 rm -rf "$prefix/bin"
 
 echo "$stamp_text" >"$stamp"

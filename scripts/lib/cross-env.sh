@@ -1,5 +1,5 @@
 # Sourced by the cross-build scripts (scripts/install.sh --target,
-# scripts/cross.sh): puts the cross tools that scripts/cross-deps.sh
+# scripts/cross.sh): puts the cross tools that scripts/lib/cross-deps.sh
 # installed on PATH and says where the LLVM tools are.
 #
 #   CGRAM_CROSS_TOOLS  where the tools live (default
@@ -37,6 +37,6 @@ llvm_tool() {
       return 0
     fi
   done
-  echo "cross-env.sh: $name not found (scripts/cross-deps.sh installs Debian's llvm)" >&2
+  echo "cross-env.sh: $name not found (scripts/lib/cross-deps.sh installs Debian's llvm)" >&2
   return 1
 }
