@@ -553,3 +553,380 @@ fn the_checker_sees_code_only() {
     assert!(!may_import("compile", "matcher") && !may_import("compile", "front ends"));
     assert!(may_import("matcher", "compile"));
 }
+
+/// Inside a folder the files import one way too. `FLOORS` orders the
+/// files of folders read bottom-up (a file may import files on its own
+/// floor or below); every other folder must simply hold no import circle.
+/// `src/tokensets/` is the folder the mask path learns in, where circles
+/// grew before: its floors are ARCHITECTURE.md's file map.
+const FLOORS: &[(&str, &[&[&str]])] = &[(
+    "tokensets",
+    &[
+        &["work", "cleared", "token_list", "token_chars"],
+        &["info"],
+        &["lexeme", "context", "string_counts"],
+        &["engine"],
+        &["grammar"],
+        &["earley", "lexeme_walk"],
+        &["strings", "trie_walk", "free_exits"],
+        &["parser_walk", "exits"],
+        &["cached"],
+        &["covered"],
+    ],
+)];
+
+/// Folders whose files still import in a circle: `(folder, files in
+/// the circle)`, each with the work that removes it. May only shrink.
+const KNOWN_CIRCLES: &[(&str, &[&str])] = &[
+    // `args.rs` names every handle type and every object's file imports
+    // it back: one handle trait, implemented per object, removes it
+    // (issue 32).
+    (
+        "ffi",
+        &[
+            "args",
+            "grammar",
+            "grammar_cache",
+            "matcher",
+            "triggers",
+            "vocab",
+        ],
+    ),
+    // The lexeme builders and `source.rs` (which builds any expression)
+    // call each other: a lexeme of a boolean or counted expression builds
+    // its parts through the source.
+    (
+        "compile/lexeme",
+        &[
+            "boolean",
+            "counted",
+            "iterations",
+            "length_and_iterations",
+            "source",
+        ],
+    ),
+    // `table.rs` (the lexeme automaton) and the constructions that build
+    // and minimize it import each other.
+    (
+        "compile/lexeme",
+        &[
+            "determinize",
+            "json_string",
+            "minimize",
+            "string_trie",
+            "table",
+        ],
+    ),
+];
+
+/// The module paths a `crate::` or `super::` path names, its `{...}`
+/// groups expanded: `a::{b, c::d}` is `[a, b]` and `[a, c, d]`.
+fn expand_paths(text: &str) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let mut prefix = Vec::new();
+    let mut rest = text.trim_start();
+    loop {
+        if let Some(group) = rest.strip_prefix('{') {
+            let mut depth = 1;
+            let end = group
+                .char_indices()
+                .find(|&(_, c)| {
+                    match c {
+                        '{' => depth += 1,
+                        '}' => depth -= 1,
+                        _ => {}
+                    }
+                    depth == 0
+                })
+                .map_or(group.len(), |(i, _)| i);
+            let (mut item, mut depth) = (String::new(), 0);
+            let mut items = Vec::new();
+            for ch in group[..end].chars() {
+                match ch {
+                    '{' => depth += 1,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        items.push(std::mem::take(&mut item));
+                        continue;
+                    }
+                    _ => {}
+                }
+                item.push(ch);
+            }
+            items.push(item);
+            for item in items {
+                for tail in expand_paths(&item) {
+                    let mut p = prefix.clone();
+                    p.extend(tail);
+                    out.push(p);
+                }
+            }
+            return out;
+        }
+        let end = rest
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        if end == 0 {
+            break;
+        }
+        prefix.push(rest[..end].to_string());
+        match rest[end..].trim_start().strip_prefix("::") {
+            Some(r) => rest = r.trim_start(),
+            None => break,
+        }
+    }
+    if !prefix.is_empty() {
+        out.push(prefix);
+    }
+    out
+}
+
+/// The items a folder's `mod.rs` re-exports, by the file they come from.
+fn folder_reexports(folder: &Path) -> BTreeMap<String, String> {
+    let mut map = BTreeMap::new();
+    let Ok(text) = std::fs::read_to_string(folder.join("mod.rs")) else {
+        return map;
+    };
+    let code = without_test_items(&code_only(&text));
+    for stmt in code.split(';') {
+        let stmt = stmt.trim();
+        let Some(path) = ["pub use ", "pub(crate) use "]
+            .iter()
+            .find_map(|p| stmt.strip_prefix(p))
+        else {
+            continue;
+        };
+        for p in expand_paths(path) {
+            if p.len() >= 2 {
+                map.insert(p.last().unwrap().clone(), p[0].clone());
+            }
+        }
+    }
+    map
+}
+
+/// Imports between the files of each folder of `src/`: folder (as a
+/// module path) -> file -> the sibling files it imports, with a line.
+type FolderGraphs = BTreeMap<Vec<String>, BTreeMap<String, BTreeMap<String, usize>>>;
+
+fn folder_graphs() -> FolderGraphs {
+    let mut files = Vec::new();
+    library_files(&src_dir(), &mut files);
+    let mut graphs = FolderGraphs::new();
+    for file in &files {
+        let own = module_path(file);
+        let is_folder_face = file.ends_with("mod.rs") || file.ends_with("lib.rs");
+        if own.is_empty() || is_folder_face || is_test_module(file) {
+            continue;
+        }
+        let parent = own[..own.len() - 1].to_vec();
+        let name = own.last().unwrap().clone();
+        let dir = file.parent().unwrap();
+        let siblings: BTreeSet<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_dir() || p.extension().is_some_and(|x| x == "rs"))
+            .map(|p| p.file_stem().unwrap().to_string_lossy().to_string())
+            .filter(|s| s != "mod")
+            .collect();
+        let reexports = folder_reexports(dir);
+        let code = without_test_items(&code_only(&std::fs::read_to_string(file).unwrap()));
+        let graph = graphs.entry(parent.clone()).or_default();
+        let edges = graph.entry(name.clone()).or_default();
+        let line_of = |at: usize| code[..at].matches('\n').count() + 1;
+        let bytes = code.as_bytes();
+        let mut at = 0;
+        while at < code.len() {
+            let rest = &code[at..];
+            let is_start = at == 0
+                || !(bytes[at - 1].is_ascii_alphanumeric()
+                    || bytes[at - 1] == b'_'
+                    || bytes[at - 1] == b':');
+            let (base, skip) = if is_start && rest.starts_with("crate::") {
+                (Vec::new(), "crate::".len())
+            } else if is_start && rest.starts_with("super::") {
+                let mut levels = 0;
+                let mut s = rest;
+                while let Some(r) = s.strip_prefix("super::") {
+                    levels += 1;
+                    s = r.trim_start();
+                }
+                (
+                    own[..own.len().saturating_sub(levels)].to_vec(),
+                    rest.len() - s.len(),
+                )
+            } else {
+                at += rest.chars().next().map_or(1, char::len_utf8);
+                continue;
+            };
+            for tail in expand_paths(&rest[skip..]) {
+                let mut full = base.clone();
+                full.extend(tail);
+                if full.len() <= parent.len() || full[..parent.len()] != parent[..] {
+                    continue;
+                }
+                let head = &full[parent.len()];
+                let target = if siblings.contains(head) {
+                    head.clone()
+                } else if let Some(from) = reexports.get(head) {
+                    from.clone()
+                } else {
+                    continue;
+                };
+                if target != name {
+                    edges.entry(target).or_insert(line_of(at));
+                }
+            }
+            at += skip;
+        }
+    }
+    graphs
+}
+
+/// Whether the module declaring `file` declares it `#[cfg(test)]` (unit
+/// tests in a file of their own): test code, which may import anything.
+fn is_test_module(file: &Path) -> bool {
+    let dir = file.parent().unwrap();
+    let name = file.file_stem().unwrap().to_string_lossy();
+    let parent = if dir == src_dir() {
+        dir.join("lib.rs")
+    } else {
+        dir.join("mod.rs")
+    };
+    let Ok(text) = std::fs::read_to_string(parent) else {
+        return false;
+    };
+    let code = code_only(&text);
+    let flat: String = code.split_whitespace().collect::<Vec<_>>().join(" ");
+    ["mod", "pub mod", "pub(crate) mod"]
+        .iter()
+        .any(|m| flat.contains(&format!("#[cfg(test)] {m} {name};")))
+}
+
+/// The circles of a graph (its strongly connected parts of more than one
+/// file), each sorted.
+fn circles(graph: &BTreeMap<String, BTreeMap<String, usize>>) -> Vec<Vec<String>> {
+    // Files reachable both ways are one part.
+    let reach = |from: &str| -> BTreeSet<String> {
+        let mut seen = BTreeSet::new();
+        let mut stack = vec![from.to_string()];
+        while let Some(f) = stack.pop() {
+            for to in graph.get(&f).into_iter().flat_map(|e| e.keys()) {
+                if seen.insert(to.clone()) {
+                    stack.push(to.clone());
+                }
+            }
+        }
+        seen
+    };
+    let mut parts: BTreeSet<Vec<String>> = BTreeSet::new();
+    for f in graph.keys() {
+        let ahead = reach(f);
+        let mut part: Vec<String> = ahead
+            .iter()
+            .filter(|g| *g == f || reach(g).contains(f))
+            .cloned()
+            .collect();
+        if !part.contains(f) {
+            continue;
+        }
+        part.sort();
+        if part.len() > 1 {
+            parts.insert(part);
+        }
+    }
+    parts.into_iter().collect()
+}
+
+#[test]
+fn no_folder_imports_in_a_circle() {
+    let mut found = Vec::new();
+    let mut seen = BTreeSet::new();
+    for (folder, graph) in folder_graphs() {
+        let name = folder.join("/");
+        for circle in circles(&graph) {
+            let known = KNOWN_CIRCLES
+                .iter()
+                .position(|(f, files)| *f == name && files.iter().eq(circle.iter()));
+            match known {
+                Some(i) => {
+                    seen.insert(i);
+                }
+                None => found.push(format!("src/{name}: {}", circle.join(", "))),
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "files importing in a circle:\n{}",
+        found.join("\n")
+    );
+    let gone: Vec<_> = (0..KNOWN_CIRCLES.len())
+        .filter(|i| !seen.contains(i))
+        .map(|i| KNOWN_CIRCLES[i])
+        .collect();
+    assert!(
+        gone.is_empty(),
+        "these KNOWN_CIRCLES no longer occur as listed: update tests/layers.rs: {gone:?}"
+    );
+}
+
+#[test]
+fn floors_import_downward() {
+    let graphs = folder_graphs();
+    let mut wrong = Vec::new();
+    for (folder, floors) in FLOORS {
+        let graph = &graphs[&vec![folder.to_string()]];
+        let floor_of = |f: &str| floors.iter().position(|fl| fl.contains(&f));
+        for file in graph.keys() {
+            assert!(
+                floor_of(file).is_some(),
+                "src/{folder}/{file}.rs is on no floor: add it to FLOORS in tests/layers.rs"
+            );
+        }
+        for fl in floors.iter().flat_map(|f| f.iter()) {
+            assert!(
+                graph.contains_key(*fl),
+                "FLOORS names src/{folder}/{fl}.rs, which is gone"
+            );
+        }
+        for (file, edges) in graph {
+            for (to, line) in edges {
+                if floor_of(to) > floor_of(file) {
+                    wrong.push(format!(
+                        "src/{folder}/{file}.rs:{line} imports {to}, a floor up"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "imports running up (see FLOORS):\n{}",
+        wrong.join("\n")
+    );
+}
+
+/// The folder checker finds sibling imports through every path form.
+#[test]
+fn the_folder_checker_reads_paths() {
+    assert_eq!(
+        expand_paths("a::{b, c::{d, e}}::x"),
+        [vec!["a", "b"], vec!["a", "c", "d"], vec!["a", "c", "e"]]
+    );
+    assert_eq!(
+        expand_paths("tokensets::Engine;"),
+        [vec!["tokensets", "Engine"]]
+    );
+    let graphs = folder_graphs();
+    let tokensets = &graphs[&vec!["tokensets".to_string()]];
+    // `use super::engine::Engine`, and `crate::tokensets::CompiledGrammar`
+    // through mod.rs's re-export.
+    assert!(tokensets["cached"].contains_key("engine"));
+    assert!(tokensets["cached"].contains_key("grammar"));
+    let mut circle = BTreeMap::new();
+    circle.insert("a".to_string(), BTreeMap::from([("b".to_string(), 1)]));
+    circle.insert("b".to_string(), BTreeMap::from([("a".to_string(), 1)]));
+    circle.insert("c".to_string(), BTreeMap::from([("a".to_string(), 1)]));
+    assert_eq!(circles(&circle), [vec!["a".to_string(), "b".to_string()]]);
+}

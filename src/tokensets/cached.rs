@@ -23,7 +23,7 @@ pub fn info_for(g: &CompiledGrammar, state: u32) -> Arc<TokenInfo> {
         if let Some(info) = cell.get() {
             return info.clone();
         }
-        let info = Arc::new(structural_info(g, state));
+        let info = Arc::new(structural_info(g, state, &|s| info_for(g, s)));
         if super::work::exhausted() {
             return info;
         }

@@ -26,7 +26,6 @@ use super::context::SharedFreeExits;
 use super::info::{Exit, TokenInfo};
 use super::lexeme::Lexeme;
 use super::string_counts::StringCounts;
-use super::strings::prepare_strings;
 use super::token_list::TokenList;
 use crate::compile::lexeme::{
     any_string_expr, build_counted_lexeme, build_lexeme, build_part, too_large_error, DfaLimits,
@@ -67,7 +66,8 @@ pub struct AnyString {
     pub body: StringBody,
 }
 
-/// A vocabulary and the caches its grammars share.
+/// A vocabulary and the caches its grammars share. Made by
+/// [`Engine::new`], which `strings.rs` defines (it runs a walk).
 pub struct Engine {
     vocab: Vocab,
     store: CacheMutex<Store>,
@@ -113,21 +113,18 @@ fn shares(budget: usize) -> (usize, usize, usize, usize) {
 }
 
 impl Engine {
-    /// An engine for `vocab`, with the tables that JSON strings share
-    /// built now rather than by the first mask that needs them (which would
-    /// take several milliseconds longer than any other).
-    pub fn new(vocab: Vocab) -> Arc<Engine> {
+    /// An engine for `vocab` with nothing built yet: [`Engine::new`] (in
+    /// `strings.rs`) builds the tables JSON strings share on top.
+    pub(crate) fn without_string_tables(vocab: Vocab) -> Arc<Engine> {
         let (_, free_exits, _, walked) = shares(DEFAULT_CACHE_BUDGET);
-        let engine = Arc::new(Engine {
+        Arc::new(Engine {
             vocab,
             store: CacheMutex::new("engine lexemes", Store::new(DEFAULT_CACHE_BUDGET)),
             counts: OnceLock::new(),
             body: OnceLock::new(),
             free_exits: SharedFreeExits::new(free_exits),
             walked: CacheMutex::new("engine walked sets", ClearedWhenFull::new(walked)),
-        });
-        prepare_strings(&engine);
-        engine
+        })
     }
 
     /// The vocabulary.
@@ -300,7 +297,7 @@ impl Engine {
     /// the rest).
     pub(crate) fn prepare_string_counts(
         &self,
-        prepare: impl FnOnce(&StringCounts) -> (super::strings::TokenChars, Box<[Box<[u32]>]>),
+        prepare: impl FnOnce(&StringCounts) -> (super::token_chars::TokenChars, Box<[Box<[u32]>]>),
     ) {
         self.counts.get_or_init(|| {
             let any = self.string_body()?;

@@ -4,25 +4,10 @@
 
 use super::earley::{LexemeWalk, MAX_LEXEME_WALK};
 use super::engine::Engine;
-use super::info::{exit_remainder, Exit, TokenInfo};
+use super::info::{exit_remainder, FreeExits, TokenInfo};
 use super::token_list::TokenList;
 use crate::compile::lexeme::DEAD;
 use crate::util::byteset::ByteSet;
-
-/// The part of a lexeme state's exit tokens that does not depend on the
-/// context: what the lexemes predicted right after it read before any of
-/// them can end (see [`free_exits`]).
-pub struct FreeExits {
-    /// Tokens allowed in every context with these lexemes next.
-    pub tokens: TokenList,
-    /// Where a lexeme can end, so that the callers decide: `(node, depth)`:
-    /// read the bytes of node `node`'s path from `depth` on with the real
-    /// parser, then walk below the node (its own tokens are in `tokens`).
-    pub syncs: Box<[(u32, u16)]>,
-    /// Exits to check whole with the real parser (a lexeme can end inside
-    /// the bytes before their node).
-    pub whole: Box<[Exit]>,
-}
 
 /// Walks the exits of `info` whose first byte is in `first` with the DFAs of
 /// `next` alone (the lexeme items that can read the first byte after the

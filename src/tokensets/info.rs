@@ -1,19 +1,16 @@
 //! The token sets of one automaton state ([`TokenInfo`]): the tokens it
 //! allows whatever the context (inside), and those that leave its rule
-//! after a prefix (exits), checked against the real callers at mask time.
+//! after a prefix (exits), checked against the real callers at mask time;
+//! the exits of a state in one context ([`ExitTokens`], [`FreeExits`]).
+//! Data only: the walks that fill them sit above.
 
-use super::engine::Engine;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::earley::Walker;
-use super::free_exits::FreeExits;
-use super::lexeme::Lexeme;
-use super::lexeme_walk::{subtree_walk, DfaWalk};
-use super::strings::TokenChars;
+use super::token_chars::TokenChars;
 use super::token_list::{MaskFill, TokenList};
 use crate::util::byteset::{byteset_contains, ByteSet};
-use crate::vocab::TokenTrie;
+use crate::vocab::{TokenTrie, Vocab};
 
 /// The exit tokens of a state in one context (see `Matcher::fill_mask`):
 /// the part every context with the same lexemes next shares, and the rest.
@@ -37,6 +34,21 @@ impl ExitTokens {
     }
 }
 
+/// The part of a lexeme state's exit tokens that does not depend on the
+/// context: what the lexemes predicted right after it read before any of
+/// them can end (see [`free_exits`]).
+pub struct FreeExits {
+    /// Tokens allowed in every context with these lexemes next.
+    pub tokens: TokenList,
+    /// Where a lexeme can end, so that the callers decide: `(node, depth)`:
+    /// read the bytes of node `node`'s path from `depth` on with the real
+    /// parser, then walk below the node (its own tokens are in `tokens`).
+    pub syncs: Box<[(u32, u16)]>,
+    /// Exits to check whole with the real parser (a lexeme can end inside
+    /// the bytes before their node).
+    pub whole: Box<[Exit]>,
+}
+
 /// Tokens that leave the walked rule after `depth` bytes: the tokens at
 /// and below trie node `node` (only those strictly below it when `below`),
 /// whose byte `depth` (0-based) is `first` (when `depth` is the node's own
@@ -56,75 +68,15 @@ pub struct Exit {
 
 impl Exit {
     /// The exit's first byte after the rule is only known per child.
-    fn at_node(&self, trie: &TokenTrie) -> bool {
+    pub(crate) fn at_node(&self, trie: &TokenTrie) -> bool {
         self.below && self.depth == trie.nodes()[self.node as usize].depth
     }
 }
 
 /// The bytes of `exit`'s tokens read after the rule ended, down to its node
 /// (all its tokens share them).
-pub fn exit_remainder<'v>(vocab: &'v Engine, exit: &Exit) -> &'v [u8] {
+pub fn exit_remainder<'v>(vocab: &'v Vocab, exit: &Exit) -> &'v [u8] {
     &vocab.trie().path(exit.node)[exit.depth as usize..]
-}
-
-/// Feeds exit remainders, in sorted order, to a [`Walker`] whose first
-/// `base` sets stay: a common beginning with the previous remainder is not
-/// read again, and remainders starting with a beginning already known to
-/// fail are refused at once.
-pub struct PrefixWalk {
-    base: usize,
-    /// Bytes read above the base, and whether the walked rule can end after
-    /// each.
-    read: Vec<u8>,
-    exited: Vec<bool>,
-    /// A beginning that cannot be read.
-    dead: Option<Vec<u8>>,
-}
-
-impl PrefixWalk {
-    pub fn new(base: usize) -> PrefixWalk {
-        PrefixWalk {
-            base,
-            read: Vec::new(),
-            exited: Vec::new(),
-            dead: None,
-        }
-    }
-
-    /// Reads `rem`. `Ok(())`: the walker is right after it; `Err(k)`: only
-    /// its first `k` bytes can be read.
-    pub fn reach(&mut self, walker: &mut Walker, rem: &[u8]) -> Result<(), usize> {
-        if let Some(d) = &self.dead {
-            if rem.starts_with(d) {
-                return Err(d.len() - 1);
-            }
-        }
-        let lcp = self
-            .read
-            .iter()
-            .zip(rem)
-            .take_while(|(a, b)| a == b)
-            .count();
-        walker.truncate(self.base + lcp);
-        self.read.truncate(lcp);
-        self.exited.truncate(lcp);
-        for &b in &rem[lcp..] {
-            if !walker.push_byte(b) {
-                let mut d = self.read.clone();
-                d.push(b);
-                self.dead = Some(d);
-                return Err(self.read.len());
-            }
-            self.read.push(b);
-            self.exited.push(walker.top_exited());
-        }
-        Ok(())
-    }
-
-    /// Whether the walked rule can end after each of the first bytes read.
-    pub fn exited(&self) -> &[bool] {
-        &self.exited
-    }
 }
 
 /// The token sets of one automaton state.
@@ -152,7 +104,7 @@ pub struct TokenInfo {
 static NEXT_INFO_ID: AtomicU64 = AtomicU64::new(0);
 
 impl TokenInfo {
-    pub(crate) fn new(inside: TokenList, mut exits: Vec<Exit>, vocab: &Engine) -> TokenInfo {
+    pub(crate) fn new(inside: TokenList, mut exits: Vec<Exit>, vocab: &Vocab) -> TokenInfo {
         // By first byte, then by (the first 8 of) the bytes read after the
         // rule, so that exits with a common beginning are walked together
         // (the order only saves work: any order gives the same tokens);
@@ -198,7 +150,7 @@ impl TokenInfo {
     /// share their bytes up to its node, where the quote is).
     pub(crate) fn within_chars(
         &self,
-        vocab: &Engine,
+        vocab: &Vocab,
         chars: &TokenChars,
         min: usize,
         max: usize,
@@ -245,7 +197,7 @@ impl TokenInfo {
     /// are the trie nodes spelling `left` characters (`nodes`), all below.
     pub(crate) fn exactly_chars(
         &self,
-        vocab: &Engine,
+        vocab: &Vocab,
         chars: &TokenChars,
         left: usize,
         nodes: &[u32],
@@ -267,31 +219,6 @@ impl TokenInfo {
             })
             .collect();
         TokenInfo::from_sorted(TokenList::Dense(words.into_boxed_slice()), exits, 0)
-    }
-
-    /// The token sets of a counted string (`self`, see
-    /// [`TokenInfo::within_chars`]) in a lexeme that goes on from state
-    /// `after_quote` of `dfa` after the closing quote: the tokens that
-    /// leave the string at its quote (its exits, all below a quote node)
-    /// are read on by the lexeme, a walk below each quote node (few tokens
-    /// go on after a quote).
-    pub(crate) fn then_reading(self, vocab: &Engine, dfa: &Lexeme, after_quote: u32) -> TokenInfo {
-        let trie = vocab.trie();
-        let mut words = vec![0u32; vocab.mask_words()];
-        self.inside.or_into(&mut words);
-        let mut walk = DfaWalk::new(vocab, dfa);
-        let mut exits = Vec::new();
-        for e in self.exits.iter() {
-            debug_assert!(e.at_node(trie), "an exit of a string not at its quote");
-            let piece = subtree_walk(&mut walk, e.node as usize, after_quote);
-            for &(lo, hi) in piece.ranges.iter() {
-                for &id in &trie.token_ids()[lo as usize..hi as usize] {
-                    words[id as usize >> 5] |= 1 << (id & 31);
-                }
-            }
-            exits.extend_from_slice(&piece.exits);
-        }
-        TokenInfo::new(TokenList::Dense(words.into_boxed_slice()), exits, vocab)
     }
 
     /// The exits whose first byte after the rule is in `allowed`, but for

@@ -9,8 +9,7 @@ use std::ops::Deref;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use super::info::TokenInfo;
-use super::lexeme_walk::SubtreeWalks;
+use super::info::{Exit, TokenInfo};
 use super::work;
 use crate::compile::lexeme::{
     readable_equivalents, table_equivalents, Computed, LexemeDfa, SafeGroups, StringBody, DEAD,
@@ -18,9 +17,64 @@ use crate::compile::lexeme::{
 use crate::error::Result;
 use crate::limits::Deadline;
 use crate::util::hash::FastMap;
-use crate::util::sync::CacheMutex;
+use crate::util::sync::{CacheMutex, Recover};
 use crate::vocab::trie::{byte_group, INSIDE_CHAR, QUOTE_GROUP};
 use crate::vocab::TokenTrie;
+
+/// One subtree of the trie walked from one DFA state, its node read into
+/// that state with nothing to exit above it (a first byte, see
+/// `lexeme_walk::lexeme_info`; a node inside "any other string"; a closing quote):
+/// its accepted tokens as trie-order ranges, and its exits.
+pub struct SubtreeWalk {
+    pub(crate) ranges: Box<[(u32, u32)]>,
+    pub(crate) exits: Box<[Exit]>,
+}
+
+impl SubtreeWalk {
+    /// Approximate heap bytes, with its place in [`SubtreeWalks`].
+    pub(crate) fn memory(&self) -> usize {
+        self.ranges.len() * 8 + self.exits.len() * std::mem::size_of::<Exit>() + 64
+    }
+}
+
+/// A lexeme's [`SubtreeWalk`]s, keyed by (token class of the state its node
+/// is read into, trie node of the subtree).
+#[derive(Default)]
+pub struct SubtreeWalks {
+    map: FastMap<(u32, u32), Arc<SubtreeWalk>>,
+    /// Ranges and exits stored so far.
+    entries: usize,
+}
+
+/// After a panic under the lock: the walks forgotten. The lexeme's count
+/// of learned bytes still holds them, so its budget errs towards evicting
+/// it sooner.
+impl Recover for SubtreeWalks {
+    fn recover(&mut self) {
+        *self = SubtreeWalks::default();
+    }
+}
+
+/// Most ranges and exits one lexeme keeps in [`SubtreeWalks`]; beyond it,
+/// new walks are used once and dropped.
+const SUBTREE_WALKS_MAX_ENTRIES: usize = 1 << 22;
+
+impl SubtreeWalks {
+    pub(crate) fn get(&self, key: &(u32, u32)) -> Option<Arc<SubtreeWalk>> {
+        self.map.get(key).cloned()
+    }
+
+    /// Keeps `walk` under `key` unless the lexeme holds
+    /// [`SUBTREE_WALKS_MAX_ENTRIES`] already; whether it was kept.
+    pub(crate) fn insert(&mut self, key: (u32, u32), walk: Arc<SubtreeWalk>) -> bool {
+        if self.entries >= SUBTREE_WALKS_MAX_ENTRIES {
+            return false;
+        }
+        self.entries += walk.ranges.len() + walk.exits.len();
+        self.map.insert(key, walk);
+        true
+    }
+}
 
 /// DFAs with at least this many states get their walk analyses at compile
 /// time (see [`Lexeme::prepare_walks`]).

@@ -1,56 +1,16 @@
 //! The token sets of lexeme states, walked with the DFA alone
 //! ([`lexeme_info`]): whole trie subtrees a state reads at once, and the
-//! walks of single first-byte subtrees ([`SubtreeWalks`]) that many states
+//! walks of single first-byte subtrees ([`SubtreeWalk`]) that many states
 //! of a lexeme share.
 
 use std::sync::Arc;
 
 use super::engine::Engine;
 use super::info::{Exit, TokenInfo};
-use super::lexeme::Lexeme;
+use super::lexeme::{Lexeme, SubtreeWalk};
 use crate::compile::lexeme::DEAD;
-use crate::util::hash::FastMap;
-use crate::util::sync::Recover;
 use crate::vocab::trie::{byte_group, INSIDE_CHAR};
 use crate::vocab::TokenTrie;
-
-/// One subtree of the trie walked from one DFA state, its node read into
-/// that state with nothing to exit above it (a first byte, see
-/// [`lexeme_info`]; a node inside "any other string"; a closing quote):
-/// its accepted tokens as trie-order ranges, and its exits.
-pub struct SubtreeWalk {
-    pub(crate) ranges: Box<[(u32, u32)]>,
-    pub(crate) exits: Box<[Exit]>,
-}
-
-impl SubtreeWalk {
-    /// Approximate heap bytes, with its place in [`SubtreeWalks`].
-    fn memory(&self) -> usize {
-        self.ranges.len() * 8 + self.exits.len() * std::mem::size_of::<Exit>() + 64
-    }
-}
-
-/// A lexeme's [`SubtreeWalk`]s, keyed by (token class of the state its node
-/// is read into, trie node of the subtree).
-#[derive(Default)]
-pub struct SubtreeWalks {
-    map: FastMap<(u32, u32), Arc<SubtreeWalk>>,
-    /// Ranges and exits stored so far.
-    entries: usize,
-}
-
-/// After a panic under the lock: the walks forgotten. The lexeme's count
-/// of learned bytes still holds them, so its budget errs towards evicting
-/// it sooner.
-impl Recover for SubtreeWalks {
-    fn recover(&mut self) {
-        *self = SubtreeWalks::default();
-    }
-}
-
-/// Most ranges and exits one lexeme keeps in [`SubtreeWalks`]; beyond it,
-/// new walks are used once and dropped.
-const SUBTREE_WALKS_MAX_ENTRIES: usize = 1 << 22;
 
 /// Depth-first walk of trie nodes with a lexeme DFA alone.
 pub(crate) struct DfaWalk<'a> {
@@ -465,7 +425,7 @@ pub fn lexeme_ending_info(vocab: &Engine, dfa: &Lexeme, state: u32) -> Arc<Token
 /// DFA, if kept in the DFA's [`SubtreeWalks`].
 fn known_subtree_walk(walk: &DfaWalk, i: usize, t: u32) -> Option<Arc<SubtreeWalk>> {
     let key = (walk.dfa.token_class(t, walk.trie.max_len()), i as u32);
-    walk.dfa.pieces.lock().map.get(&key).cloned()
+    walk.dfa.pieces.lock().get(&key)
 }
 
 /// The walk of the subtree of node `i` read into state `t` of `walk`'s
@@ -475,10 +435,7 @@ pub(crate) fn subtree_walk(walk: &mut DfaWalk, i: usize, t: u32) -> Arc<SubtreeW
     let key = (dfa.token_class(t, walk.trie.max_len()), i as u32);
     known_subtree_walk(walk, i, t).unwrap_or_else(|| {
         let p = Arc::new(walk.subtree(i, t));
-        let mut pieces = dfa.pieces.lock();
-        if pieces.entries < SUBTREE_WALKS_MAX_ENTRIES {
-            pieces.entries += p.ranges.len() + p.exits.len();
-            pieces.map.insert(key, p.clone());
+        if dfa.pieces.lock().insert(key, p.clone()) {
             dfa.note_learned(p.memory());
         }
         p

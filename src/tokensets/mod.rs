@@ -26,18 +26,22 @@
 //! state, another that reads every string it reads before it ends, walks
 //! the first only below subtrees where it can end ([`covered`]).
 //!
-//! The layer's files, by job: [`engine`] (a vocabulary with the caches its
-//! grammars share, under one byte budget), [`lexeme`] (an automaton with
-//! what masks learned about it), [`grammar`] (a compiled grammar with its
-//! own caches), [`info`] (a state's token sets), [`token_list`] (sets of
-//! ids, masks), [`trie_walk`] and [`earley`] (parser walks of the trie),
-//! [`lexeme_walk`] (walks with a DFA alone), [`parser_walk`],
-//! [`mod@free_exits`], [`exits`] (exits checked against the real callers),
-//! [`context`] (exits by caller context), [`covered`] (states a mask
-//! walks only where they end, as others read the rest), [`strings`]
-//! and [`string_counts`] (JSON string shortcuts), [`cached`] (where each
-//! state's sets are kept), [`cleared`] (tables cleared when full), [`work`]
-//! (the mask's work budget).
+//! The layer's files, bottom-up (a file imports only files on its floor
+//! or below; `tests/layers.rs` checks it, ARCHITECTURE.md has the map):
+//! [`work`] (the mask's work budget), [`cleared`] (tables cleared when
+//! full), [`token_list`] (sets of ids, masks), [`token_chars`] (each
+//! token's characters in a JSON string); [`info`] (a state's token sets);
+//! [`lexeme`] (an automaton with what masks learned about it), [`context`]
+//! (exits by caller context), [`string_counts`] (counted-string tables);
+//! [`engine`] (a vocabulary with the caches its grammars share, under one
+//! byte budget); [`grammar`] (a compiled grammar with its own caches);
+//! [`earley`] (the parser's chart and walker), [`lexeme_walk`] (walks with
+//! a DFA alone); [`strings`] (JSON string shortcuts, and `Engine::new`),
+//! [`trie_walk`] (the parser's walk of the trie), [`mod@free_exits`];
+//! [`parser_walk`] (parser-rule states), [`exits`] (exits checked against
+//! the real callers); [`cached`] (where each state's sets are kept);
+//! [`covered`] (states a mask walks only where they end, as others read
+//! the rest).
 //!
 //! # The cache register
 //!
@@ -80,6 +84,7 @@ pub mod lexeme_walk;
 pub mod parser_walk;
 pub mod string_counts;
 pub mod strings;
+pub mod token_chars;
 pub mod token_list;
 pub mod trie_walk;
 pub mod work;
@@ -87,14 +92,14 @@ pub mod work;
 pub use cached::{ending_info_for, info_for};
 pub use covered::covered_lexeme_states;
 pub use engine::{CacheStats, Engine, DEFAULT_CACHE_BUDGET};
-pub use free_exits::{free_exits, FreeExits};
+pub use free_exits::free_exits;
 pub use grammar::{compile_ir, CompiledGrammar};
-pub use info::{exit_remainder, Exit, ExitTokens, PrefixWalk, SeenSets, TokenInfo};
+pub use info::{exit_remainder, Exit, ExitTokens, FreeExits, SeenSets, TokenInfo};
 pub use lexeme::Lexeme;
-pub use lexeme_walk::SubtreeWalks;
-pub use strings::{prepare_strings, TokenChars};
+pub use lexeme::{SubtreeWalk, SubtreeWalks};
+pub use token_chars::TokenChars;
 pub use token_list::{MaskFill, TokenList};
-pub(crate) use trie_walk::Dfs;
+pub(crate) use trie_walk::{Dfs, PrefixWalk};
 
 #[cfg(test)]
 mod tests;

@@ -2,12 +2,13 @@
 //! with the Earley walker; once only lexeme items are left, their DFAs go
 //! on alone.
 
-use super::cached::info_for;
+use std::sync::Arc;
+
 use super::earley::{Chart, Item, Walker, CTX_ORIGIN};
 use super::engine::Engine;
-use super::info::{exit_remainder, Exit, PrefixWalk, TokenInfo};
+use super::info::{exit_remainder, Exit, TokenInfo};
 use super::token_list::TokenList;
-use super::trie_walk::{walk_trie, Dfs};
+use super::trie_walk::{walk_trie, Dfs, PrefixWalk};
 use crate::tokensets::CompiledGrammar;
 use crate::util::byteset::ByteSet;
 
@@ -20,7 +21,16 @@ use crate::util::byteset::ByteSet;
 /// walked, from the set reached after the rule. An object whose members
 /// were compiled into hundreds of states (one per branch and member seen)
 /// thus walks its members' keys once, not once per state.
-pub fn structural_info(g: &CompiledGrammar, state: u32) -> TokenInfo {
+///
+/// `sets_of` gives the called rules' token sets: the cache's lookup
+/// ([`info_for`](super::cached::info_for)), which calls this walk back for
+/// a parser-rule state it does not hold yet. Passed in, so that the walk
+/// sits below the cache.
+pub fn structural_info(
+    g: &CompiledGrammar,
+    state: u32,
+    sets_of: &dyn Fn(u32) -> Arc<TokenInfo>,
+) -> TokenInfo {
     let _depth = LookupDepth::enter();
     let empty = Chart::new();
     let mut walker = Walker::new(g, &empty);
@@ -47,7 +57,7 @@ pub fn structural_info(g: &CompiledGrammar, state: u32) -> TokenInfo {
     walk_trie(trie, &mut walker, &follow, &mut inside, &mut exits);
     let mut shared = Vec::new();
     for li in &called {
-        let info = info_for(g, li.state);
+        let info = sets_of(li.state);
         if !info.exits.is_empty() {
             // The set right after the rule ends: its callers in set 0,
             // advanced.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::cleared::ClearedWhenFull;
 use super::info::TokenInfo;
-use super::strings::TokenChars;
+use super::token_chars::TokenChars;
 use crate::compile::lexeme::{class_pair_reps, ContentStates, LexemeDfa, StringBody, DEAD};
 use crate::util::sync::CacheMutex;
 

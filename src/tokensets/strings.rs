@@ -9,10 +9,12 @@ use std::sync::Arc;
 use super::engine::Engine;
 use super::info::TokenInfo;
 use super::lexeme::Lexeme;
-use super::lexeme_walk::lexeme_info;
+use super::lexeme_walk::{lexeme_info, subtree_walk, DfaWalk};
 use super::string_counts::{CountedKey, CountedString, StringCounts};
+use super::token_chars::{TokenChars, MAX_COUNTED_CHARS};
+use super::token_list::TokenList;
 use crate::compile::lexeme::{Counter, DEAD};
-use crate::vocab::TokenTrie;
+use crate::vocab::{TokenTrie, Vocab};
 
 /// The token sets of a state inside "any other string", shared through the
 /// vocabulary's [`StringBody`] (`None` if `state` is not such a state).
@@ -186,15 +188,15 @@ pub(crate) fn string_tail_info(vocab: &Engine, dfa: &Lexeme, state: u32) -> Opti
         } else if ends {
             body.within_chars(vocab, &counts.chars, min, max)
         } else {
-            body.within_chars(vocab, &counts.chars, min, max)
-                .then_reading(vocab, dfa, after_quote)
+            then_reading(
+                body.within_chars(vocab, &counts.chars, min, max),
+                vocab,
+                dfa,
+                after_quote,
+            )
         })
     })
 }
-
-/// Most characters a [`CountedString`] counts: [`TokenChars`] saturate at
-/// 255, so every count compared with them stays below.
-const MAX_COUNTED_CHARS: usize = 254;
 
 /// The longest count [`StringCounts`] handles: the longest token, or
 /// [`MAX_COUNTED_CHARS`].
@@ -236,10 +238,23 @@ fn counted_language(vocab: &Engine, dfa: &Lexeme, state: u32) -> Option<CountedS
     })
 }
 
+impl Engine {
+    /// An engine for `vocab`, with the tables that JSON strings share
+    /// built now rather than by the first mask that needs them (which would
+    /// take several milliseconds longer than any other). It lives here, not
+    /// in `engine.rs`: building them walks the trie, and the walks sit
+    /// above the engine.
+    pub fn new(vocab: Vocab) -> Arc<Engine> {
+        let engine = Engine::without_string_tables(vocab);
+        prepare_strings(&engine);
+        engine
+    }
+}
+
 /// Builds the vocabulary's token sets and tables that JSON strings share
 /// ("any string" and [`StringCounts`]); each takes a walk of the whole
 /// trie or of every token.
-pub fn prepare_strings(vocab: &Engine) {
+fn prepare_strings(vocab: &Engine) {
     if any_string_info(vocab).is_none() {
         return;
     }
@@ -253,97 +268,6 @@ pub fn prepare_strings(vocab: &Engine) {
         let nodes = nodes_by_chars(vocab.trie(), counts, exact);
         (TokenChars::new(vocab), nodes)
     });
-}
-
-/// Each token's characters as read from a character boundary inside a
-/// JSON string: an escape is one character, and so is a character the
-/// token only begins.
-#[derive(Default)]
-pub struct TokenChars {
-    /// Characters before the first closing quote (all of them without
-    /// one), at most 255 (more count as 255).
-    pub before_quote: Box<[u8]>,
-    /// One bit per token id (as a mask): the token holds a closing quote.
-    pub closed: Box<[u32]>,
-    /// The ids of those tokens.
-    closed_ids: Box<[u32]>,
-}
-
-impl TokenChars {
-    pub(crate) fn new(vocab: &Engine) -> TokenChars {
-        let mut closed = vec![0u32; vocab.mask_words()];
-        let mut closed_ids = Vec::new();
-        let before_quote = (0..vocab.len() as u32)
-            .map(|id| {
-                let (n, quote) = chars_before_quote(vocab.token_bytes(id));
-                if quote {
-                    closed[id as usize >> 5] |= 1 << (id & 31);
-                    closed_ids.push(id);
-                }
-                n
-            })
-            .collect();
-        TokenChars {
-            before_quote,
-            closed: closed.into_boxed_slice(),
-            closed_ids: closed_ids.into_boxed_slice(),
-        }
-    }
-
-    /// Clears in `mask` the tokens with a closing quote after fewer than
-    /// `min` characters ([`Self::clear_outside`] without a maximum).
-    pub(crate) fn clear_closed_before(&self, mask: &mut [u32], min: usize) {
-        for &id in self.closed_ids.iter() {
-            if (self.before_quote[id as usize] as usize) < min {
-                mask[id as usize >> 5] &= !(1 << (id & 31));
-            }
-        }
-    }
-
-    /// Whether token `id` has at most `max` characters before a closing
-    /// quote, and at least `min` if it holds one (see
-    /// [`Self::clear_outside`]).
-    pub(crate) fn fits(&self, id: u32, min: usize, max: usize) -> bool {
-        let c = self.before_quote[id as usize] as usize;
-        let closed = self.closed[id as usize >> 5] >> (id & 31) & 1 == 1;
-        c <= max && (c >= min || !closed)
-    }
-
-    /// Clears in `mask` the tokens with more than `max` characters before
-    /// a closing quote, and those with a closing quote after fewer than
-    /// `min` (a word at a time, without branches: it runs over the whole
-    /// vocabulary).
-    pub(crate) fn clear_outside(&self, mask: &mut [u32], min: usize, max: usize) {
-        debug_assert!(max <= MAX_COUNTED_CHARS, "counts saturate at 255");
-        let (min, max) = (min as u8, max as u8);
-        let words = mask.iter_mut().zip(&*self.closed);
-        for ((word, &closed), counts) in words.zip(self.before_quote.chunks(32)) {
-            let (mut longer, mut shorter) = (0u32, 0u32);
-            for (j, &c) in counts.iter().enumerate() {
-                longer |= ((c > max) as u32) << j;
-                shorter |= ((c < min) as u32) << j;
-            }
-            *word &= !(longer | (shorter & closed));
-        }
-    }
-}
-
-/// The characters of `token` before its first closing quote (at most 255),
-/// and whether it has one.
-fn chars_before_quote(token: &[u8]) -> (u8, bool) {
-    let (mut n, mut i) = (0u32, 0);
-    while i < token.len() && token[i] != b'"' {
-        i += match token[i] {
-            b'\\' if token.get(i + 1) == Some(&b'u') => 6,
-            b'\\' => 2,
-            0xF0.. => 4,
-            0xE0.. => 3,
-            0xC0.. => 2,
-            _ => 1,
-        };
-        n += 1;
-    }
-    (n.min(255) as u8, i < token.len())
 }
 
 /// The trie nodes with children whose path is whole characters of a
@@ -378,4 +302,29 @@ fn nodes_by_chars(
         i += 1;
     }
     out.into_iter().map(Vec::into_boxed_slice).collect()
+}
+
+/// The token sets of a counted string (`info`, see
+/// [`TokenInfo::within_chars`]) in a lexeme that goes on from state
+/// `after_quote` of `dfa` after the closing quote: the tokens that
+/// leave the string at its quote (its exits, all below a quote node)
+/// are read on by the lexeme, a walk below each quote node (few tokens
+/// go on after a quote).
+fn then_reading(info: TokenInfo, vocab: &Engine, dfa: &Lexeme, after_quote: u32) -> TokenInfo {
+    let trie = vocab.trie();
+    let mut words = vec![0u32; vocab.mask_words()];
+    info.inside.or_into(&mut words);
+    let mut walk = DfaWalk::new(vocab, dfa);
+    let mut exits = Vec::new();
+    for e in info.exits.iter() {
+        debug_assert!(e.at_node(trie), "an exit of a string not at its quote");
+        let piece = subtree_walk(&mut walk, e.node as usize, after_quote);
+        for &(lo, hi) in piece.ranges.iter() {
+            for &id in &trie.token_ids()[lo as usize..hi as usize] {
+                words[id as usize >> 5] |= 1 << (id & 31);
+            }
+        }
+        exits.extend_from_slice(&piece.exits);
+    }
+    TokenInfo::new(TokenList::Dense(words.into_boxed_slice()), exits, vocab)
 }

@@ -281,3 +281,63 @@ impl WalkerAt<'_, '_> {
         self.walker.truncate(self.offset + depth + 1);
     }
 }
+
+/// Feeds exit remainders, in sorted order, to a [`Walker`] whose first
+/// `base` sets stay: a common beginning with the previous remainder is not
+/// read again, and remainders starting with a beginning already known to
+/// fail are refused at once.
+pub struct PrefixWalk {
+    base: usize,
+    /// Bytes read above the base, and whether the walked rule can end after
+    /// each.
+    read: Vec<u8>,
+    exited: Vec<bool>,
+    /// A beginning that cannot be read.
+    dead: Option<Vec<u8>>,
+}
+
+impl PrefixWalk {
+    pub fn new(base: usize) -> PrefixWalk {
+        PrefixWalk {
+            base,
+            read: Vec::new(),
+            exited: Vec::new(),
+            dead: None,
+        }
+    }
+
+    /// Reads `rem`. `Ok(())`: the walker is right after it; `Err(k)`: only
+    /// its first `k` bytes can be read.
+    pub fn reach(&mut self, walker: &mut Walker, rem: &[u8]) -> Result<(), usize> {
+        if let Some(d) = &self.dead {
+            if rem.starts_with(d) {
+                return Err(d.len() - 1);
+            }
+        }
+        let lcp = self
+            .read
+            .iter()
+            .zip(rem)
+            .take_while(|(a, b)| a == b)
+            .count();
+        walker.truncate(self.base + lcp);
+        self.read.truncate(lcp);
+        self.exited.truncate(lcp);
+        for &b in &rem[lcp..] {
+            if !walker.push_byte(b) {
+                let mut d = self.read.clone();
+                d.push(b);
+                self.dead = Some(d);
+                return Err(self.read.len());
+            }
+            self.read.push(b);
+            self.exited.push(walker.top_exited());
+        }
+        Ok(())
+    }
+
+    /// Whether the walked rule can end after each of the first bytes read.
+    pub fn exited(&self) -> &[bool] {
+        &self.exited
+    }
+}
