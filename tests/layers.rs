@@ -578,20 +578,6 @@ const FLOORS: &[(&str, &[&[&str]])] = &[(
 /// Folders whose files still import in a circle: `(folder, files in
 /// the circle)`, each with the work that removes it. May only shrink.
 const KNOWN_CIRCLES: &[(&str, &[&str])] = &[
-    // `args.rs` names every handle type and every object's file imports
-    // it back: one handle trait, implemented per object, removes it
-    // (issue 32).
-    (
-        "ffi",
-        &[
-            "args",
-            "grammar",
-            "grammar_cache",
-            "matcher",
-            "triggers",
-            "vocab",
-        ],
-    ),
     // The lexeme builders and `source.rs` (which builds any expression)
     // call each other: a lexeme of a boolean or counted expression builds
     // its parts through the source.

@@ -4,43 +4,11 @@
 
 use std::mem::size_of;
 use std::slice;
-use std::sync::Arc;
 
-use super::error::guard;
-use super::grammar::cg_grammar;
-use super::grammar_cache::cg_grammar_cache;
-use super::matcher::cg_matcher;
-use super::vocab::cg_vocab;
 use crate::error::{Error, Result};
-use crate::grammar_cache::GrammarCache;
-use crate::matcher::AnyMatcher;
-use crate::tokensets::CompiledGrammar;
-use crate::tokensets::Engine;
 
 pub(crate) fn null(what: &str) -> Error {
     Error::invalid(format!("{what} is NULL"))
-}
-
-pub(crate) unsafe fn vocab_ref<'a>(p: *const cg_vocab) -> Result<&'a Arc<Engine>> {
-    p.as_ref().map(|v| &v.inner).ok_or_else(|| null("vocab"))
-}
-
-pub(crate) unsafe fn grammar_ref<'a>(p: *const cg_grammar) -> Result<&'a Arc<CompiledGrammar>> {
-    p.as_ref().map(|g| &g.inner).ok_or_else(|| null("grammar"))
-}
-
-pub(crate) unsafe fn cache_ref<'a>(p: *const cg_grammar_cache) -> Result<&'a GrammarCache> {
-    p.as_ref().map(|c| &c.inner).ok_or_else(|| null("cache"))
-}
-
-pub(crate) unsafe fn matcher_ref<'a>(p: *const cg_matcher) -> Result<&'a AnyMatcher> {
-    p.as_ref().map(|m| &m.inner).ok_or_else(|| null("matcher"))
-}
-
-pub(crate) unsafe fn matcher_mut<'a>(p: *mut cg_matcher) -> Result<&'a mut AnyMatcher> {
-    p.as_mut()
-        .map(|m| &mut m.inner)
-        .ok_or_else(|| null("matcher"))
 }
 
 /// `len` bytes at `p`; NULL is allowed only when `len` is 0.
@@ -161,23 +129,5 @@ pub(crate) unsafe fn unknown_fields_are_zero(
             known + at,
             env!("CARGO_PKG_VERSION")
         ))),
-    }
-}
-
-pub(crate) fn into_handle<T>(value: T) -> *mut T {
-    Box::into_raw(Box::new(value))
-}
-
-/// Frees a handle made by [`into_handle`]; NULL is a no-op.
-pub(crate) unsafe fn free_handle<T>(func: &str, p: *mut T) {
-    if !p.is_null() {
-        guard(
-            func,
-            |_| (),
-            || {
-                drop(Box::from_raw(p));
-                Ok(())
-            },
-        )
     }
 }

@@ -6,11 +6,9 @@ use std::mem::{offset_of, size_of};
 use std::ptr;
 use std::sync::Arc;
 
-use super::args::{
-    bytes_arg, free_handle, grammar_ref, into_handle, null, struct_size_arg,
-    unknown_fields_are_zero, utf8_error, vocab_ref,
-};
+use super::args::{bytes_arg, null, struct_size_arg, unknown_fields_are_zero, utf8_error};
 use super::error::{guard, guard_int, guard_ptr};
+use super::handle::{handle, Handle};
 use super::vocab::{cg_vocab, CG_TOKEN_SPECIAL};
 use crate::error::{Error, Result};
 use crate::limits::{DEFAULT_MAX_COMPILE_MS, DEFAULT_MAX_STATES};
@@ -105,6 +103,8 @@ pub struct cg_grammar {
     /// JSON pointer, reason.
     pub(crate) dropped: Vec<[CString; 3]>,
 }
+
+handle!(cg_grammar, Arc<CompiledGrammar>, "grammar");
 
 impl cg_grammar {
     pub(crate) fn new(inner: Arc<CompiledGrammar>) -> cg_grammar {
@@ -470,10 +470,10 @@ pub unsafe extern "C" fn cg_compile(
     options: *const cg_compile_options,
 ) -> *mut cg_grammar {
     guard_ptr("cg_compile", || {
-        let vocab = vocab_ref(vocab)?;
+        let vocab = cg_vocab::arg(vocab)?;
         let (source, options) = compile_args(source, source_len, options)?;
         let grammar = source::compile(vocab, source, &options)?;
-        Ok(into_handle(cg_grammar::new(grammar)))
+        Ok(Handle::into_raw(cg_grammar::new(grammar)))
     })
 }
 
@@ -496,7 +496,7 @@ unsafe fn compile_args<'a>(
 pub unsafe extern "C" fn cg_grammar_clone(grammar: *const cg_grammar) -> *mut cg_grammar {
     guard_ptr("cg_grammar_clone", || {
         let g = grammar.as_ref().ok_or_else(|| null("grammar"))?;
-        Ok(into_handle(cg_grammar {
+        Ok(Handle::into_raw(cg_grammar {
             inner: g.inner.clone(),
             dropped: g.dropped.clone(),
         }))
@@ -560,7 +560,7 @@ pub unsafe extern "C" fn cg_grammar_vocab_size(grammar: *const cg_grammar) -> u3
     guard(
         "cg_grammar_vocab_size",
         |_| 0,
-        || Ok(grammar_ref(grammar)?.vocab().len() as u32),
+        || Ok(cg_grammar::arg(grammar)?.vocab().len() as u32),
     )
 }
 
@@ -571,7 +571,7 @@ pub unsafe extern "C" fn cg_mask_words(grammar: *const cg_grammar) -> usize {
     guard(
         "cg_mask_words",
         |_| 0,
-        || Ok(grammar_ref(grammar)?.vocab().mask_words()),
+        || Ok(cg_grammar::arg(grammar)?.vocab().mask_words()),
     )
 }
 
@@ -583,7 +583,7 @@ pub unsafe extern "C" fn cg_mask_words(grammar: *const cg_grammar) -> usize {
 /// overflowed the cache did not pay for it.
 #[no_mangle]
 pub unsafe extern "C" fn cg_free(grammar: *mut cg_grammar) {
-    free_handle("cg_free", grammar)
+    cg_grammar::free("cg_free", grammar)
 }
 
 #[cfg(test)]

@@ -5,11 +5,10 @@ use std::ffi::{c_char, c_int};
 use std::mem::{offset_of, size_of};
 use std::ptr;
 
-use super::args::{
-    bytes_arg, cache_ref, free_handle, into_handle, null, struct_size_arg, vocab_ref,
-};
+use super::args::{bytes_arg, null, struct_size_arg};
 use super::error::{guard, guard_int, guard_ptr, CG_OK};
 use super::grammar::{cg_compile_options, cg_grammar, read_options};
+use super::handle::{handle, Handle};
 use super::triggers::{cg_trigger, cg_triggers, trigger_specs};
 use super::vocab::cg_vocab;
 use crate::grammar_cache::{self, GrammarCache};
@@ -20,6 +19,8 @@ use crate::grammar_cache::{self, GrammarCache};
 pub struct cg_grammar_cache {
     pub(crate) inner: GrammarCache,
 }
+
+handle!(cg_grammar_cache, GrammarCache, "cache");
 
 /// What a grammar cache did so far (`cg_grammar_cache_get_stats`).
 #[repr(C)]
@@ -53,7 +54,7 @@ pub extern "C" fn cg_grammar_cache_new(budget_bytes: usize) -> *mut cg_grammar_c
         } else {
             budget_bytes
         };
-        Ok(into_handle(cg_grammar_cache {
+        Ok(Handle::into_raw(cg_grammar_cache {
             inner: GrammarCache::new(budget),
         }))
     })
@@ -76,14 +77,14 @@ pub unsafe extern "C" fn cg_grammar_cache_compile(
     options: *const cg_compile_options,
 ) -> *mut cg_grammar {
     guard_ptr("cg_grammar_cache_compile", || {
-        let cache = cache_ref(cache)?;
-        let vocab = vocab_ref(vocab)?;
+        let cache = cg_grammar_cache::arg(cache)?;
+        let vocab = cg_vocab::arg(vocab)?;
         // A hit has the bytes of a source that compiled; a miss checks
         // UTF-8 in `compile`, so the text is not read twice here.
         let options = read_options(options)?;
         let source = bytes_arg(source.cast(), source_len, "source")?;
         let grammar = cache.grammar(vocab, source, &options)?;
-        Ok(into_handle(cg_grammar::new(grammar)))
+        Ok(Handle::into_raw(cg_grammar::new(grammar)))
     })
 }
 
@@ -100,10 +101,10 @@ pub unsafe extern "C" fn cg_grammar_cache_triggers(
     n: usize,
 ) -> *mut cg_triggers {
     guard_ptr("cg_grammar_cache_triggers", || {
-        let cache = cache_ref(cache)?;
-        let vocab = vocab_ref(vocab)?;
+        let cache = cg_grammar_cache::arg(cache)?;
+        let vocab = cg_vocab::arg(vocab)?;
         let specs = trigger_specs(vocab, triggers, n)?;
-        Ok(into_handle(cg_triggers {
+        Ok(Handle::into_raw(cg_triggers {
             inner: cache.triggers(vocab, &specs)?,
         }))
     })
@@ -125,7 +126,7 @@ pub unsafe extern "C" fn cg_grammar_cache_set_budget(
             } else {
                 budget_bytes
             };
-            cache_ref(cache)?.set_budget(budget);
+            cg_grammar_cache::arg(cache)?.set_budget(budget);
             Ok(())
         },
     )
@@ -144,7 +145,7 @@ pub unsafe extern "C" fn cg_grammar_cache_get_stats(
     stats: *mut cg_grammar_cache_stats,
 ) -> c_int {
     guard_int("cg_grammar_cache_get_stats", || {
-        let s = cache_ref(cache)?.stats();
+        let s = cg_grammar_cache::arg(cache)?.stats();
         if stats.is_null() {
             return Err(null("stats"));
         }
@@ -198,7 +199,7 @@ pub unsafe extern "C" fn cg_grammar_cache_forget_vocab(
         "cg_grammar_cache_forget_vocab",
         |_| (),
         || {
-            cache_ref(cache)?.forget_vocab(vocab_ref(vocab)?);
+            cg_grammar_cache::arg(cache)?.forget_vocab(cg_vocab::arg(vocab)?);
             Ok(())
         },
     )
@@ -212,7 +213,7 @@ pub unsafe extern "C" fn cg_grammar_cache_clear(cache: *const cg_grammar_cache) 
         "cg_grammar_cache_clear",
         |_| (),
         || {
-            cache_ref(cache)?.clear();
+            cg_grammar_cache::arg(cache)?.clear();
             Ok(())
         },
     )
@@ -222,5 +223,5 @@ pub unsafe extern "C" fn cg_grammar_cache_clear(cache: *const cg_grammar_cache) 
 /// their users). NULL is a no-op.
 #[no_mangle]
 pub unsafe extern "C" fn cg_grammar_cache_free(cache: *mut cg_grammar_cache) {
-    free_handle("cg_grammar_cache_free", cache)
+    cg_grammar_cache::free("cg_grammar_cache_free", cache)
 }

@@ -4,12 +4,10 @@
 use std::ffi::c_int;
 use std::sync::Arc;
 
-use super::args::{
-    array_mut, bytes_arg, free_handle, grammar_ref, into_handle, matcher_mut, matcher_ref, null,
-    token_arg,
-};
+use super::args::{array_mut, bytes_arg, null, token_arg};
 use super::error::{catch_quietly, guard, guard_int, guard_ptr, internal_error, CG_OK};
 use super::grammar::cg_grammar;
+use super::handle::{handle, Handle};
 use crate::error::{Error, Result};
 use crate::matcher::{AnyMatcher, Matcher};
 
@@ -19,6 +17,8 @@ use crate::matcher::{AnyMatcher, Matcher};
 pub struct cg_matcher {
     pub(crate) inner: AnyMatcher,
 }
+
+handle!(cg_matcher, AnyMatcher, "matcher");
 
 /// Fills one mask of exactly the vocabulary's word count; on failure the
 /// mask is cleared, so that a caller ignoring the error allows nothing.
@@ -39,8 +39,8 @@ pub(crate) fn fill(matcher: &mut AnyMatcher, mask: &mut [u32]) -> Result<()> {
 #[no_mangle]
 pub unsafe extern "C" fn cg_matcher_new(grammar: *const cg_grammar) -> *mut cg_matcher {
     guard_ptr("cg_matcher_new", || {
-        let grammar = grammar_ref(grammar)?;
-        Ok(into_handle(cg_matcher {
+        let grammar = cg_grammar::arg(grammar)?;
+        Ok(Handle::into_raw(cg_matcher {
             inner: AnyMatcher::Eager(Matcher::new(Arc::clone(grammar))),
         }))
     })
@@ -53,8 +53,8 @@ pub unsafe extern "C" fn cg_matcher_new(grammar: *const cg_grammar) -> *mut cg_m
 #[no_mangle]
 pub unsafe extern "C" fn cg_matcher_clone(matcher: *const cg_matcher) -> *mut cg_matcher {
     guard_ptr("cg_matcher_clone", || {
-        let m = matcher_ref(matcher)?;
-        Ok(into_handle(cg_matcher { inner: m.clone() }))
+        let m = cg_matcher::arg(matcher)?;
+        Ok(Handle::into_raw(cg_matcher { inner: m.clone() }))
     })
 }
 
@@ -62,7 +62,7 @@ pub unsafe extern "C" fn cg_matcher_clone(matcher: *const cg_matcher) -> *mut cg
 /// once.
 #[no_mangle]
 pub unsafe extern "C" fn cg_matcher_free(matcher: *mut cg_matcher) {
-    free_handle("cg_matcher_free", matcher)
+    cg_matcher::free("cg_matcher_free", matcher)
 }
 
 /// Writes the set of tokens allowed next: bit `t % 32` of `mask[t / 32]` is
@@ -86,7 +86,7 @@ pub unsafe extern "C" fn cg_fill_mask(
     n_words: usize,
 ) -> c_int {
     guard_int("cg_fill_mask", || {
-        let m = matcher_mut(matcher)?;
+        let m = cg_matcher::arg_mut(matcher)?;
         let need = m.grammar().vocab().mask_words();
         if mask.is_null() {
             return Err(null("mask"));
@@ -114,7 +114,7 @@ pub unsafe extern "C" fn cg_fill_mask(
 #[no_mangle]
 pub unsafe extern "C" fn cg_accept(matcher: *mut cg_matcher, token: i32) -> c_int {
     guard_int("cg_accept", || {
-        let m = matcher_mut(matcher)?;
+        let m = cg_matcher::arg_mut(matcher)?;
         let id = token_arg(token, m.grammar().vocab().len(), "token")?;
         m.accept(id)?;
         Ok(CG_OK)
@@ -136,7 +136,7 @@ pub unsafe extern "C" fn cg_accept_bytes(
     len: usize,
 ) -> c_int {
     guard_int("cg_accept_bytes", || {
-        let m = matcher_mut(matcher)?;
+        let m = cg_matcher::arg_mut(matcher)?;
         let bytes = bytes_arg(bytes, len, "bytes")?;
         m.accept_bytes(bytes)?;
         Ok(CG_OK)
@@ -153,7 +153,7 @@ pub unsafe extern "C" fn cg_accept_bytes(
 #[no_mangle]
 pub unsafe extern "C" fn cg_rollback(matcher: *mut cg_matcher, n_tokens: u32) -> c_int {
     guard_int("cg_rollback", || {
-        let m = matcher_mut(matcher)?;
+        let m = cg_matcher::arg_mut(matcher)?;
         let n = n_tokens as usize;
         let have = m.num_tokens();
         if n > have {
@@ -172,7 +172,7 @@ pub unsafe extern "C" fn cg_rollback(matcher: *mut cg_matcher, n_tokens: u32) ->
 #[no_mangle]
 pub unsafe extern "C" fn cg_is_accepting(matcher: *const cg_matcher) -> c_int {
     guard_int("cg_is_accepting", || {
-        Ok(matcher_ref(matcher)?.is_accepting() as c_int)
+        Ok(cg_matcher::arg(matcher)?.is_accepting() as c_int)
     })
 }
 
@@ -182,7 +182,7 @@ pub unsafe extern "C" fn cg_is_accepting(matcher: *const cg_matcher) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn cg_is_terminated(matcher: *const cg_matcher) -> c_int {
     guard_int("cg_is_terminated", || {
-        Ok(matcher_ref(matcher)?.is_terminated() as c_int)
+        Ok(cg_matcher::arg(matcher)?.is_terminated() as c_int)
     })
 }
 
@@ -199,7 +199,7 @@ pub unsafe extern "C" fn cg_forced_tokens(
     cap: usize,
 ) -> c_int {
     guard_int("cg_forced_tokens", || {
-        let m = matcher_mut(matcher)?;
+        let m = cg_matcher::arg_mut(matcher)?;
         let cap = cap.min(c_int::MAX as usize);
         let out = array_mut(out, cap, "out")?;
         let tokens = m.forced_tokens(cap)?;
@@ -220,7 +220,7 @@ pub unsafe extern "C" fn cg_reset(matcher: *mut cg_matcher) {
         "cg_reset",
         |_| (),
         || {
-            matcher_mut(matcher)?.reset();
+            cg_matcher::arg_mut(matcher)?.reset();
             Ok(())
         },
     )

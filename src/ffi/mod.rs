@@ -16,7 +16,8 @@
 //! One module per C object ([`vocab`], [`grammar`], [`grammar_cache`],
 //! [`matcher`], [`triggers`], [`batch`]); [`version`] holds the version
 //! and what it promises, [`error`] the error codes and the panic guard,
-//! `args` the argument checks. cbindgen reads the
+//! `args` the argument checks and `handle` the one ownership rule of
+//! every object (`Handle`). cbindgen reads the
 //! modules in that order (`tests/header.rs`), so the header groups its
 //! functions by object.
 
@@ -43,6 +44,7 @@ pub mod batch;
 pub mod triggers;
 
 mod args;
+mod handle;
 
 pub use batch::*;
 pub use error::*;

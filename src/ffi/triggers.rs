@@ -4,12 +4,10 @@
 use std::ffi::{c_char, c_int, CStr};
 use std::sync::Arc;
 
-use super::args::{
-    array_arg, free_handle, grammar_ref, into_handle, matcher_ref, null, token_arg, utf8_error,
-    vocab_ref,
-};
+use super::args::{array_arg, token_arg, utf8_error};
 use super::error::{guard_int, guard_ptr};
 use super::grammar::cg_grammar;
+use super::handle::{handle, Handle};
 use super::matcher::cg_matcher;
 use super::vocab::cg_vocab;
 use crate::error::{Error, Result};
@@ -22,6 +20,8 @@ use crate::trigger::{TriggerSpec, Triggers};
 pub struct cg_triggers {
     pub(crate) inner: Arc<Triggers>,
 }
+
+handle!(cg_triggers, Arc<Triggers>, "triggers");
 
 /// `cg_trigger.kind`: `text` is a pattern in the ECMAScript dialect of C++'s
 /// `std::regex`, as llama.cpp's trigger patterns are.
@@ -74,9 +74,9 @@ pub unsafe extern "C" fn cg_triggers_new(
     n: usize,
 ) -> *mut cg_triggers {
     guard_ptr("cg_triggers_new", || {
-        let vocab = vocab_ref(vocab)?;
+        let vocab = cg_vocab::arg(vocab)?;
         let specs = trigger_specs(vocab, triggers, n)?;
-        Ok(into_handle(cg_triggers {
+        Ok(Handle::into_raw(cg_triggers {
             inner: Arc::new(Triggers::new(vocab, &specs)?),
         }))
     })
@@ -122,7 +122,7 @@ pub(crate) unsafe fn trigger_specs(
 /// reference. NULL is a no-op. Each must be freed exactly once.
 #[no_mangle]
 pub unsafe extern "C" fn cg_triggers_free(triggers: *mut cg_triggers) {
-    free_handle("cg_triggers_free", triggers)
+    cg_triggers::free("cg_triggers_free", triggers)
 }
 
 /// A lazy matcher: it allows any token until a trigger fires, then
@@ -163,13 +163,10 @@ pub unsafe extern "C" fn cg_matcher_new_lazy(
     triggers: *const cg_triggers,
 ) -> *mut cg_matcher {
     guard_ptr("cg_matcher_new_lazy", || {
-        let grammar = grammar_ref(grammar)?;
-        let triggers = triggers
-            .as_ref()
-            .map(|t| &t.inner)
-            .ok_or_else(|| null("triggers"))?;
+        let grammar = cg_grammar::arg(grammar)?;
+        let triggers = cg_triggers::arg(triggers)?;
         let lazy = LazyMatcher::new(Arc::clone(grammar), Arc::clone(triggers))?;
-        Ok(into_handle(cg_matcher {
+        Ok(Handle::into_raw(cg_matcher {
             inner: AnyMatcher::Lazy(Box::new(lazy)),
         }))
     })
@@ -190,7 +187,7 @@ pub unsafe extern "C" fn cg_is_triggered(
     start: *mut usize,
 ) -> c_int {
     guard_int("cg_is_triggered", || {
-        let (fired, at) = match matcher_ref(matcher)? {
+        let (fired, at) = match cg_matcher::arg(matcher)? {
             AnyMatcher::Eager(_) => (Some(-1), 0),
             AnyMatcher::Lazy(m) => match m.fired() {
                 Some(f) => (Some(f.index as i32), f.start),

@@ -4,10 +4,9 @@ use std::ffi::{c_char, c_int, CStr};
 use std::ptr;
 use std::sync::Arc;
 
-use super::args::{
-    array_arg, array_mut, bytes_arg, free_handle, into_handle, null, token_arg, vocab_ref,
-};
+use super::args::{array_arg, array_mut, bytes_arg, null, token_arg};
 use super::error::{guard, guard_int, guard_ptr, CG_OK};
+use super::handle::{handle, Handle};
 use crate::error::{Error, ErrorKind, Result};
 use crate::tokensets::Engine;
 use crate::vocab::{Vocab, MAX_VOCAB_SIZE};
@@ -27,6 +26,8 @@ pub const CG_TOKEN_SPECIAL: u32 = 1;
 pub struct cg_vocab {
     pub(crate) inner: Arc<Engine>,
 }
+
+handle!(cg_vocab, Arc<Engine>, "vocab");
 
 /// Loads a vocabulary from a HuggingFace `tokenizer.json` file (byte-level
 /// BPE such as Llama 3, GPT-2 and Qwen; SentencePiece-style with byte
@@ -110,7 +111,7 @@ unsafe fn vocab_from_file(
         ErrorKind::InvalidArgument => Error::io(e.message()),
         _ => e,
     })?;
-    Ok(into_handle(cg_vocab {
+    Ok(Handle::into_raw(cg_vocab {
         inner: Engine::new(vocab),
     }))
 }
@@ -180,7 +181,7 @@ pub unsafe extern "C" fn cg_vocab_new(
             .map(|&t| token_arg(t, n, "end-of-sequence token"))
             .collect::<Result<Vec<u32>>>()?;
         let vocab = Vocab::new(tokens, flags, eos)?;
-        Ok(into_handle(cg_vocab {
+        Ok(Handle::into_raw(cg_vocab {
             inner: Engine::new(vocab),
         }))
     })
@@ -193,7 +194,7 @@ pub unsafe extern "C" fn cg_vocab_size(vocab: *const cg_vocab) -> u32 {
     guard(
         "cg_vocab_size",
         |_| 0,
-        || Ok(vocab_ref(vocab)?.len() as u32),
+        || Ok(cg_vocab::arg(vocab)?.len() as u32),
     )
 }
 
@@ -219,7 +220,7 @@ pub unsafe extern "C" fn cg_vocab_token_bytes(
         "cg_vocab_token_bytes",
         |_| ptr::null(),
         || {
-            let vocab = vocab_ref(vocab)?;
+            let vocab = cg_vocab::arg(vocab)?;
             if len.is_null() {
                 return Err(null("len"));
             }
@@ -243,7 +244,7 @@ pub unsafe extern "C" fn cg_vocab_eos_tokens(
     cap: usize,
 ) -> c_int {
     guard_int("cg_vocab_eos_tokens", || {
-        let eos = vocab_ref(vocab)?.eos_tokens();
+        let eos = cg_vocab::arg(vocab)?.eos_tokens();
         let out = array_mut(out, cap.min(eos.len()), "out")?;
         for (o, &e) in out.iter_mut().zip(eos) {
             *o = e as i32;
@@ -296,8 +297,8 @@ pub unsafe extern "C" fn cg_vocab_set_eos(
 #[no_mangle]
 pub unsafe extern "C" fn cg_vocab_clone(vocab: *const cg_vocab) -> *mut cg_vocab {
     guard_ptr("cg_vocab_clone", || {
-        Ok(into_handle(cg_vocab {
-            inner: Arc::clone(vocab_ref(vocab)?),
+        Ok(Handle::into_raw(cg_vocab {
+            inner: Arc::clone(cg_vocab::arg(vocab)?),
         }))
     })
 }
@@ -326,7 +327,7 @@ pub unsafe extern "C" fn cg_vocab_set_cache_budget(
     budget_bytes: usize,
 ) -> c_int {
     guard_int("cg_vocab_set_cache_budget", || {
-        vocab_ref(vocab)?.set_cache_budget(budget_bytes);
+        cg_vocab::arg(vocab)?.set_cache_budget(budget_bytes);
         Ok(CG_OK)
     })
 }
@@ -340,7 +341,7 @@ pub unsafe extern "C" fn cg_vocab_cache_bytes(vocab: *const cg_vocab) -> usize {
     guard(
         "cg_vocab_cache_bytes",
         |_| 0,
-        || Ok(vocab_ref(vocab)?.cache_stats().bytes),
+        || Ok(cg_vocab::arg(vocab)?.cache_stats().bytes),
     )
 }
 
@@ -350,5 +351,5 @@ pub unsafe extern "C" fn cg_vocab_cache_bytes(vocab: *const cg_vocab) -> usize {
 /// vocabulary must be freed exactly once.
 #[no_mangle]
 pub unsafe extern "C" fn cg_vocab_free(vocab: *mut cg_vocab) {
-    free_handle("cg_vocab_free", vocab)
+    cg_vocab::free("cg_vocab_free", vocab)
 }
