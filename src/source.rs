@@ -130,7 +130,7 @@ pub fn compile(
             Kind::Gbnf => crate::gbnf::parse_within(
                 text,
                 options.root.as_deref().unwrap_or("root"),
-                Some(vocab),
+                Some(vocab.vocab()),
                 &crate::gbnf::ParseOptions {
                     reject_left_recursion: options.flags & FLAG_GBNF_ALLOW_LEFT_RECURSION == 0,
                 },
@@ -154,7 +154,7 @@ pub fn compile(
             max_states: state_budget(options, source.len()),
             max_mask_steps: options.max_mask_steps,
         };
-        let mut automaton = compile_ir(&**vocab, vocab, &grammar, &ir_options)?;
+        let mut automaton = compile_ir(&**vocab, vocab.vocab(), &grammar, &ir_options)?;
         automaton.dropped = dropped;
         CompiledGrammar::new(vocab, automaton, &deadline)
     })

@@ -68,7 +68,7 @@ fn options(flags: u32) -> CompileOptions {
 fn run(draft: &str, meta: &str) {
     let vocab = common::real_vocab("llama3");
     let tok = tokenizers::Tokenizer::from_file(common::tokenizer_path("llama3")).unwrap();
-    let mut mask = vec![0u32; vocab.mask_words()];
+    let mut mask = vec![0u32; vocab.vocab().mask_words()];
     let (mut refused, mut rescued, mut rejected_valid) = (0, 0, Vec::new());
     for file in files(draft) {
         let name = file

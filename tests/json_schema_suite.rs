@@ -135,7 +135,7 @@ fn run_draft(draft: &str) {
     );
     let vocab = common::real_vocab("llama3");
     let tok = tokenizers::Tokenizer::from_file(common::tokenizer_path("llama3")).unwrap();
-    let mut mask = vec![0u32; vocab.mask_words()];
+    let mut mask = vec![0u32; vocab.vocab().mask_words()];
     let mut failures: Vec<String> = Vec::new();
     let mut total = Counts::default();
     let mut report = String::new();
@@ -605,7 +605,7 @@ fn maskbench() {
 fn multiple_of_large_divisors_llama3() {
     let vocab = common::real_vocab("llama3");
     let tok = tokenizers::Tokenizer::from_file(common::tokenizer_path("llama3")).unwrap();
-    let mut mask = vec![0u32; vocab.mask_words()];
+    let mut mask = vec![0u32; vocab.vocab().mask_words()];
     let cases: &[(&str, &[&str], &[&str])] = &[
         (
             r#"{"type": "integer", "multipleOf": 1024}"#,
@@ -668,7 +668,7 @@ fn multiple_of_large_divisors_llama3() {
 fn counted_lengths_llama3() {
     let vocab = common::real_vocab("llama3");
     let tok = tokenizers::Tokenizer::from_file(common::tokenizer_path("llama3")).unwrap();
-    let mut mask = vec![0u32; vocab.mask_words()];
+    let mut mask = vec![0u32; vocab.vocab().mask_words()];
     let quoted = |s: String| format!("\"{s}\"");
     let words = |n: usize, w: &str| quoted(vec![w; n].join(" "));
     let cases: Vec<(&str, Vec<String>, Vec<String>)> = vec![

@@ -345,7 +345,7 @@ fn integration_cases() {
                 let (tv, map) = token_case_vocab(&all, special);
                 match compile(&tv, text.as_bytes(), &gbnf_options()) {
                     Ok(g) => {
-                        let ir = cgram::gbnf::parse(text, "root", Some(&tv)).unwrap();
+                        let ir = cgram::gbnf::parse(text, "root", Some(tv.vocab())).unwrap();
                         runs.push((special, tv, map, g, RefBnf::new(&ir)));
                     }
                     Err(e) => errors.push(format!("{label}: compile failed: {e}")),
@@ -362,7 +362,7 @@ fn integration_cases() {
                     let kind = if *special { "special" } else { "text" };
                     let ids = token_ids(parts, map);
                     let l = format!("{label} [{kind} tokens] {}", show_parts(parts));
-                    let (e, r) = run_token_string(g, bnf, tv, &ids, &mut masks, &l);
+                    let (e, r) = run_token_string(g, bnf, tv.vocab(), &ids, &mut masks, &l);
                     if e != *want {
                         e_fail.push(format!("{l}: engine says {e}, llama.cpp {want}"));
                     }
@@ -380,7 +380,7 @@ fn integration_cases() {
             format!("{label}: compile failed: {:?}", g.as_ref().err())
         });
         let Ok(g) = g else { continue };
-        let ir = cgram::gbnf::parse(text, "root", Some(&vocab)).unwrap();
+        let ir = cgram::gbnf::parse(text, "root", Some(vocab.vocab())).unwrap();
         let bnf = RefBnf::new(&ir);
         for (want, parts) in &strings {
             let [Part::Text(s)] = parts.as_slice() else {
@@ -433,7 +433,7 @@ fn integration_cases_llama3_tokens() {
     let tok = tokenizers::Tokenizer::from_file(&path)
         .unwrap_or_else(|e| panic!("loading {}: {e}", path.display()));
     let mut tally = Tally::default();
-    let mut mask = vec![0u32; vocab.mask_words()];
+    let mut mask = vec![0u32; vocab.vocab().mask_words()];
     for c in cases_file("integration_cases.json") {
         if c["uses_tokens"].as_bool().unwrap_or(false) {
             continue;
@@ -455,7 +455,7 @@ fn integration_cases_llama3_tokens() {
             // The tokens must spell the string exactly.
             let spelled: Vec<u8> = ids
                 .iter()
-                .flat_map(|&t| vocab.token_bytes(t).to_vec())
+                .flat_map(|&t| vocab.vocab().token_bytes(t).to_vec())
                 .collect();
             assert_eq!(spelled, s.as_bytes(), "{label}: tokenization of {s:?}");
             let mut m = Matcher::new(g.clone());
@@ -477,7 +477,7 @@ fn integration_cases_llama3_tokens() {
             if ok {
                 ok = m.is_accepting();
                 m.fill_mask(&mut mask).unwrap();
-                for &e in vocab.eos_tokens() {
+                for &e in vocab.vocab().eos_tokens() {
                     if mask_bit(&mask, e) != ok {
                         tally.check(false, || {
                             format!("{label} {s:?}: EOS {e} bit differs from is_accepting")
@@ -646,12 +646,12 @@ fn parser_cases() {
                 )
             });
             if let Ok(g) = res {
-                let ir = cgram::gbnf::parse(text, &root, Some(&vocab)).unwrap();
+                let ir = cgram::gbnf::parse(text, &root, Some(vocab.vocab())).unwrap();
                 checked_strings +=
                     exhaustive_short_strings(&label, &g, &ir, 7, 50_000, &mut strings);
             }
         } else if let Ok(g) = res {
-            let ir = cgram::gbnf::parse(text, &root, Some(&vocab)).unwrap();
+            let ir = cgram::gbnf::parse(text, &root, Some(vocab.vocab())).unwrap();
             checked_strings += exhaustive_short_strings(&label, &g, &ir, 5, 20_000, &mut strings);
         }
     }
@@ -684,7 +684,7 @@ fn integration_grammars_short_strings() {
         let text = c["grammar"].as_str().unwrap();
         let g = compile(&vocab, text.as_bytes(), &gbnf_options())
             .unwrap_or_else(|e| panic!("{label}: compile failed: {e}"));
-        let ir = cgram::gbnf::parse(text, "root", Some(&vocab)).unwrap();
+        let ir = cgram::gbnf::parse(text, "root", Some(vocab.vocab())).unwrap();
         n += exhaustive_short_strings(&label, &g, &ir, 6, 20_000, &mut tally);
     }
     tally.report(&format!(

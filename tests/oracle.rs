@@ -382,12 +382,12 @@ fn run_case(case: &Case, vocab: &Arc<Engine>, sv: &SortedVocab, cfg: &Config) ->
     } else {
         None
     };
-    let n = vocab.len();
-    let words = vocab.mask_words();
+    let n = vocab.vocab().len();
+    let words = vocab.vocab().mask_words();
     let m0 = Matcher::new(case.engine.clone());
     let mut mask = vec![0u32; words];
     let mut allowed = vec![false; n];
-    let eos: Vec<u32> = vocab.eos_tokens().to_vec();
+    let eos: Vec<u32> = vocab.vocab().eos_tokens().to_vec();
     let modes = [Pick::Structural, Pick::Uniform, Pick::Long, Pick::Short];
     for w in 0..cfg.walks {
         let mode = modes[w % modes.len()];
@@ -416,7 +416,7 @@ fn run_case(case: &Case, vocab: &Arc<Engine>, sv: &SortedVocab, cfg: &Config) ->
                 break;
             }
             let t0 = Instant::now();
-            r.allowed(sv, vocab, &mut allowed);
+            r.allowed(sv, vocab.vocab(), &mut allowed);
             stats.reference_time += t0.elapsed();
             let complete = r.complete();
             for &e in &eos {
@@ -431,9 +431,9 @@ fn run_case(case: &Case, vocab: &Arc<Engine>, sv: &SortedVocab, cfg: &Config) ->
                 if want != got {
                     bad += 1;
                     if bad <= 4 {
-                        let kind = if vocab.is_eos(t) {
+                        let kind = if vocab.vocab().is_eos(t) {
                             "eos "
-                        } else if vocab.is_special(t) {
+                        } else if vocab.vocab().is_special(t) {
                             "special "
                         } else {
                             ""
@@ -441,7 +441,7 @@ fn run_case(case: &Case, vocab: &Arc<Engine>, sv: &SortedVocab, cfg: &Config) ->
                         stats.fail(format!(
                             "{}: {kind}token {t} {}: engine mask {got}, reference {want}",
                             ctx(&text, step),
-                            show(vocab.token_bytes(t))
+                            show(vocab.vocab().token_bytes(t))
                         ));
                     }
                 }
@@ -479,15 +479,15 @@ fn run_case(case: &Case, vocab: &Arc<Engine>, sv: &SortedVocab, cfg: &Config) ->
                 let mut pickd = None;
                 for _try in 0..64 {
                     let t = rng.below(n) as u32;
-                    if allowed[t as usize] || vocab.is_eos(t) {
+                    if allowed[t as usize] || vocab.vocab().is_eos(t) {
                         continue;
                     }
                     pickd = Some(t);
-                    let first = vocab.token_bytes(t).first().copied();
+                    let first = vocab.vocab().token_bytes(t).first().copied();
                     if cands
                         .iter()
                         .take(200)
-                        .any(|&c| vocab.token_bytes(c).first().copied() == first)
+                        .any(|&c| vocab.vocab().token_bytes(c).first().copied() == first)
                     {
                         break;
                     }
@@ -498,12 +498,12 @@ fn run_case(case: &Case, vocab: &Arc<Engine>, sv: &SortedVocab, cfg: &Config) ->
                     stats.fail(format!(
                         "{}: accept({t} {}) succeeded but the token is not allowed",
                         ctx(&text, step),
-                        show(vocab.token_bytes(t))
+                        show(vocab.vocab().token_bytes(t))
                     ));
                     return stats;
                 }
                 {
-                    let (id, bytes) = token_input(vocab, t);
+                    let (id, bytes) = token_input(vocab.vocab(), t);
                     match r.viable_after(id, bytes) {
                         Ok(false) => {}
                         Ok(true) => unreachable!("reference disagrees with itself"),
@@ -568,8 +568,8 @@ fn run_case(case: &Case, vocab: &Arc<Engine>, sv: &SortedVocab, cfg: &Config) ->
             if cands.is_empty() {
                 break;
             }
-            let t = pick_token(&mut rng, mode, &cands, vocab);
-            let (id, bytes) = token_input(vocab, t);
+            let t = pick_token(&mut rng, mode, &cands, vocab.vocab());
+            let (id, bytes) = token_input(vocab.vocab(), t);
             if let Err(e) = m.accept(t) {
                 stats.fail(format!(
                     "{}: token {t} {} is in the mask but accept refused it: {e}",
@@ -600,7 +600,7 @@ fn ir_options() -> IrOptions {
 /// A case from GBNF text: the IR from `cgram::gbnf::parse` for the
 /// reference, `compile` (the full GBNF path) for the engine.
 fn gbnf_case(name: &str, text: &str, vocab: &Arc<Engine>) -> Result<Case, String> {
-    let ir = cgram::gbnf::parse(text, "root", Some(vocab))
+    let ir = cgram::gbnf::parse(text, "root", Some(vocab.vocab()))
         .map_err(|e| format!("{name}: GBNF parse failed: {e}"))?;
     // Left recursion is allowed: the reference checks such grammars with
     // Earley alone (its stack machine would not end).
@@ -1083,7 +1083,7 @@ fn run_all(label: &str, jobs: Vec<Job>, cfg: Config) {
                 let sv = {
                     let mut g = sorted.lock().unwrap();
                     g.entry(job.vocab_name.clone())
-                        .or_insert_with(|| Arc::new(common::sorted_vocab(&vocab)))
+                        .or_insert_with(|| Arc::new(common::sorted_vocab(vocab.vocab())))
                         .clone()
                 };
                 let case = match (job.build)(&vocab) {
@@ -1297,7 +1297,7 @@ fn token_jobs(
             vocab_name: vocab_name.clone(),
             vocab: Box::new(v),
             build: Box::new(move |v| {
-                let (name, ir) = token_grammars(v).swap_remove(k);
+                let (name, ir) = token_grammars(v.vocab()).swap_remove(k);
                 ir_case(&name, ir, v, true)
             }),
         });
@@ -1471,7 +1471,7 @@ fn oracle_handmade_ir_synthetic_vocab() {
             vocab_name: "synthetic".to_string(),
             vocab: Box::new(common::synthetic_vocab),
             build: Box::new(move |v| {
-                let (name, ir) = token_grammars(v).swap_remove(k);
+                let (name, ir) = token_grammars(v.vocab()).swap_remove(k);
                 ir_case(&format!("{name} (Earley)"), ir, v, false)
             }),
         });

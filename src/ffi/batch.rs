@@ -55,11 +55,11 @@ pub unsafe extern "C" fn cg_fill_masks(
         if let Some((i, m)) = ms
             .iter()
             .enumerate()
-            .find(|(_, m)| m.grammar().vocab().mask_words() > n_words)
+            .find(|(_, m)| m.grammar().engine().vocab().mask_words() > n_words)
         {
             return Err(Error::invalid(format!(
                 "n_words is {n_words} but matchers[{i}] needs {} (cg_mask_words)",
-                m.grammar().vocab().mask_words()
+                m.grammar().engine().vocab().mask_words()
             )));
         }
         let total = n
@@ -103,7 +103,7 @@ pub(crate) fn fill_batch(
     .clamp(1, n);
     let run = |ms: &mut [&mut AnyMatcher], masks: &mut [u32], results: &mut [Result<()>]| {
         for ((m, mask), r) in ms.iter_mut().zip(masks.chunks_mut(n_words)).zip(results) {
-            let need = m.grammar().vocab().mask_words();
+            let need = m.grammar().engine().vocab().mask_words();
             *r = fill(m, &mut mask[..need]);
         }
     };

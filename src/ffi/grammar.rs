@@ -560,7 +560,7 @@ pub unsafe extern "C" fn cg_grammar_vocab_size(grammar: *const cg_grammar) -> u3
     guard(
         "cg_grammar_vocab_size",
         |_| 0,
-        || Ok(cg_grammar::arg(grammar)?.vocab().len() as u32),
+        || Ok(cg_grammar::arg(grammar)?.engine().vocab().len() as u32),
     )
 }
 
@@ -571,7 +571,7 @@ pub unsafe extern "C" fn cg_mask_words(grammar: *const cg_grammar) -> usize {
     guard(
         "cg_mask_words",
         |_| 0,
-        || Ok(cg_grammar::arg(grammar)?.vocab().mask_words()),
+        || Ok(cg_grammar::arg(grammar)?.engine().vocab().mask_words()),
     )
 }
 

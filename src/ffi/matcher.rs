@@ -87,7 +87,7 @@ pub unsafe extern "C" fn cg_fill_mask(
 ) -> c_int {
     guard_int("cg_fill_mask", || {
         let m = cg_matcher::arg_mut(matcher)?;
-        let need = m.grammar().vocab().mask_words();
+        let need = m.grammar().engine().vocab().mask_words();
         if mask.is_null() {
             return Err(null("mask"));
         }
@@ -95,7 +95,7 @@ pub unsafe extern "C" fn cg_fill_mask(
             return Err(Error::invalid(format!(
                 "mask has {n_words} words but the vocabulary of {} tokens needs {need} \
                  (cg_mask_words)",
-                m.grammar().vocab().len()
+                m.grammar().engine().vocab().len()
             )));
         }
         let mask = array_mut(mask, need, "mask")?;
@@ -115,7 +115,7 @@ pub unsafe extern "C" fn cg_fill_mask(
 pub unsafe extern "C" fn cg_accept(matcher: *mut cg_matcher, token: i32) -> c_int {
     guard_int("cg_accept", || {
         let m = cg_matcher::arg_mut(matcher)?;
-        let id = token_arg(token, m.grammar().vocab().len(), "token")?;
+        let id = token_arg(token, m.grammar().engine().vocab().len(), "token")?;
         m.accept(id)?;
         Ok(CG_OK)
     })

@@ -105,7 +105,7 @@ pub(crate) unsafe fn trigger_specs(
             CG_TRIGGER_WORD => TriggerSpec::Word(text()?),
             CG_TRIGGER_TOKEN => TriggerSpec::Token(token_arg(
                 t.token,
-                vocab.len(),
+                vocab.vocab().len(),
                 &format!("triggers[{i}].token"),
             )?),
             k => {

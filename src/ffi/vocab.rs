@@ -194,7 +194,7 @@ pub unsafe extern "C" fn cg_vocab_size(vocab: *const cg_vocab) -> u32 {
     guard(
         "cg_vocab_size",
         |_| 0,
-        || Ok(cg_vocab::arg(vocab)?.len() as u32),
+        || Ok(cg_vocab::arg(vocab)?.vocab().len() as u32),
     )
 }
 
@@ -224,8 +224,8 @@ pub unsafe extern "C" fn cg_vocab_token_bytes(
             if len.is_null() {
                 return Err(null("len"));
             }
-            let id = token_arg(token, vocab.len(), "token")?;
-            let bytes = vocab.token_bytes(id);
+            let id = token_arg(token, vocab.vocab().len(), "token")?;
+            let bytes = vocab.vocab().token_bytes(id);
             *len = bytes.len();
             Ok(bytes.as_ptr())
         },
@@ -244,7 +244,7 @@ pub unsafe extern "C" fn cg_vocab_eos_tokens(
     cap: usize,
 ) -> c_int {
     guard_int("cg_vocab_eos_tokens", || {
-        let eos = cg_vocab::arg(vocab)?.eos_tokens();
+        let eos = cg_vocab::arg(vocab)?.vocab().eos_tokens();
         let out = array_mut(out, cap.min(eos.len()), "out")?;
         for (o, &e) in out.iter_mut().zip(eos) {
             *o = e as i32;
@@ -273,7 +273,7 @@ pub unsafe extern "C" fn cg_vocab_set_eos(
 ) -> c_int {
     guard_int("cg_vocab_set_eos", || {
         let handle = vocab.as_mut().ok_or_else(|| null("vocab"))?;
-        let n = handle.inner.len();
+        let n = handle.inner.vocab().len();
         let eos = array_arg(eos_tokens, n_eos, "eos_tokens")?
             .iter()
             .map(|&t| token_arg(t, n, "end-of-sequence token"))

@@ -30,7 +30,7 @@ pub fn info_for(g: &CompiledGrammar, state: u32) -> Arc<TokenInfo> {
         cell.get_or_init(|| info).clone()
     } else {
         let (dfa, s) = g.lexeme_state(state);
-        lexeme_state_info(g.vocab(), dfa, s)
+        lexeme_state_info(g.engine(), dfa, s)
     }
 }
 
@@ -43,7 +43,7 @@ pub(crate) fn lexeme_state_info(vocab: &Engine, dfa: &Lexeme, s: u32) -> Arc<Tok
         }
     }
     // States that no token can tell apart share one token set.
-    let s = dfa.token_class(s, vocab.max_token_len());
+    let s = dfa.token_class(s, vocab.vocab().max_token_len());
     if dfa.computed.is_some() {
         if let Some(info) = dfa.computed_infos.lock().get(&s) {
             return info.clone();
@@ -76,11 +76,11 @@ pub(crate) fn lexeme_state_info(vocab: &Engine, dfa: &Lexeme, s: u32) -> Arc<Tok
 /// [`lexeme_ending_info`]), kept beside the full sets.
 pub fn ending_info_for(g: &CompiledGrammar, state: u32) -> Arc<TokenInfo> {
     let (dfa, s) = g.lexeme_state(state);
-    let vocab = g.vocab();
+    let vocab = g.engine();
     if dfa.computed.is_some() {
         return lexeme_state_info(vocab, dfa, s);
     }
-    let s = dfa.token_class(s, vocab.max_token_len());
+    let s = dfa.token_class(s, vocab.vocab().max_token_len());
     if let Some(info) = dfa.infos[s as usize].get() {
         return info.clone();
     }
@@ -107,8 +107,8 @@ pub(crate) fn lexeme_info_known(g: &CompiledGrammar, state: u32) -> bool {
     if dfa.computed.is_some() {
         return true;
     }
-    let vocab = g.vocab();
-    let class = dfa.token_class(s, vocab.max_token_len());
+    let vocab = g.engine();
+    let class = dfa.token_class(s, vocab.vocab().max_token_len());
     dfa.infos[class as usize].get().is_some()
         || vocab.string_body().is_some_and(|b| {
             dfa.string_body_states(&b.body).get(class as usize) == Some(&b.body.state)
@@ -119,6 +119,6 @@ pub(crate) fn lexeme_info_known(g: &CompiledGrammar, state: u32) -> bool {
 /// (see [`ending_info_for`]).
 pub(crate) fn ending_info_known(g: &CompiledGrammar, state: u32) -> bool {
     let (dfa, s) = g.lexeme_state(state);
-    let class = dfa.token_class(s, g.vocab().max_token_len());
+    let class = dfa.token_class(s, g.engine().vocab().max_token_len());
     dfa.ending_infos.lock().contains_key(&class)
 }

@@ -18,7 +18,6 @@
 //! compile builds them again. Eviction changes speed, never a mask: a rebuilt DFA
 //! is the same automaton.
 
-use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 
 use super::cleared::ClearedWhenFull;
@@ -95,16 +94,6 @@ impl std::fmt::Debug for Engine {
     }
 }
 
-/// An engine reads as its vocabulary.
-impl Deref for Engine {
-    type Target = Vocab;
-
-    #[inline(always)]
-    fn deref(&self) -> &Vocab {
-        &self.vocab
-    }
-}
-
 /// The budget's shares: (lexemes and parts, free exits, counted-string
 /// token sets, walked token sets).
 fn shares(budget: usize) -> (usize, usize, usize, usize) {
@@ -149,16 +138,16 @@ impl Engine {
         exits: Vec<Exit>,
     ) -> Arc<TokenInfo> {
         let count: usize = ranges.iter().map(|r| (r.1 - r.0) as usize).sum();
-        if !TokenList::is_dense(count, self) {
-            let inside = TokenList::from_trie_ranges(&ranges, self);
-            return Arc::new(TokenInfo::new(inside, exits, self));
+        if !TokenList::is_dense(count, self.vocab()) {
+            let inside = TokenList::from_trie_ranges(&ranges, self.vocab());
+            return Arc::new(TokenInfo::new(inside, exits, self.vocab()));
         }
         let key = (ranges.into_boxed_slice(), exits.into_boxed_slice());
         if let Some(info) = self.walked.lock().get(&key) {
             return info.clone();
         }
-        let inside = TokenList::from_trie_ranges(&key.0, self);
-        let info = Arc::new(TokenInfo::new(inside, key.1.to_vec(), self));
+        let inside = TokenList::from_trie_ranges(&key.0, self.vocab());
+        let info = Arc::new(TokenInfo::new(inside, key.1.to_vec(), self.vocab()));
         let bytes = info.memory() + key.0.len() * 8 + std::mem::size_of_val(&*key.1);
         self.walked.lock().insert(key, info.clone(), bytes);
         info

@@ -45,7 +45,7 @@ pub(crate) fn exit_tokens(
     if !walker.push_kernel(&kernel) {
         return crate::tokensets::ExitTokens {
             free: None,
-            rest: TokenList::from_ids(out, g.vocab()),
+            rest: TokenList::from_ids(out, g.engine().vocab()),
         };
     }
     let mut first: ByteSet = [0; 4];
@@ -62,7 +62,7 @@ pub(crate) fn exit_tokens(
             // end is the same in every context; only the rest is walked here.
             // (`first` is what they read.) After a lexeme, the same for
             // every grammar of the vocabulary.
-            let compute = || crate::tokensets::free_exits(g.vocab(), info, &first, next);
+            let compute = || crate::tokensets::free_exits(g.engine(), info, &first, next);
             let free = if g.is_structural(it.state) {
                 g.contexts.free_exits(it.state, &states, compute)
             } else {
@@ -73,7 +73,7 @@ pub(crate) fn exit_tokens(
                     .filter_map(|(d, &s)| d.map(|d| (d.id, s)))
                     .collect();
                 next.sort_unstable();
-                g.vocab().free_exits.get(info, &next, compute)
+                g.engine().free_exits.get(info, &next, compute)
             };
             for exit in free.whole.iter() {
                 check_exit(g, &mut walker, &mut pw, exit, &mut out);
@@ -84,14 +84,14 @@ pub(crate) fn exit_tokens(
             shared = Some(free);
         }
         None => {
-            for exit in &info.exits_by_child(g.vocab().trie(), &first) {
+            for exit in &info.exits_by_child(g.engine().vocab().trie(), &first) {
                 check_exit(g, &mut walker, &mut pw, exit, &mut out);
             }
         }
     }
     crate::tokensets::ExitTokens {
         free: shared,
-        rest: TokenList::from_ids(out, g.vocab()),
+        rest: TokenList::from_ids(out, g.engine().vocab()),
     }
 }
 
@@ -138,7 +138,7 @@ pub(crate) fn walk_below_sync(
     depth: u16,
     out: &mut Vec<u32>,
 ) {
-    let trie = g.vocab().trie();
+    let trie = g.engine().vocab().trie();
     walker.truncate(1);
     for &b in &trie.path(node)[depth as usize..] {
         if !walker.push_byte(b) {
@@ -228,14 +228,14 @@ pub(crate) fn check_exit(
     exit: &crate::tokensets::Exit,
     out: &mut Vec<u32>,
 ) {
-    let rem = crate::tokensets::exit_remainder(g.vocab(), exit);
+    let rem = crate::tokensets::exit_remainder(g.engine().vocab(), exit);
     if pw.reach(walker, rem).is_err() {
         return;
     }
     // No item here has an unknown caller, so nothing exits: no follow set.
     let none: ByteSet = [0; 4];
     let mut exits = Vec::new();
-    let mut dfs = crate::tokensets::Dfs::new(g.vocab().trie(), &none, out, &mut exits);
+    let mut dfs = crate::tokensets::Dfs::new(g.engine().vocab().trie(), &none, out, &mut exits);
     if !exit.below {
         dfs.accept_node(exit.node as usize);
     }

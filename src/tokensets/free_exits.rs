@@ -20,7 +20,7 @@ pub fn free_exits(
     first: &ByteSet,
     next: LexemeWalk,
 ) -> FreeExits {
-    let trie = vocab.trie();
+    let trie = vocab.vocab().trie();
     let nodes = trie.nodes();
     let step = |from: &[u32; MAX_LEXEME_WALK], b: u8| {
         let s = next.step(from, b);
@@ -35,7 +35,7 @@ pub fn free_exits(
     };
     let at_node = info.exits_at_node().iter();
     'exits: for exit in info.exits_starting_with(first).chain(at_node) {
-        let rem = exit_remainder(vocab, exit);
+        let rem = exit_remainder(vocab.vocab(), exit);
         let mut states = next.states;
         for (i, &b) in rem.iter().enumerate() {
             let (to, alive, can_end) = step(&states, b);
@@ -108,7 +108,7 @@ pub fn free_exits(
         }
     }
     FreeExits {
-        tokens: TokenList::from_ids(tokens, vocab),
+        tokens: TokenList::from_ids(tokens, vocab.vocab()),
         syncs: syncs.into_boxed_slice(),
         whole: whole.into_boxed_slice(),
     }

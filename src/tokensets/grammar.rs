@@ -72,7 +72,7 @@ impl CompiledGrammar {
                     let lexeme = engine.lexeme_of(dfa);
                     let body = engine.string_body().map(|b| &b.lexeme);
                     lexeme
-                        .prepare_walks(engine.trie(), body, deadline)
+                        .prepare_walks(engine.vocab().trie(), body, deadline)
                         .map_err(|err| err.context(format!("rule '{}'", rule.name)))?;
                     Some(lexeme)
                 }
@@ -84,14 +84,14 @@ impl CompiledGrammar {
             .iter()
             .map(|ts| {
                 let ids: Vec<u32> = if ts.negated {
-                    (0..engine.len() as u32)
-                        .filter(|&t| !engine.is_eos(t) && ts.contains(t))
+                    (0..engine.vocab().len() as u32)
+                        .filter(|&t| !engine.vocab().is_eos(t) && ts.contains(t))
                         .collect()
                 } else {
                     // Unmatchable ids are gone (`compile::compile_ir`).
                     ts.ids.clone()
                 };
-                TokenList::from_ids(ids, engine)
+                TokenList::from_ids(ids, engine.vocab())
             })
             .collect();
         let structural_infos = (0..automaton.structural.len())
@@ -110,7 +110,7 @@ impl CompiledGrammar {
 
     /// The engine (the vocabulary with its caches) the grammar was
     /// compiled for.
-    pub fn vocab(&self) -> &Arc<Engine> {
+    pub fn engine(&self) -> &Arc<Engine> {
         &self.engine
     }
 
@@ -160,6 +160,6 @@ pub fn compile_ir(
     grammar: &ir::Grammar,
     options: &IrOptions,
 ) -> Result<Arc<CompiledGrammar>> {
-    let automaton = crate::compile::compile_ir(&**engine, engine, grammar, options)?;
+    let automaton = crate::compile::compile_ir(&**engine, engine.vocab(), grammar, options)?;
     CompiledGrammar::new(engine, automaton, &options.deadline)
 }

@@ -79,11 +79,11 @@ impl<'a> DfaWalk<'a> {
     /// [`Lexeme::share_body_groups`]), an analysis worth its cost only
     /// where walks use the groups.
     fn by_groups(vocab: &'a Engine, dfa: &'a Lexeme, by_groups: bool) -> DfaWalk<'a> {
-        let by_safe_groups = by_groups && !dfa.spells_few_tokens(vocab.trie());
+        let by_safe_groups = by_groups && !dfa.spells_few_tokens(vocab.vocab().trie());
         if by_safe_groups && !dfa.body_groups_decided() {
             vocab.share_body_groups(dfa);
         }
-        let max = vocab.max_token_len() + 2;
+        let max = vocab.vocab().max_token_len() + 2;
         let body = vocab.string_body().and_then(|b| {
             let like = dfa.string_body_states(&b.body);
             like.iter().any(|&t| t != DEAD).then(|| SharedBody {
@@ -92,7 +92,7 @@ impl<'a> DfaWalk<'a> {
             })
         });
         DfaWalk {
-            trie: vocab.trie(),
+            trie: vocab.vocab().trie(),
             dfa,
             stack: vec![DEAD; max],
             path: vec![0; max],
@@ -334,7 +334,7 @@ pub fn lexeme_info(vocab: &Engine, dfa: &Lexeme, state: u32) -> Arc<TokenInfo> {
 /// by first byte (see [`DfaWalk::piece`]); `None` if it entered more
 /// nodes than it may (see [`DfaWalk::visits_left`]).
 fn walk_from(vocab: &Engine, mut walk: DfaWalk, state: u32) -> Option<Arc<TokenInfo>> {
-    let trie = vocab.trie();
+    let trie = vocab.vocab().trie();
     let nodes = trie.nodes();
     let mut ranges: Vec<(u32, u32)> = Vec::new();
     let mut exits = Vec::new();
@@ -367,7 +367,7 @@ const SHORT_WALK_SHARE: usize = 16;
 /// Whether a walk of DFA state `state` of a lexeme reads more than a
 /// [`SHORT_WALK_SHARE`] of the vocabulary itself.
 pub fn own_walk_is_long(vocab: &Engine, dfa: &Lexeme, state: u32) -> bool {
-    own_walk_tokens(vocab, dfa, state) * SHORT_WALK_SHARE > vocab.trie().num_tokens()
+    own_walk_tokens(vocab, dfa, state) * SHORT_WALK_SHARE > vocab.vocab().trie().num_tokens()
 }
 
 /// How many tokens a walk of DFA state `state` of a lexeme would read
@@ -376,7 +376,7 @@ pub fn own_walk_is_long(vocab: &Engine, dfa: &Lexeme, state: u32) -> bool {
 /// that leaves its listed names after one byte walks only the subtrees of
 /// their first letters; a state that refuses a letter walks them all.
 fn own_walk_tokens(vocab: &Engine, dfa: &Lexeme, state: u32) -> usize {
-    let trie = vocab.trie();
+    let trie = vocab.vocab().trie();
     let nodes = trie.nodes();
     let like = vocab
         .string_body()
@@ -411,7 +411,7 @@ pub fn lexeme_ending_info(vocab: &Engine, dfa: &Lexeme, state: u32) -> Arc<Token
     if dfa.safe_groups_pending() {
         let mut walk = DfaWalk::by_groups(vocab, dfa, false);
         walk.ending_only = ending;
-        walk.visits_left = Some(vocab.trie().nodes().len() / SHORT_WALK_SHARE);
+        walk.visits_left = Some(vocab.vocab().trie().nodes().len() / SHORT_WALK_SHARE);
         if let Some(info) = walk_from(vocab, walk, state) {
             return info;
         }

@@ -42,16 +42,16 @@ pub fn structural_info(
         // Only an exhausted work budget stops a one-item kernel: the mask
         // fails, and this (empty, partial) info is not cached.
         return TokenInfo::new(
-            TokenList::from_ids(Vec::new(), g.vocab()),
+            TokenList::from_ids(Vec::new(), g.engine().vocab()),
             Vec::new(),
-            g.vocab(),
+            g.engine().vocab(),
         );
     }
     let set0: Vec<Item> = walker.top().to_vec();
     let (called, rest) = called_rules(g, &set0);
     walker.replace_top(&rest);
     let follow = g.rules[g.rule_of(state) as usize].follow;
-    let trie = g.vocab().trie();
+    let trie = g.engine().vocab().trie();
     let mut inside = Vec::new();
     let mut exits = Vec::new();
     walk_trie(trie, &mut walker, &follow, &mut inside, &mut exits);
@@ -85,7 +85,7 @@ pub fn structural_info(
                 let mut dfs = Dfs::new(trie, &follow, &mut inside, &mut exits);
                 let mut pw = PrefixWalk::new(2);
                 for exit in &info.exits_by_child(trie, &first) {
-                    remainder(&mut dfs, g.vocab(), &mut walker, &mut pw, exit, after);
+                    remainder(&mut dfs, g.engine(), &mut walker, &mut pw, exit, after);
                 }
             }
         }
@@ -98,7 +98,11 @@ pub fn structural_info(
             shared.push(s.clone());
         }
     }
-    let mut info = TokenInfo::new(TokenList::from_ids(inside, g.vocab()), exits, g.vocab());
+    let mut info = TokenInfo::new(
+        TokenList::from_ids(inside, g.engine().vocab()),
+        exits,
+        g.engine().vocab(),
+    );
     info.shared = shared;
     info
 }
@@ -197,7 +201,7 @@ fn remainder(
     let trie = dfs.trie;
     let c = exit.node as usize;
     let d = exit.depth as usize;
-    let rem = exit_remainder(vocab, exit);
+    let rem = exit_remainder(vocab.vocab(), exit);
     for (k, &b) in rem.iter().enumerate() {
         dfs.set_path(d + 1 + k, b);
     }

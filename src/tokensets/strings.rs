@@ -71,7 +71,7 @@ pub(crate) fn counted_string_info(
             };
             shared_counted_info(counts, (lang, None), || {
                 let body = any_string_info(vocab)?;
-                Some(body.within_chars(vocab, &counts.chars, min, max))
+                Some(body.within_chars(vocab.vocab(), &counts.chars, min, max))
             })
         }
     }
@@ -108,7 +108,12 @@ pub(crate) fn uncounted_string_info(
             }
             let counts = vocab.string_counts()?;
             let info = table(&uncounted.lexeme, p);
-            Some(Arc::new(info.within_chars(vocab, &counts.chars, min, max)))
+            Some(Arc::new(info.within_chars(
+                vocab.vocab(),
+                &counts.chars,
+                min,
+                max,
+            )))
         }
     }
 }
@@ -133,7 +138,7 @@ fn chars_left(vocab: &Engine, counter: &Counter, count: u32) -> Option<CharsLeft
     // A live state's count is within the maximum.
     let most = max.map(|m| m.saturating_sub(count) as usize);
     // No token holds more characters than the count has left.
-    let roomy = most.is_none_or(|m| m > horizon) && vocab.max_token_len() <= horizon;
+    let roomy = most.is_none_or(|m| m > horizon) && vocab.vocab().max_token_len() <= horizon;
     if roomy && least == 0 {
         return Some(CharsLeft::Any);
     }
@@ -184,12 +189,17 @@ pub(crate) fn string_tail_info(vocab: &Engine, dfa: &Lexeme, state: u32) -> Opti
         let body = any_string_info(vocab)?;
         let (min, max) = (lang.min as usize, lang.max as usize);
         Some(if !lang.closed {
-            body.exactly_chars(vocab, &counts.chars, max, &counts.nodes_by_chars[max])
+            body.exactly_chars(
+                vocab.vocab(),
+                &counts.chars,
+                max,
+                &counts.nodes_by_chars[max],
+            )
         } else if ends {
-            body.within_chars(vocab, &counts.chars, min, max)
+            body.within_chars(vocab.vocab(), &counts.chars, min, max)
         } else {
             then_reading(
-                body.within_chars(vocab, &counts.chars, min, max),
+                body.within_chars(vocab.vocab(), &counts.chars, min, max),
                 vocab,
                 dfa,
                 after_quote,
@@ -201,7 +211,7 @@ pub(crate) fn string_tail_info(vocab: &Engine, dfa: &Lexeme, state: u32) -> Opti
 /// The longest count [`StringCounts`] handles: the longest token, or
 /// [`MAX_COUNTED_CHARS`].
 fn counted_horizon(vocab: &Engine) -> usize {
-    vocab.max_token_len().min(MAX_COUNTED_CHARS)
+    vocab.vocab().max_token_len().min(MAX_COUNTED_CHARS)
 }
 
 /// The [`CountedString`] that `state` would accept, from the runs of a
@@ -265,8 +275,8 @@ fn prepare_strings(vocab: &Engine) {
             max: horizon as u16,
             closed: false,
         };
-        let nodes = nodes_by_chars(vocab.trie(), counts, exact);
-        (TokenChars::new(vocab), nodes)
+        let nodes = nodes_by_chars(vocab.vocab().trie(), counts, exact);
+        (TokenChars::new(vocab.vocab()), nodes)
     });
 }
 
@@ -311,8 +321,8 @@ fn nodes_by_chars(
 /// are read on by the lexeme, a walk below each quote node (few tokens
 /// go on after a quote).
 fn then_reading(info: TokenInfo, vocab: &Engine, dfa: &Lexeme, after_quote: u32) -> TokenInfo {
-    let trie = vocab.trie();
-    let mut words = vec![0u32; vocab.mask_words()];
+    let trie = vocab.vocab().trie();
+    let mut words = vec![0u32; vocab.vocab().mask_words()];
     info.inside.or_into(&mut words);
     let mut walk = DfaWalk::new(vocab, dfa);
     let mut exits = Vec::new();
@@ -326,5 +336,9 @@ fn then_reading(info: TokenInfo, vocab: &Engine, dfa: &Lexeme, after_quote: u32)
         }
         exits.extend_from_slice(&piece.exits);
     }
-    TokenInfo::new(TokenList::Dense(words.into_boxed_slice()), exits, vocab)
+    TokenInfo::new(
+        TokenList::Dense(words.into_boxed_slice()),
+        exits,
+        vocab.vocab(),
+    )
 }

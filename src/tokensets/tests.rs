@@ -36,11 +36,11 @@ fn random_vocab(alphabet: &[&str], seed: u64, n: usize, longest: usize) -> Arc<E
 /// through.
 fn assert_token_sets_are_brute_force(vocab: &Engine, dfa: &Lexeme, state: u32, what: &str) {
     let info = lexeme_state_info(vocab, dfa, state);
-    let mut inside = vec![0u32; vocab.mask_words()];
+    let mut inside = vec![0u32; vocab.vocab().mask_words()];
     info.inside.or_into(&mut inside);
     let mut exits = std::collections::BTreeSet::new();
     for e in info.exits.iter() {
-        let trie = vocab.trie();
+        let trie = vocab.vocab().trie();
         let mut r = trie.subtree_tokens(e.node);
         if e.below {
             r.start = trie.nodes()[e.node as usize + 1].tok_start;
@@ -50,8 +50,8 @@ fn assert_token_sets_are_brute_force(vocab: &Engine, dfa: &Lexeme, state: u32, w
         }
     }
     let mut want_exits = std::collections::BTreeSet::new();
-    for t in 0..vocab.len() as u32 {
-        let bytes = vocab.token_bytes(t);
+    for t in 0..vocab.vocab().len() as u32 {
+        let bytes = vocab.vocab().token_bytes(t);
         let mut q = state;
         let mut ends = Vec::new();
         for (d, &b) in bytes.iter().enumerate() {
@@ -85,9 +85,9 @@ fn reachable_states(vocab: &Engine, dfa: &Lexeme, limit: usize) -> Vec<u32> {
     let mut i = 0;
     while i < states.len() && states.len() < limit {
         let q0 = states[i];
-        for t in 0..vocab.len() as u32 {
+        for t in 0..vocab.vocab().len() as u32 {
             let mut q = q0;
-            for &b in vocab.token_bytes(t) {
+            for &b in vocab.vocab().token_bytes(t) {
                 q = dfa.next(q, b);
                 if q == DEAD {
                     break;
@@ -182,7 +182,7 @@ fn lexeme_token_sets_match_brute_force() {
         for state in 0..dfa.num_states() as u32 {
             // Through the vocabulary's shared string DFAs where they
             // agree (any other name, the end of a count).
-            let s = dfa.token_class(state, vocab.max_token_len());
+            let s = dfa.token_class(state, vocab.vocab().max_token_len());
             shared.0 += string_body_info(&vocab, &dfa, s).is_some() as usize;
             if string_tail_info(&vocab, &dfa, s).is_some() {
                 match &expr {
@@ -285,7 +285,7 @@ fn any_other_key_shares_the_safe_groups_of_any_string() {
     // The shared groups hold for this key: every string of up to two
     // bytes of a state's groups is read (the quote's group is left out
     // after a name, where "any string" would take it).
-    let trie = vocab.trie();
+    let trie = vocab.vocab().trie();
     for state in 0..other.num_states() as u32 {
         for height in 1..=2u16 {
             let groups = other.safe_bytes(trie, state, height);
@@ -344,9 +344,9 @@ fn narrow_lexeme_walks_without_safe_groups_match_brute_force() {
     });
     let dfa = vocab.lexeme(&date_time, &DfaLimits::default()).unwrap();
     assert!(dfa.num_states() > 60_000, "{} states", dfa.num_states());
-    assert!(dfa.spells_few_tokens(vocab.trie()));
+    assert!(dfa.spells_few_tokens(vocab.vocab().trie()));
     let body = vocab.string_body().map(|b| &b.lexeme);
-    dfa.prepare_walks(vocab.trie(), body, &Deadline::none())
+    dfa.prepare_walks(vocab.vocab().trie(), body, &Deadline::none())
         .unwrap();
     assert!(!dfa.safe_groups_computed(), "prepared the safe groups");
     // The states up to 24 bytes in, breadth first: a date, its escapes.
@@ -423,7 +423,7 @@ fn counted_token_sets_match_brute_force() {
     // Few tokens (a sparse list) besides the single characters.
     let digits = Expr::star(Expr::Class(CharClass::from_ranges([(0x30, 0x39)])));
     let cache = &*vocab;
-    let horizon = vocab.max_token_len() as u32;
+    let horizon = vocab.vocab().max_token_len() as u32;
     // States of pure length bounds that took "any string"'s token sets,
     // states of classes that took their automaton's, and states past the
     // `a` of `a.*` that did.
@@ -464,7 +464,7 @@ fn counted_token_sets_match_brute_force() {
             if pure && counted_string_info(&vocab, &dfa, state).is_some() {
                 shared += 1;
             }
-            let class = dfa.token_class(state, vocab.max_token_len());
+            let class = dfa.token_class(state, vocab.vocab().max_token_len());
             let table = |t: &Lexeme, p| lexeme_state_info(&vocab, t, p);
             if !pure && uncounted_string_info(&vocab, &dfa, class, table).is_some() {
                 uncounted += 1;
@@ -491,7 +491,7 @@ fn walked_states(vocab: &Engine, dfa: &Lexeme, walks: usize, seed: u64) -> Vec<u
     let mut seen: crate::util::hash::FastSet<u32> = crate::util::hash::FastSet::default();
     let mut states = Vec::new();
     let read = |mut q: u32, t: u32| {
-        for &b in vocab.token_bytes(t) {
+        for &b in vocab.vocab().token_bytes(t) {
             q = dfa.next(q, b);
             if q == DEAD {
                 break;
@@ -505,7 +505,7 @@ fn walked_states(vocab: &Engine, dfa: &Lexeme, walks: usize, seed: u64) -> Vec<u
             if seen.insert(q) {
                 states.push(q);
             }
-            let mut next: Vec<u32> = (0..vocab.len() as u32)
+            let mut next: Vec<u32> = (0..vocab.vocab().len() as u32)
                 .map(|t| read(q, t))
                 .filter(|&r| r != DEAD)
                 .collect();
@@ -682,11 +682,11 @@ fn counts_past_255_characters() {
         // 280 characters left, then 279, ... 241 (counted where at
         // most 254): each as its DFA reads.
         let info = lexeme_state_info(&vocab, &dfa, state);
-        let mut inside = vec![0u32; vocab.mask_words()];
+        let mut inside = vec![0u32; vocab.vocab().mask_words()];
         info.inside.or_into(&mut inside);
-        for t in 0..vocab.len() as u32 {
+        for t in 0..vocab.vocab().len() as u32 {
             let mut q = state;
-            for &b in vocab.token_bytes(t) {
+            for &b in vocab.vocab().token_bytes(t) {
                 q = dfa.next(q, b);
                 if q == DEAD {
                     break;
@@ -778,7 +778,7 @@ fn ending_token_sets_keep_exits_and_ended_tokens() {
     for expr in exprs {
         let dfa = vocab.lexeme(&expr, &DfaLimits::default()).unwrap();
         for state in reachable_states(&vocab, &dfa, 64) {
-            let s = dfa.token_class(state, vocab.max_token_len());
+            let s = dfa.token_class(state, vocab.vocab().max_token_len());
             // Before the full sets: their kept subtree walks would serve.
             let ending = super::lexeme_walk::lexeme_ending_info(&vocab, &dfa, s);
             let full = lexeme_state_info(&vocab, &dfa, s);
@@ -789,19 +789,19 @@ fn ending_token_sets_keep_exits_and_ended_tokens() {
             got.sort_unstable();
             assert_eq!(got, want, "{expr:?} state {state}: exits");
             let (mut full_inside, mut ending_inside) = (
-                vec![0u32; vocab.mask_words()],
-                vec![0u32; vocab.mask_words()],
+                vec![0u32; vocab.vocab().mask_words()],
+                vec![0u32; vocab.vocab().mask_words()],
             );
             full.inside.or_into(&mut full_inside);
             ending.inside.or_into(&mut ending_inside);
-            for t in 0..vocab.len() as u32 {
+            for t in 0..vocab.vocab().len() as u32 {
                 let bit = |m: &[u32]| m[(t / 32) as usize] >> (t % 32) & 1 == 1;
                 let (f, e) = (bit(&full_inside), bit(&ending_inside));
                 assert!(!e || f, "{expr:?} state {state}: token {t} not inside");
                 if f && !e {
                     // Left out: read without ending the lexeme.
                     let mut q = s;
-                    for &b in vocab.token_bytes(t) {
+                    for &b in vocab.vocab().token_bytes(t) {
                         q = dfa.next(q, b);
                         assert!(
                             !dfa.is_final_state(q),
@@ -842,7 +842,7 @@ fn lexeme_states_reading_the_same_tokens_share_their_sets() {
         for state in reachable_states(&vocab, &dfa, 64) {
             assert_token_sets_are_brute_force(&vocab, &dfa, state, "other names");
             let info = lexeme_state_info(&vocab, &dfa, state);
-            let mut inside = vec![0u32; vocab.mask_words()];
+            let mut inside = vec![0u32; vocab.vocab().mask_words()];
             info.inside.or_into(&mut inside);
             let mut exits: Vec<_> = info
                 .exits

@@ -176,10 +176,10 @@ impl Triggers {
             };
             let pattern = match spec {
                 TriggerSpec::Token(t) => {
-                    if *t as usize >= vocab.len() {
+                    if *t as usize >= vocab.vocab().len() {
                         return Err(Error::invalid(format!(
                             "trigger {index}: token {t} is out of range (vocabulary of {} tokens)",
-                            vocab.len()
+                            vocab.vocab().len()
                         )));
                     }
                     tokens.push((*t, index));
@@ -213,8 +213,8 @@ impl Triggers {
             });
         }
         tokens.sort_unstable();
-        let specials = (0..vocab.len() as u32)
-            .filter(|&id| vocab.is_special(id) && !vocab.is_eos(id))
+        let specials = (0..vocab.vocab().len() as u32)
+            .filter(|&id| vocab.vocab().is_special(id) && !vocab.vocab().is_eos(id))
             .collect();
         Ok(Triggers {
             vocab: vocab.clone(),
@@ -225,7 +225,7 @@ impl Triggers {
         })
     }
 
-    pub fn vocab(&self) -> &Arc<Engine> {
+    pub fn engine(&self) -> &Arc<Engine> {
         &self.vocab
     }
 
@@ -378,7 +378,7 @@ impl Triggers {
                 self.fire_walk(k, d.states[k], &mut out);
             } else {
                 let vocab = &self.vocab;
-                let all = (0..vocab.len() as u32).filter(|&id| !vocab.is_eos(id));
+                let all = (0..vocab.vocab().len() as u32).filter(|&id| !vocab.vocab().is_eos(id));
                 self.fire_scan(k, d, all, &mut out);
             }
         }
@@ -407,7 +407,7 @@ impl Triggers {
         for id in ids {
             let mut s = d.states[k];
             let mut dec = d.decoder;
-            for &b in self.vocab.token_bytes(id) {
+            for &b in self.vocab.vocab().token_bytes(id) {
                 let (chars, n) = dec.push(b, 0);
                 for &(c, _) in &chars[..n] {
                     s = t.step(s, c);
@@ -429,7 +429,7 @@ impl Triggers {
     /// leaves out but whose text llama.cpp reads, are scanned one by one.
     fn fire_walk(&self, k: usize, start: u32, out: &mut Vec<u32>) {
         let t = &self.texts[k];
-        let trie = self.vocab.trie();
+        let trie = self.vocab.vocab().trie();
         let nodes = trie.nodes();
         let ids = trie.token_ids();
         let mut stack: Vec<(u32, u32, Utf8Decoder)> = Vec::new();

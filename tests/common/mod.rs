@@ -111,7 +111,7 @@ pub fn real_vocab(name: &str) -> Arc<Engine> {
             .unwrap_or_else(|e| panic!("loading {}: {e}", path.display())),
     );
     assert!(
-        !v.eos_tokens().is_empty(),
+        !v.vocab().eos_tokens().is_empty(),
         "tokenizer '{name}' has no end-of-sequence token"
     );
     cache.lock().unwrap().insert(name.to_string(), v.clone());

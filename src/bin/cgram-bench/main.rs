@@ -358,7 +358,7 @@ fn main() {
     );
     println!(
         "vocab: {} tokens, loaded in {:.1} ms",
-        vocab.len(),
+        vocab.vocab().len(),
         t0.elapsed().as_secs_f64() * 1000.0
     );
     let tok = tokenizers::Tokenizer::from_file(&tokenizer).unwrap_or_else(|e| {
@@ -399,7 +399,7 @@ fn main() {
     let mut tbm = Vec::new();
     // (microseconds, text index, token index) of every mask of the first round.
     let mut slow: Vec<(f64, usize, usize)> = Vec::new();
-    let mut mask = vec![0u32; vocab.mask_words()];
+    let mut mask = vec![0u32; vocab.vocab().mask_words()];
     for round in 0..repeat {
         let t = Instant::now();
         let g = cgram::compile(&vocab, &source, &options).unwrap_or_else(|e| {

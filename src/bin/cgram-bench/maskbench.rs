@@ -134,7 +134,7 @@ pub fn run(opts: &Options) {
     }
     println!(
         "vocab: {} tokens, loaded in {:.1} ms",
-        vocab.len(),
+        vocab.vocab().len(),
         t0.elapsed().as_secs_f64() * 1e3
     );
     let tok = tokenizers::Tokenizer::from_file(&opts.tokenizer).unwrap_or_else(|e| {
@@ -142,7 +142,7 @@ pub fn run(opts: &Options) {
         std::process::exit(1)
     });
     let mut t = Totals::default();
-    let mut mask = vec![0u32; vocab.mask_words()];
+    let mut mask = vec![0u32; vocab.vocab().mask_words()];
     let files = files(opts);
     for (k, path) in files.iter().enumerate() {
         if k % 500 == 0 && k > 0 {

@@ -137,7 +137,7 @@ pub fn run(opts: &Options) {
         "schemas\tcompiled\trss_mb\tpeak_rss_mb\theap_mb\tcache_mb\tlexemes\tevictions\tseconds"
     );
     let start = Instant::now();
-    let mut mask = vec![0u32; vocab.mask_words()];
+    let mut mask = vec![0u32; vocab.vocab().mask_words()];
     let mut compiled = 0usize;
     let mut peak = 0f64;
     let row = |done: usize, compiled: usize, peak: &mut f64| {
@@ -177,7 +177,7 @@ pub fn run(opts: &Options) {
                 if m.fill_mask(&mut mask).is_err() {
                     break;
                 }
-                let Some(t) = lowest_allowed(&mask, vocab.len()) else {
+                let Some(t) = lowest_allowed(&mask, vocab.vocab().len()) else {
                     break;
                 };
                 if m.accept(t).is_err() || m.is_terminated() {

@@ -53,7 +53,7 @@ pub fn run(opts: &Options) {
     for round in 0..opts.repeat {
         // The same tokens, with every per-vocabulary cache empty.
         let vocab = cgram::Engine::new(base.with_eos(base.eos_tokens().to_vec()).unwrap());
-        let mut mask = vec![0u32; vocab.mask_words()];
+        let mut mask = vec![0u32; vocab.vocab().mask_words()];
         let start = clock_us(cpu);
         let grammar =
             cgram::compile(&vocab, file.schema.as_bytes(), &options).unwrap_or_else(|e| {
