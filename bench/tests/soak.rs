@@ -1,4 +1,4 @@
-//! A short soak: `cgram-bench soak` (src/bin/cgram-bench/soak.rs) for
+//! A short soak: `cgram-bench soak` (bench/src/soak.rs) for
 //! 20,000 tokens with the real Llama 3 tokenizer over any JSON, llama.cpp's
 //! json.gbnf and list.gbnf, the soak's regexes and lazy tool-call grammar,
 //! and 4 MaskBench schemas when the shared data is next to the checkout
@@ -8,9 +8,35 @@
 //! must have completed and checked outputs of every kind. The long runs
 //! are `scripts/soak.sh`.
 
-mod common;
-
 use std::process::Command;
+
+/// What this test needs of the library's `tests/common`, for the
+/// repository root rather than this crate's folder.
+mod common {
+    use std::path::PathBuf;
+
+    pub fn manifest_dir() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("bench/ sits in the repository")
+            .to_path_buf()
+    }
+
+    /// `${CGRAM_CACHE:-<repo>/.cache}/tokenizers/NAME/tokenizer.json`.
+    pub fn tokenizer_path(name: &str) -> PathBuf {
+        let cache = match std::env::var_os("CGRAM_CACHE") {
+            Some(d) if !d.is_empty() => PathBuf::from(d),
+            _ => manifest_dir().join(".cache"),
+        };
+        let p = cache.join("tokenizers").join(name).join("tokenizer.json");
+        assert!(
+            p.is_file(),
+            "tokenizer '{name}' not found at {}: run scripts/fetch-tokenizers.sh",
+            p.display()
+        );
+        p
+    }
+}
 
 /// The number before `label` in `line` (`"12 parsed as JSON"`).
 fn count_before(line: &str, label: &str) -> u64 {
