@@ -19,7 +19,7 @@
 
 mod common;
 // The serializer of `cgram-bench maskbench`: Python's `json.dumps` form.
-#[path = "../src/bin/cgram-bench/pyjson.rs"]
+#[path = "../bench/src/pyjson.rs"]
 mod pyjson;
 
 use std::collections::BTreeMap;

@@ -41,7 +41,7 @@
 //! syntax check); regex outputs match in full under `regex-automata`; the
 //! tool call after the trigger parses as an object with a `name` and
 //! `arguments`. No JSON Schema validator is a dependency: `--dump FILE`
-//! writes each schema output (JSON lines) for `scripts/soak_validate.py`
+//! writes each schema output (JSON lines) for `scripts/lib/soak_validate.py`
 //! (Python `jsonschema`, which `scripts/llama-server-e2e.sh` already uses);
 //! `scripts/soak.sh` runs both.
 //!

@@ -1,6 +1,7 @@
 //! Live heap bytes, for `soak` to tell memory the program holds from
 //! memory the allocator keeps. Only without the `mimalloc` feature
-//! (`cargo build --release --no-default-features --bin cgram-bench`): the
+//! (`cargo build --release --no-default-features --bin cgram-bench`, which
+//! turns off this crate's `mimalloc` and with it the library's): the
 //! system allocator behind a counter, which then serves the library too.
 //! With mimalloc (the default) the library sets the global allocator and
 //! there is no count.
