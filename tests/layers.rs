@@ -277,9 +277,27 @@ fn module_path(file: &Path) -> Vec<String> {
     parts
 }
 
-/// The first segments of the paths a `{...}` group of a `use` names.
-fn group_heads(group: &str) -> Vec<String> {
-    let mut heads = Vec::new();
+/// The text inside the braces that open `text` (`{` already taken off),
+/// up to the brace that closes them.
+fn group_body(group: &str) -> &str {
+    let mut depth = 1;
+    let end = group
+        .char_indices()
+        .find(|&(_, c)| {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                _ => {}
+            }
+            depth == 0
+        })
+        .map_or(group.len(), |(i, _)| i);
+    &group[..end]
+}
+
+/// The items of a `{...}` group's body, split at its own commas.
+fn group_items(group: &str) -> Vec<String> {
+    let mut items = Vec::new();
     let mut depth = 0;
     let mut item = String::new();
     for ch in group.chars() {
@@ -287,14 +305,20 @@ fn group_heads(group: &str) -> Vec<String> {
             '{' => depth += 1,
             '}' => depth -= 1,
             ',' if depth == 0 => {
-                heads.push(std::mem::take(&mut item));
+                items.push(std::mem::take(&mut item));
                 continue;
             }
             _ => {}
         }
         item.push(ch);
     }
-    heads.push(item);
+    items.push(item);
+    items
+}
+
+/// The first segments of the paths a `{...}` group of a `use` names.
+fn group_heads(group: &str) -> Vec<String> {
+    let heads = group_items(group);
     heads
         .iter()
         .filter_map(|h| {
@@ -362,19 +386,7 @@ fn reached(file: &Path, code: &str, reexports: &BTreeMap<String, String>) -> Vec
             }
         }
         let heads = if let Some(group) = after.strip_prefix('{') {
-            let mut depth = 1;
-            let end = group
-                .char_indices()
-                .find(|&(_, c)| {
-                    match c {
-                        '{' => depth += 1,
-                        '}' => depth -= 1,
-                        _ => {}
-                    }
-                    depth == 0
-                })
-                .map_or(group.len(), |(i, _)| i);
-            group_heads(&group[..end])
+            group_heads(group_body(group))
         } else {
             group_heads(
                 after
@@ -611,33 +623,7 @@ fn expand_paths(text: &str) -> Vec<Vec<String>> {
     let mut rest = text.trim_start();
     loop {
         if let Some(group) = rest.strip_prefix('{') {
-            let mut depth = 1;
-            let end = group
-                .char_indices()
-                .find(|&(_, c)| {
-                    match c {
-                        '{' => depth += 1,
-                        '}' => depth -= 1,
-                        _ => {}
-                    }
-                    depth == 0
-                })
-                .map_or(group.len(), |(i, _)| i);
-            let (mut item, mut depth) = (String::new(), 0);
-            let mut items = Vec::new();
-            for ch in group[..end].chars() {
-                match ch {
-                    '{' => depth += 1,
-                    '}' => depth -= 1,
-                    ',' if depth == 0 => {
-                        items.push(std::mem::take(&mut item));
-                        continue;
-                    }
-                    _ => {}
-                }
-                item.push(ch);
-            }
-            items.push(item);
+            let items = group_items(group_body(group));
             for item in items {
                 for tail in expand_paths(&item) {
                     let mut p = prefix.clone();
