@@ -42,7 +42,9 @@ pub const DEFAULT_BUDGET: usize = 256 << 20;
 #[derive(Clone, PartialEq, Eq, Hash)]
 enum Key {
     Grammar {
-        vocab: usize,
+        /// The engine's address (the entry keeps the engine alive, so no
+        /// other engine can take it).
+        engine: usize,
         kind: u8,
         flags: u32,
         ws: Option<u32>,
@@ -57,7 +59,7 @@ enum Key {
         documents_len: usize,
     },
     Triggers {
-        vocab: usize,
+        engine: usize,
         specs: Vec<TriggerSpec>,
     },
 }
@@ -130,15 +132,15 @@ impl GrammarCache {
         }
     }
 
-    /// The grammar of `source` for `vocab`, compiled on a miss.
+    /// The grammar of `source` for `engine`'s vocabulary, compiled on a miss.
     pub fn grammar(
         &self,
-        vocab: &Arc<Engine>,
+        engine: &Arc<Engine>,
         source: &[u8],
         options: &CompileOptions,
     ) -> Result<Arc<CompiledGrammar>> {
         let key = Key::Grammar {
-            vocab: Arc::as_ptr(vocab) as usize,
+            engine: Arc::as_ptr(engine) as usize,
             kind: match options.kind {
                 Kind::Gbnf => 0,
                 Kind::JsonSchema => 1,
@@ -159,7 +161,7 @@ impl GrammarCache {
             documents_len: options.json_documents.as_deref().map_or(0, str::len),
         };
         let value = self.get_or(key, source, options.json_documents.as_ref(), || {
-            let g = source::compile(vocab, source, options)?;
+            let g = source::compile(engine, source, options)?;
             let bytes = g.memory();
             Ok((Value::Grammar(g), bytes))
         })?;
@@ -169,15 +171,15 @@ impl GrammarCache {
         }
     }
 
-    /// The triggers of `specs` for `vocab`, compiled on a miss (cached
+    /// The triggers of `specs` for `engine`'s vocabulary, compiled on a miss (cached
     /// triggers keep the fire sets their matchers computed).
-    pub fn triggers(&self, vocab: &Arc<Engine>, specs: &[TriggerSpec]) -> Result<Arc<Triggers>> {
+    pub fn triggers(&self, engine: &Arc<Engine>, specs: &[TriggerSpec]) -> Result<Arc<Triggers>> {
         let key = Key::Triggers {
-            vocab: Arc::as_ptr(vocab) as usize,
+            engine: Arc::as_ptr(engine) as usize,
             specs: specs.to_vec(),
         };
         let value = self.get_or(key, &[], None, || {
-            let t = Triggers::new(vocab, specs)?;
+            let t = Triggers::new(engine, specs)?;
             let bytes = t.memory();
             Ok((Value::Triggers(Arc::new(t)), bytes))
         })?;
@@ -257,13 +259,13 @@ impl GrammarCache {
     }
 
     /// Drops the entries of one vocabulary.
-    pub fn forget_vocab(&self, vocab: &Arc<Engine>) {
-        let id = Arc::as_ptr(vocab) as usize;
+    pub fn forget_vocab(&self, engine: &Arc<Engine>) {
+        let id = Arc::as_ptr(engine) as usize;
         let mut s = self.state.lock();
         let mut freed = 0;
         s.map.retain(|k, e| {
             let v = match k {
-                Key::Grammar { vocab, .. } | Key::Triggers { vocab, .. } => *vocab,
+                Key::Grammar { engine, .. } | Key::Triggers { engine, .. } => *engine,
             };
             let keep = v != id;
             if !keep {
@@ -363,7 +365,7 @@ mod tests {
             let mut s = cache.state.lock();
             let (key, entry) = s.map.drain().next().unwrap();
             let Key::Grammar {
-                vocab,
+                engine,
                 kind,
                 flags,
                 ws,
@@ -379,7 +381,7 @@ mod tests {
             };
             let b = b"root ::= \"b\"";
             let forged = Key::Grammar {
-                vocab,
+                engine,
                 kind,
                 flags,
                 ws,

@@ -94,7 +94,7 @@ impl Default for CompileOptions {
 
 /// Parses and compiles `source` according to `options.kind`.
 pub fn compile(
-    vocab: &Arc<Engine>,
+    engine: &Arc<Engine>,
     source: &[u8],
     options: &CompileOptions,
 ) -> Result<Arc<CompiledGrammar>> {
@@ -130,7 +130,7 @@ pub fn compile(
             Kind::Gbnf => crate::gbnf::parse_within(
                 text,
                 options.root.as_deref().unwrap_or("root"),
-                Some(vocab.vocab()),
+                Some(engine.vocab()),
                 &crate::gbnf::ParseOptions {
                     reject_left_recursion: options.flags & FLAG_GBNF_ALLOW_LEFT_RECURSION == 0,
                 },
@@ -154,9 +154,9 @@ pub fn compile(
             max_states: state_budget(options, source.len()),
             max_mask_steps: options.max_mask_steps,
         };
-        let mut automaton = compile_ir(&**vocab, vocab.vocab(), &grammar, &ir_options)?;
+        let mut automaton = compile_ir(&**engine, engine.vocab(), &grammar, &ir_options)?;
         automaton.dropped = dropped;
-        CompiledGrammar::new(vocab, automaton, &deadline)
+        CompiledGrammar::new(engine, automaton, &deadline)
     })
 }
 

@@ -470,9 +470,9 @@ pub unsafe extern "C" fn cg_compile(
     options: *const cg_compile_options,
 ) -> *mut cg_grammar {
     guard_ptr("cg_compile", || {
-        let vocab = cg_vocab::arg(vocab)?;
+        let engine = cg_vocab::arg(vocab)?;
         let (source, options) = compile_args(source, source_len, options)?;
-        let grammar = source::compile(vocab, source, &options)?;
+        let grammar = source::compile(engine, source, &options)?;
         Ok(Handle::into_raw(cg_grammar::new(grammar)))
     })
 }

@@ -78,12 +78,12 @@ pub unsafe extern "C" fn cg_grammar_cache_compile(
 ) -> *mut cg_grammar {
     guard_ptr("cg_grammar_cache_compile", || {
         let cache = cg_grammar_cache::arg(cache)?;
-        let vocab = cg_vocab::arg(vocab)?;
+        let engine = cg_vocab::arg(vocab)?;
         // A hit has the bytes of a source that compiled; a miss checks
         // UTF-8 in `compile`, so the text is not read twice here.
         let options = read_options(options)?;
         let source = bytes_arg(source.cast(), source_len, "source")?;
-        let grammar = cache.grammar(vocab, source, &options)?;
+        let grammar = cache.grammar(engine, source, &options)?;
         Ok(Handle::into_raw(cg_grammar::new(grammar)))
     })
 }
@@ -102,10 +102,10 @@ pub unsafe extern "C" fn cg_grammar_cache_triggers(
 ) -> *mut cg_triggers {
     guard_ptr("cg_grammar_cache_triggers", || {
         let cache = cg_grammar_cache::arg(cache)?;
-        let vocab = cg_vocab::arg(vocab)?;
-        let specs = trigger_specs(vocab, triggers, n)?;
+        let engine = cg_vocab::arg(vocab)?;
+        let specs = trigger_specs(engine, triggers, n)?;
         Ok(Handle::into_raw(cg_triggers {
-            inner: cache.triggers(vocab, &specs)?,
+            inner: cache.triggers(engine, &specs)?,
         }))
     })
 }

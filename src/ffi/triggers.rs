@@ -74,17 +74,17 @@ pub unsafe extern "C" fn cg_triggers_new(
     n: usize,
 ) -> *mut cg_triggers {
     guard_ptr("cg_triggers_new", || {
-        let vocab = cg_vocab::arg(vocab)?;
-        let specs = trigger_specs(vocab, triggers, n)?;
+        let engine = cg_vocab::arg(vocab)?;
+        let specs = trigger_specs(engine, triggers, n)?;
         Ok(Handle::into_raw(cg_triggers {
-            inner: Arc::new(Triggers::new(vocab, &specs)?),
+            inner: Arc::new(Triggers::new(engine, &specs)?),
         }))
     })
 }
 
 /// The host's trigger list, checked.
 pub(crate) unsafe fn trigger_specs(
-    vocab: &Engine,
+    engine: &Engine,
     triggers: *const cg_trigger,
     n: usize,
 ) -> Result<Vec<TriggerSpec>> {
@@ -105,7 +105,7 @@ pub(crate) unsafe fn trigger_specs(
             CG_TRIGGER_WORD => TriggerSpec::Word(text()?),
             CG_TRIGGER_TOKEN => TriggerSpec::Token(token_arg(
                 t.token,
-                vocab.vocab().len(),
+                engine.vocab().len(),
                 &format!("triggers[{i}].token"),
             )?),
             k => {

@@ -220,12 +220,12 @@ pub unsafe extern "C" fn cg_vocab_token_bytes(
         "cg_vocab_token_bytes",
         |_| ptr::null(),
         || {
-            let vocab = cg_vocab::arg(vocab)?;
+            let engine = cg_vocab::arg(vocab)?;
             if len.is_null() {
                 return Err(null("len"));
             }
-            let id = token_arg(token, vocab.vocab().len(), "token")?;
-            let bytes = vocab.vocab().token_bytes(id);
+            let id = token_arg(token, engine.vocab().len(), "token")?;
+            let bytes = engine.vocab().token_bytes(id);
             *len = bytes.len();
             Ok(bytes.as_ptr())
         },

@@ -181,11 +181,11 @@ impl LazyMatcher {
 
     /// Advances on `token`; on error nothing changes.
     pub fn accept(&mut self, token: u32) -> Result<()> {
-        let vocab = self.triggers.engine().clone();
-        if token as usize >= vocab.vocab().len() {
+        let engine = self.triggers.engine().clone();
+        if token as usize >= engine.vocab().len() {
             return Err(Error::invalid(format!(
                 "token {token} is out of range (vocabulary size {})",
-                vocab.vocab().len()
+                engine.vocab().len()
             )));
         }
         if self.fired.is_some() {
@@ -199,7 +199,7 @@ impl LazyMatcher {
                 "the matcher has accepted end-of-sequence and takes no more tokens",
             ));
         }
-        if vocab.vocab().is_eos(token) {
+        if engine.vocab().is_eos(token) {
             self.ended = true;
             self.steps.push(Step::End);
             return Ok(());
@@ -222,7 +222,7 @@ impl LazyMatcher {
             self.steps.push(Step::Fire(mark, detector));
             return Ok(());
         }
-        self.read(token, vocab.vocab().token_bytes(token))
+        self.read(token, engine.vocab().token_bytes(token))
     }
 
     /// Advances on raw text (one step, fed to the grammar as bytes once
@@ -349,8 +349,8 @@ impl LazyMatcher {
         if self.fired.is_some() {
             return self.grammar.fill_mask(mask);
         }
-        let vocab = self.triggers.engine().clone();
-        let words = vocab.vocab().mask_words();
+        let engine = self.triggers.engine().clone();
+        let words = engine.vocab().mask_words();
         if mask.len() < words {
             return Err(Error::invalid(format!(
                 "the mask has {} words, the vocabulary needs {words}",
@@ -363,7 +363,7 @@ impl LazyMatcher {
             return Ok(());
         }
         mask.fill(u32::MAX);
-        let n = vocab.vocab().len();
+        let n = engine.vocab().len();
         if !n.is_multiple_of(32) {
             mask[words - 1] = (1u32 << (n % 32)) - 1;
         }
@@ -414,9 +414,9 @@ impl LazyMatcher {
     /// Whether reading token `t` now would fire a trigger whose replay the
     /// grammar refuses; `None` once `work` is past the budget.
     fn would_fire_refused(&mut self, t: u32, work: &mut usize) -> Option<bool> {
-        let vocab = self.triggers.engine().clone();
+        let engine = self.triggers.engine().clone();
         let (mark, before) = (self.mark(), self.detector.clone());
-        self.append(t, vocab.vocab().token_bytes(t));
+        self.append(t, engine.vocab().token_bytes(t));
         let verdict = match self.triggers.fired_pattern(&self.detector) {
             None => Some(false),
             Some(k) => {

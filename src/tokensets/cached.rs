@@ -36,20 +36,20 @@ pub fn info_for(g: &CompiledGrammar, state: u32) -> Arc<TokenInfo> {
 
 /// The cached token sets of state `s` of a lexeme: its own, or those of
 /// the vocabulary's shared string DFAs where they agree.
-pub(crate) fn lexeme_state_info(vocab: &Engine, dfa: &Lexeme, s: u32) -> Arc<TokenInfo> {
+pub(crate) fn lexeme_state_info(engine: &Engine, dfa: &Lexeme, s: u32) -> Arc<TokenInfo> {
     if dfa.computed.is_some() {
-        if let Some(info) = counted_string_info(vocab, dfa, s) {
+        if let Some(info) = counted_string_info(engine, dfa, s) {
             return info;
         }
     }
     // States that no token can tell apart share one token set.
-    let s = dfa.token_class(s, vocab.vocab().max_token_len());
+    let s = dfa.token_class(s, engine.vocab().max_token_len());
     if dfa.computed.is_some() {
         if let Some(info) = dfa.computed_infos.lock().get(&s) {
             return info.clone();
         }
-        let info = uncounted_string_info(vocab, dfa, s, |t, p| lexeme_state_info(vocab, t, p))
-            .unwrap_or_else(|| lexeme_info(vocab, dfa, s));
+        let info = uncounted_string_info(engine, dfa, s, |t, p| lexeme_state_info(engine, t, p))
+            .unwrap_or_else(|| lexeme_info(engine, dfa, s));
         let mut infos = dfa.computed_infos.lock();
         if infos.len() < super::lexeme::MAX_COMPUTED_INFOS {
             dfa.note_learned(info.memory());
@@ -59,10 +59,10 @@ pub(crate) fn lexeme_state_info(vocab: &Engine, dfa: &Lexeme, s: u32) -> Arc<Tok
     }
     dfa.infos[s as usize]
         .get_or_init(|| {
-            string_body_info(vocab, dfa, s)
-                .or_else(|| string_tail_info(vocab, dfa, s))
+            string_body_info(engine, dfa, s)
+                .or_else(|| string_tail_info(engine, dfa, s))
                 .unwrap_or_else(|| {
-                    let info = lexeme_info(vocab, dfa, s);
+                    let info = lexeme_info(engine, dfa, s);
                     dfa.note_learned(info.memory());
                     info
                 })
@@ -76,18 +76,18 @@ pub(crate) fn lexeme_state_info(vocab: &Engine, dfa: &Lexeme, s: u32) -> Arc<Tok
 /// [`lexeme_ending_info`]), kept beside the full sets.
 pub fn ending_info_for(g: &CompiledGrammar, state: u32) -> Arc<TokenInfo> {
     let (dfa, s) = g.lexeme_state(state);
-    let vocab = g.engine();
+    let engine = g.engine();
     if dfa.computed.is_some() {
-        return lexeme_state_info(vocab, dfa, s);
+        return lexeme_state_info(engine, dfa, s);
     }
-    let s = dfa.token_class(s, vocab.vocab().max_token_len());
+    let s = dfa.token_class(s, engine.vocab().max_token_len());
     if let Some(info) = dfa.infos[s as usize].get() {
         return info.clone();
     }
     if let Some(info) = dfa.ending_infos.lock().get(&s) {
         return info.clone();
     }
-    let info = lexeme_ending_info(vocab, dfa, s);
+    let info = lexeme_ending_info(engine, dfa, s);
     let mut kept = dfa.ending_infos.lock();
     // Another thread's sets for the state, if first, stay.
     kept.entry(s)
@@ -107,10 +107,10 @@ pub(crate) fn lexeme_info_known(g: &CompiledGrammar, state: u32) -> bool {
     if dfa.computed.is_some() {
         return true;
     }
-    let vocab = g.engine();
-    let class = dfa.token_class(s, vocab.vocab().max_token_len());
+    let engine = g.engine();
+    let class = dfa.token_class(s, engine.vocab().max_token_len());
     dfa.infos[class as usize].get().is_some()
-        || vocab.string_body().is_some_and(|b| {
+        || engine.string_body().is_some_and(|b| {
             dfa.string_body_states(&b.body).get(class as usize) == Some(&b.body.state)
         })
 }

@@ -86,10 +86,10 @@ pub fn covered_lexeme_states(
 /// about what a test of covers would.
 fn walks_much(g: &CompiledGrammar, x: u32) -> bool {
     let (dfa, s) = g.lexeme_state(x);
-    let vocab = g.engine();
+    let engine = g.engine();
     // Sets kept where it ends: it was found to walk much before (and a
     // mask that meets it again answers with a lookup).
-    dfa.computed.is_none() && (ending_info_known(g, x) || own_walk_is_long(vocab, dfa, s))
+    dfa.computed.is_none() && (ending_info_known(g, x) || own_walk_is_long(engine, dfa, s))
 }
 
 /// Whether lexeme state `y` reads every string lexeme state `x` reads

@@ -15,12 +15,12 @@ use crate::util::byteset::ByteSet;
 /// one of the lexemes can end; there the walk stops and notes where the
 /// parser must take over.
 pub fn free_exits(
-    vocab: &Engine,
+    engine: &Engine,
     info: &TokenInfo,
     first: &ByteSet,
     next: LexemeWalk,
 ) -> FreeExits {
-    let trie = vocab.vocab().trie();
+    let trie = engine.vocab().trie();
     let nodes = trie.nodes();
     let step = |from: &[u32; MAX_LEXEME_WALK], b: u8| {
         let s = next.step(from, b);
@@ -35,7 +35,7 @@ pub fn free_exits(
     };
     let at_node = info.exits_at_node().iter();
     'exits: for exit in info.exits_starting_with(first).chain(at_node) {
-        let rem = exit_remainder(vocab.vocab(), exit);
+        let rem = exit_remainder(engine.vocab(), exit);
         let mut states = next.states;
         for (i, &b) in rem.iter().enumerate() {
             let (to, alive, can_end) = step(&states, b);
@@ -108,7 +108,7 @@ pub fn free_exits(
         }
     }
     FreeExits {
-        tokens: TokenList::from_ids(tokens, vocab.vocab()),
+        tokens: TokenList::from_ids(tokens, engine.vocab()),
         syncs: syncs.into_boxed_slice(),
         whole: whole.into_boxed_slice(),
     }

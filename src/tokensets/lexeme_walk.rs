@@ -69,8 +69,8 @@ impl SharedBody<'_> {
 }
 
 impl<'a> DfaWalk<'a> {
-    pub(crate) fn new(vocab: &'a Engine, dfa: &'a Lexeme) -> DfaWalk<'a> {
-        DfaWalk::by_groups(vocab, dfa, true)
+    pub(crate) fn new(engine: &'a Engine, dfa: &'a Lexeme) -> DfaWalk<'a> {
+        DfaWalk::by_groups(engine, dfa, true)
     }
 
     /// A walk that takes subtrees whole by the DFA's safe groups if
@@ -78,21 +78,21 @@ impl<'a> DfaWalk<'a> {
     /// leaves undecided whether the lexeme shares "any string"'s (see
     /// [`Lexeme::share_body_groups`]), an analysis worth its cost only
     /// where walks use the groups.
-    fn by_groups(vocab: &'a Engine, dfa: &'a Lexeme, by_groups: bool) -> DfaWalk<'a> {
-        let by_safe_groups = by_groups && !dfa.spells_few_tokens(vocab.vocab().trie());
+    fn by_groups(engine: &'a Engine, dfa: &'a Lexeme, by_groups: bool) -> DfaWalk<'a> {
+        let by_safe_groups = by_groups && !dfa.spells_few_tokens(engine.vocab().trie());
         if by_safe_groups && !dfa.body_groups_decided() {
-            vocab.share_body_groups(dfa);
+            engine.share_body_groups(dfa);
         }
-        let max = vocab.vocab().max_token_len() + 2;
-        let body = vocab.string_body().and_then(|b| {
+        let max = engine.vocab().max_token_len() + 2;
+        let body = engine.string_body().and_then(|b| {
             let like = dfa.string_body_states(&b.body);
             like.iter().any(|&t| t != DEAD).then(|| SharedBody {
                 like,
-                walk: Box::new(DfaWalk::new(vocab, &b.lexeme)),
+                walk: Box::new(DfaWalk::new(engine, &b.lexeme)),
             })
         });
         DfaWalk {
-            trie: vocab.vocab().trie(),
+            trie: engine.vocab().trie(),
             dfa,
             stack: vec![DEAD; max],
             path: vec![0; max],
@@ -313,7 +313,7 @@ impl<'a> DfaWalk<'a> {
 /// states on most bytes (a key that no listed name continues is read by
 /// one "any other string" state), so a new state costs a lookup per first
 /// byte instead of a walk of the whole trie.
-pub fn lexeme_info(vocab: &Engine, dfa: &Lexeme, state: u32) -> Arc<TokenInfo> {
+pub fn lexeme_info(engine: &Engine, dfa: &Lexeme, state: u32) -> Arc<TokenInfo> {
     // (Subtrees inside "any other string" take that DFA's walks.)
     //
     // A short walk of a lexeme whose safe groups are still to be computed
@@ -323,18 +323,18 @@ pub fn lexeme_info(vocab: &Engine, dfa: &Lexeme, state: u32) -> Arc<TokenInfo> {
     // groups come with a later walk, as they would have; so does the
     // test whether the lexeme can share "any string"'s groups, which
     // cost that mask 4.2M of its 25M.
-    let reaches_body = vocab
+    let reaches_body = engine
         .string_body()
         .is_some_and(|b| dfa.string_body_states(&b.body).iter().any(|&t| t != DEAD));
-    let by_groups = dfa.safe_groups_wanted(reaches_body) || own_walk_is_long(vocab, dfa, state);
-    walk_from(vocab, DfaWalk::by_groups(vocab, dfa, by_groups), state).expect("an unbounded walk")
+    let by_groups = dfa.safe_groups_wanted(reaches_body) || own_walk_is_long(engine, dfa, state);
+    walk_from(engine, DfaWalk::by_groups(engine, dfa, by_groups), state).expect("an unbounded walk")
 }
 
 /// The token sets `walk` finds from its DFA's state `state`, first byte
 /// by first byte (see [`DfaWalk::piece`]); `None` if it entered more
 /// nodes than it may (see [`DfaWalk::visits_left`]).
-fn walk_from(vocab: &Engine, mut walk: DfaWalk, state: u32) -> Option<Arc<TokenInfo>> {
-    let trie = vocab.vocab().trie();
+fn walk_from(engine: &Engine, mut walk: DfaWalk, state: u32) -> Option<Arc<TokenInfo>> {
+    let trie = engine.vocab().trie();
     let nodes = trie.nodes();
     let mut ranges: Vec<(u32, u32)> = Vec::new();
     let mut exits = Vec::new();
@@ -357,7 +357,7 @@ fn walk_from(vocab: &Engine, mut walk: DfaWalk, state: u32) -> Option<Arc<TokenI
         }
         i = n.subtree_end as usize;
     }
-    Some(vocab.walked_token_sets(ranges, exits))
+    Some(engine.walked_token_sets(ranges, exits))
 }
 
 /// A walk whose own part (see [`own_walk_tokens`]) reads fewer than one
@@ -366,8 +366,8 @@ const SHORT_WALK_SHARE: usize = 16;
 
 /// Whether a walk of DFA state `state` of a lexeme reads more than a
 /// [`SHORT_WALK_SHARE`] of the vocabulary itself.
-pub fn own_walk_is_long(vocab: &Engine, dfa: &Lexeme, state: u32) -> bool {
-    own_walk_tokens(vocab, dfa, state) * SHORT_WALK_SHARE > vocab.vocab().trie().num_tokens()
+pub fn own_walk_is_long(engine: &Engine, dfa: &Lexeme, state: u32) -> bool {
+    own_walk_tokens(engine, dfa, state) * SHORT_WALK_SHARE > engine.vocab().trie().num_tokens()
 }
 
 /// How many tokens a walk of DFA state `state` of a lexeme would read
@@ -375,10 +375,10 @@ pub fn own_walk_is_long(vocab: &Engine, dfa: &Lexeme, state: u32) -> bool {
 /// string" (whose walks every lexeme shares, see [`SharedBody`]). A key
 /// that leaves its listed names after one byte walks only the subtrees of
 /// their first letters; a state that refuses a letter walks them all.
-fn own_walk_tokens(vocab: &Engine, dfa: &Lexeme, state: u32) -> usize {
-    let trie = vocab.vocab().trie();
+fn own_walk_tokens(engine: &Engine, dfa: &Lexeme, state: u32) -> usize {
+    let trie = engine.vocab().trie();
     let nodes = trie.nodes();
-    let like = vocab
+    let like = engine
         .string_body()
         .map_or(&[][..], |b| dfa.string_body_states(&b.body));
     let mut tokens = 0;
@@ -406,19 +406,19 @@ fn own_walk_tokens(vocab: &Engine, dfa: &Lexeme, state: u32) -> usize {
 /// few of them, that walk costs less than the groups (three keys matching
 /// unanchored patterns spent 10M of a mask's 29M instructions on theirs),
 /// and a walk that passes the bound goes again with them.
-pub fn lexeme_ending_info(vocab: &Engine, dfa: &Lexeme, state: u32) -> Arc<TokenInfo> {
+pub fn lexeme_ending_info(engine: &Engine, dfa: &Lexeme, state: u32) -> Arc<TokenInfo> {
     let ending = Some(dfa.ending_groups());
     if dfa.safe_groups_pending() {
-        let mut walk = DfaWalk::by_groups(vocab, dfa, false);
+        let mut walk = DfaWalk::by_groups(engine, dfa, false);
         walk.ending_only = ending;
-        walk.visits_left = Some(vocab.vocab().trie().nodes().len() / SHORT_WALK_SHARE);
-        if let Some(info) = walk_from(vocab, walk, state) {
+        walk.visits_left = Some(engine.vocab().trie().nodes().len() / SHORT_WALK_SHARE);
+        if let Some(info) = walk_from(engine, walk, state) {
             return info;
         }
     }
-    let mut walk = DfaWalk::new(vocab, dfa);
+    let mut walk = DfaWalk::new(engine, dfa);
     walk.ending_only = ending;
-    walk_from(vocab, walk, state).expect("an unbounded walk")
+    walk_from(engine, walk, state).expect("an unbounded walk")
 }
 
 /// The walk of the subtree of node `i` read into state `t` of `walk`'s

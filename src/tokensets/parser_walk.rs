@@ -192,7 +192,7 @@ fn called_rules(g: &CompiledGrammar, set0: &[Item]) -> (Vec<Item>, Vec<Item>) {
 /// adding what is inside and what exits the walked rule to `dfs`.
 fn remainder(
     dfs: &mut Dfs,
-    vocab: &Engine,
+    engine: &Engine,
     walker: &mut Walker,
     pw: &mut PrefixWalk,
     exit: &Exit,
@@ -201,7 +201,7 @@ fn remainder(
     let trie = dfs.trie;
     let c = exit.node as usize;
     let d = exit.depth as usize;
-    let rem = exit_remainder(vocab.vocab(), exit);
+    let rem = exit_remainder(engine.vocab(), exit);
     for (k, &b) in rem.iter().enumerate() {
         dfs.set_path(d + 1 + k, b);
     }

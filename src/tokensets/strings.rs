@@ -18,24 +18,28 @@ use crate::vocab::{TokenTrie, Vocab};
 
 /// The token sets of a state inside "any other string", shared through the
 /// vocabulary's [`StringBody`] (`None` if `state` is not such a state).
-pub(crate) fn string_body_info(vocab: &Engine, dfa: &Lexeme, state: u32) -> Option<Arc<TokenInfo>> {
-    let body = vocab.string_body()?;
+pub(crate) fn string_body_info(
+    engine: &Engine,
+    dfa: &Lexeme,
+    state: u32,
+) -> Option<Arc<TokenInfo>> {
+    let body = engine.string_body()?;
     if dfa.string_body_state(&body.body) != state {
         return None;
     }
-    any_string_info(vocab).cloned()
+    any_string_info(engine).cloned()
 }
 
 /// The token sets of [`StringBody`]'s state.
-fn any_string_info(vocab: &Engine) -> Option<&Arc<TokenInfo>> {
-    let body = vocab.string_body()?;
-    any_string_state_info(vocab, body.body.state)
+fn any_string_info(engine: &Engine) -> Option<&Arc<TokenInfo>> {
+    let body = engine.string_body()?;
+    any_string_state_info(engine, body.body.state)
 }
 
 /// The token sets of state `s` of "any string".
-fn any_string_state_info(vocab: &Engine, s: u32) -> Option<&Arc<TokenInfo>> {
-    let any = &vocab.string_body()?.lexeme;
-    Some(any.infos[s as usize].get_or_init(|| lexeme_info(vocab, any, s)))
+fn any_string_state_info(engine: &Engine, s: u32) -> Option<&Arc<TokenInfo>> {
+    let any = &engine.string_body()?.lexeme;
+    Some(any.infos[s as usize].get_or_init(|| lexeme_info(engine, any, s)))
 }
 
 /// The token sets of a state of a counted lexeme whose automaton is "any
@@ -45,22 +49,22 @@ fn any_string_state_info(vocab: &Engine, s: u32) -> Option<&Arc<TokenInfo>> {
 /// (see [`string_tail_info`]). `None` where the count left is not read
 /// off the state alone: within a character, near a bound.
 pub(crate) fn counted_string_info(
-    vocab: &Engine,
+    engine: &Engine,
     dfa: &Lexeme,
     state: u32,
 ) -> Option<Arc<TokenInfo>> {
     let counter = dfa.counter()?;
-    let any = vocab.string_body()?;
+    let any = engine.string_body()?;
     let like = dfa.counted_any_string(&any.body)?;
     let (p, count) = counter.state_and_count(state);
     if !counter.is_inside(p) {
         return None;
     }
     let any_state = like[p as usize];
-    match chars_left(vocab, counter, count)? {
-        CharsLeft::Any => any_string_state_info(vocab, any_state).cloned(),
+    match chars_left(engine, counter, count)? {
+        CharsLeft::Any => any_string_state_info(engine, any_state).cloned(),
         CharsLeft::Within { min, max } => {
-            let counts = vocab.string_counts()?;
+            let counts = engine.string_counts()?;
             if !counts.at_boundary(any_state) {
                 return None;
             }
@@ -70,8 +74,8 @@ pub(crate) fn counted_string_info(
                 closed: true,
             };
             shared_counted_info(counts, (lang, None), || {
-                let body = any_string_info(vocab)?;
-                Some(body.within_chars(vocab.vocab(), &counts.chars, min, max))
+                let body = any_string_info(engine)?;
+                Some(body.within_chars(engine.vocab(), &counts.chars, min, max))
             })
         }
     }
@@ -86,7 +90,7 @@ pub(crate) fn counted_string_info(
 /// `None` for other lexemes, and where the count left is not read off the
 /// state alone (within a character, near a bound).
 pub(crate) fn uncounted_string_info(
-    vocab: &Engine,
+    engine: &Engine,
     dfa: &Lexeme,
     state: u32,
     table: impl FnOnce(&Lexeme, u32) -> Arc<TokenInfo>,
@@ -97,7 +101,7 @@ pub(crate) fn uncounted_string_info(
     if !uncounted.alone[p as usize] {
         return None;
     }
-    match chars_left(vocab, counter, count)? {
+    match chars_left(engine, counter, count)? {
         // Far from the bounds the automaton's own: its walks are shared
         // with the counts near them.
         CharsLeft::Any => Some(table(&uncounted.lexeme, p)),
@@ -106,10 +110,10 @@ pub(crate) fn uncounted_string_info(
             if !uncounted.at_boundary[p as usize] {
                 return None;
             }
-            let counts = vocab.string_counts()?;
+            let counts = engine.string_counts()?;
             let info = table(&uncounted.lexeme, p);
             Some(Arc::new(info.within_chars(
-                vocab.vocab(),
+                engine.vocab(),
                 &counts.chars,
                 min,
                 max,
@@ -131,14 +135,14 @@ enum CharsLeft {
 /// What count `count` of `counter` (of code points) leaves; `None` where
 /// a token may hold more code points than [`TokenChars`] count and the
 /// maximum is past them.
-fn chars_left(vocab: &Engine, counter: &Counter, count: u32) -> Option<CharsLeft> {
-    let horizon = counted_horizon(vocab);
+fn chars_left(engine: &Engine, counter: &Counter, count: u32) -> Option<CharsLeft> {
+    let horizon = counted_horizon(engine);
     let (min, max) = counter.bounds();
     let least = min.saturating_sub(count) as usize;
     // A live state's count is within the maximum.
     let most = max.map(|m| m.saturating_sub(count) as usize);
     // No token holds more characters than the count has left.
-    let roomy = most.is_none_or(|m| m > horizon) && vocab.vocab().max_token_len() <= horizon;
+    let roomy = most.is_none_or(|m| m > horizon) && engine.vocab().max_token_len() <= horizon;
     if roomy && least == 0 {
         return Some(CharsLeft::Any);
     }
@@ -171,12 +175,16 @@ fn shared_counted_info(
 /// The token sets of a counted JSON string's state near its bound (or of
 /// a fixed-length piece of a string), shared through the vocabulary's [`StringCounts`] (`None` if
 /// `state` is not such a state).
-pub(crate) fn string_tail_info(vocab: &Engine, dfa: &Lexeme, state: u32) -> Option<Arc<TokenInfo>> {
+pub(crate) fn string_tail_info(
+    engine: &Engine,
+    dfa: &Lexeme,
+    state: u32,
+) -> Option<Arc<TokenInfo>> {
     if dfa.computed.is_some() || dfa.is_final[state as usize] {
         return None;
     }
-    let counts = vocab.string_counts()?;
-    let lang = counted_language(vocab, dfa, state)?;
+    let counts = engine.string_counts()?;
+    let lang = counted_language(engine, dfa, state)?;
     let after_quote = counts.accepts_counted(dfa, state, lang)?;
     // Where the string ends the lexeme, the token sets are the count's
     // alone, shared by every lexeme.
@@ -186,21 +194,21 @@ pub(crate) fn string_tail_info(vocab: &Engine, dfa: &Lexeme, state: u32) -> Opti
     shared_counted_info(counts, key, || {
         // "Any string" counted: its token sets, less the tokens holding
         // too many (or too few) characters.
-        let body = any_string_info(vocab)?;
+        let body = any_string_info(engine)?;
         let (min, max) = (lang.min as usize, lang.max as usize);
         Some(if !lang.closed {
             body.exactly_chars(
-                vocab.vocab(),
+                engine.vocab(),
                 &counts.chars,
                 max,
                 &counts.nodes_by_chars[max],
             )
         } else if ends {
-            body.within_chars(vocab.vocab(), &counts.chars, min, max)
+            body.within_chars(engine.vocab(), &counts.chars, min, max)
         } else {
             then_reading(
-                body.within_chars(vocab.vocab(), &counts.chars, min, max),
-                vocab,
+                body.within_chars(engine.vocab(), &counts.chars, min, max),
+                engine,
                 dfa,
                 after_quote,
             )
@@ -210,15 +218,15 @@ pub(crate) fn string_tail_info(vocab: &Engine, dfa: &Lexeme, state: u32) -> Opti
 
 /// The longest count [`StringCounts`] handles: the longest token, or
 /// [`MAX_COUNTED_CHARS`].
-fn counted_horizon(vocab: &Engine) -> usize {
-    vocab.vocab().max_token_len().min(MAX_COUNTED_CHARS)
+fn counted_horizon(engine: &Engine) -> usize {
+    engine.vocab().max_token_len().min(MAX_COUNTED_CHARS)
 }
 
 /// The [`CountedString`] that `state` would accept, from the runs of a
 /// plain character it reads (unchecked; `None` if its count reaches past
 /// [`counted_horizon`]).
-fn counted_language(vocab: &Engine, dfa: &Lexeme, state: u32) -> Option<CountedString> {
-    let horizon = counted_horizon(vocab);
+fn counted_language(engine: &Engine, dfa: &Lexeme, state: u32) -> Option<CountedString> {
+    let horizon = counted_horizon(engine);
     let max = dfa.run_length(state, b'a', horizon + 1);
     if max > horizon {
         return None;
@@ -264,19 +272,19 @@ impl Engine {
 /// Builds the vocabulary's token sets and tables that JSON strings share
 /// ("any string" and [`StringCounts`]); each takes a walk of the whole
 /// trie or of every token.
-fn prepare_strings(vocab: &Engine) {
-    if any_string_info(vocab).is_none() {
+fn prepare_strings(engine: &Engine) {
+    if any_string_info(engine).is_none() {
         return;
     }
-    vocab.prepare_string_counts(|counts| {
-        let horizon = counted_horizon(vocab);
+    engine.prepare_string_counts(|counts| {
+        let horizon = counted_horizon(engine);
         let exact = CountedString {
             min: horizon as u16,
             max: horizon as u16,
             closed: false,
         };
-        let nodes = nodes_by_chars(vocab.vocab().trie(), counts, exact);
-        (TokenChars::new(vocab.vocab()), nodes)
+        let nodes = nodes_by_chars(engine.vocab().trie(), counts, exact);
+        (TokenChars::new(engine.vocab()), nodes)
     });
 }
 
@@ -320,11 +328,11 @@ fn nodes_by_chars(
 /// leave the string at its quote (its exits, all below a quote node)
 /// are read on by the lexeme, a walk below each quote node (few tokens
 /// go on after a quote).
-fn then_reading(info: TokenInfo, vocab: &Engine, dfa: &Lexeme, after_quote: u32) -> TokenInfo {
-    let trie = vocab.vocab().trie();
-    let mut words = vec![0u32; vocab.vocab().mask_words()];
+fn then_reading(info: TokenInfo, engine: &Engine, dfa: &Lexeme, after_quote: u32) -> TokenInfo {
+    let trie = engine.vocab().trie();
+    let mut words = vec![0u32; engine.vocab().mask_words()];
     info.inside.or_into(&mut words);
-    let mut walk = DfaWalk::new(vocab, dfa);
+    let mut walk = DfaWalk::new(engine, dfa);
     let mut exits = Vec::new();
     for e in info.exits.iter() {
         debug_assert!(e.at_node(trie), "an exit of a string not at its quote");
@@ -339,6 +347,6 @@ fn then_reading(info: TokenInfo, vocab: &Engine, dfa: &Lexeme, after_quote: u32)
     TokenInfo::new(
         TokenList::Dense(words.into_boxed_slice()),
         exits,
-        vocab.vocab(),
+        engine.vocab(),
     )
 }

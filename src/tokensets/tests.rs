@@ -34,13 +34,13 @@ fn random_vocab(alphabet: &[&str], seed: u64, n: usize, longest: usize) -> Arc<E
 /// inside = the DFA reads the whole token; exits = (token, d) where
 /// the lexeme can end after `d >= 1` bytes and cannot read the token
 /// through.
-fn assert_token_sets_are_brute_force(vocab: &Engine, dfa: &Lexeme, state: u32, what: &str) {
-    let info = lexeme_state_info(vocab, dfa, state);
-    let mut inside = vec![0u32; vocab.vocab().mask_words()];
+fn assert_token_sets_are_brute_force(engine: &Engine, dfa: &Lexeme, state: u32, what: &str) {
+    let info = lexeme_state_info(engine, dfa, state);
+    let mut inside = vec![0u32; engine.vocab().mask_words()];
     info.inside.or_into(&mut inside);
     let mut exits = std::collections::BTreeSet::new();
     for e in info.exits.iter() {
-        let trie = vocab.vocab().trie();
+        let trie = engine.vocab().trie();
         let mut r = trie.subtree_tokens(e.node);
         if e.below {
             r.start = trie.nodes()[e.node as usize + 1].tok_start;
@@ -50,8 +50,8 @@ fn assert_token_sets_are_brute_force(vocab: &Engine, dfa: &Lexeme, state: u32, w
         }
     }
     let mut want_exits = std::collections::BTreeSet::new();
-    for t in 0..vocab.vocab().len() as u32 {
-        let bytes = vocab.vocab().token_bytes(t);
+    for t in 0..engine.vocab().len() as u32 {
+        let bytes = engine.vocab().token_bytes(t);
         let mut q = state;
         let mut ends = Vec::new();
         for (d, &b) in bytes.iter().enumerate() {
@@ -79,15 +79,15 @@ fn assert_token_sets_are_brute_force(vocab: &Engine, dfa: &Lexeme, state: u32, w
 
 /// The states of `dfa` that tokens lead to from its start, breadth first,
 /// until there are `limit` (every state reachable within a few tokens).
-fn reachable_states(vocab: &Engine, dfa: &Lexeme, limit: usize) -> Vec<u32> {
+fn reachable_states(engine: &Engine, dfa: &Lexeme, limit: usize) -> Vec<u32> {
     let mut states = vec![dfa.start];
     let mut seen: crate::util::hash::FastSet<u32> = states.iter().copied().collect();
     let mut i = 0;
     while i < states.len() && states.len() < limit {
         let q0 = states[i];
-        for t in 0..vocab.vocab().len() as u32 {
+        for t in 0..engine.vocab().len() as u32 {
             let mut q = q0;
-            for &b in vocab.vocab().token_bytes(t) {
+            for &b in engine.vocab().token_bytes(t) {
                 q = dfa.next(q, b);
                 if q == DEAD {
                     break;
@@ -486,12 +486,12 @@ fn counted_token_sets_match_brute_force() {
 /// The distinct states that random walks of whole tokens from the start
 /// of `dfa` pass, each walk going on while some token can be read
 /// (mostly one that does not end the lexeme).
-fn walked_states(vocab: &Engine, dfa: &Lexeme, walks: usize, seed: u64) -> Vec<u32> {
+fn walked_states(engine: &Engine, dfa: &Lexeme, walks: usize, seed: u64) -> Vec<u32> {
     let mut rng = crate::util::test_rng::TestRng::new(seed);
     let mut seen: crate::util::hash::FastSet<u32> = crate::util::hash::FastSet::default();
     let mut states = Vec::new();
     let read = |mut q: u32, t: u32| {
-        for &b in vocab.vocab().token_bytes(t) {
+        for &b in engine.vocab().token_bytes(t) {
             q = dfa.next(q, b);
             if q == DEAD {
                 break;
@@ -505,7 +505,7 @@ fn walked_states(vocab: &Engine, dfa: &Lexeme, walks: usize, seed: u64) -> Vec<u
             if seen.insert(q) {
                 states.push(q);
             }
-            let mut next: Vec<u32> = (0..vocab.vocab().len() as u32)
+            let mut next: Vec<u32> = (0..engine.vocab().len() as u32)
                 .map(|t| read(q, t))
                 .filter(|&r| r != DEAD)
                 .collect();

@@ -106,7 +106,7 @@ struct TextTrigger {
 /// Triggers compiled for one vocabulary: immutable (but for the fire-set
 /// cache behind a lock); shared by every lazy matcher that uses them.
 pub struct Triggers {
-    vocab: Arc<Engine>,
+    engine: Arc<Engine>,
     texts: Vec<TextTrigger>,
     /// `(token, index in the host's list)`, sorted.
     tokens: Vec<(u32, usize)>,
@@ -153,15 +153,15 @@ pub struct Fired {
 }
 
 impl Triggers {
-    /// Compiles the triggers for `vocab`. Errors: a token id out of range
+    /// Compiles the triggers for `engine`'s vocabulary. Errors: a token id out of range
     /// (invalid argument), a pattern `std::regex` rejects (parse), one
     /// cgram cannot decide with an automaton (backreferences: unsupported),
     /// limits.
-    pub fn new(vocab: &Arc<Engine>, specs: &[TriggerSpec]) -> Result<Triggers> {
-        crate::limits::on_compile_stack(|| Triggers::compile(vocab, specs))
+    pub fn new(engine: &Arc<Engine>, specs: &[TriggerSpec]) -> Result<Triggers> {
+        crate::limits::on_compile_stack(|| Triggers::compile(engine, specs))
     }
 
-    fn compile(vocab: &Arc<Engine>, specs: &[TriggerSpec]) -> Result<Triggers> {
+    fn compile(engine: &Arc<Engine>, specs: &[TriggerSpec]) -> Result<Triggers> {
         let mut texts = Vec::new();
         let mut tokens = Vec::new();
         for (index, spec) in specs.iter().enumerate() {
@@ -176,10 +176,10 @@ impl Triggers {
             };
             let pattern = match spec {
                 TriggerSpec::Token(t) => {
-                    if *t as usize >= vocab.vocab().len() {
+                    if *t as usize >= engine.vocab().len() {
                         return Err(Error::invalid(format!(
                             "trigger {index}: token {t} is out of range (vocabulary of {} tokens)",
-                            vocab.vocab().len()
+                            engine.vocab().len()
                         )));
                     }
                     tokens.push((*t, index));
@@ -198,7 +198,7 @@ impl Triggers {
             let at = |e: Error| e.context(format!("trigger {index} ({pattern:?})"));
             let node = crate::regex::parse_std_regex(&pattern).map_err(at)?;
             let language = crate::regex::search_language(&node, &limits.deadline).map_err(at)?;
-            let dfa = crate::compile::lexeme::table(&language, &limits, &**vocab).map_err(at)?;
+            let dfa = crate::compile::lexeme::table(&language, &limits, &**engine).map_err(at)?;
             let program = Program::new(&node).map_err(at)?;
             let whole_first = pattern.starts_with('^') && pattern.ends_with('$');
             let char_dist = char_distances(&dfa);
@@ -213,11 +213,11 @@ impl Triggers {
             });
         }
         tokens.sort_unstable();
-        let specials = (0..vocab.vocab().len() as u32)
-            .filter(|&id| vocab.vocab().is_special(id) && !vocab.vocab().is_eos(id))
+        let specials = (0..engine.vocab().len() as u32)
+            .filter(|&id| engine.vocab().is_special(id) && !engine.vocab().is_eos(id))
             .collect();
         Ok(Triggers {
-            vocab: vocab.clone(),
+            engine: engine.clone(),
             texts,
             tokens,
             specials,
@@ -226,7 +226,7 @@ impl Triggers {
     }
 
     pub fn engine(&self) -> &Arc<Engine> {
-        &self.vocab
+        &self.engine
     }
 
     /// Approximate heap bytes of the automata (fire sets come on top, at
@@ -377,8 +377,8 @@ impl Triggers {
             if d.decoder.at_boundary() {
                 self.fire_walk(k, d.states[k], &mut out);
             } else {
-                let vocab = &self.vocab;
-                let all = (0..vocab.vocab().len() as u32).filter(|&id| !vocab.vocab().is_eos(id));
+                let engine = &self.engine;
+                let all = (0..engine.vocab().len() as u32).filter(|&id| !engine.vocab().is_eos(id));
                 self.fire_scan(k, d, all, &mut out);
             }
         }
@@ -407,7 +407,7 @@ impl Triggers {
         for id in ids {
             let mut s = d.states[k];
             let mut dec = d.decoder;
-            for &b in self.vocab.vocab().token_bytes(id) {
+            for &b in self.engine.vocab().token_bytes(id) {
                 let (chars, n) = dec.push(b, 0);
                 for &(c, _) in &chars[..n] {
                     s = t.step(s, c);
@@ -429,7 +429,7 @@ impl Triggers {
     /// leaves out but whose text llama.cpp reads, are scanned one by one.
     fn fire_walk(&self, k: usize, start: u32, out: &mut Vec<u32>) {
         let t = &self.texts[k];
-        let trie = self.vocab.vocab().trie();
+        let trie = self.engine.vocab().trie();
         let nodes = trie.nodes();
         let ids = trie.token_ids();
         let mut stack: Vec<(u32, u32, Utf8Decoder)> = Vec::new();

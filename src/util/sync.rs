@@ -10,7 +10,7 @@
 //! most caches, empty), and clears the poison.
 //!
 //! Every lock of the library is a [`CacheMutex`]. Each has a name, under
-//! which a unit test makes it panic while held ([`test_hook`]) to show
+//! which a unit test makes it panic while held (`test_hook`) to show
 //! that later calls still give the same masks.
 
 use std::sync::{Mutex, MutexGuard};
@@ -29,7 +29,7 @@ pub struct CacheMutex<T> {
 }
 
 impl<T: Recover> CacheMutex<T> {
-    /// `name` says which cache this is (see [`test_hook`]).
+    /// `name` says which cache this is (the test hook finds it by it).
     pub const fn new(name: &'static str, value: T) -> CacheMutex<T> {
         CacheMutex {
             name,
@@ -53,6 +53,7 @@ impl<T: Recover> CacheMutex<T> {
         guard
     }
 
+    /// Which cache this is.
     pub fn name(&self) -> &'static str {
         self.name
     }
