@@ -331,28 +331,10 @@ fn group_heads(group: &str) -> Vec<String> {
         .collect()
 }
 
-/// The top-level modules a file's code reaches through `crate::` and
-/// `super::` paths, with the line of each. Names the crate root
-/// re-exports (`crate::Error`) are resolved through `reexports`.
-fn reached(file: &Path, code: &str, reexports: &BTreeMap<String, String>) -> Vec<(String, usize)> {
-    let own = module_path(file);
-    let line_of = |at: usize| code[..at].matches('\n').count() + 1;
-    let resolve = |head: &str| -> Option<String> {
-        if head == "self" {
-            return None;
-        }
-        // A module's own name wins over a root re-export of the same
-        // name (`crate::compile::` is the module, not `source::compile`).
-        if layer_of(head).is_some() {
-            return Some(head.to_string());
-        }
-        Some(
-            reexports
-                .get(head)
-                .cloned()
-                .unwrap_or_else(|| head.to_string()),
-        )
-    };
+/// Where `crate::` and `super::` paths start in `code`: the offset of
+/// each, the `super::` levels it climbs (`None` for `crate::`), and the
+/// text after its prefix.
+fn path_starts(code: &str) -> Vec<(usize, Option<usize>, &str)> {
     let mut out = Vec::new();
     let bytes = code.as_bytes();
     let mut at = 0;
@@ -376,12 +358,40 @@ fn reached(file: &Path, code: &str, reexports: &BTreeMap<String, String>) -> Vec
             at += rest.chars().next().map_or(1, char::len_utf8);
             continue;
         };
-        let after = &rest[skip..];
+        out.push((at, climb, &rest[skip..]));
+        at += skip;
+    }
+    out
+}
+
+/// The top-level modules a file's code reaches through `crate::` and
+/// `super::` paths, with the line of each. Names the crate root
+/// re-exports (`crate::Error`) are resolved through `reexports`.
+fn reached(file: &Path, code: &str, reexports: &BTreeMap<String, String>) -> Vec<(String, usize)> {
+    let own = module_path(file);
+    let line_of = |at: usize| code[..at].matches('\n').count() + 1;
+    let resolve = |head: &str| -> Option<String> {
+        if head == "self" {
+            return None;
+        }
+        // A module's own name wins over a root re-export of the same
+        // name (`crate::compile::` is the module, not `source::compile`).
+        if layer_of(head).is_some() {
+            return Some(head.to_string());
+        }
+        Some(
+            reexports
+                .get(head)
+                .cloned()
+                .unwrap_or_else(|| head.to_string()),
+        )
+    };
+    let mut out = Vec::new();
+    for (at, climb, after) in path_starts(code) {
         // `super::` only leaves the top-level module when it climbs to
         // the crate root.
         if let Some(levels) = climb {
             if levels < own.len() {
-                at += skip;
                 continue;
             }
         }
@@ -400,7 +410,6 @@ fn reached(file: &Path, code: &str, reexports: &BTreeMap<String, String>) -> Vec
                 out.push((m, line_of(at)));
             }
         }
-        at += skip;
     }
     out
 }
@@ -704,32 +713,12 @@ fn folder_graphs() -> FolderGraphs {
         let graph = graphs.entry(parent.clone()).or_default();
         let edges = graph.entry(name.clone()).or_default();
         let line_of = |at: usize| code[..at].matches('\n').count() + 1;
-        let bytes = code.as_bytes();
-        let mut at = 0;
-        while at < code.len() {
-            let rest = &code[at..];
-            let is_start = at == 0
-                || !(bytes[at - 1].is_ascii_alphanumeric()
-                    || bytes[at - 1] == b'_'
-                    || bytes[at - 1] == b':');
-            let (base, skip) = if is_start && rest.starts_with("crate::") {
-                (Vec::new(), "crate::".len())
-            } else if is_start && rest.starts_with("super::") {
-                let mut levels = 0;
-                let mut s = rest;
-                while let Some(r) = s.strip_prefix("super::") {
-                    levels += 1;
-                    s = r.trim_start();
-                }
-                (
-                    own[..own.len().saturating_sub(levels)].to_vec(),
-                    rest.len() - s.len(),
-                )
-            } else {
-                at += rest.chars().next().map_or(1, char::len_utf8);
-                continue;
+        for (at, climb, after) in path_starts(&code) {
+            let base = match climb {
+                None => Vec::new(),
+                Some(levels) => own[..own.len().saturating_sub(levels)].to_vec(),
             };
-            for tail in expand_paths(&rest[skip..]) {
+            for tail in expand_paths(after) {
                 let mut full = base.clone();
                 full.extend(tail);
                 if full.len() <= parent.len() || full[..parent.len()] != parent[..] {
@@ -747,7 +736,6 @@ fn folder_graphs() -> FolderGraphs {
                     edges.entry(target).or_insert(line_of(at));
                 }
             }
-            at += skip;
         }
     }
     graphs
