@@ -199,11 +199,11 @@ impl Matcher {
     /// Advances on `token`; on error the state is unchanged.
     pub fn accept(&mut self, token: u32) -> Result<()> {
         let g = self.grammar.clone();
-        let engine = g.engine();
-        if token as usize >= engine.vocab().len() {
+        let vocab = g.engine().vocab();
+        if token as usize >= vocab.len() {
             return Err(Error::invalid(format!(
                 "token {token} is out of range (vocabulary size {})",
-                engine.vocab().len()
+                vocab.len()
             )));
         }
         if self.terminated {
@@ -212,7 +212,7 @@ impl Matcher {
                 "the matcher has accepted end-of-sequence and takes no more tokens",
             ));
         }
-        if engine.vocab().is_eos(token) {
+        if vocab.is_eos(token) {
             if !self.accepting_now() {
                 return Err(Error::new(
                     ErrorKind::TokenRejected,
@@ -225,10 +225,10 @@ impl Matcher {
             self.step_ends.push(self.chart.num_sets() as u32);
             return Ok(());
         }
-        let bytes: &[u8] = if engine.vocab().is_special(token) {
+        let bytes: &[u8] = if vocab.is_special(token) {
             &[]
         } else {
-            engine.vocab().token_bytes(token)
+            vocab.token_bytes(token)
         };
         let start_sets = self.chart.num_sets();
         let mut token_kernel = Vec::new();
@@ -266,12 +266,12 @@ impl Matcher {
     }
 
     fn rejection(&self, token: u32) -> Error {
-        let engine = self.grammar.engine();
+        let vocab = self.grammar.engine().vocab();
         Error::new(
             ErrorKind::TokenRejected,
             format!(
                 "token {token} ({:?}) is not allowed here",
-                String::from_utf8_lossy(engine.vocab().token_bytes(token))
+                String::from_utf8_lossy(vocab.token_bytes(token))
             ),
         )
     }
@@ -376,8 +376,8 @@ impl Matcher {
             ..
         } = self;
         let g: &CompiledGrammar = grammar;
-        let engine = g.engine();
-        let words = engine.vocab().mask_words();
+        let vocab = g.engine().vocab();
+        let words = vocab.mask_words();
         if mask.len() < words {
             return Err(Error::invalid(format!(
                 "the mask has {} words, the vocabulary needs {words}",
@@ -452,7 +452,7 @@ impl Matcher {
         }
         let words = mask.words();
         if accepting {
-            set_bits(words, engine.vocab().eos_tokens());
+            set_bits(words, vocab.eos_tokens());
         }
         Ok(())
     }
