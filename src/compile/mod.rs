@@ -1045,7 +1045,8 @@ mod tests {
                 },
             )
             .unwrap();
-            let kinds: Vec<(String, RuleKind)> = g
+            let a = g.automaton();
+            let kinds: Vec<(String, RuleKind)> = a
                 .rules
                 .iter()
                 .map(|r| {
@@ -1059,17 +1060,17 @@ mod tests {
                     (r.name.clone(), k)
                 })
                 .collect();
-            let nullable: Vec<bool> = g.rules.iter().map(|r| r.nullable).collect();
+            let nullable: Vec<bool> = a.rules.iter().map(|r| r.nullable).collect();
             assert_eq!(
                 compute_follow(
                     &kinds,
-                    &g.structural,
-                    &g.edges,
+                    &a.structural,
+                    &a.edges,
                     &nullable,
                     &mut Deadline::none().meter()
                 )
                 .unwrap(),
-                follow_by_passes(&kinds, &g.structural, &g.edges, &nullable)
+                follow_by_passes(&kinds, &a.structural, &a.edges, &nullable)
             );
         }
     }

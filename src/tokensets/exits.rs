@@ -36,7 +36,7 @@ pub(crate) fn exit_tokens(
     for it in items {
         g.advance_callers(
             chart.set(it.origin as usize),
-            g.rule_of(it.state),
+            g.automaton().rule_of(it.state),
             &mut kernel,
         );
     }
@@ -67,10 +67,10 @@ pub(crate) fn exit_tokens(
                 g.contexts.free_exits(it.state, &states, compute)
             } else {
                 let mut next: Vec<(u64, u32)> = next
-                    .dfas
+                    .lexemes
                     .iter()
                     .zip(&next.states)
-                    .filter_map(|(d, &s)| d.map(|d| (d.id, s)))
+                    .filter_map(|(d, &s)| d.map(|d| (d.dfa().id, s)))
                     .collect();
                 next.sort_unstable();
                 g.engine().free_exits.get(info, &next, compute)
@@ -117,12 +117,12 @@ pub(crate) fn lexemes_next<'g>(
     }
     states.sort_unstable();
     let mut walk = LexemeWalk {
-        dfas: [None; earley::MAX_LEXEME_WALK],
+        lexemes: [None; earley::MAX_LEXEME_WALK],
         states: [crate::compile::lexeme::DEAD; earley::MAX_LEXEME_WALK],
     };
     for (k, &st) in states.iter().enumerate() {
-        let (dfa, s) = g.walked_lexeme_state(st);
-        walk.dfas[k] = Some(dfa);
+        let (lexeme, s) = g.walked_lexeme_state(st);
+        walk.lexemes[k] = Some(lexeme);
         walk.states[k] = s;
     }
     Some((walk, states))
@@ -179,14 +179,14 @@ pub(crate) fn context_of(
             if !g.is_structural(parent.state) {
                 continue;
             }
-            for &(cr, t) in g.call_edges(parent.state) {
+            for &(cr, t) in g.automaton().call_edges(parent.state) {
                 if cr != r {
                     continue;
                 }
                 let pc = if parent.origin == NO_ORIGIN {
                     ROOT_CTX
                 } else {
-                    let key = (parent.origin, g.rule_of(parent.state));
+                    let key = (parent.origin, g.automaton().rule_of(parent.state));
                     match memo.get(&key) {
                         Some(&c) => c,
                         None if stack.contains(&key) => {

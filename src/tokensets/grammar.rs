@@ -4,7 +4,6 @@
 //! token sets of its parser-rule states, the tokens of its token sets, and
 //! its parser contexts. The C handle `cg_grammar` is one.
 
-use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 
 use super::context::Contexts;
@@ -43,16 +42,6 @@ pub struct CompiledGrammar {
 impl Drop for CompiledGrammar {
     fn drop(&mut self) {
         self.engine.release_evicted();
-    }
-}
-
-/// A grammar reads as its automaton.
-impl Deref for CompiledGrammar {
-    type Target = Automaton;
-
-    #[inline(always)]
-    fn deref(&self) -> &Automaton {
-        &self.automaton
     }
 }
 
@@ -114,7 +103,8 @@ impl CompiledGrammar {
         &self.engine
     }
 
-    /// The immutable automaton.
+    /// The immutable automaton; this grammar's caches stay here.
+    #[inline(always)]
     pub fn automaton(&self) -> &Automaton {
         &self.automaton
     }
@@ -122,10 +112,10 @@ impl CompiledGrammar {
     /// The lexeme and local state of a lexeme state.
     #[inline(always)]
     pub(crate) fn lexeme_state(&self, state: u32) -> (&Lexeme, u32) {
-        let rule = self.rule_of(state);
+        let rule = self.automaton().rule_of(state);
         match (
             &self.lexemes[rule as usize],
-            &self.rules[rule as usize].kind,
+            &self.automaton().rules[rule as usize].kind,
         ) {
             (Some(lexeme), RuleKind::Lexeme { base, .. }) => (lexeme, state - base),
             _ => unreachable!("not a lexeme state"),
