@@ -2,16 +2,16 @@
 //! number, object and array keywords, each group checked and combined
 //! into the node's shapes ([`Compiler::eval_schema`] calls them).
 
-use super::super::decimal::Dec;
-use super::super::doc::{Draft, Keywords};
-use super::super::node::{ArrShape, Contains, ObjShape, Term};
-use super::super::number::{multiple_of, NumAtom};
-use super::super::strings::{length, StrLang};
 use super::{
     as_count, bad, empty_atom, kw_err, unsup, Compiler, MAX_LENGTH_BOUND, MAX_PATTERN_CLASSES,
 };
 use crate::error::{ErrorKind, Result};
 use crate::ir::Expr;
+use crate::json_schema::decimal::Dec;
+use crate::json_schema::doc::{Draft, Keywords};
+use crate::json_schema::node::{ArrShape, Contains, ObjShape, Term};
+use crate::json_schema::number::{multiple_of, NumAtom};
+use crate::json_schema::strings::{self, length, StrLang};
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 
@@ -214,7 +214,7 @@ impl Compiler<'_> {
         let unlisted = |k: &str| -> Term {
             let matching: Vec<Term> = patterns
                 .iter()
-                .filter(|(e, _)| super::super::strings::matches(e, k))
+                .filter(|(e, _)| strings::matches(e, k))
                 .map(|(_, t)| t.clone())
                 .collect();
             if matching.is_empty() {
@@ -232,7 +232,7 @@ impl Compiler<'_> {
                 let sub = self.doc.child(id, &["properties", k]).unwrap();
                 let mut parts = vec![self.loc(sub)];
                 for (e, t) in &patterns {
-                    if super::super::strings::matches(e, k) {
+                    if strings::matches(e, k) {
                         parts.push(t.clone());
                     }
                 }

@@ -27,11 +27,11 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
-use super::super::doc::{Draft, Keywords};
-use super::super::node::{ArrShape, Node, ObjShape, Term};
-use super::super::strings::StrLang;
 use super::{at, kw_err, Compiler};
 use crate::error::{Error, ErrorKind, Result};
+use crate::json_schema::doc::{Draft, Keywords};
+use crate::json_schema::node::{ArrShape, Node, ObjShape, Term};
+use crate::json_schema::strings::StrLang;
 use crate::util::hash::FastMap;
 
 /// Most cases one `unevaluated*` keyword is expanded into.
