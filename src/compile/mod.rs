@@ -27,7 +27,7 @@ use analyze::{
     expand, expanded, is_loopish, is_regular_expr, simplified, Analysis, RuleClass, RunSize,
 };
 use lexeme::{DfaLimits, LexemeDfa, LexemeSource};
-use rtn::{Edges, RtnBuilder, RtnScratch, SState};
+use rtn::{Edges, ParserState, RtnBuilder, RtnScratch};
 
 use crate::error::{Error, Result};
 use crate::ir::{self, Expr, TokenSet};
@@ -45,7 +45,7 @@ pub enum RuleKind {
 }
 
 /// A compiled rule.
-pub struct CRule {
+pub struct CompiledRule {
     pub name: String,
     pub kind: RuleKind,
     /// Can match the empty string.
@@ -66,8 +66,8 @@ pub struct CRule {
 /// state allows) is kept beside it by the token-set layer
 /// (`tokensets::CompiledGrammar`).
 pub struct Automaton {
-    pub(crate) rules: Vec<CRule>,
-    pub(crate) structural: Vec<SState>,
+    pub(crate) rules: Vec<CompiledRule>,
+    pub(crate) structural: Vec<ParserState>,
     /// The edges of the parser-rule states.
     pub(crate) edges: Edges,
     /// `(first global state id, rule)` of each lexeme rule, sorted.
@@ -154,7 +154,7 @@ impl Automaton {
         }
         m += self.edges.memory();
         for r in &self.rules {
-            m += std::mem::size_of::<CRule>() + r.name.len();
+            m += std::mem::size_of::<CompiledRule>() + r.name.len();
             if let RuleKind::Lexeme { dfa, .. } = &r.kind {
                 m += dfa.memory();
             }
@@ -496,7 +496,7 @@ pub fn compile_ir(
         merge_runs: false,
     };
     let mut token_sets = Vec::new();
-    let mut structural: Vec<SState> = Vec::new();
+    let mut structural: Vec<ParserState> = Vec::new();
     let mut rtn_scratch = RtnScratch::default();
     let mut edges = Edges::default();
     let mut kinds: Vec<(String, RuleKind)> = Vec::new();
@@ -622,10 +622,10 @@ pub fn compile_ir(
             call_sites[callee as usize] += 1;
         }
     }
-    let rules: Vec<CRule> = kinds
+    let rules: Vec<CompiledRule> = kinds
         .into_iter()
         .enumerate()
-        .map(|(i, (name, kind))| CRule {
+        .map(|(i, (name, kind))| CompiledRule {
             name,
             kind,
             nullable: nullable[i],
@@ -653,7 +653,7 @@ pub fn compile_ir(
 /// that every reachable item can be completed.
 fn trim(
     kinds: &[(String, RuleKind)],
-    structural: &mut [SState],
+    structural: &mut [ParserState],
     edges: &mut Edges,
     meter: &mut Meter,
 ) -> Result<()> {
@@ -713,7 +713,7 @@ const STATES_PER_STEP: usize = 256;
 
 /// The work of a pass over the [`STATES_PER_STEP`] states from `from`:
 /// each state and each of its edges.
-fn states_ahead_work(structural: &[SState], from: usize) -> usize {
+fn states_ahead_work(structural: &[ParserState], from: usize) -> usize {
     let chunk = &structural[from..(from + STATES_PER_STEP).min(structural.len())];
     chunk.len() + Edges::count_of(chunk)
 }
@@ -728,7 +728,7 @@ fn edge_clauses(atoms: usize, kinds: &[(String, RuleKind)], edges: &Edges) -> ho
 /// Which compiled rules match the empty string.
 fn compute_nullable(
     kinds: &[(String, RuleKind)],
-    structural: &[SState],
+    structural: &[ParserState],
     edges: &Edges,
     meter: &mut Meter,
 ) -> Result<Vec<bool>> {
@@ -772,7 +772,7 @@ fn compute_nullable(
 /// nullable calls.
 fn compute_left_recursive(
     kinds: &[(String, RuleKind)],
-    structural: &[SState],
+    structural: &[ParserState],
     edges: &Edges,
     nullable: &[bool],
     meter: &mut Meter,
@@ -836,7 +836,7 @@ fn lexeme_first_bytes(kinds: &[(String, RuleKind)]) -> Vec<ByteSet> {
 /// For each compiled rule, the bytes that can follow one of its matches.
 fn compute_follow(
     kinds: &[(String, RuleKind)],
-    structural: &[SState],
+    structural: &[ParserState],
     edges: &Edges,
     nullable: &[bool],
     meter: &mut Meter,
@@ -954,7 +954,7 @@ mod tests {
     /// (the textbook fixpoint the worklist version must agree with).
     fn follow_by_passes(
         kinds: &[(String, RuleKind)],
-        structural: &[SState],
+        structural: &[ParserState],
         edges: &Edges,
         nullable: &[bool],
     ) -> Vec<ByteSet> {
