@@ -1,7 +1,7 @@
-//! Parser rules as automata: each structural rule becomes an epsilon-free
-//! NFA whose edges read a byte range, call another rule (a lexeme or a
-//! parser rule), or read one whole token from a token set. Together they
-//! form a recursive transition network that the Earley matcher runs.
+//! Parser rules as automata: each becomes an epsilon-free NFA whose
+//! edges read a byte range, call another rule (a lexeme or a parser
+//! rule), or read one whole token from a token set. Together they form a
+//! recursive transition network that the Earley matcher runs.
 
 use regex_syntax::utf8::Utf8Sequences;
 
@@ -10,7 +10,7 @@ use crate::ir::{CharClass, Expr, TokenSet};
 use crate::limits::{Meter, EDGES_PER_STATE, WORK_PER_CHECK};
 use crate::util::byteset::{byteset_insert_range, ByteSet};
 
-/// An epsilon-free automaton state of a structural rule. Its edges are
+/// An epsilon-free automaton state of a parser rule. Its edges are
 /// ranges of the grammar's [`Edges`].
 #[derive(Clone, Debug, Default)]
 pub struct ParserState {

@@ -59,7 +59,7 @@ fn add_unknown_exits(
     unknown.sort_by_key(|(info, it, ctx)| (info.id(), it.state, *ctx));
     unknown.dedup_by(|a, b| a.2 != NO_CTX && (a.1.state, a.2) == (b.1.state, b.2));
     let together = |a: &(Arc<TokenInfo>, Item, u32), b: &(Arc<TokenInfo>, Item, u32)| {
-        a.0.id() == b.0.id() && !g.is_structural(a.1.state) && !g.is_structural(b.1.state)
+        a.0.id() == b.0.id() && !g.is_parser_state(a.1.state) && !g.is_parser_state(b.1.state)
     };
     for group in unknown.chunk_by(together) {
         let key: Option<Box<[(u32, u32)]>> = match group {
@@ -403,7 +403,9 @@ impl Matcher {
         let covered = covered_lexeme_states(
             g,
             set.iter()
-                .filter(|it| it.origin != pos && !g.is_structural(it.state) && g.can_scan(it.state))
+                .filter(|it| {
+                    it.origin != pos && !g.is_parser_state(it.state) && g.can_scan(it.state)
+                })
                 .map(|it| it.state),
         );
         for it in set {
@@ -411,7 +413,7 @@ impl Matcher {
             if it.origin == pos {
                 continue;
             }
-            if g.is_structural(it.state) {
+            if g.is_parser_state(it.state) {
                 if automaton.byte_edges(it.state).is_empty()
                     && automaton.call_edges(it.state).is_empty()
                 {
@@ -447,7 +449,7 @@ impl Matcher {
         add_unknown_exits(g, chart, exits, unknown, &mut mask);
         if automaton.has_token_edges {
             for it in set {
-                if g.is_structural(it.state) {
+                if g.is_parser_state(it.state) {
                     for &(ts, _) in automaton.token_edges(it.state) {
                         mask.add(&g.token_set_lists[ts as usize]);
                     }

@@ -8,7 +8,7 @@ use super::engine::Engine;
 use super::info::TokenInfo;
 use super::lexeme::Lexeme;
 use super::lexeme_walk::{lexeme_ending_info, lexeme_info};
-use super::parser_walk::structural_info;
+use super::parser_walk::parser_state_info;
 use super::strings::{
     counted_string_info, string_body_info, string_tail_info, uncounted_string_info,
 };
@@ -18,12 +18,12 @@ use crate::tokensets::CompiledGrammar;
 /// state's sets computed when the mask's work budget ran out are partial:
 /// returned, never cached (see [`super::work`]).
 pub fn info_for(g: &CompiledGrammar, state: u32) -> Arc<TokenInfo> {
-    if g.is_structural(state) {
-        let cell = &g.structural_infos[state as usize];
+    if g.is_parser_state(state) {
+        let cell = &g.parser_state_infos[state as usize];
         if let Some(info) = cell.get() {
             return info.clone();
         }
-        let info = Arc::new(structural_info(g, state, &|s| info_for(g, s)));
+        let info = Arc::new(parser_state_info(g, state, &|s| info_for(g, s)));
         if super::work::exhausted() {
             return info;
         }

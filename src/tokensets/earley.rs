@@ -99,14 +99,14 @@ pub struct Scratch {
 
 impl CompiledGrammar {
     #[inline]
-    pub(crate) fn is_structural(&self, state: u32) -> bool {
-        (state as usize) < self.automaton().structural.len()
+    pub(crate) fn is_parser_state(&self, state: u32) -> bool {
+        (state as usize) < self.automaton().parser_states.len()
     }
 
     #[inline]
     pub(crate) fn is_final(&self, state: u32) -> bool {
-        if self.is_structural(state) {
-            self.automaton().structural[state as usize].is_final
+        if self.is_parser_state(state) {
+            self.automaton().parser_states[state as usize].is_final
         } else {
             let (lexeme, s) = self.lexeme_state(state);
             lexeme.dfa().is_final_state(s)
@@ -117,15 +117,15 @@ impl CompiledGrammar {
     #[inline]
     pub(crate) fn rule_start(&self, rule: u32) -> u32 {
         match &self.automaton().rules[rule as usize].kind {
-            RuleKind::Structural { start } => *start,
+            RuleKind::Parser { start } => *start,
             RuleKind::Lexeme { dfa, base } => base + dfa.start,
         }
     }
 
     /// Bytes the state itself can read next (not through predictions).
     pub(crate) fn direct_first(&self, state: u32) -> ByteSet {
-        if self.is_structural(state) {
-            self.automaton().structural[state as usize].direct_first
+        if self.is_parser_state(state) {
+            self.automaton().parser_states[state as usize].direct_first
         } else {
             let (lexeme, s) = self.lexeme_state(state);
             lexeme.dfa().first_bytes_of(s)
@@ -134,7 +134,7 @@ impl CompiledGrammar {
 
     /// The state reads something next (a byte or a token).
     pub(crate) fn can_scan(&self, state: u32) -> bool {
-        if self.is_structural(state) {
+        if self.is_parser_state(state) {
             !self.automaton().byte_edges(state).is_empty()
                 || !self.automaton().token_edges(state).is_empty()
         } else {
@@ -146,7 +146,7 @@ impl CompiledGrammar {
     #[inline(always)]
     pub(crate) fn scan_byte(&self, set: &[Item], byte: u8, out: &mut Vec<Item>) {
         for it in set {
-            if self.is_structural(it.state) {
+            if self.is_parser_state(it.state) {
                 for &(lo, hi, t) in self.automaton().byte_edges(it.state) {
                     if lo <= byte && byte <= hi {
                         out.push(Item {
@@ -172,7 +172,7 @@ impl CompiledGrammar {
     /// call (what comes after the rule finishes), appended to `out`.
     pub(crate) fn advance_callers(&self, set: &[Item], rule: u32, out: &mut Vec<Item>) {
         for parent in set {
-            if !self.is_structural(parent.state) {
+            if !self.is_parser_state(parent.state) {
                 continue;
             }
             for &(_, t) in self.automaton().call_edges_to(parent.state, rule) {
@@ -188,7 +188,7 @@ impl CompiledGrammar {
     /// token elements, appended to `out`.
     pub(crate) fn scan_token(&self, set: &[Item], token: u32, out: &mut Vec<Item>) {
         for it in set {
-            if self.is_structural(it.state) {
+            if self.is_parser_state(it.state) {
                 for &(ts, t) in self.automaton().token_edges(it.state) {
                     if self.automaton().token_sets[ts as usize].contains(token) {
                         out.push(Item {
@@ -233,7 +233,7 @@ impl CompiledGrammar {
                         let parents = older(o);
                         super::work::charge(parents.len());
                         for parent in parents {
-                            if !self.is_structural(parent.state) {
+                            if !self.is_parser_state(parent.state) {
                                 continue;
                             }
                             for &(_, t) in self.automaton().call_edges_to(parent.state, rule) {
@@ -249,7 +249,7 @@ impl CompiledGrammar {
                     }
                 }
             }
-            if self.is_structural(it.state) {
+            if self.is_parser_state(it.state) {
                 for &(r, t) in self.automaton().call_edges(it.state) {
                     dedup.add(
                         items,
@@ -602,7 +602,7 @@ impl<'a> Walker<'a> {
             states: [crate::compile::lexeme::DEAD; MAX_LEXEME_WALK],
         };
         for (k, it) in top.iter().enumerate() {
-            if self.g.is_structural(it.state) {
+            if self.g.is_parser_state(it.state) {
                 return None;
             }
             let (lexeme, s) = self.g.walked_lexeme_state(it.state);

@@ -28,7 +28,7 @@ pub(crate) fn exit_tokens(
     items: &[Item],
     info: &Arc<crate::tokensets::TokenInfo>,
 ) -> crate::tokensets::ExitTokens {
-    debug_assert!(items.len() == 1 || items.iter().all(|it| !g.is_structural(it.state)));
+    debug_assert!(items.len() == 1 || items.iter().all(|it| !g.is_parser_state(it.state)));
     let mut out = Vec::new();
     let mut shared = None;
     // The rules of the items finish mid-token: go on in their real callers.
@@ -63,7 +63,7 @@ pub(crate) fn exit_tokens(
             // (`first` is what they read.) After a lexeme, the same for
             // every grammar of the vocabulary.
             let compute = || crate::tokensets::free_exits(g.engine(), info, &first, next);
-            let free = if g.is_structural(it.state) {
+            let free = if g.is_parser_state(it.state) {
                 g.contexts.free_exits(it.state, &states, compute)
             } else {
                 let mut next: Vec<(u64, u32)> = next
@@ -107,7 +107,7 @@ pub(crate) fn lexemes_next<'g>(
         if !g.can_scan(it.state) || states.contains(&it.state) {
             continue;
         }
-        if g.is_structural(it.state) || states.len() == earley::MAX_LEXEME_WALK {
+        if g.is_parser_state(it.state) || states.len() == earley::MAX_LEXEME_WALK {
             return None;
         }
         states.push(it.state);
@@ -176,7 +176,7 @@ pub(crate) fn context_of(
         let mut missing = None;
         let mut uncached = false;
         'parents: for parent in chart.set(o as usize) {
-            if !g.is_structural(parent.state) {
+            if !g.is_parser_state(parent.state) {
                 continue;
             }
             for &(cr, t) in g.automaton().call_edges(parent.state) {

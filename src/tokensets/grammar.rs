@@ -28,7 +28,7 @@ pub struct CompiledGrammar {
     /// The tokens each token set allows (end-of-sequence ids never).
     pub(crate) token_set_lists: Vec<TokenList>,
     /// Lazily computed token sets of parser-rule states.
-    pub(crate) structural_infos: Vec<OnceLock<Arc<TokenInfo>>>,
+    pub(crate) parser_state_infos: Vec<OnceLock<Arc<TokenInfo>>>,
     /// Interned parser contexts and the exit tokens cached by them.
     pub(crate) contexts: Contexts,
     /// Whether one lexeme state reads every string another reads, by the
@@ -65,7 +65,7 @@ impl CompiledGrammar {
                         .map_err(|err| err.context(format!("rule '{}'", rule.name)))?;
                     Some(lexeme)
                 }
-                RuleKind::Structural { .. } => None,
+                RuleKind::Parser { .. } => None,
             });
         }
         let token_set_lists = automaton
@@ -83,7 +83,7 @@ impl CompiledGrammar {
                 TokenList::from_ids(ids, engine.vocab())
             })
             .collect();
-        let structural_infos = (0..automaton.structural.len())
+        let parser_state_infos = (0..automaton.parser_states.len())
             .map(|_| OnceLock::new())
             .collect();
         Ok(Arc::new(CompiledGrammar {
@@ -91,7 +91,7 @@ impl CompiledGrammar {
             engine: engine.clone(),
             lexemes: lexemes.into_boxed_slice(),
             token_set_lists,
-            structural_infos,
+            parser_state_infos,
             contexts: Contexts::default(),
             covers: CacheMutex::new("grammar covers", FastMap::default()),
         }))
@@ -140,7 +140,7 @@ impl CompiledGrammar {
     /// token sets.
     pub fn memory(&self) -> usize {
         self.automaton.memory()
-            + self.structural_infos.len() * std::mem::size_of::<OnceLock<Arc<TokenInfo>>>()
+            + self.parser_state_infos.len() * std::mem::size_of::<OnceLock<Arc<TokenInfo>>>()
     }
 }
 

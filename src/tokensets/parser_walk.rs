@@ -1,4 +1,4 @@
-//! The token sets of parser-rule states ([`structural_info`]), walked
+//! The token sets of parser-rule states ([`parser_state_info`]), walked
 //! with the Earley walker; once only lexeme items are left, their DFAs go
 //! on alone.
 
@@ -26,7 +26,7 @@ use crate::util::byteset::ByteSet;
 /// ([`info_for`](super::cached::info_for)), which calls this walk back for
 /// a parser-rule state it does not hold yet. Passed in, so that the walk
 /// sits below the cache.
-pub fn structural_info(
+pub fn parser_state_info(
     g: &CompiledGrammar,
     state: u32,
     sets_of: &dyn Fn(u32) -> Arc<TokenInfo>,
@@ -129,7 +129,7 @@ thread_local! {
     static LOOKUP_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
-/// One [`structural_info`] on this thread's stack, for as long as it lives.
+/// One [`parser_state_info`] on this thread's stack, for as long as it lives.
 struct LookupDepth;
 
 impl LookupDepth {
@@ -164,7 +164,7 @@ fn called_rules(g: &CompiledGrammar, set0: &[Item]) -> (Vec<Item>, Vec<Item>) {
     let automaton = g.automaton();
     let mut called_here: Vec<u32> = set0
         .iter()
-        .filter(|it| it.origin != 0 && g.is_structural(it.state))
+        .filter(|it| it.origin != 0 && g.is_parser_state(it.state))
         .flat_map(|it| automaton.call_edges(it.state).iter().map(|&(rule, _)| rule))
         .collect();
     called_here.sort_unstable();
@@ -176,13 +176,13 @@ fn called_rules(g: &CompiledGrammar, set0: &[Item]) -> (Vec<Item>, Vec<Item>) {
     let walked_in_place = LookupDepth::too_deep()
         || set0.iter().filter(starts_called_rule).any(|it| {
             let rule = &automaton.rules[automaton.rule_of(it.state) as usize];
-            g.is_structural(it.state)
+            g.is_parser_state(it.state)
                 && (rule.left_recursive || rule.call_sites < SHARED_RULE_CALL_SITES)
         });
     if walked_in_place {
         return set0
             .iter()
-            .partition(|it| !g.is_structural(it.state) && it.origin == 0);
+            .partition(|it| !g.is_parser_state(it.state) && it.origin == 0);
     }
     let called = set0.iter().filter(starts_called_rule).copied().collect();
     let rest = set0.iter().filter(|it| it.origin != 0).copied().collect();
