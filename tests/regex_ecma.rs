@@ -293,7 +293,10 @@ fn formats_match_the_suite_and_maskbench() {
             let e = format_expr(format).unwrap_or_else(|| panic!("format {format} not supported"));
             let t0 = std::time::Instant::now();
             let l = Lang::new(&vocab, e).unwrap_or_else(|err| panic!("format {format}: {err}"));
-            let states = l.matcher.as_ref().map_or(0, |m| m.grammar().num_states());
+            let states = l
+                .matcher
+                .as_ref()
+                .map_or(0, |m| m.grammar().automaton().num_states());
             println!(
                 "format {format}: {states} states, compiled in {:?}",
                 t0.elapsed()

@@ -410,7 +410,11 @@ fn main() {
         m.fill_mask(&mut mask).unwrap();
         ttfm.push(t.elapsed().as_secs_f64() * 1e6);
         if round == 0 {
-            println!("grammar: {} states, {} bytes", g.num_states(), g.memory());
+            println!(
+                "grammar: {} states, {} bytes",
+                g.automaton().num_states(),
+                g.memory()
+            );
         }
         for (ti, (path, ids)) in encoded.iter().enumerate() {
             let mut m = matcher(&g);

@@ -35,7 +35,7 @@ pub enum RuleClass {
     /// A DFA of its own, called like a rule.
     Lexeme,
     /// A parser rule (recursive, has token elements, or too large).
-    Structural,
+    Parser,
 }
 
 pub struct Analysis {
@@ -81,7 +81,7 @@ impl Analysis {
                 RuleClass::Lexeme => self.expanded_size[*r as usize],
                 // Inline bodies are small (at most `INLINE_MAX_SIZE`).
                 RuleClass::Inline => self.lexeme_refs_size(&g.rules[*r as usize].body, g),
-                RuleClass::Structural => 0,
+                RuleClass::Parser => 0,
             },
             _ => {
                 let mut n = 0usize;
@@ -240,7 +240,7 @@ pub fn analyze_with_refs(g: &Grammar, refs: Vec<Vec<RuleId>>) -> Result<Analysis
                 || exp_size[r] > LEXEME_MAX_SIZE
                 || (hint == LexemeHint::Auto && exp_size[r] > AUTO_LEXEME_MAX_SIZE)
             {
-                RuleClass::Structural
+                RuleClass::Parser
             } else if hint == LexemeHint::Inline && exp_size[r] <= INLINE_MAX_SIZE {
                 RuleClass::Inline
             } else if hint == LexemeHint::Always || looping[r] || exp_size[r] > INLINE_MAX_SIZE {
@@ -659,7 +659,7 @@ mod tests {
         b.set_body(dead, Expr::seq(vec![Expr::literal("x"), Expr::Ref(dead)]));
         let g = b.finish(root);
         let a = analyze(&g).unwrap();
-        assert_eq!(a.class[root as usize], RuleClass::Structural);
+        assert_eq!(a.class[root as usize], RuleClass::Parser);
         assert_eq!(a.class[ws as usize], RuleClass::Lexeme);
         assert_eq!(a.class[kw as usize], RuleClass::Inline);
         assert!(!a.productive[dead as usize]);
@@ -736,7 +736,7 @@ mod tests {
         let a = analyze(&g).unwrap();
         assert_eq!(a.class[sep as usize], RuleClass::Inline);
         assert_eq!(a.class[ws as usize], RuleClass::Lexeme);
-        assert_eq!(a.class[nested as usize], RuleClass::Structural);
+        assert_eq!(a.class[nested as usize], RuleClass::Parser);
         assert_eq!(a.class[large as usize], RuleClass::Lexeme);
     }
 

@@ -27,7 +27,7 @@ use analyze::{
     expand, expanded, is_loopish, is_regular_expr, simplified, Analysis, RuleClass, RunSize,
 };
 use lexeme::{DfaLimits, LexemeDfa, LexemeSource};
-use rtn::{Edges, RtnBuilder, RtnScratch, SState};
+use rtn::{Edges, ParserState, RtnBuilder, RtnScratch};
 
 use crate::error::{Error, Result};
 use crate::ir::{self, Expr, TokenSet};
@@ -38,14 +38,14 @@ use crate::vocab::Vocab;
 
 /// How a compiled rule runs.
 pub enum RuleKind {
-    /// Parser rule: its states are `structural[start..]`.
-    Structural { start: u32 },
+    /// Parser rule: its states are `parser_states[start..]`.
+    Parser { start: u32 },
     /// Lexeme: state `base + s` is DFA state `s`.
     Lexeme { dfa: Arc<LexemeDfa>, base: u32 },
 }
 
 /// A compiled rule.
-pub struct CRule {
+pub struct CompiledRule {
     pub name: String,
     pub kind: RuleKind,
     /// Can match the empty string.
@@ -66,8 +66,10 @@ pub struct CRule {
 /// state allows) is kept beside it by the token-set layer
 /// (`tokensets::CompiledGrammar`).
 pub struct Automaton {
-    pub(crate) rules: Vec<CRule>,
-    pub(crate) structural: Vec<SState>,
+    pub(crate) rules: Vec<CompiledRule>,
+    /// The states of every parser rule: global state ids `0..len()`,
+    /// lexeme states after them.
+    pub(crate) parser_states: Vec<ParserState>,
     /// The edges of the parser-rule states.
     pub(crate) edges: Edges,
     /// `(first global state id, rule)` of each lexeme rule, sorted.
@@ -92,7 +94,7 @@ impl Automaton {
 
     /// Number of parser-rule states plus lexeme DFA states.
     pub fn num_states(&self) -> usize {
-        self.structural.len()
+        self.parser_states.len()
             + self
                 .rules
                 .iter()
@@ -106,13 +108,13 @@ impl Automaton {
     /// A parser-rule state's byte edges `(lo, hi, target)`.
     #[inline]
     pub(crate) fn byte_edges(&self, state: u32) -> &[(u8, u8, u32)] {
-        self.edges.bytes(&self.structural[state as usize])
+        self.edges.bytes(&self.parser_states[state as usize])
     }
 
     /// A parser-rule state's call edges `(rule, target)`.
     #[inline]
     pub(crate) fn call_edges(&self, state: u32) -> &[(u32, u32)] {
-        self.edges.calls(&self.structural[state as usize])
+        self.edges.calls(&self.parser_states[state as usize])
     }
 
     /// A parser-rule state's call edges to rule `rule`. Call edges are
@@ -131,14 +133,14 @@ impl Automaton {
     /// A parser-rule state's token edges `(token set, target)`.
     #[inline]
     pub(crate) fn token_edges(&self, state: u32) -> &[(u32, u32)] {
-        self.edges.tokens(&self.structural[state as usize])
+        self.edges.tokens(&self.parser_states[state as usize])
     }
 
     /// The compiled rule a state belongs to.
     #[inline]
     pub(crate) fn rule_of(&self, state: u32) -> u32 {
-        if (state as usize) < self.structural.len() {
-            self.structural[state as usize].rule
+        if (state as usize) < self.parser_states.len() {
+            self.parser_states[state as usize].rule
         } else {
             let k = self.lexeme_blocks.partition_point(|&(b, _)| b <= state) - 1;
             self.lexeme_blocks[k].1
@@ -149,12 +151,12 @@ impl Automaton {
     /// other grammars are counted in full).
     pub fn memory(&self) -> usize {
         let mut m = std::mem::size_of::<Self>();
-        for s in &self.structural {
+        for s in &self.parser_states {
             m += std::mem::size_of_val(s);
         }
         m += self.edges.memory();
         for r in &self.rules {
-            m += std::mem::size_of::<CRule>() + r.name.len();
+            m += std::mem::size_of::<CompiledRule>() + r.name.len();
             if let RuleKind::Lexeme { dfa, .. } = &r.kind {
                 m += dfa.memory();
             }
@@ -202,7 +204,7 @@ impl Budget {
 struct Lowering<'g> {
     g: &'g ir::Grammar,
     analysis: Analysis,
-    /// IR rule -> compiled rule, for lexeme and structural IR rules.
+    /// IR rule -> compiled rule, for lexeme and parser IR rules.
     compiled_of: Vec<Option<u32>>,
     /// Compiled rules to build: (name, source).
     pending: Vec<(String, Source)>,
@@ -496,7 +498,7 @@ pub fn compile_ir(
         merge_runs: false,
     };
     let mut token_sets = Vec::new();
-    let mut structural: Vec<SState> = Vec::new();
+    let mut parser_states: Vec<ParserState> = Vec::new();
     let mut rtn_scratch = RtnScratch::default();
     let mut edges = Edges::default();
     let mut kinds: Vec<(String, RuleKind)> = Vec::new();
@@ -511,7 +513,7 @@ pub fn compile_ir(
     let mut meter = options.deadline.meter();
     let mut i = 0;
     while i < low.pending.len() {
-        budget.check(structural.len())?;
+        budget.check(parser_states.len())?;
         let name = low.pending[i].0.clone();
         let rule = i as u32;
         let lexeme_expr = match &low.pending[i].1 {
@@ -579,23 +581,23 @@ pub fn compile_ir(
                     low.lower_parts(&e, true)?
                 }
             };
-            let base = structural.len() as u32;
+            let base = parser_states.len() as u32;
             RtnBuilder::new(
                 &mut token_sets,
                 &mut rtn_scratch,
-                structural.len(),
+                parser_states.len(),
                 options.max_states,
                 &mut meter,
             )
-            .build(&lowered, rule, base, &mut edges, &mut structural)
+            .build(&lowered, rule, base, &mut edges, &mut parser_states)
             .map_err(|err| err.context(format!("rule '{name}'")))?;
-            kinds.push((name, RuleKind::Structural { start: base }));
+            kinds.push((name, RuleKind::Parser { start: base }));
         }
         i += 1;
     }
     // Lexeme state blocks after the parser-rule states.
-    let mut next = structural.len() as u64;
-    let mut stored = structural.len();
+    let mut next = parser_states.len() as u64;
+    let mut stored = parser_states.len();
     let mut lexeme_blocks = Vec::new();
     for (name_kind, rule) in kinds.iter_mut().zip(0u32..) {
         if let RuleKind::Lexeme { dfa, base } = &mut name_kind.1 {
@@ -611,21 +613,21 @@ pub fn compile_ir(
         return Err(Error::limit("too many automaton states"));
     }
     budget.check_now(stored)?;
-    trim(&kinds, &mut structural, &mut edges, &mut meter)?;
-    let nullable = compute_nullable(&kinds, &structural, &edges, &mut meter)?;
-    let follow = compute_follow(&kinds, &structural, &edges, &nullable, &mut meter)?;
+    trim(&kinds, &mut parser_states, &mut edges, &mut meter)?;
+    let nullable = compute_nullable(&kinds, &parser_states, &edges, &mut meter)?;
+    let follow = compute_follow(&kinds, &parser_states, &edges, &nullable, &mut meter)?;
     let left_recursive =
-        compute_left_recursive(&kinds, &structural, &edges, &nullable, &mut meter)?;
+        compute_left_recursive(&kinds, &parser_states, &edges, &nullable, &mut meter)?;
     let mut call_sites = vec![0u32; kinds.len()];
-    for s in &structural {
+    for s in &parser_states {
         for &(callee, _) in edges.calls(s) {
             call_sites[callee as usize] += 1;
         }
     }
-    let rules: Vec<CRule> = kinds
+    let rules: Vec<CompiledRule> = kinds
         .into_iter()
         .enumerate()
-        .map(|(i, (name, kind))| CRule {
+        .map(|(i, (name, kind))| CompiledRule {
             name,
             kind,
             nullable: nullable[i],
@@ -634,10 +636,10 @@ pub fn compile_ir(
             call_sites: call_sites[i],
         })
         .collect();
-    let has_token_edges = structural.iter().any(|s| !edges.tokens(s).is_empty());
+    let has_token_edges = parser_states.iter().any(|s| !edges.tokens(s).is_empty());
     Ok(Automaton {
         rules,
-        structural,
+        parser_states,
         edges,
         lexeme_blocks,
         token_sets,
@@ -653,24 +655,24 @@ pub fn compile_ir(
 /// that every reachable item can be completed.
 fn trim(
     kinds: &[(String, RuleKind)],
-    structural: &mut [SState],
+    parser_states: &mut [ParserState],
     edges: &mut Edges,
     meter: &mut Meter,
 ) -> Result<()> {
     // Atoms: states `0..m` ("can reach the end of its rule"), then rules
     // ("matches some string").
-    let m = structural.len();
+    let m = parser_states.len();
     let mut h = edge_clauses(m + kinds.len(), kinds, edges);
     for (r, (_, k)) in kinds.iter().enumerate() {
         match k {
             RuleKind::Lexeme { dfa, .. } if dfa.start != lexeme::DEAD => h.fact((m + r) as u32),
             RuleKind::Lexeme { .. } => {}
-            RuleKind::Structural { start } => h.clause((m + r) as u32, &[*start]),
+            RuleKind::Parser { start } => h.clause((m + r) as u32, &[*start]),
         }
     }
-    for (i, s) in structural.iter().enumerate() {
+    for (i, s) in parser_states.iter().enumerate() {
         if i.is_multiple_of(STATES_PER_STEP) {
-            meter.step(states_ahead_work(structural, i))?;
+            meter.step(states_ahead_work(parser_states, i))?;
         }
         let i = i as u32;
         if s.is_final {
@@ -694,11 +696,11 @@ fn trim(
         ));
     }
     edges.retain(
-        structural,
+        parser_states,
         |t| state_ok[t as usize],
         |r| rule_ok[r as usize],
     );
-    for s in structural.iter_mut() {
+    for s in parser_states.iter_mut() {
         s.direct_first = [0; 4];
         for &(lo, hi, _) in edges.bytes(s) {
             byteset::byteset_insert_range(&mut s.direct_first, lo, hi);
@@ -713,8 +715,8 @@ const STATES_PER_STEP: usize = 256;
 
 /// The work of a pass over the [`STATES_PER_STEP`] states from `from`:
 /// each state and each of its edges.
-fn states_ahead_work(structural: &[SState], from: usize) -> usize {
-    let chunk = &structural[from..(from + STATES_PER_STEP).min(structural.len())];
+fn states_ahead_work(parser_states: &[ParserState], from: usize) -> usize {
+    let chunk = &parser_states[from..(from + STATES_PER_STEP).min(parser_states.len())];
     chunk.len() + Edges::count_of(chunk)
 }
 
@@ -728,7 +730,7 @@ fn edge_clauses(atoms: usize, kinds: &[(String, RuleKind)], edges: &Edges) -> ho
 /// Which compiled rules match the empty string.
 fn compute_nullable(
     kinds: &[(String, RuleKind)],
-    structural: &[SState],
+    parser_states: &[ParserState],
     edges: &Edges,
     meter: &mut Meter,
 ) -> Result<Vec<bool>> {
@@ -738,23 +740,23 @@ fn compute_nullable(
             RuleKind::Lexeme { dfa, .. } => {
                 dfa.start != lexeme::DEAD && dfa.is_final_state(dfa.start)
             }
-            RuleKind::Structural { .. } => false,
+            RuleKind::Parser { .. } => false,
         })
         .collect();
     // Atoms: states `0..m` ("completes its rule empty": final, or a
     // nullable call leads to one that does), then rules.
-    let m = structural.len();
+    let m = parser_states.len();
     let mut h = edge_clauses(m + kinds.len(), kinds, edges);
     for (r, (_, k)) in kinds.iter().enumerate() {
         match k {
             RuleKind::Lexeme { .. } if lexeme_nullable[r] => h.fact((m + r) as u32),
             RuleKind::Lexeme { .. } => {}
-            RuleKind::Structural { start } => h.clause((m + r) as u32, &[*start]),
+            RuleKind::Parser { start } => h.clause((m + r) as u32, &[*start]),
         }
     }
-    for (i, s) in structural.iter().enumerate() {
+    for (i, s) in parser_states.iter().enumerate() {
         if i.is_multiple_of(STATES_PER_STEP) {
-            meter.step(states_ahead_work(structural, i))?;
+            meter.step(states_ahead_work(parser_states, i))?;
         }
         if s.is_final {
             h.fact(i as u32);
@@ -772,16 +774,16 @@ fn compute_nullable(
 /// nullable calls.
 fn compute_left_recursive(
     kinds: &[(String, RuleKind)],
-    structural: &[SState],
+    parser_states: &[ParserState],
     edges: &Edges,
     nullable: &[bool],
     meter: &mut Meter,
 ) -> Result<Vec<bool>> {
     let mut calls_at_start: Vec<Vec<crate::ir::RuleId>> = vec![Vec::new(); kinds.len()];
-    let mut seen = vec![false; structural.len()];
+    let mut seen = vec![false; parser_states.len()];
     let mut stack = Vec::new();
     for (r, (_, kind)) in kinds.iter().enumerate() {
-        let RuleKind::Structural { start } = kind else {
+        let RuleKind::Parser { start } = kind else {
             continue;
         };
         let mut visited = Vec::new();
@@ -791,8 +793,8 @@ fn compute_left_recursive(
                 continue;
             }
             visited.push(state);
-            meter.step(1 + structural[state as usize].num_calls())?;
-            for &(callee, next) in edges.calls(&structural[state as usize]) {
+            meter.step(1 + parser_states[state as usize].num_calls())?;
+            for &(callee, next) in edges.calls(&parser_states[state as usize]) {
                 calls_at_start[r].push(callee);
                 if nullable[callee as usize] {
                     stack.push(next);
@@ -836,25 +838,25 @@ fn lexeme_first_bytes(kinds: &[(String, RuleKind)]) -> Vec<ByteSet> {
 /// For each compiled rule, the bytes that can follow one of its matches.
 fn compute_follow(
     kinds: &[(String, RuleKind)],
-    structural: &[SState],
+    parser_states: &[ParserState],
     edges: &Edges,
     nullable: &[bool],
     meter: &mut Meter,
 ) -> Result<Vec<ByteSet>> {
     let n = kinds.len();
-    let m = structural.len();
+    let m = parser_states.len();
     let or = byteset::byteset_union;
-    // FIRST of each rule and each structural state (bytes that can be read
+    // FIRST of each rule and each parser state (bytes that can be read
     // first), and whether the state can finish its rule without reading:
     // a fixpoint over a worklist of nodes (states `0..m`, rules `m..`), a
     // node computed again when one it depends on changed.
     let mut rule_first = lexeme_first_bytes(kinds);
-    let mut state_first: Vec<ByteSet> = structural.iter().map(|s| s.direct_first).collect();
-    let mut state_empty: Vec<bool> = structural.iter().map(|s| s.is_final).collect();
+    let mut state_first: Vec<ByteSet> = parser_states.iter().map(|s| s.direct_first).collect();
+    let mut state_empty: Vec<bool> = parser_states.iter().map(|s| s.is_final).collect();
     // Dependents: a rule's callers; a state's predecessors over a nullable
     // call; a rule's start state's rule.
     let mut links: Vec<(u32, u32)> = Vec::new();
-    for (i, s) in structural.iter().enumerate() {
+    for (i, s) in parser_states.iter().enumerate() {
         for &(r, t) in edges.calls(s) {
             links.push(((m + r as usize) as u32, i as u32));
             if nullable[r as usize] {
@@ -863,7 +865,7 @@ fn compute_follow(
         }
     }
     for (r, (_, k)) in kinds.iter().enumerate() {
-        if let RuleKind::Structural { start } = k {
+        if let RuleKind::Parser { start } = k {
             links.push((*start, (m + r) as u32));
         }
     }
@@ -879,12 +881,12 @@ fn compute_follow(
         let x = x as usize;
         queued[x] = false;
         let changed = if x < m {
-            uncounted += 1 + structural[x].num_calls();
+            uncounted += 1 + parser_states[x].num_calls();
             if uncounted >= limits::WORK_PER_CHECK {
                 meter.step(std::mem::take(&mut uncounted))?;
             }
             let mut changed = false;
-            for &(r, t) in edges.calls(&structural[x]) {
+            for &(r, t) in edges.calls(&parser_states[x]) {
                 let f = rule_first[r as usize];
                 changed |= or(&mut state_first[x], &f);
                 if nullable[r as usize] {
@@ -899,7 +901,7 @@ fn compute_follow(
             changed
         } else {
             match &kinds[x - m].1 {
-                RuleKind::Structural { start } => {
+                RuleKind::Parser { start } => {
                     let f = state_first[*start as usize];
                     or(&mut rule_first[x - m], &f)
                 }
@@ -919,7 +921,7 @@ fn compute_follow(
     // rule where nothing has to (propagated from rule to rule).
     let mut follow = vec![[0u64; 4]; n];
     links.clear();
-    for s in structural {
+    for s in parser_states {
         for &(r, t) in edges.calls(s) {
             let ft = state_first[t as usize];
             or(&mut follow[r as usize], &ft);
@@ -954,19 +956,19 @@ mod tests {
     /// (the textbook fixpoint the worklist version must agree with).
     fn follow_by_passes(
         kinds: &[(String, RuleKind)],
-        structural: &[SState],
+        parser_states: &[ParserState],
         edges: &Edges,
         nullable: &[bool],
     ) -> Vec<ByteSet> {
         let or = byteset::byteset_union;
         let mut rule_first = lexeme_first_bytes(kinds);
-        let mut first: Vec<ByteSet> = structural.iter().map(|s| s.direct_first).collect();
-        let mut empty: Vec<bool> = structural.iter().map(|s| s.is_final).collect();
+        let mut first: Vec<ByteSet> = parser_states.iter().map(|s| s.direct_first).collect();
+        let mut empty: Vec<bool> = parser_states.iter().map(|s| s.is_final).collect();
         let mut changed = true;
         while changed {
             changed = false;
-            for i in 0..structural.len() {
-                for &(r, t) in edges.calls(&structural[i]) {
+            for i in 0..parser_states.len() {
+                for &(r, t) in edges.calls(&parser_states[i]) {
                     let f = rule_first[r as usize];
                     changed |= or(&mut first[i], &f);
                     if nullable[r as usize] {
@@ -980,7 +982,7 @@ mod tests {
                 }
             }
             for (r, (_, k)) in kinds.iter().enumerate() {
-                if let RuleKind::Structural { start } = k {
+                if let RuleKind::Parser { start } = k {
                     let f = first[*start as usize];
                     changed |= or(&mut rule_first[r], &f);
                 }
@@ -990,7 +992,7 @@ mod tests {
         changed = true;
         while changed {
             changed = false;
-            for s in structural {
+            for s in parser_states {
                 for &(r, t) in edges.calls(s) {
                     let ft = first[t as usize];
                     changed |= or(&mut follow[r as usize], &ft);
@@ -1045,12 +1047,13 @@ mod tests {
                 },
             )
             .unwrap();
-            let kinds: Vec<(String, RuleKind)> = g
+            let a = g.automaton();
+            let kinds: Vec<(String, RuleKind)> = a
                 .rules
                 .iter()
                 .map(|r| {
                     let k = match &r.kind {
-                        RuleKind::Structural { start } => RuleKind::Structural { start: *start },
+                        RuleKind::Parser { start } => RuleKind::Parser { start: *start },
                         RuleKind::Lexeme { dfa, base } => RuleKind::Lexeme {
                             dfa: dfa.clone(),
                             base: *base,
@@ -1059,17 +1062,17 @@ mod tests {
                     (r.name.clone(), k)
                 })
                 .collect();
-            let nullable: Vec<bool> = g.rules.iter().map(|r| r.nullable).collect();
+            let nullable: Vec<bool> = a.rules.iter().map(|r| r.nullable).collect();
             assert_eq!(
                 compute_follow(
                     &kinds,
-                    &g.structural,
-                    &g.edges,
+                    &a.parser_states,
+                    &a.edges,
                     &nullable,
                     &mut Deadline::none().meter()
                 )
                 .unwrap(),
-                follow_by_passes(&kinds, &g.structural, &g.edges, &nullable)
+                follow_by_passes(&kinds, &a.parser_states, &a.edges, &nullable)
             );
         }
     }

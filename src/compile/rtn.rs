@@ -1,7 +1,7 @@
-//! Parser rules as automata: each structural rule becomes an epsilon-free
-//! NFA whose edges read a byte range, call another rule (a lexeme or a
-//! parser rule), or read one whole token from a token set. Together they
-//! form a recursive transition network that the Earley matcher runs.
+//! Parser rules as automata: each becomes an epsilon-free NFA whose
+//! edges read a byte range, call another rule (a lexeme or a parser
+//! rule), or read one whole token from a token set. Together they form a
+//! recursive transition network that the Earley matcher runs.
 
 use regex_syntax::utf8::Utf8Sequences;
 
@@ -10,10 +10,10 @@ use crate::ir::{CharClass, Expr, TokenSet};
 use crate::limits::{Meter, EDGES_PER_STATE, WORK_PER_CHECK};
 use crate::util::byteset::{byteset_insert_range, ByteSet};
 
-/// An epsilon-free automaton state of a structural rule. Its edges are
+/// An epsilon-free automaton state of a parser rule. Its edges are
 /// ranges of the grammar's [`Edges`].
 #[derive(Clone, Debug, Default)]
-pub struct SState {
+pub struct ParserState {
     /// Compiled rule this state belongs to.
     pub rule: u32,
     pub is_final: bool,
@@ -38,7 +38,7 @@ pub struct Edges {
     tokens: Vec<(u32, u32)>,
 }
 
-impl SState {
+impl ParserState {
     /// How many call edges it has (read from its range, not the list).
     pub fn num_calls(&self) -> usize {
         (self.calls.1 - self.calls.0) as usize
@@ -47,17 +47,17 @@ impl SState {
 
 impl Edges {
     #[inline]
-    pub fn bytes(&self, s: &SState) -> &[(u8, u8, u32)] {
+    pub fn bytes(&self, s: &ParserState) -> &[(u8, u8, u32)] {
         &self.bytes[s.bytes.0 as usize..s.bytes.1 as usize]
     }
 
     #[inline]
-    pub fn calls(&self, s: &SState) -> &[(u32, u32)] {
+    pub fn calls(&self, s: &ParserState) -> &[(u32, u32)] {
         &self.calls[s.calls.0 as usize..s.calls.1 as usize]
     }
 
     #[inline]
-    pub fn tokens(&self, s: &SState) -> &[(u32, u32)] {
+    pub fn tokens(&self, s: &ParserState) -> &[(u32, u32)] {
         &self.tokens[s.tokens.0 as usize..s.tokens.1 as usize]
     }
 
@@ -65,7 +65,7 @@ impl Edges {
     /// whose rule passes `keep_call`), the states' ranges updated.
     pub fn retain(
         &mut self,
-        states: &mut [SState],
+        states: &mut [ParserState],
         keep: impl Fn(u32) -> bool,
         keep_call: impl Fn(u32) -> bool,
     ) {
@@ -101,7 +101,7 @@ impl Edges {
     /// consecutive states of the grammar: each state's edges follow the
     /// previous state's in every list (states are built, and retained, in
     /// order), so this reads two states, not every one.
-    pub fn count_of(states: &[SState]) -> usize {
+    pub fn count_of(states: &[ParserState]) -> usize {
         match (states.first(), states.last()) {
             (Some(a), Some(z)) => {
                 (z.bytes.1 - a.bytes.0 + z.calls.1 - a.calls.0 + z.tokens.1 - a.tokens.0) as usize
@@ -244,7 +244,7 @@ impl<'a> RtnBuilder<'a> {
         rule: u32,
         base: u32,
         edges: &mut Edges,
-        out: &mut Vec<SState>,
+        out: &mut Vec<ParserState>,
     ) -> Result<()> {
         let start = self.fresh()?;
         let end = self.expr(body, start, None)?;
@@ -390,7 +390,7 @@ impl<'a> RtnBuilder<'a> {
         rule: u32,
         base: u32,
         out_edges: &mut Edges,
-        out: &mut Vec<SState>,
+        out: &mut Vec<ParserState>,
     ) -> Result<()> {
         let n = self.num_states as usize;
         let max_edges = self.max_states.saturating_mul(EDGES_PER_STATE);
@@ -481,7 +481,7 @@ impl<'a> RtnBuilder<'a> {
                     return Err(too_many_edges(max_edges));
                 }
             }
-            let mut st = SState {
+            let mut st = ParserState {
                 rule,
                 is_final,
                 bytes: sort_dedup(&mut out_edges.bytes, b0),

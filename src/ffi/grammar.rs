@@ -110,6 +110,7 @@ impl cg_grammar {
     pub(crate) fn new(inner: Arc<CompiledGrammar>) -> cg_grammar {
         let c = |s: &str| CString::new(s.replace('\0', "\\0")).unwrap_or_default();
         let dropped = inner
+            .automaton()
             .dropped()
             .iter()
             .map(|d| [c(&d.keyword), c(&d.pointer), c(&d.reason)])

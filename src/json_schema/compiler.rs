@@ -147,16 +147,19 @@ pub fn at(ptr: &str) -> String {
     }
 }
 
-fn kw_err(kind: ErrorKind, kw: &str, ptr: &str, reason: impl std::fmt::Display) -> Error {
+/// An error of `kind` about keyword `kw` at `ptr`: "`kw` at `ptr`: `reason`".
+fn keyword_error(kind: ErrorKind, kw: &str, ptr: &str, reason: impl std::fmt::Display) -> Error {
     Error::new(kind, format!("{kw} at {}: {reason}", at(ptr)))
 }
 
-fn unsup(kw: &str, ptr: &str, reason: impl std::fmt::Display) -> Error {
-    kw_err(ErrorKind::Unsupported, kw, ptr, reason)
+/// A keyword cgram does not support here (`ErrorKind::Unsupported`).
+fn unsupported(kw: &str, ptr: &str, reason: impl std::fmt::Display) -> Error {
+    keyword_error(ErrorKind::Unsupported, kw, ptr, reason)
 }
 
-fn bad(kw: &str, ptr: &str, reason: impl std::fmt::Display) -> Error {
-    kw_err(ErrorKind::Parse, kw, ptr, reason)
+/// A keyword whose value is malformed (`ErrorKind::Parse`).
+fn parse_error(kw: &str, ptr: &str, reason: impl std::fmt::Display) -> Error {
+    keyword_error(ErrorKind::Parse, kw, ptr, reason)
 }
 
 /// `oneOf` of branches that are finite sets of scalars (`const`s and
@@ -222,7 +225,7 @@ fn exactly_one_value(branches: &[Node]) -> Option<Node> {
 
 /// Errors from the node algebra (limits or inexpressible negations).
 fn algebra(kw: &str, ptr: &str, e: AlgebraError) -> Error {
-    kw_err(e.kind(), kw, ptr, e)
+    keyword_error(e.kind(), kw, ptr, e)
 }
 
 /// What a member rule's key is: one listed name (as JSON text) or a key
@@ -720,13 +723,13 @@ impl<'a> Compiler<'a> {
         }
         if let Some(e) = m.keyword("enum") {
             let Value::Array(vals) = e else {
-                return Err(bad("enum", &ptr, "not an array"));
+                return Err(parse_error("enum", &ptr, "not an array"));
             };
             let n = self.values_node(vals)?;
             self.meet(&mut node, &n, "enum", &ptr)?;
         }
         if let Some(t) = m.keyword("type") {
-            let n = type_node(t, draft).map_err(|e| bad("type", &ptr, e))?;
+            let n = type_node(t, draft).map_err(|e| parse_error("type", &ptr, e))?;
             self.meet(&mut node, &n, "type", &ptr)?;
         }
         // Type-specific keywords.
@@ -767,7 +770,11 @@ impl<'a> Compiler<'a> {
                         let mut req = vec![name.clone()];
                         for x in names {
                             let Value::String(s) = x else {
-                                return Err(bad(kw, &ptr, "dependency names must be strings"));
+                                return Err(parse_error(
+                                    kw,
+                                    &ptr,
+                                    "dependency names must be strings",
+                                ));
                             };
                             req.push(s.clone());
                         }
@@ -777,11 +784,17 @@ impl<'a> Compiler<'a> {
                         let sub = self
                             .doc
                             .child(id, &[kw, name])
-                            .ok_or_else(|| bad(kw, &ptr, "missing subschema"))?;
+                            .ok_or_else(|| parse_error(kw, &ptr, "missing subschema"))?;
                         let s = self.eval(&self.loc(sub))?;
                         self.dependency_node(name, std::slice::from_ref(name), Some(&s))
                     }
-                    _ => return Err(bad(kw, &ptr, "a dependency must be an array or a schema")),
+                    _ => {
+                        return Err(parse_error(
+                            kw,
+                            &ptr,
+                            "a dependency must be an array or a schema",
+                        ))
+                    }
                 }
                 .map_err(|e| algebra(kw, &ptr, e))?;
                 self.meet(&mut node, &n, kw, &ptr)?;
@@ -801,7 +814,7 @@ impl<'a> Compiler<'a> {
                     let target = match self.dynamic_target(kw, r, id, target) {
                         Ok(t) => t,
                         Err(e) => {
-                            self.leave_out(unsup(kw, &ptr, e.message()), kw, &ptr)?;
+                            self.leave_out(unsupported(kw, &ptr, e.message()), kw, &ptr)?;
                             continue;
                         }
                     };
@@ -841,14 +854,16 @@ impl<'a> Compiler<'a> {
             let sub = self.doc.child(id, &["not"]).unwrap();
             let n = self.eval(&self.loc(sub))?;
             if self.is_widened(&self.loc(sub)) {
-                let e = unsup("not", &ptr, "a keyword inside it was left out");
+                let e = unsupported("not", &ptr, "a keyword inside it was left out");
                 self.leave_out(e, "not", &ptr)?;
             } else {
                 match self.minus(&node, &n)? {
                     Ok(rest) => node = rest,
-                    Err(e) => {
-                        self.leave_out(kw_err(e.refusal_kind(), "not", &ptr, e), "not", &ptr)?
-                    }
+                    Err(e) => self.leave_out(
+                        keyword_error(e.refusal_kind(), "not", &ptr, e),
+                        "not",
+                        &ptr,
+                    )?,
                 }
             }
         }
@@ -871,14 +886,14 @@ impl<'a> Compiler<'a> {
             let with_else = node.and(&e, &self.deadline).map_err(err)?;
             let if_term = self.doc.child(id, &["if"]).map(|x| self.loc(x));
             let no = if if_term.is_some_and(|x| self.is_widened(&x)) {
-                let e = unsup("if", &ptr, "a keyword inside it was left out");
+                let e = unsupported("if", &ptr, "a keyword inside it was left out");
                 self.leave_out(e, "if", &ptr)?;
                 with_else
             } else {
                 match self.minus(&with_else, &i)? {
                     Ok(n) => n,
                     Err(e) => {
-                        self.leave_out(kw_err(e.refusal_kind(), "if", &ptr, e), "if", &ptr)?;
+                        self.leave_out(keyword_error(e.refusal_kind(), "if", &ptr, e), "if", &ptr)?;
                         with_else
                     }
                 }
@@ -917,23 +932,25 @@ impl<'a> Compiler<'a> {
 
     fn ref_target(&mut self, id: u32, kw: &str, r: &Value, ptr: &str) -> Result<u32> {
         let Value::String(s) = r else {
-            return Err(bad(kw, ptr, "not a string"));
+            return Err(parse_error(kw, ptr, "not a string"));
         };
-        self.doc.resolve_ref(id, s).map_err(|e| unsup(kw, ptr, e))
+        self.doc
+            .resolve_ref(id, s)
+            .map_err(|e| unsupported(kw, ptr, e))
     }
 
     fn subschemas(&mut self, id: u32, kw: &str, v: &Value, ptr: &str) -> Result<Vec<u32>> {
         let Value::Array(a) = v else {
-            return Err(bad(kw, ptr, "not an array"));
+            return Err(parse_error(kw, ptr, "not an array"));
         };
         if a.is_empty() {
-            return Err(bad(kw, ptr, "an empty array"));
+            return Err(parse_error(kw, ptr, "an empty array"));
         }
         (0..a.len())
             .map(|i| {
                 self.doc
                     .child(id, &[kw, &i.to_string()])
-                    .ok_or_else(|| bad(kw, ptr, "missing subschema"))
+                    .ok_or_else(|| parse_error(kw, ptr, "missing subschema"))
             })
             .collect()
     }
@@ -986,7 +1003,7 @@ impl<'a> Compiler<'a> {
                 match rest {
                     Ok(rest) => cur = rest,
                     Err(e) => {
-                        let e = unsup(
+                        let e = unsupported(
                             "oneOf",
                             ptr,
                             format!(

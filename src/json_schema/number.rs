@@ -362,8 +362,8 @@ impl NumAtom {
         });
         if let Some(v) = &self.value {
             return Ok(match spelling {
-                Some(s) => Expr::and(vec![eq(v), s]),
-                None => eq(v),
+                Some(s) => Expr::and(vec![equal_to(v), s]),
+                None => equal_to(v),
             });
         }
         let mut parts = Vec::new();
@@ -424,7 +424,7 @@ impl NumAtom {
             positive = true;
         }
         for v in &self.not_values {
-            parts.push(Expr::complement(eq(v)));
+            parts.push(Expr::complement(equal_to(v)));
         }
         if parts.is_empty() {
             return Ok(json_number());
@@ -574,11 +574,13 @@ fn drange(lo: u8, hi: u8) -> Expr {
     }
 }
 
-fn d() -> Expr {
+/// One decimal digit, `[0-9]`.
+fn digit() -> Expr {
     drange(0, 9)
 }
 
-fn nz() -> Expr {
+/// One decimal digit but zero, `[1-9]`.
+fn nonzero_digit() -> Expr {
     drange(1, 9)
 }
 
@@ -590,11 +592,14 @@ fn e_mark() -> Expr {
 }
 
 fn uint() -> Expr {
-    alt(vec![lit("0"), seq(vec![nz(), Expr::star(d())])])
+    alt(vec![
+        lit("0"),
+        seq(vec![nonzero_digit(), Expr::star(digit())]),
+    ])
 }
 
 fn frac_any() -> Expr {
-    Expr::optional(seq(vec![lit("."), Expr::plus(d())]))
+    Expr::optional(seq(vec![lit("."), Expr::plus(digit())]))
 }
 
 fn zero_frac() -> Expr {
@@ -608,7 +613,7 @@ fn exp_any() -> Expr {
             ('+' as u32, '+' as u32),
             ('-' as u32, '-' as u32),
         ]))),
-        Expr::plus(d()),
+        Expr::plus(digit()),
     ])
 }
 
@@ -623,7 +628,7 @@ pub fn json_number() -> Expr {
 }
 
 fn sci_u() -> Expr {
-    seq(vec![nz(), frac_any(), exp_any()])
+    seq(vec![nonzero_digit(), frac_any(), exp_any()])
 }
 
 fn zsci_u() -> Expr {
@@ -661,7 +666,7 @@ fn same_len(s: &str, greater: bool, first_min: u8) -> Expr {
         alts.push(seq(vec![
             lit(&s[..i]),
             class,
-            Expr::repeat(d(), (n - i - 1) as u32, Some((n - i - 1) as u32)),
+            Expr::repeat(digit(), (n - i - 1) as u32, Some((n - i - 1) as u32)),
         ]));
     }
     alt(alts)
@@ -670,10 +675,13 @@ fn same_len(s: &str, greater: bool, first_min: u8) -> Expr {
 /// Canonical unsigned integers (`0|[1-9][0-9]*`) greater than `s`.
 fn uint_gt(s: &str) -> Expr {
     if s == "0" {
-        return seq(vec![nz(), Expr::star(d())]);
+        return seq(vec![nonzero_digit(), Expr::star(digit())]);
     }
     alt(vec![
-        seq(vec![nz(), Expr::repeat(d(), s.len() as u32, None)]),
+        seq(vec![
+            nonzero_digit(),
+            Expr::repeat(digit(), s.len() as u32, None),
+        ]),
         same_len(s, true, 1),
     ])
 }
@@ -686,8 +694,8 @@ fn uint_lt(s: &str) -> Expr {
     let mut alts = vec![lit("0")];
     if s.len() >= 2 {
         alts.push(seq(vec![
-            nz(),
-            Expr::repeat(d(), 0, Some(s.len() as u32 - 2)),
+            nonzero_digit(),
+            Expr::repeat(digit(), 0, Some(s.len() as u32 - 2)),
         ]));
     }
     alts.push(same_len(s, false, 1));
@@ -708,7 +716,7 @@ fn frac_cmp(f: &str, op: Op) -> Expr {
                 } else {
                     drange(0, c - 1)
                 };
-                seq(vec![lit(&f[..i]), class, Expr::star(d())])
+                seq(vec![lit(&f[..i]), class, Expr::star(digit())])
             })
             .collect()
     };
@@ -719,7 +727,7 @@ fn frac_cmp(f: &str, op: Op) -> Expr {
                 return frac_any();
             }
             let mut v = prefix_less(true);
-            v.push(seq(vec![lit(f), Expr::star(d())]));
+            v.push(seq(vec![lit(f), Expr::star(digit())]));
             dot(v)
         }
         Op::Gt => {
@@ -727,8 +735,8 @@ fn frac_cmp(f: &str, op: Op) -> Expr {
             v.push(seq(vec![
                 lit(f),
                 Expr::star(lit("0")),
-                nz(),
-                Expr::star(d()),
+                nonzero_digit(),
+                Expr::star(digit()),
             ]));
             dot(v)
         }
@@ -823,7 +831,7 @@ fn u_cmp(b: &Dec, op: Op) -> Expr {
         let r: String = b.digits[1..].iter().map(|x| (b'0' + x) as char).collect();
         match op {
             Op::Gt | Op::Ge => alt(vec![
-                seq(vec![nz(), frac_any(), exp_cmp(eb, Op::Gt)]),
+                seq(vec![nonzero_digit(), frac_any(), exp_cmp(eb, Op::Gt)]),
                 seq(vec![
                     alt(vec![
                         seq(vec![drange(m0 + 1, 9), frac_any()]),
@@ -833,7 +841,7 @@ fn u_cmp(b: &Dec, op: Op) -> Expr {
                 ]),
             ]),
             Op::Lt | Op::Le => alt(vec![
-                seq(vec![nz(), frac_any(), exp_cmp(eb, Op::Lt)]),
+                seq(vec![nonzero_digit(), frac_any(), exp_cmp(eb, Op::Lt)]),
                 seq(vec![
                     alt(vec![
                         seq(vec![drange(1, m0.saturating_sub(1)), frac_any()]),
@@ -910,7 +918,7 @@ pub fn cmp(b: &Dec, op: Op) -> Expr {
 }
 
 /// Every text (canonical domain) of exactly the value `v`.
-pub fn eq(v: &Dec) -> Expr {
+fn equal_to(v: &Dec) -> Expr {
     if v.is_zero() {
         return seq(vec![
             Expr::optional(lit("-")),
@@ -956,16 +964,16 @@ pub fn integer() -> Expr {
 fn integer_uncached() -> Expr {
     let j = INT_SCI_FRAC_MAX;
     let mut sci = vec![seq(vec![
-        nz(),
+        nonzero_digit(),
         Expr::optional(seq(vec![lit("."), Expr::repeat(lit("0"), 1, Some(j))])),
         exp_cmp(0, Op::Ge),
     ])];
     for k in 1..=j {
         sci.push(seq(vec![
-            nz(),
+            nonzero_digit(),
             lit("."),
-            Expr::repeat(d(), k - 1, Some(k - 1)),
-            nz(),
+            Expr::repeat(digit(), k - 1, Some(k - 1)),
+            nonzero_digit(),
             Expr::repeat(lit("0"), 0, Some(j - k)),
             exp_cmp(k as i64, Op::Ge),
         ]));
@@ -984,10 +992,10 @@ fn integer_domain() -> Expr {
             seq(vec![uint(), frac_any()]),
             zsci_u(),
             seq(vec![
-                nz(),
+                nonzero_digit(),
                 Expr::optional(seq(vec![
                     lit("."),
-                    Expr::repeat(d(), 1, Some(INT_SCI_FRAC_MAX)),
+                    Expr::repeat(digit(), 1, Some(INT_SCI_FRAC_MAX)),
                 ])),
                 exp_any(),
             ]),

@@ -59,7 +59,7 @@ fn add_unknown_exits(
     unknown.sort_by_key(|(info, it, ctx)| (info.id(), it.state, *ctx));
     unknown.dedup_by(|a, b| a.2 != NO_CTX && (a.1.state, a.2) == (b.1.state, b.2));
     let together = |a: &(Arc<TokenInfo>, Item, u32), b: &(Arc<TokenInfo>, Item, u32)| {
-        a.0.id() == b.0.id() && !g.is_structural(a.1.state) && !g.is_structural(b.1.state)
+        a.0.id() == b.0.id() && !g.is_parser_state(a.1.state) && !g.is_parser_state(b.1.state)
     };
     for group in unknown.chunk_by(together) {
         let key: Option<Box<[(u32, u32)]>> = match group {
@@ -158,7 +158,7 @@ impl Matcher {
         self.terminated = false;
         let g = self.grammar.clone();
         let mut items = vec![Item {
-            state: g.start_state,
+            state: g.automaton().start_state,
             origin: NO_ORIGIN,
         }];
         let chart = &self.chart;
@@ -232,7 +232,7 @@ impl Matcher {
         };
         let start_sets = self.chart.num_sets();
         let mut token_kernel = Vec::new();
-        if g.has_token_edges {
+        if g.automaton().has_token_edges {
             g.scan_token(self.chart.last(), token, &mut token_kernel);
         }
         let ok = if bytes.is_empty() {
@@ -355,7 +355,7 @@ impl Matcher {
     /// contents then undefined: the C layer clears it) when the grammar's
     /// `max_mask_steps` run out.
     pub fn fill_mask(&mut self, mask: &mut [u32]) -> Result<()> {
-        let steps = self.grammar.max_mask_steps;
+        let steps = self.grammar.automaton().max_mask_steps;
         let (result, exhausted) = work::with_budget(steps, || self.fill_mask_within(mask));
         if exhausted {
             return Err(Error::limit(format!(
@@ -389,6 +389,7 @@ impl Matcher {
             return Ok(());
         }
         let mut mask = crate::tokensets::MaskFill::new(mask);
+        let automaton = g.automaton();
         let pos = (chart.num_sets() - 1) as u32;
         let set = chart.last();
         // Token sets already in the mask: items of one object in many
@@ -402,7 +403,9 @@ impl Matcher {
         let covered = covered_lexeme_states(
             g,
             set.iter()
-                .filter(|it| it.origin != pos && !g.is_structural(it.state) && g.can_scan(it.state))
+                .filter(|it| {
+                    it.origin != pos && !g.is_parser_state(it.state) && g.can_scan(it.state)
+                })
                 .map(|it| it.state),
         );
         for it in set {
@@ -410,8 +413,10 @@ impl Matcher {
             if it.origin == pos {
                 continue;
             }
-            if g.is_structural(it.state) {
-                if g.byte_edges(it.state).is_empty() && g.call_edges(it.state).is_empty() {
+            if g.is_parser_state(it.state) {
+                if automaton.byte_edges(it.state).is_empty()
+                    && automaton.call_edges(it.state).is_empty()
+                {
                     continue;
                 }
             } else if !g.can_scan(it.state) {
@@ -426,7 +431,8 @@ impl Matcher {
             if info.exits.is_empty() || it.origin == NO_ORIGIN {
                 continue;
             }
-            let ctx = context_of(g, chart, contexts, it.origin, g.rule_of(it.state));
+            let rule = automaton.rule_of(it.state);
+            let ctx = context_of(g, chart, contexts, it.origin, rule);
             if ctx != NO_CTX {
                 if let Some(tokens) = exits.get(&(it.state, ctx)) {
                     tokens.or_into(&mut mask);
@@ -441,10 +447,10 @@ impl Matcher {
             unknown.push((info, *it, ctx));
         }
         add_unknown_exits(g, chart, exits, unknown, &mut mask);
-        if g.has_token_edges {
+        if automaton.has_token_edges {
             for it in set {
-                if g.is_structural(it.state) {
-                    for &(ts, _) in g.token_edges(it.state) {
+                if g.is_parser_state(it.state) {
+                    for &(ts, _) in automaton.token_edges(it.state) {
                         mask.add(&g.token_set_lists[ts as usize]);
                     }
                 }

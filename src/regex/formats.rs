@@ -392,8 +392,9 @@ pub(crate) fn leap_second_cases() -> Vec<(u32, String, String, bool)> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::expr::matches;
     use super::*;
+    use crate::regex::expr::matches;
+    use crate::regex::has_boolean;
 
     #[test]
     fn every_format_translates() {
@@ -404,10 +405,10 @@ mod tests {
             // Plain regular expressions, so that the compiler may split
             // them, but `time` and `date-time` (a leaf whose DFA is built
             // directly); the exact options intersect (hostname lengths).
-            let boolean = super::super::has_boolean(&format_expr(f).unwrap());
+            let boolean = has_boolean(&format_expr(f).unwrap());
             assert_eq!(boolean, matches!(*f, "time" | "date-time"), "{f}");
             let exact = format_expr_with(f, &FormatOptions::exact()).unwrap();
-            let boolean = super::super::has_boolean(&exact);
+            let boolean = has_boolean(&exact);
             assert_eq!(
                 boolean,
                 matches!(*f, "time" | "date-time" | "hostname"),
@@ -418,9 +419,7 @@ mod tests {
             leap_seconds: LeapSeconds::Utc,
             ..FormatOptions::default()
         };
-        assert!(!super::super::has_boolean(
-            &format_expr_with("date-time", &utc).unwrap()
-        ));
+        assert!(!has_boolean(&format_expr_with("date-time", &utc).unwrap()));
         assert!(format_expr("int32").is_none());
         assert!(format_expr("regex").is_none());
     }

@@ -85,20 +85,21 @@ pub fn covered_lexeme_states(
 /// [`WALKS_MUCH_SHARE`] of the vocabulary; otherwise its full sets cost
 /// about what a test of covers would.
 fn walks_much(g: &CompiledGrammar, x: u32) -> bool {
-    let (dfa, s) = g.lexeme_state(x);
+    let (lexeme, s) = g.lexeme_state(x);
     let engine = g.engine();
     // Sets kept where it ends: it was found to walk much before (and a
     // mask that meets it again answers with a lookup).
-    dfa.computed.is_none() && (ending_info_known(g, x) || own_walk_is_long(engine, dfa, s))
+    lexeme.dfa().computed.is_none()
+        && (ending_info_known(g, x) || own_walk_is_long(engine, lexeme, s))
 }
 
 /// Whether lexeme state `y` reads every string lexeme state `x` reads
 /// without ending (both of DFAs without computed states), kept per
 /// grammar.
 fn reads_within(g: &CompiledGrammar, x: u32, y: u32, work_left: &mut usize) -> bool {
-    let (xdfa, xs) = g.lexeme_state(x);
-    let (ydfa, ys) = g.lexeme_state(y);
-    if xdfa.computed.is_some() || ydfa.computed.is_some() {
+    let (x_lexeme, xs) = g.lexeme_state(x);
+    let (y_lexeme, ys) = g.lexeme_state(y);
+    if x_lexeme.dfa().computed.is_some() || y_lexeme.dfa().computed.is_some() {
         return false;
     }
     if let Some(&known) = g.covers.lock().get(&(x, y)) {
@@ -109,8 +110,8 @@ fn reads_within(g: &CompiledGrammar, x: u32, y: u32, work_left: &mut usize) -> b
         return false;
     }
     let budget = COVER_TEST_MAX_WORK.min(*work_left);
-    let mut pairing = Pairing::new(&xdfa.dfa, &ydfa.dfa);
-    let answer = pairing.reads_unended_within(&xdfa.dfa, xs, &ydfa.dfa, ys, budget);
+    let mut pairing = Pairing::new(x_lexeme.dfa(), y_lexeme.dfa());
+    let answer = pairing.reads_unended_within(x_lexeme.dfa(), xs, y_lexeme.dfa(), ys, budget);
     *work_left = work_left.saturating_sub(pairing.steps);
     if answer.is_none() && budget < COVER_TEST_MAX_WORK {
         // The mask's work ran out, not the pair's: ask again later.

@@ -99,43 +99,44 @@ pub struct Scratch {
 
 impl CompiledGrammar {
     #[inline]
-    pub(crate) fn is_structural(&self, state: u32) -> bool {
-        (state as usize) < self.structural.len()
+    pub(crate) fn is_parser_state(&self, state: u32) -> bool {
+        (state as usize) < self.automaton().parser_states.len()
     }
 
     #[inline]
     pub(crate) fn is_final(&self, state: u32) -> bool {
-        if self.is_structural(state) {
-            self.structural[state as usize].is_final
+        if self.is_parser_state(state) {
+            self.automaton().parser_states[state as usize].is_final
         } else {
-            let (dfa, s) = self.lexeme_state(state);
-            dfa.is_final_state(s)
+            let (lexeme, s) = self.lexeme_state(state);
+            lexeme.dfa().is_final_state(s)
         }
     }
 
     /// Start state of a compiled rule.
     #[inline]
     pub(crate) fn rule_start(&self, rule: u32) -> u32 {
-        match &self.rules[rule as usize].kind {
-            RuleKind::Structural { start } => *start,
+        match &self.automaton().rules[rule as usize].kind {
+            RuleKind::Parser { start } => *start,
             RuleKind::Lexeme { dfa, base } => base + dfa.start,
         }
     }
 
     /// Bytes the state itself can read next (not through predictions).
     pub(crate) fn direct_first(&self, state: u32) -> ByteSet {
-        if self.is_structural(state) {
-            self.structural[state as usize].direct_first
+        if self.is_parser_state(state) {
+            self.automaton().parser_states[state as usize].direct_first
         } else {
-            let (dfa, s) = self.lexeme_state(state);
-            dfa.first_bytes_of(s)
+            let (lexeme, s) = self.lexeme_state(state);
+            lexeme.dfa().first_bytes_of(s)
         }
     }
 
     /// The state reads something next (a byte or a token).
     pub(crate) fn can_scan(&self, state: u32) -> bool {
-        if self.is_structural(state) {
-            !self.byte_edges(state).is_empty() || !self.token_edges(state).is_empty()
+        if self.is_parser_state(state) {
+            !self.automaton().byte_edges(state).is_empty()
+                || !self.automaton().token_edges(state).is_empty()
         } else {
             self.direct_first(state) != [0u64; 4]
         }
@@ -145,8 +146,8 @@ impl CompiledGrammar {
     #[inline(always)]
     pub(crate) fn scan_byte(&self, set: &[Item], byte: u8, out: &mut Vec<Item>) {
         for it in set {
-            if self.is_structural(it.state) {
-                for &(lo, hi, t) in self.byte_edges(it.state) {
+            if self.is_parser_state(it.state) {
+                for &(lo, hi, t) in self.automaton().byte_edges(it.state) {
                     if lo <= byte && byte <= hi {
                         out.push(Item {
                             state: t,
@@ -155,8 +156,8 @@ impl CompiledGrammar {
                     }
                 }
             } else {
-                let (dfa, s) = self.lexeme_state(it.state);
-                let t = dfa.next(s, byte);
+                let (lexeme, s) = self.lexeme_state(it.state);
+                let t = lexeme.dfa().next(s, byte);
                 if t != DEAD {
                     out.push(Item {
                         state: it.state - s + t,
@@ -171,10 +172,10 @@ impl CompiledGrammar {
     /// call (what comes after the rule finishes), appended to `out`.
     pub(crate) fn advance_callers(&self, set: &[Item], rule: u32, out: &mut Vec<Item>) {
         for parent in set {
-            if !self.is_structural(parent.state) {
+            if !self.is_parser_state(parent.state) {
                 continue;
             }
-            for &(_, t) in self.call_edges_to(parent.state, rule) {
+            for &(_, t) in self.automaton().call_edges_to(parent.state, rule) {
                 out.push(Item {
                     state: t,
                     origin: parent.origin,
@@ -187,9 +188,9 @@ impl CompiledGrammar {
     /// token elements, appended to `out`.
     pub(crate) fn scan_token(&self, set: &[Item], token: u32, out: &mut Vec<Item>) {
         for it in set {
-            if self.is_structural(it.state) {
-                for &(ts, t) in self.token_edges(it.state) {
-                    if self.token_sets[ts as usize].contains(token) {
+            if self.is_parser_state(it.state) {
+                for &(ts, t) in self.automaton().token_edges(it.state) {
+                    if self.automaton().token_sets[ts as usize].contains(token) {
                         out.push(Item {
                             state: t,
                             origin: it.origin,
@@ -228,14 +229,14 @@ impl CompiledGrammar {
                     CTX_ORIGIN => exited = true,
                     o if o == pos => {}
                     o => {
-                        let rule = self.rule_of(it.state);
+                        let rule = self.automaton().rule_of(it.state);
                         let parents = older(o);
                         super::work::charge(parents.len());
                         for parent in parents {
-                            if !self.is_structural(parent.state) {
+                            if !self.is_parser_state(parent.state) {
                                 continue;
                             }
-                            for &(_, t) in self.call_edges_to(parent.state, rule) {
+                            for &(_, t) in self.automaton().call_edges_to(parent.state, rule) {
                                 dedup.add(
                                     items,
                                     Item {
@@ -248,8 +249,8 @@ impl CompiledGrammar {
                     }
                 }
             }
-            if self.is_structural(it.state) {
-                for &(r, t) in self.call_edges(it.state) {
+            if self.is_parser_state(it.state) {
+                for &(r, t) in self.automaton().call_edges(it.state) {
                     dedup.add(
                         items,
                         Item {
@@ -257,7 +258,7 @@ impl CompiledGrammar {
                             origin: pos,
                         },
                     );
-                    if self.rules[r as usize].nullable {
+                    if self.automaton().rules[r as usize].nullable {
                         dedup.add(
                             items,
                             Item {
@@ -317,11 +318,11 @@ impl<'a> Dedup<'a> {
 pub const MAX_LEXEME_WALK: usize = 4;
 
 /// Lexeme items read byte by byte with their DFAs alone (see
-/// [`Walker::lexemes_only`]): `dfas[k]` in state `states[k]`, unused slots
+/// [`Walker::lexemes_only`]): `lexemes[k]` in state `states[k]`, unused slots
 /// `None`.
 #[derive(Clone, Copy)]
 pub struct LexemeWalk<'a> {
-    pub dfas: [Option<&'a Lexeme>; MAX_LEXEME_WALK],
+    pub lexemes: [Option<&'a Lexeme>; MAX_LEXEME_WALK],
     pub states: [u32; MAX_LEXEME_WALK],
 }
 
@@ -334,7 +335,7 @@ pub struct LexemeStep {
 }
 
 impl LexemeWalk<'_> {
-    /// Reads `byte` from `from` (states of `self.dfas`, slot by slot).
+    /// Reads `byte` from `from` (states of `self.lexemes`, slot by slot).
     #[inline]
     pub fn step(&self, from: &[u32; MAX_LEXEME_WALK], byte: u8) -> LexemeStep {
         let mut out = LexemeStep {
@@ -342,16 +343,16 @@ impl LexemeWalk<'_> {
             alive: false,
             can_end: false,
         };
-        for (x, dfa) in self.dfas.iter().enumerate() {
-            let Some(dfa) = dfa else { break };
+        for (x, lexeme) in self.lexemes.iter().enumerate() {
+            let Some(lexeme) = lexeme else { break };
             if from[x] == crate::compile::lexeme::DEAD {
                 continue;
             }
-            let t = dfa.next(from[x], byte);
+            let t = lexeme.dfa().next(from[x], byte);
             out.states[x] = t;
             if t != crate::compile::lexeme::DEAD {
                 out.alive = true;
-                out.can_end |= dfa.is_final_state(t);
+                out.can_end |= lexeme.dfa().is_final_state(t);
             }
         }
         out
@@ -364,8 +365,8 @@ impl LexemeWalk<'_> {
         i: u32,
         states: &[u32; MAX_LEXEME_WALK],
     ) -> bool {
-        self.dfas.iter().zip(states).any(|(dfa, &s)| {
-            dfa.is_some_and(|d| s != crate::compile::lexeme::DEAD && d.reads_subtree(trie, i, s))
+        self.lexemes.iter().zip(states).any(|(lexeme, &s)| {
+            lexeme.is_some_and(|d| s != crate::compile::lexeme::DEAD && d.reads_subtree(trie, i, s))
         })
     }
 }
@@ -597,18 +598,18 @@ impl<'a> Walker<'a> {
             return None;
         }
         let mut walk = LexemeWalk {
-            dfas: [None; MAX_LEXEME_WALK],
+            lexemes: [None; MAX_LEXEME_WALK],
             states: [crate::compile::lexeme::DEAD; MAX_LEXEME_WALK],
         };
         for (k, it) in top.iter().enumerate() {
-            if self.g.is_structural(it.state) {
+            if self.g.is_parser_state(it.state) {
                 return None;
             }
-            let (dfa, s) = self.g.walked_lexeme_state(it.state);
-            if dfa.is_final_state(s) {
+            let (lexeme, s) = self.g.walked_lexeme_state(it.state);
+            if lexeme.dfa().is_final_state(s) {
                 return None;
             }
-            walk.dfas[k] = Some(dfa);
+            walk.lexemes[k] = Some(lexeme);
             walk.states[k] = s;
         }
         Some(walk)

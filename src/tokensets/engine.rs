@@ -226,7 +226,7 @@ impl Engine {
     pub fn lexeme_of(&self, dfa: &Arc<LexemeDfa>) -> Arc<Lexeme> {
         let store = self.store.lock();
         match store.by_id.get(&dfa.id) {
-            Some(l) if Arc::ptr_eq(&l.dfa, dfa) => l.clone(),
+            Some(l) if Arc::ptr_eq(l.dfa(), dfa) => l.clone(),
             _ => Arc::new(Lexeme::new(dfa.clone())),
         }
     }
@@ -264,10 +264,10 @@ impl Engine {
                 let lexeme = self
                     .lexeme(&any_string_expr(), &DfaLimits::default())
                     .ok()?;
-                let state = lexeme.next(lexeme.start, b'"');
+                let state = lexeme.dfa().next(lexeme.dfa().start, b'"');
                 (state != DEAD).then(|| AnyString {
                     body: StringBody {
-                        dfa: lexeme.dfa.clone(),
+                        dfa: lexeme.dfa().clone(),
                         state,
                     },
                     lexeme,
@@ -337,11 +337,11 @@ impl Engine {
             None => Arc::new(Lexeme::new(Arc::new(built))),
         };
         if let Some(entry) = store.admit(expr, &lexeme) {
-            store.by_id.insert(lexeme.dfa.id, lexeme.clone());
+            store.by_id.insert(lexeme.dfa().id, lexeme.clone());
             if let Some(key) = language {
                 let ids = store.by_language.entry(key).or_default();
-                if !ids.contains(&lexeme.dfa.id) {
-                    ids.push(lexeme.dfa.id);
+                if !ids.contains(&lexeme.dfa().id) {
+                    ids.push(lexeme.dfa().id);
                 }
             }
             let bytes = entry.bytes();
@@ -356,7 +356,7 @@ impl LexemeSource for Engine {
     fn lexeme(&self, expr: &Expr, limits: &DfaLimits) -> Result<Option<Arc<LexemeDfa>>> {
         Ok(self
             .interned(expr, || build_lexeme(expr, limits, self))?
-            .map(|l| l.dfa.clone()))
+            .map(|l| l.dfa().clone()))
     }
 
     fn counted_lexeme(
@@ -367,7 +367,7 @@ impl LexemeSource for Engine {
         max: Option<u32>,
         limits: &DfaLimits,
     ) -> Result<Option<Arc<LexemeDfa>>> {
-        Ok(Engine::counted_lexeme(self, expr, pattern, min, max, limits)?.map(|l| l.dfa.clone()))
+        Ok(Engine::counted_lexeme(self, expr, pattern, min, max, limits)?.map(|l| l.dfa().clone()))
     }
 
     /// The table of a regular part of a boolean expression, built once
@@ -557,7 +557,7 @@ impl Store {
             .filter_map(|id| self.by_id.get(id))
             .find(|l| {
                 let ours = *refined.get_or_insert_with(|| dfa.refined_language_key());
-                ours == l.refined_language_key() && l.dfa.same_language(dfa)
+                ours == l.refined_language_key() && l.dfa().same_language(dfa)
             })
             .cloned()
     }
@@ -598,7 +598,7 @@ impl Store {
         let out = &mut self.evicted;
         out.lexemes
             .extend(self.lexemes.extract_if(|_, e| e.last_used <= cutoff));
-        let kept: FastSet<u64> = self.lexemes.values().map(|e| e.value.dfa.id).collect();
+        let kept: FastSet<u64> = self.lexemes.values().map(|e| e.value.dfa().id).collect();
         out.by_id.extend(
             self.by_id
                 .extract_if(|id, _| !kept.contains(id))

@@ -28,7 +28,7 @@ pub(crate) fn exit_tokens(
     items: &[Item],
     info: &Arc<crate::tokensets::TokenInfo>,
 ) -> crate::tokensets::ExitTokens {
-    debug_assert!(items.len() == 1 || items.iter().all(|it| !g.is_structural(it.state)));
+    debug_assert!(items.len() == 1 || items.iter().all(|it| !g.is_parser_state(it.state)));
     let mut out = Vec::new();
     let mut shared = None;
     // The rules of the items finish mid-token: go on in their real callers.
@@ -36,7 +36,7 @@ pub(crate) fn exit_tokens(
     for it in items {
         g.advance_callers(
             chart.set(it.origin as usize),
-            g.rule_of(it.state),
+            g.automaton().rule_of(it.state),
             &mut kernel,
         );
     }
@@ -63,14 +63,14 @@ pub(crate) fn exit_tokens(
             // (`first` is what they read.) After a lexeme, the same for
             // every grammar of the vocabulary.
             let compute = || crate::tokensets::free_exits(g.engine(), info, &first, next);
-            let free = if g.is_structural(it.state) {
+            let free = if g.is_parser_state(it.state) {
                 g.contexts.free_exits(it.state, &states, compute)
             } else {
                 let mut next: Vec<(u64, u32)> = next
-                    .dfas
+                    .lexemes
                     .iter()
                     .zip(&next.states)
-                    .filter_map(|(d, &s)| d.map(|d| (d.id, s)))
+                    .filter_map(|(d, &s)| d.map(|d| (d.dfa().id, s)))
                     .collect();
                 next.sort_unstable();
                 g.engine().free_exits.get(info, &next, compute)
@@ -107,7 +107,7 @@ pub(crate) fn lexemes_next<'g>(
         if !g.can_scan(it.state) || states.contains(&it.state) {
             continue;
         }
-        if g.is_structural(it.state) || states.len() == earley::MAX_LEXEME_WALK {
+        if g.is_parser_state(it.state) || states.len() == earley::MAX_LEXEME_WALK {
             return None;
         }
         states.push(it.state);
@@ -117,12 +117,12 @@ pub(crate) fn lexemes_next<'g>(
     }
     states.sort_unstable();
     let mut walk = LexemeWalk {
-        dfas: [None; earley::MAX_LEXEME_WALK],
+        lexemes: [None; earley::MAX_LEXEME_WALK],
         states: [crate::compile::lexeme::DEAD; earley::MAX_LEXEME_WALK],
     };
     for (k, &st) in states.iter().enumerate() {
-        let (dfa, s) = g.walked_lexeme_state(st);
-        walk.dfas[k] = Some(dfa);
+        let (lexeme, s) = g.walked_lexeme_state(st);
+        walk.lexemes[k] = Some(lexeme);
         walk.states[k] = s;
     }
     Some((walk, states))
@@ -176,17 +176,17 @@ pub(crate) fn context_of(
         let mut missing = None;
         let mut uncached = false;
         'parents: for parent in chart.set(o as usize) {
-            if !g.is_structural(parent.state) {
+            if !g.is_parser_state(parent.state) {
                 continue;
             }
-            for &(cr, t) in g.call_edges(parent.state) {
+            for &(cr, t) in g.automaton().call_edges(parent.state) {
                 if cr != r {
                     continue;
                 }
                 let pc = if parent.origin == NO_ORIGIN {
                     ROOT_CTX
                 } else {
-                    let key = (parent.origin, g.rule_of(parent.state));
+                    let key = (parent.origin, g.automaton().rule_of(parent.state));
                     match memo.get(&key) {
                         Some(&c) => c,
                         None if stack.contains(&key) => {

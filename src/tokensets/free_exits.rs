@@ -56,10 +56,10 @@ pub fn free_exits(
         // followed by items of `next` too: nothing for the parser there.)
         let can_end = !rem.is_empty()
             && next
-                .dfas
+                .lexemes
                 .iter()
                 .zip(&states)
-                .any(|(d, &st)| d.is_some_and(|d| st != DEAD && d.is_final_state(st)));
+                .any(|(d, &st)| d.is_some_and(|d| st != DEAD && d.dfa().is_final_state(st)));
         if can_end {
             // Only the tokens below the node are left to the parser.
             if c + 1 < nodes[c].subtree_end as usize {

@@ -4,7 +4,6 @@
 //! token sets of its parser-rule states, the tokens of its token sets, and
 //! its parser contexts. The C handle `cg_grammar` is one.
 
-use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 
 use super::context::Contexts;
@@ -29,7 +28,7 @@ pub struct CompiledGrammar {
     /// The tokens each token set allows (end-of-sequence ids never).
     pub(crate) token_set_lists: Vec<TokenList>,
     /// Lazily computed token sets of parser-rule states.
-    pub(crate) structural_infos: Vec<OnceLock<Arc<TokenInfo>>>,
+    pub(crate) parser_state_infos: Vec<OnceLock<Arc<TokenInfo>>>,
     /// Interned parser contexts and the exit tokens cached by them.
     pub(crate) contexts: Contexts,
     /// Whether one lexeme state reads every string another reads, by the
@@ -43,16 +42,6 @@ pub struct CompiledGrammar {
 impl Drop for CompiledGrammar {
     fn drop(&mut self) {
         self.engine.release_evicted();
-    }
-}
-
-/// A grammar reads as its automaton.
-impl Deref for CompiledGrammar {
-    type Target = Automaton;
-
-    #[inline(always)]
-    fn deref(&self) -> &Automaton {
-        &self.automaton
     }
 }
 
@@ -76,7 +65,7 @@ impl CompiledGrammar {
                         .map_err(|err| err.context(format!("rule '{}'", rule.name)))?;
                     Some(lexeme)
                 }
-                RuleKind::Structural { .. } => None,
+                RuleKind::Parser { .. } => None,
             });
         }
         let token_set_lists = automaton
@@ -94,7 +83,7 @@ impl CompiledGrammar {
                 TokenList::from_ids(ids, engine.vocab())
             })
             .collect();
-        let structural_infos = (0..automaton.structural.len())
+        let parser_state_infos = (0..automaton.parser_states.len())
             .map(|_| OnceLock::new())
             .collect();
         Ok(Arc::new(CompiledGrammar {
@@ -102,7 +91,7 @@ impl CompiledGrammar {
             engine: engine.clone(),
             lexemes: lexemes.into_boxed_slice(),
             token_set_lists,
-            structural_infos,
+            parser_state_infos,
             contexts: Contexts::default(),
             covers: CacheMutex::new("grammar covers", FastMap::default()),
         }))
@@ -114,7 +103,8 @@ impl CompiledGrammar {
         &self.engine
     }
 
-    /// The immutable automaton.
+    /// The immutable automaton; this grammar's caches stay here.
+    #[inline(always)]
     pub fn automaton(&self) -> &Automaton {
         &self.automaton
     }
@@ -122,10 +112,10 @@ impl CompiledGrammar {
     /// The lexeme and local state of a lexeme state.
     #[inline(always)]
     pub(crate) fn lexeme_state(&self, state: u32) -> (&Lexeme, u32) {
-        let rule = self.rule_of(state);
+        let rule = self.automaton().rule_of(state);
         match (
             &self.lexemes[rule as usize],
-            &self.rules[rule as usize].kind,
+            &self.automaton().rules[rule as usize].kind,
         ) {
             (Some(lexeme), RuleKind::Lexeme { base, .. }) => (lexeme, state - base),
             _ => unreachable!("not a lexeme state"),
@@ -150,7 +140,7 @@ impl CompiledGrammar {
     /// token sets.
     pub fn memory(&self) -> usize {
         self.automaton.memory()
-            + self.structural_infos.len() * std::mem::size_of::<OnceLock<Arc<TokenInfo>>>()
+            + self.parser_state_infos.len() * std::mem::size_of::<OnceLock<Arc<TokenInfo>>>()
     }
 }
 

@@ -5,7 +5,6 @@
 //! vocabulary, shared by every grammar that uses it through the
 //! [`Engine`](super::Engine).
 
-use std::ops::Deref;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -111,7 +110,8 @@ pub(crate) struct Uncounted {
 
 /// A lexeme automaton with what the mask path learned about it.
 pub struct Lexeme {
-    pub dfa: Arc<LexemeDfa>,
+    /// The immutable automaton (read through [`Lexeme::dfa`]).
+    dfa: Arc<LexemeDfa>,
     /// Token sets per token class (see [`Lexeme::token_class`]), computed
     /// on first use. Indexed by state; read without locks on the mask
     /// path.
@@ -159,15 +159,6 @@ pub struct Lexeme {
     learned_bytes: AtomicUsize,
 }
 
-impl Deref for Lexeme {
-    type Target = LexemeDfa;
-
-    #[inline(always)]
-    fn deref(&self) -> &LexemeDfa {
-        &self.dfa
-    }
-}
-
 impl Lexeme {
     /// Nothing learned yet about `dfa`.
     pub fn new(dfa: Arc<LexemeDfa>) -> Lexeme {
@@ -191,6 +182,12 @@ impl Lexeme {
             ending_infos: CacheMutex::new("lexeme ending sets", FastMap::default()),
             learned_bytes: AtomicUsize::new(0),
         }
+    }
+
+    /// The immutable automaton; what masks learned about it stays here.
+    #[inline(always)]
+    pub fn dfa(&self) -> &Arc<LexemeDfa> {
+        &self.dfa
     }
 
     /// A representative of `state`'s token class (see

@@ -15,7 +15,7 @@ use crate::vocab::TokenTrie;
 /// Depth-first walk of trie nodes with a lexeme DFA alone.
 pub(crate) struct DfaWalk<'a> {
     trie: &'a TokenTrie,
-    dfa: &'a Lexeme,
+    lexeme: &'a Lexeme,
     /// DFA state after the byte at each depth of the current path.
     stack: Vec<u32>,
     /// The byte at each depth of the current path.
@@ -69,8 +69,8 @@ impl SharedBody<'_> {
 }
 
 impl<'a> DfaWalk<'a> {
-    pub(crate) fn new(engine: &'a Engine, dfa: &'a Lexeme) -> DfaWalk<'a> {
-        DfaWalk::by_groups(engine, dfa, true)
+    pub(crate) fn new(engine: &'a Engine, lexeme: &'a Lexeme) -> DfaWalk<'a> {
+        DfaWalk::by_groups(engine, lexeme, true)
     }
 
     /// A walk that takes subtrees whole by the DFA's safe groups if
@@ -78,14 +78,14 @@ impl<'a> DfaWalk<'a> {
     /// leaves undecided whether the lexeme shares "any string"'s (see
     /// [`Lexeme::share_body_groups`]), an analysis worth its cost only
     /// where walks use the groups.
-    fn by_groups(engine: &'a Engine, dfa: &'a Lexeme, by_groups: bool) -> DfaWalk<'a> {
-        let by_safe_groups = by_groups && !dfa.spells_few_tokens(engine.vocab().trie());
-        if by_safe_groups && !dfa.body_groups_decided() {
-            engine.share_body_groups(dfa);
+    fn by_groups(engine: &'a Engine, lexeme: &'a Lexeme, by_groups: bool) -> DfaWalk<'a> {
+        let by_safe_groups = by_groups && !lexeme.spells_few_tokens(engine.vocab().trie());
+        if by_safe_groups && !lexeme.body_groups_decided() {
+            engine.share_body_groups(lexeme);
         }
         let max = engine.vocab().max_token_len() + 2;
         let body = engine.string_body().and_then(|b| {
-            let like = dfa.string_body_states(&b.body);
+            let like = lexeme.string_body_states(&b.body);
             like.iter().any(|&t| t != DEAD).then(|| SharedBody {
                 like,
                 walk: Box::new(DfaWalk::new(engine, &b.lexeme)),
@@ -93,7 +93,7 @@ impl<'a> DfaWalk<'a> {
         });
         DfaWalk {
             trie: engine.vocab().trie(),
-            dfa,
+            lexeme,
             stack: vec![DEAD; max],
             path: vec![0; max],
             pending: Vec::new(),
@@ -147,7 +147,7 @@ impl<'a> DfaWalk<'a> {
         }
         if let Some(ending) = self.ending_only {
             if self.pending.is_empty()
-                && !self.dfa.is_final_state(t)
+                && !self.lexeme.dfa().is_final_state(t)
                 && self.trie.groups_below(i as u32) & ending == 0
             {
                 // The lexeme cannot end in this subtree: its tokens are
@@ -161,7 +161,7 @@ impl<'a> DfaWalk<'a> {
         // multi-byte characters).
         let trie = self.trie;
         let bytes = if self.by_safe_groups {
-            self.dfa.safe_bytes(trie, t, trie.height_below(i as u32))
+            self.lexeme.safe_bytes(trie, t, trie.height_below(i as u32))
         } else {
             0
         };
@@ -175,7 +175,7 @@ impl<'a> DfaWalk<'a> {
         let chars = if below & INSIDE_CHAR != 0 || !self.by_safe_groups {
             0
         } else {
-            self.dfa
+            self.lexeme
                 .safe_chars(trie, t, trie.char_height_below(i as u32))
                 & !INSIDE_CHAR
         };
@@ -194,7 +194,7 @@ impl<'a> DfaWalk<'a> {
         }
         self.add_range(n.tok_start, nodes[i + 1].tok_start);
         let d = n.depth as usize;
-        if self.dfa.is_final_state(t) && self.dfa.first_bytes_of(t) == [0; 4] {
+        if self.lexeme.dfa().is_final_state(t) && self.lexeme.dfa().first_bytes_of(t) == [0; 4] {
             // The lexeme ends here and reads nothing more: every token
             // below leaves it, here or where it could end before.
             if i + 1 < n.subtree_end as usize {
@@ -212,7 +212,7 @@ impl<'a> DfaWalk<'a> {
         }
         self.child_groups[d + 1] = (bytes, chars);
         self.stack[d] = t;
-        if self.dfa.is_final_state(t) {
+        if self.lexeme.dfa().is_final_state(t) {
             self.pending.push(d as u16);
         }
         true
@@ -257,7 +257,7 @@ impl<'a> DfaWalk<'a> {
                 i = n.subtree_end as usize;
                 continue;
             }
-            let t = self.dfa.next(self.stack[d - 1], n.byte);
+            let t = self.lexeme.dfa().next(self.stack[d - 1], n.byte);
             if t != DEAD {
                 if self.enter(i, t) {
                     i += 1;
@@ -313,7 +313,7 @@ impl<'a> DfaWalk<'a> {
 /// states on most bytes (a key that no listed name continues is read by
 /// one "any other string" state), so a new state costs a lookup per first
 /// byte instead of a walk of the whole trie.
-pub fn lexeme_info(engine: &Engine, dfa: &Lexeme, state: u32) -> Arc<TokenInfo> {
+pub fn lexeme_info(engine: &Engine, lexeme: &Lexeme, state: u32) -> Arc<TokenInfo> {
     // (Subtrees inside "any other string" take that DFA's walks.)
     //
     // A short walk of a lexeme whose safe groups are still to be computed
@@ -323,11 +323,16 @@ pub fn lexeme_info(engine: &Engine, dfa: &Lexeme, state: u32) -> Arc<TokenInfo> 
     // groups come with a later walk, as they would have; so does the
     // test whether the lexeme can share "any string"'s groups, which
     // cost that mask 4.2M of its 25M.
-    let reaches_body = engine
-        .string_body()
-        .is_some_and(|b| dfa.string_body_states(&b.body).iter().any(|&t| t != DEAD));
-    let by_groups = dfa.safe_groups_wanted(reaches_body) || own_walk_is_long(engine, dfa, state);
-    walk_from(engine, DfaWalk::by_groups(engine, dfa, by_groups), state).expect("an unbounded walk")
+    let reaches_body = engine.string_body().is_some_and(|b| {
+        lexeme
+            .string_body_states(&b.body)
+            .iter()
+            .any(|&t| t != DEAD)
+    });
+    let by_groups =
+        lexeme.safe_groups_wanted(reaches_body) || own_walk_is_long(engine, lexeme, state);
+    walk_from(engine, DfaWalk::by_groups(engine, lexeme, by_groups), state)
+        .expect("an unbounded walk")
 }
 
 /// The token sets `walk` finds from its DFA's state `state`, first byte
@@ -341,7 +346,7 @@ fn walk_from(engine: &Engine, mut walk: DfaWalk, state: u32) -> Option<Arc<Token
     let mut i = 0;
     while i < trie.root_end() as usize {
         let n = nodes[i];
-        let t = walk.dfa.next(state, n.byte);
+        let t = walk.lexeme.dfa().next(state, n.byte);
         if t != DEAD {
             let piece = walk.piece(i, t);
             for &(lo, hi) in piece.ranges.iter() {
@@ -366,8 +371,8 @@ const SHORT_WALK_SHARE: usize = 16;
 
 /// Whether a walk of DFA state `state` of a lexeme reads more than a
 /// [`SHORT_WALK_SHARE`] of the vocabulary itself.
-pub fn own_walk_is_long(engine: &Engine, dfa: &Lexeme, state: u32) -> bool {
-    own_walk_tokens(engine, dfa, state) * SHORT_WALK_SHARE > engine.vocab().trie().num_tokens()
+pub fn own_walk_is_long(engine: &Engine, lexeme: &Lexeme, state: u32) -> bool {
+    own_walk_tokens(engine, lexeme, state) * SHORT_WALK_SHARE > engine.vocab().trie().num_tokens()
 }
 
 /// How many tokens a walk of DFA state `state` of a lexeme would read
@@ -375,17 +380,17 @@ pub fn own_walk_is_long(engine: &Engine, dfa: &Lexeme, state: u32) -> bool {
 /// string" (whose walks every lexeme shares, see [`SharedBody`]). A key
 /// that leaves its listed names after one byte walks only the subtrees of
 /// their first letters; a state that refuses a letter walks them all.
-fn own_walk_tokens(engine: &Engine, dfa: &Lexeme, state: u32) -> usize {
+fn own_walk_tokens(engine: &Engine, lexeme: &Lexeme, state: u32) -> usize {
     let trie = engine.vocab().trie();
     let nodes = trie.nodes();
     let like = engine
         .string_body()
-        .map_or(&[][..], |b| dfa.string_body_states(&b.body));
+        .map_or(&[][..], |b| lexeme.string_body_states(&b.body));
     let mut tokens = 0;
     let mut i = 0;
     while i < trie.root_end() as usize {
         let n = nodes[i];
-        let t = dfa.next(state, n.byte);
+        let t = lexeme.dfa().next(state, n.byte);
         if t != DEAD && like.get(t as usize).is_none_or(|&l| l == DEAD) {
             tokens += trie.subtree_tokens(i as u32).len();
         }
@@ -406,17 +411,17 @@ fn own_walk_tokens(engine: &Engine, dfa: &Lexeme, state: u32) -> usize {
 /// few of them, that walk costs less than the groups (three keys matching
 /// unanchored patterns spent 10M of a mask's 29M instructions on theirs),
 /// and a walk that passes the bound goes again with them.
-pub fn lexeme_ending_info(engine: &Engine, dfa: &Lexeme, state: u32) -> Arc<TokenInfo> {
-    let ending = Some(dfa.ending_groups());
-    if dfa.safe_groups_pending() {
-        let mut walk = DfaWalk::by_groups(engine, dfa, false);
+pub fn lexeme_ending_info(engine: &Engine, lexeme: &Lexeme, state: u32) -> Arc<TokenInfo> {
+    let ending = Some(lexeme.ending_groups());
+    if lexeme.safe_groups_pending() {
+        let mut walk = DfaWalk::by_groups(engine, lexeme, false);
         walk.ending_only = ending;
         walk.visits_left = Some(engine.vocab().trie().nodes().len() / SHORT_WALK_SHARE);
         if let Some(info) = walk_from(engine, walk, state) {
             return info;
         }
     }
-    let mut walk = DfaWalk::new(engine, dfa);
+    let mut walk = DfaWalk::new(engine, lexeme);
     walk.ending_only = ending;
     walk_from(engine, walk, state).expect("an unbounded walk")
 }
@@ -424,19 +429,19 @@ pub fn lexeme_ending_info(engine: &Engine, dfa: &Lexeme, state: u32) -> Arc<Toke
 /// The walk of the subtree of node `i` read into state `t` of `walk`'s
 /// DFA, if kept in the DFA's [`SubtreeWalks`].
 fn known_subtree_walk(walk: &DfaWalk, i: usize, t: u32) -> Option<Arc<SubtreeWalk>> {
-    let key = (walk.dfa.token_class(t, walk.trie.max_len()), i as u32);
-    walk.dfa.pieces.lock().get(&key)
+    let key = (walk.lexeme.token_class(t, walk.trie.max_len()), i as u32);
+    walk.lexeme.pieces.lock().get(&key)
 }
 
 /// The walk of the subtree of node `i` read into state `t` of `walk`'s
 /// DFA (see [`DfaWalk::subtree`]), kept in the DFA's [`SubtreeWalks`].
 pub(crate) fn subtree_walk(walk: &mut DfaWalk, i: usize, t: u32) -> Arc<SubtreeWalk> {
-    let dfa = walk.dfa;
-    let key = (dfa.token_class(t, walk.trie.max_len()), i as u32);
+    let lexeme = walk.lexeme;
+    let key = (lexeme.token_class(t, walk.trie.max_len()), i as u32);
     known_subtree_walk(walk, i, t).unwrap_or_else(|| {
         let p = Arc::new(walk.subtree(i, t));
-        if dfa.pieces.lock().insert(key, p.clone()) {
-            dfa.note_learned(p.memory());
+        if lexeme.pieces.lock().insert(key, p.clone()) {
+            lexeme.note_learned(p.memory());
         }
         p
     })

@@ -1,4 +1,4 @@
-//! The token sets of parser-rule states ([`structural_info`]), walked
+//! The token sets of parser-rule states ([`parser_state_info`]), walked
 //! with the Earley walker; once only lexeme items are left, their DFAs go
 //! on alone.
 
@@ -26,7 +26,7 @@ use crate::util::byteset::ByteSet;
 /// ([`info_for`](super::cached::info_for)), which calls this walk back for
 /// a parser-rule state it does not hold yet. Passed in, so that the walk
 /// sits below the cache.
-pub fn structural_info(
+pub fn parser_state_info(
     g: &CompiledGrammar,
     state: u32,
     sets_of: &dyn Fn(u32) -> Arc<TokenInfo>,
@@ -50,7 +50,8 @@ pub fn structural_info(
     let set0: Vec<Item> = walker.top().to_vec();
     let (called, rest) = called_rules(g, &set0);
     walker.replace_top(&rest);
-    let follow = g.rules[g.rule_of(state) as usize].follow;
+    let automaton = g.automaton();
+    let follow = automaton.rules[automaton.rule_of(state) as usize].follow;
     let trie = g.engine().vocab().trie();
     let mut inside = Vec::new();
     let mut exits = Vec::new();
@@ -61,7 +62,7 @@ pub fn structural_info(
         if !info.exits.is_empty() {
             // The set right after the rule ends: its callers in set 0,
             // advanced.
-            let rule = g.rule_of(li.state);
+            let rule = automaton.rule_of(li.state);
             let mut kernel = Vec::new();
             g.advance_callers(&set0, rule, &mut kernel);
             walker.truncate(1);
@@ -128,7 +129,7 @@ thread_local! {
     static LOOKUP_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
-/// One [`structural_info`] on this thread's stack, for as long as it lives.
+/// One [`parser_state_info`] on this thread's stack, for as long as it lives.
 struct LookupDepth;
 
 impl LookupDepth {
@@ -160,27 +161,28 @@ impl Drop for LookupDepth {
 /// left-recursive (its set would wait for itself), has few callers, or
 /// lookups are already [`MAX_LOOKUP_DEPTH`] deep.
 fn called_rules(g: &CompiledGrammar, set0: &[Item]) -> (Vec<Item>, Vec<Item>) {
+    let automaton = g.automaton();
     let mut called_here: Vec<u32> = set0
         .iter()
-        .filter(|it| it.origin != 0 && g.is_structural(it.state))
-        .flat_map(|it| g.call_edges(it.state).iter().map(|&(rule, _)| rule))
+        .filter(|it| it.origin != 0 && g.is_parser_state(it.state))
+        .flat_map(|it| automaton.call_edges(it.state).iter().map(|&(rule, _)| rule))
         .collect();
     called_here.sort_unstable();
     called_here.dedup();
     let starts_called_rule = |it: &&Item| {
-        let rule = g.rule_of(it.state);
+        let rule = automaton.rule_of(it.state);
         it.origin == 0 && it.state == g.rule_start(rule) && called_here.binary_search(&rule).is_ok()
     };
     let walked_in_place = LookupDepth::too_deep()
         || set0.iter().filter(starts_called_rule).any(|it| {
-            let rule = &g.rules[g.rule_of(it.state) as usize];
-            g.is_structural(it.state)
+            let rule = &automaton.rules[automaton.rule_of(it.state) as usize];
+            g.is_parser_state(it.state)
                 && (rule.left_recursive || rule.call_sites < SHARED_RULE_CALL_SITES)
         });
     if walked_in_place {
         return set0
             .iter()
-            .partition(|it| !g.is_structural(it.state) && it.origin == 0);
+            .partition(|it| !g.is_parser_state(it.state) && it.origin == 0);
     }
     let called = set0.iter().filter(starts_called_rule).copied().collect();
     let rest = set0.iter().filter(|it| it.origin != 0).copied().collect();

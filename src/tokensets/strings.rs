@@ -20,11 +20,11 @@ use crate::vocab::{TokenTrie, Vocab};
 /// vocabulary's [`StringBody`] (`None` if `state` is not such a state).
 pub(crate) fn string_body_info(
     engine: &Engine,
-    dfa: &Lexeme,
+    lexeme: &Lexeme,
     state: u32,
 ) -> Option<Arc<TokenInfo>> {
     let body = engine.string_body()?;
-    if dfa.string_body_state(&body.body) != state {
+    if lexeme.string_body_state(&body.body) != state {
         return None;
     }
     any_string_info(engine).cloned()
@@ -50,12 +50,12 @@ fn any_string_state_info(engine: &Engine, s: u32) -> Option<&Arc<TokenInfo>> {
 /// off the state alone: within a character, near a bound.
 pub(crate) fn counted_string_info(
     engine: &Engine,
-    dfa: &Lexeme,
+    lexeme: &Lexeme,
     state: u32,
 ) -> Option<Arc<TokenInfo>> {
-    let counter = dfa.counter()?;
+    let counter = lexeme.dfa().counter()?;
     let any = engine.string_body()?;
-    let like = dfa.counted_any_string(&any.body)?;
+    let like = lexeme.counted_any_string(&any.body)?;
     let (p, count) = counter.state_and_count(state);
     if !counter.is_inside(p) {
         return None;
@@ -91,12 +91,12 @@ pub(crate) fn counted_string_info(
 /// state alone (within a character, near a bound).
 pub(crate) fn uncounted_string_info(
     engine: &Engine,
-    dfa: &Lexeme,
+    lexeme: &Lexeme,
     state: u32,
     table: impl FnOnce(&Lexeme, u32) -> Arc<TokenInfo>,
 ) -> Option<Arc<TokenInfo>> {
-    let counter = dfa.counter()?;
-    let uncounted = dfa.uncounted()?;
+    let counter = lexeme.dfa().counter()?;
+    let uncounted = lexeme.uncounted()?;
     let (p, count) = counter.state_and_count(state);
     if !uncounted.alone[p as usize] {
         return None;
@@ -177,20 +177,21 @@ fn shared_counted_info(
 /// `state` is not such a state).
 pub(crate) fn string_tail_info(
     engine: &Engine,
-    dfa: &Lexeme,
+    lexeme: &Lexeme,
     state: u32,
 ) -> Option<Arc<TokenInfo>> {
-    if dfa.computed.is_some() || dfa.is_final[state as usize] {
+    if lexeme.dfa().computed.is_some() || lexeme.dfa().is_final[state as usize] {
         return None;
     }
     let counts = engine.string_counts()?;
-    let lang = counted_language(engine, dfa, state)?;
-    let after_quote = counts.accepts_counted(dfa, state, lang)?;
+    let lang = counted_language(engine, lexeme, state)?;
+    let after_quote = counts.accepts_counted(lexeme.dfa(), state, lang)?;
     // Where the string ends the lexeme, the token sets are the count's
     // alone, shared by every lexeme.
     let ends = after_quote == DEAD
-        || (dfa.is_final[after_quote as usize] && dfa.first_bytes[after_quote as usize] == [0; 4]);
-    let key = (lang, (!ends).then_some((dfa.id, after_quote)));
+        || (lexeme.dfa().is_final[after_quote as usize]
+            && lexeme.dfa().first_bytes[after_quote as usize] == [0; 4]);
+    let key = (lang, (!ends).then_some((lexeme.dfa().id, after_quote)));
     shared_counted_info(counts, key, || {
         // "Any string" counted: its token sets, less the tokens holding
         // too many (or too few) characters.
@@ -209,7 +210,7 @@ pub(crate) fn string_tail_info(
             then_reading(
                 body.within_chars(engine.vocab(), &counts.chars, min, max),
                 engine,
-                dfa,
+                lexeme,
                 after_quote,
             )
         })
@@ -225,9 +226,9 @@ fn counted_horizon(engine: &Engine) -> usize {
 /// The [`CountedString`] that `state` would accept, from the runs of a
 /// plain character it reads (unchecked; `None` if its count reaches past
 /// [`counted_horizon`]).
-fn counted_language(engine: &Engine, dfa: &Lexeme, state: u32) -> Option<CountedString> {
+fn counted_language(engine: &Engine, lexeme: &Lexeme, state: u32) -> Option<CountedString> {
     let horizon = counted_horizon(engine);
-    let max = dfa.run_length(state, b'a', horizon + 1);
+    let max = lexeme.dfa().run_length(state, b'a', horizon + 1);
     if max > horizon {
         return None;
     }
@@ -237,8 +238,8 @@ fn counted_language(engine: &Engine, dfa: &Lexeme, state: u32) -> Option<Counted
         // `StringCounts::accepts_counted`). Lexemes that must read more
         // (a key and its colon) are not looked at: checking their states
         // cost the typical mask more than it saved.
-        let quote = dfa.next(s, b'"');
-        if quote != DEAD && dfa.is_final[quote as usize] {
+        let quote = lexeme.dfa().next(s, b'"');
+        if quote != DEAD && lexeme.dfa().is_final[quote as usize] {
             return Some(CountedString {
                 min: read as u16,
                 max: max as u16,
@@ -246,10 +247,10 @@ fn counted_language(engine: &Engine, dfa: &Lexeme, state: u32) -> Option<Counted
             });
         }
         if read < max {
-            s = dfa.next(s, b'a');
+            s = lexeme.dfa().next(s, b'a');
         }
     }
-    dfa.is_final[s as usize].then_some(CountedString {
+    lexeme.dfa().is_final[s as usize].then_some(CountedString {
         min: max as u16,
         max: max as u16,
         closed: false,
@@ -324,15 +325,15 @@ fn nodes_by_chars(
 
 /// The token sets of a counted string (`info`, see
 /// [`TokenInfo::within_chars`]) in a lexeme that goes on from state
-/// `after_quote` of `dfa` after the closing quote: the tokens that
+/// `after_quote` of `lexeme` after the closing quote: the tokens that
 /// leave the string at its quote (its exits, all below a quote node)
 /// are read on by the lexeme, a walk below each quote node (few tokens
 /// go on after a quote).
-fn then_reading(info: TokenInfo, engine: &Engine, dfa: &Lexeme, after_quote: u32) -> TokenInfo {
+fn then_reading(info: TokenInfo, engine: &Engine, lexeme: &Lexeme, after_quote: u32) -> TokenInfo {
     let trie = engine.vocab().trie();
     let mut words = vec![0u32; engine.vocab().mask_words()];
     info.inside.or_into(&mut words);
-    let mut walk = DfaWalk::new(engine, dfa);
+    let mut walk = DfaWalk::new(engine, lexeme);
     let mut exits = Vec::new();
     for e in info.exits.iter() {
         debug_assert!(e.at_node(trie), "an exit of a string not at its quote");

@@ -34,8 +34,8 @@ fn random_vocab(alphabet: &[&str], seed: u64, n: usize, longest: usize) -> Arc<E
 /// inside = the DFA reads the whole token; exits = (token, d) where
 /// the lexeme can end after `d >= 1` bytes and cannot read the token
 /// through.
-fn assert_token_sets_are_brute_force(engine: &Engine, dfa: &Lexeme, state: u32, what: &str) {
-    let info = lexeme_state_info(engine, dfa, state);
+fn assert_token_sets_are_brute_force(engine: &Engine, lexeme: &Lexeme, state: u32, what: &str) {
+    let info = lexeme_state_info(engine, lexeme, state);
     let mut inside = vec![0u32; engine.vocab().mask_words()];
     info.inside.or_into(&mut inside);
     let mut exits = std::collections::BTreeSet::new();
@@ -55,10 +55,10 @@ fn assert_token_sets_are_brute_force(engine: &Engine, dfa: &Lexeme, state: u32, 
         let mut q = state;
         let mut ends = Vec::new();
         for (d, &b) in bytes.iter().enumerate() {
-            if d > 0 && dfa.is_final_state(q) {
+            if d > 0 && lexeme.dfa().is_final_state(q) {
                 ends.push(d);
             }
-            q = dfa.next(q, b);
+            q = lexeme.dfa().next(q, b);
             if q == DEAD {
                 break;
             }
@@ -77,10 +77,10 @@ fn assert_token_sets_are_brute_force(engine: &Engine, dfa: &Lexeme, state: u32, 
     assert_eq!(exits, want_exits, "{what} state {state}");
 }
 
-/// The states of `dfa` that tokens lead to from its start, breadth first,
+/// The states of `lexeme` that tokens lead to from its start, breadth first,
 /// until there are `limit` (every state reachable within a few tokens).
-fn reachable_states(engine: &Engine, dfa: &Lexeme, limit: usize) -> Vec<u32> {
-    let mut states = vec![dfa.start];
+fn reachable_states(engine: &Engine, lexeme: &Lexeme, limit: usize) -> Vec<u32> {
+    let mut states = vec![lexeme.dfa().start];
     let mut seen: crate::util::hash::FastSet<u32> = states.iter().copied().collect();
     let mut i = 0;
     while i < states.len() && states.len() < limit {
@@ -88,7 +88,7 @@ fn reachable_states(engine: &Engine, dfa: &Lexeme, limit: usize) -> Vec<u32> {
         for t in 0..engine.vocab().len() as u32 {
             let mut q = q0;
             for &b in engine.vocab().token_bytes(t) {
-                q = dfa.next(q, b);
+                q = lexeme.dfa().next(q, b);
                 if q == DEAD {
                     break;
                 }
@@ -178,13 +178,13 @@ fn lexeme_token_sets_match_brute_force() {
         spaced_string.clone(),
         comma_string.clone(),
     ] {
-        let dfa = cache.lexeme(&expr, &DfaLimits::default()).unwrap();
-        for state in 0..dfa.num_states() as u32 {
+        let lexeme = cache.lexeme(&expr, &DfaLimits::default()).unwrap();
+        for state in 0..lexeme.dfa().num_states() as u32 {
             // Through the vocabulary's shared string DFAs where they
             // agree (any other name, the end of a count).
-            let s = dfa.token_class(state, vocab.vocab().max_token_len());
-            shared.0 += string_body_info(&vocab, &dfa, s).is_some() as usize;
-            if string_tail_info(&vocab, &dfa, s).is_some() {
+            let s = lexeme.token_class(state, vocab.vocab().max_token_len());
+            shared.0 += string_body_info(&vocab, &lexeme, s).is_some() as usize;
+            if string_tail_info(&vocab, &lexeme, s).is_some() {
                 match &expr {
                     e if *e == chunk => shared.2 += 1,
                     e if *e == counted_string || *e == fixed_string => shared.1 += 1,
@@ -192,7 +192,7 @@ fn lexeme_token_sets_match_brute_force() {
                     _ => {}
                 }
             }
-            assert_token_sets_are_brute_force(&vocab, &dfa, state, &format!("{expr:?}"));
+            assert_token_sets_are_brute_force(&vocab, &lexeme, state, &format!("{expr:?}"));
         }
     }
     assert!(
@@ -226,23 +226,23 @@ fn key_token_sets_without_safe_groups_match_brute_force() {
         Expr::literal("\""),
     ]);
     let key = Expr::alt(vec![Expr::json_strings(names, false), prefixed]);
-    let dfa = vocab.lexeme(&key, &DfaLimits::default()).unwrap();
+    let lexeme = vocab.lexeme(&key, &DfaLimits::default()).unwrap();
     // The states whose own walks are short first: they go without the
     // groups, which stay uncomputed until a long walk needs them.
     let (short, long): (Vec<u32>, Vec<u32>) =
-        (0..dfa.num_states() as u32).partition(|&s| !own_walk_is_long(&vocab, &dfa, s));
+        (0..lexeme.dfa().num_states() as u32).partition(|&s| !own_walk_is_long(&vocab, &lexeme, s));
     assert!(short.len() >= 20, "{} states with short walks", short.len());
     let ((), _) = super::work::with_budget(u64::MAX, || {
         while super::work::take_analysis() {}
         for &state in &short {
-            assert_token_sets_are_brute_force(&vocab, &dfa, state, "names or x-");
+            assert_token_sets_are_brute_force(&vocab, &lexeme, state, "names or x-");
         }
         assert!(
-            dfa.safe_groups_pending(),
+            lexeme.safe_groups_pending(),
             "the short walks computed the safe groups"
         );
         for &state in &long {
-            assert_token_sets_are_brute_force(&vocab, &dfa, state, "names or x-");
+            assert_token_sets_are_brute_force(&vocab, &lexeme, state, "names or x-");
         }
     });
 }
@@ -278,26 +278,26 @@ fn any_other_key_shares_the_safe_groups_of_any_string() {
     assert!(other.shares_body_groups());
     // States right after a name, where the closing quote is refused
     // (and any other character read).
-    let after_name = (0..other.num_states() as u32)
-        .filter(|&s| other.next(s, b'"') == DEAD && other.next(s, b'x') != DEAD)
+    let after_name = (0..other.dfa().num_states() as u32)
+        .filter(|&s| other.dfa().next(s, b'"') == DEAD && other.dfa().next(s, b'x') != DEAD)
         .count();
     assert!(after_name >= 4, "{after_name} states after a name");
     // The shared groups hold for this key: every string of up to two
     // bytes of a state's groups is read (the quote's group is left out
     // after a name, where "any string" would take it).
     let trie = vocab.vocab().trie();
-    for state in 0..other.num_states() as u32 {
+    for state in 0..other.dfa().num_states() as u32 {
         for height in 1..=2u16 {
             let groups = other.safe_bytes(trie, state, height);
             let bytes: Vec<u8> = (0..=255u8)
                 .filter(|&b| groups >> crate::vocab::trie::byte_group(b) & 1 == 1)
                 .collect();
             for &b in &bytes {
-                let t = other.next(state, b);
+                let t = other.dfa().next(state, b);
                 assert_ne!(t, DEAD, "state {state} height {height} byte {b}");
                 if height == 2 {
                     for &c in &bytes {
-                        assert_ne!(other.next(t, c), DEAD, "state {state} bytes {b} {c}");
+                        assert_ne!(other.dfa().next(t, c), DEAD, "state {state} bytes {b} {c}");
                     }
                 }
             }
@@ -317,10 +317,11 @@ fn any_other_key_shares_the_safe_groups_of_any_string() {
         Expr::literal("\""),
     ]);
     let prefixed = vocab.lexeme(&prefixed, &DfaLimits::default()).unwrap();
-    for dfa in [&listed, &prefixed] {
-        dfa.share_body_groups(body, &crate::limits::Deadline::none())
+    for lexeme in [&listed, &prefixed] {
+        lexeme
+            .share_body_groups(body, &crate::limits::Deadline::none())
             .unwrap();
-        assert!(!dfa.shares_body_groups());
+        assert!(!lexeme.shares_body_groups());
     }
 }
 
@@ -342,22 +343,27 @@ fn narrow_lexeme_walks_without_safe_groups_match_brute_force() {
         date: true,
         form: TextForm::Quoted,
     });
-    let dfa = vocab.lexeme(&date_time, &DfaLimits::default()).unwrap();
-    assert!(dfa.num_states() > 60_000, "{} states", dfa.num_states());
-    assert!(dfa.spells_few_tokens(vocab.vocab().trie()));
+    let lexeme = vocab.lexeme(&date_time, &DfaLimits::default()).unwrap();
+    assert!(
+        lexeme.dfa().num_states() > 60_000,
+        "{} states",
+        lexeme.dfa().num_states()
+    );
+    assert!(lexeme.spells_few_tokens(vocab.vocab().trie()));
     let body = vocab.string_body().map(|b| &b.lexeme);
-    dfa.prepare_walks(vocab.vocab().trie(), body, &Deadline::none())
+    lexeme
+        .prepare_walks(vocab.vocab().trie(), body, &Deadline::none())
         .unwrap();
-    assert!(!dfa.safe_groups_computed(), "prepared the safe groups");
+    assert!(!lexeme.safe_groups_computed(), "prepared the safe groups");
     // The states up to 24 bytes in, breadth first: a date, its escapes.
-    let mut states = vec![dfa.start];
-    let mut seen = std::collections::HashSet::from([dfa.start]);
-    let mut layer = vec![dfa.start];
+    let mut states = vec![lexeme.dfa().start];
+    let mut seen = std::collections::HashSet::from([lexeme.dfa().start]);
+    let mut layer = vec![lexeme.dfa().start];
     for _ in 0..24 {
         let mut next = Vec::new();
         for &q in &layer {
             for b in 0..=255u8 {
-                let t = dfa.next(q, b);
+                let t = lexeme.dfa().next(q, b);
                 if t != DEAD && seen.insert(t) {
                     next.push(t);
                 }
@@ -368,10 +374,10 @@ fn narrow_lexeme_walks_without_safe_groups_match_brute_force() {
     }
     assert!(states.len() > 200, "{} states", states.len());
     for &state in states.iter().take(400) {
-        assert_token_sets_are_brute_force(&vocab, &dfa, state, "date-time");
+        assert_token_sets_are_brute_force(&vocab, &lexeme, state, "date-time");
     }
     assert!(
-        !dfa.safe_groups_computed(),
+        !lexeme.safe_groups_computed(),
         "the walks computed the safe groups"
     );
 }
@@ -454,23 +460,23 @@ fn counted_token_sets_match_brute_force() {
         let pure = pattern == any_string;
         let pattern = quoted(pattern);
         let key = Expr::And(vec![pattern.clone(), crate::ir::quoted_length(min, max)]);
-        let dfa = cache
+        let lexeme = cache
             .counted_lexeme(&key, &pattern, min, max, &DfaLimits::default())
             .unwrap()
             .unwrap();
-        assert!(dfa.counter().is_some());
-        let states = reachable_states(&vocab, &dfa, 400);
+        assert!(lexeme.dfa().counter().is_some());
+        let states = reachable_states(&vocab, &lexeme, 400);
         for &state in &states {
-            if pure && counted_string_info(&vocab, &dfa, state).is_some() {
+            if pure && counted_string_info(&vocab, &lexeme, state).is_some() {
                 shared += 1;
             }
-            let class = dfa.token_class(state, vocab.vocab().max_token_len());
+            let class = lexeme.token_class(state, vocab.vocab().max_token_len());
             let table = |t: &Lexeme, p| lexeme_state_info(&vocab, t, p);
-            if !pure && uncounted_string_info(&vocab, &dfa, class, table).is_some() {
+            if !pure && uncounted_string_info(&vocab, &lexeme, class, table).is_some() {
                 uncounted += 1;
                 past_a += usize::from(pattern == starts_with_a);
             }
-            assert_token_sets_are_brute_force(&vocab, &dfa, state, &format!("{min}..{max:?}"));
+            assert_token_sets_are_brute_force(&vocab, &lexeme, state, &format!("{min}..{max:?}"));
         }
     }
     assert!(
@@ -484,15 +490,15 @@ fn counted_token_sets_match_brute_force() {
 }
 
 /// The distinct states that random walks of whole tokens from the start
-/// of `dfa` pass, each walk going on while some token can be read
+/// of `lexeme` pass, each walk going on while some token can be read
 /// (mostly one that does not end the lexeme).
-fn walked_states(engine: &Engine, dfa: &Lexeme, walks: usize, seed: u64) -> Vec<u32> {
+fn walked_states(engine: &Engine, lexeme: &Lexeme, walks: usize, seed: u64) -> Vec<u32> {
     let mut rng = crate::util::test_rng::TestRng::new(seed);
     let mut seen: crate::util::hash::FastSet<u32> = crate::util::hash::FastSet::default();
     let mut states = Vec::new();
     let read = |mut q: u32, t: u32| {
         for &b in engine.vocab().token_bytes(t) {
-            q = dfa.next(q, b);
+            q = lexeme.dfa().next(q, b);
             if q == DEAD {
                 break;
             }
@@ -500,7 +506,7 @@ fn walked_states(engine: &Engine, dfa: &Lexeme, walks: usize, seed: u64) -> Vec<
         q
     };
     for _ in 0..walks {
-        let mut q = dfa.start;
+        let mut q = lexeme.dfa().start;
         loop {
             if seen.insert(q) {
                 states.push(q);
@@ -513,7 +519,7 @@ fn walked_states(engine: &Engine, dfa: &Lexeme, walks: usize, seed: u64) -> Vec<
             let open: Vec<u32> = next
                 .iter()
                 .copied()
-                .filter(|&r| !dfa.is_final_state(r))
+                .filter(|&r| !lexeme.dfa().is_final_state(r))
                 .collect();
             if !open.is_empty() && rng.below(16) != 0 {
                 next = open;
@@ -569,18 +575,18 @@ fn word_limit_token_sets_match_brute_force() {
             pattern.clone(),
             crate::ir::quoted_length(min, Some(max)),
         ]);
-        let dfa = cache
+        let lexeme = cache
             .counted_lexeme(&key, &pattern, min, Some(max), &DfaLimits::default())
             .unwrap()
             .unwrap();
         assert!(matches!(
-            dfa.computed.as_deref(),
+            lexeme.dfa().computed.as_deref(),
             Some(Computed::LengthAndIterations(_))
         ));
-        let states = walked_states(&vocab, &dfa, 12, u64::from(max));
+        let states = walked_states(&vocab, &lexeme, 12, u64::from(max));
         walked += states.len();
         for &state in &states {
-            assert_token_sets_are_brute_force(&vocab, &dfa, state, &format!("{min}..{max}"));
+            assert_token_sets_are_brute_force(&vocab, &lexeme, state, &format!("{min}..{max}"));
         }
     }
     assert!(walked >= 300, "{walked} states walked");
@@ -645,15 +651,15 @@ fn string_trie_token_sets_match_brute_force() {
         .map(|_| (0..3 + next(8)).map(|_| pool[next(pool.len())]).collect())
         .collect();
     let expr = Expr::json_strings(values, false);
-    let dfa = vocab.lexeme(&expr, &DfaLimits::default()).unwrap();
+    let lexeme = vocab.lexeme(&expr, &DfaLimits::default()).unwrap();
     assert!(matches!(
-        dfa.computed.as_deref(),
+        lexeme.dfa().computed.as_deref(),
         Some(crate::compile::lexeme::Computed::Strings(_))
     ));
-    let states = reachable_states(&vocab, &dfa, 300);
+    let states = reachable_states(&vocab, &lexeme, 300);
     assert!(states.len() > 100, "{} states reached", states.len());
     for &state in &states {
-        assert_token_sets_are_brute_force(&vocab, &dfa, state, "string trie");
+        assert_token_sets_are_brute_force(&vocab, &lexeme, state, "string trie");
     }
 }
 
@@ -676,18 +682,18 @@ fn counts_past_255_characters() {
         crate::ir::encode(&Expr::repeat(Expr::Class(CharClass::any()), 0, Some(280))),
         Expr::literal("\""),
     ]);
-    let dfa = vocab.lexeme(&expr, &DfaLimits::default()).unwrap();
-    let mut state = dfa.next(dfa.start, b'"');
+    let lexeme = vocab.lexeme(&expr, &DfaLimits::default()).unwrap();
+    let mut state = lexeme.dfa().next(lexeme.dfa().start, b'"');
     for _ in 0..40 {
         // 280 characters left, then 279, ... 241 (counted where at
         // most 254): each as its DFA reads.
-        let info = lexeme_state_info(&vocab, &dfa, state);
+        let info = lexeme_state_info(&vocab, &lexeme, state);
         let mut inside = vec![0u32; vocab.vocab().mask_words()];
         info.inside.or_into(&mut inside);
         for t in 0..vocab.vocab().len() as u32 {
             let mut q = state;
             for &b in vocab.vocab().token_bytes(t) {
-                q = dfa.next(q, b);
+                q = lexeme.dfa().next(q, b);
                 if q == DEAD {
                     break;
                 }
@@ -698,7 +704,7 @@ fn counts_past_255_characters() {
                 "token {t}"
             );
         }
-        state = dfa.next(state, b'a');
+        state = lexeme.dfa().next(state, b'a');
     }
 }
 
@@ -776,12 +782,12 @@ fn ending_token_sets_keep_exits_and_ended_tokens() {
     ];
     let mut skipped = 0;
     for expr in exprs {
-        let dfa = vocab.lexeme(&expr, &DfaLimits::default()).unwrap();
-        for state in reachable_states(&vocab, &dfa, 64) {
-            let s = dfa.token_class(state, vocab.vocab().max_token_len());
+        let lexeme = vocab.lexeme(&expr, &DfaLimits::default()).unwrap();
+        for state in reachable_states(&vocab, &lexeme, 64) {
+            let s = lexeme.token_class(state, vocab.vocab().max_token_len());
             // Before the full sets: their kept subtree walks would serve.
-            let ending = super::lexeme_walk::lexeme_ending_info(&vocab, &dfa, s);
-            let full = lexeme_state_info(&vocab, &dfa, s);
+            let ending = super::lexeme_walk::lexeme_ending_info(&vocab, &lexeme, s);
+            let full = lexeme_state_info(&vocab, &lexeme, s);
             let key = |e: &super::info::Exit| (e.node, e.depth, e.first, e.below);
             let mut want: Vec<_> = full.exits.iter().map(key).collect();
             let mut got: Vec<_> = ending.exits.iter().map(key).collect();
@@ -802,9 +808,9 @@ fn ending_token_sets_keep_exits_and_ended_tokens() {
                     // Left out: read without ending the lexeme.
                     let mut q = s;
                     for &b in vocab.vocab().token_bytes(t) {
-                        q = dfa.next(q, b);
+                        q = lexeme.dfa().next(q, b);
                         assert!(
-                            !dfa.is_final_state(q),
+                            !lexeme.dfa().is_final_state(q),
                             "{expr:?} state {state}: token {t} ends"
                         );
                     }
@@ -838,10 +844,10 @@ fn lexeme_states_reading_the_same_tokens_share_their_sets() {
     let mut after_quote = Vec::new();
     for names in [["abc", "cab"], ["abx", "cab"], ["acb", "xyz"]] {
         let expr = Expr::json_strings(names.map(String::from), true);
-        let dfa = vocab.lexeme(&expr, &DfaLimits::default()).unwrap();
-        for state in reachable_states(&vocab, &dfa, 64) {
-            assert_token_sets_are_brute_force(&vocab, &dfa, state, "other names");
-            let info = lexeme_state_info(&vocab, &dfa, state);
+        let lexeme = vocab.lexeme(&expr, &DfaLimits::default()).unwrap();
+        for state in reachable_states(&vocab, &lexeme, 64) {
+            assert_token_sets_are_brute_force(&vocab, &lexeme, state, "other names");
+            let info = lexeme_state_info(&vocab, &lexeme, state);
             let mut inside = vec![0u32; vocab.vocab().mask_words()];
             info.inside.or_into(&mut inside);
             let mut exits: Vec<_> = info
@@ -854,7 +860,7 @@ fn lexeme_states_reading_the_same_tokens_share_their_sets() {
                 .entry((inside, exits))
                 .or_default()
                 .push(info.clone());
-            if state == dfa.next(dfa.start, b'"') {
+            if state == lexeme.dfa().next(lexeme.dfa().start, b'"') {
                 after_quote.push(info);
             }
         }

@@ -472,8 +472,8 @@ fn byte_token_value(text: &[u8]) -> u8 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::gguf::{enc, encode};
     use super::*;
+    use crate::vocab::gguf::{enc, encode};
     use std::io::Cursor;
 
     const STRING: u32 = 8;

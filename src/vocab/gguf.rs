@@ -147,10 +147,11 @@ pub(super) fn read_metadata<R: Read + Seek>(
     for _ in 0..keys {
         let name_len = r.u64()?;
         if name_len > MAX_KEY_BYTES {
-            return Err(r.bad(format!("a key name of {name_len} bytes")));
+            return Err(r.malformed(format!("a key name of {name_len} bytes")));
         }
         let name = r.bytes(name_len)?;
-        let name = String::from_utf8(name).map_err(|_| r.bad("a key name that is not UTF-8"))?;
+        let name =
+            String::from_utf8(name).map_err(|_| r.malformed("a key name that is not UTF-8"))?;
         let t = r.u32()?;
         if keep(&name) {
             let value = r.value(t)?;
@@ -170,7 +171,8 @@ struct Reader<R> {
 }
 
 impl<R: Read + Seek> Reader<R> {
-    fn bad(&self, what: impl std::fmt::Display) -> Error {
+    /// The file is malformed: `what`, at the byte read up to.
+    fn malformed(&self, what: impl std::fmt::Display) -> Error {
         Error::io(format!(
             "not a valid GGUF file: {what} at byte {}",
             self.pos
@@ -185,7 +187,7 @@ impl<R: Read + Seek> Reader<R> {
     /// is left.
     fn check_count(&self, count: u64, each: u64, what: &str) -> Result<()> {
         if count.checked_mul(each).is_none_or(|n| n > self.left()) {
-            return Err(self.bad(format!(
+            return Err(self.malformed(format!(
                 "{count} {what} in {} bytes left (cut short or corrupt)",
                 self.left()
             )));
@@ -212,7 +214,7 @@ impl<R: Read + Seek> Reader<R> {
 
     fn fill(&mut self, out: &mut [u8]) -> Result<()> {
         if out.len() as u64 > self.left() {
-            return Err(self.bad("the file ends early"));
+            return Err(self.malformed("the file ends early"));
         }
         self.inner.read_exact(out).map_err(|e| {
             Error::io(format!(
@@ -234,7 +236,7 @@ impl<R: Read + Seek> Reader<R> {
 
     fn bytes(&mut self, n: u64) -> Result<Vec<u8>> {
         if n > self.left() {
-            return Err(self.bad(format!("{n} bytes past the end of the file")));
+            return Err(self.malformed(format!("{n} bytes past the end of the file")));
         }
         let mut out = vec![0u8; n as usize];
         self.fill(&mut out)?;
@@ -243,7 +245,7 @@ impl<R: Read + Seek> Reader<R> {
 
     fn skip(&mut self, n: u64) -> Result<()> {
         if n > self.left() {
-            return Err(self.bad(format!("{n} bytes past the end of the file")));
+            return Err(self.malformed(format!("{n} bytes past the end of the file")));
         }
         // Within the buffer this moves a cursor; past it, one seek.
         let mut left = n;
@@ -275,7 +277,7 @@ impl<R: Read + Seek> Reader<R> {
             tag::F32 => Value::Float(f32::from_le_bytes(self.array()?) as f64),
             tag::F64 => Value::Float(f64::from_le_bytes(self.array()?)),
             tag::BOOL => Value::Bool(self.array::<1>()?[0] != 0),
-            _ => return Err(self.bad(format!("unknown value type {t}"))),
+            _ => return Err(self.malformed(format!("unknown value type {t}"))),
         })
     }
 
@@ -315,7 +317,7 @@ impl<R: Read + Seek> Reader<R> {
                         for _ in 0..count {
                             let n = self.u64()?;
                             if n > self.left() {
-                                return Err(self.bad(format!("a string of {n} bytes")));
+                                return Err(self.malformed(format!("a string of {n} bytes")));
                             }
                             self.check_kept(n, MAX_KEPT_STRING, "bytes in a string")?;
                             let start = data.len();
@@ -355,14 +357,14 @@ impl<R: Read + Seek> Reader<R> {
             }
             _ => match fixed_size(t) {
                 Some(n) => self.skip(n),
-                None => Err(self.bad(format!("unknown value type {t}"))),
+                None => Err(self.malformed(format!("unknown value type {t}"))),
             },
         }
     }
 
     fn skip_array(&mut self, element: u32, count: u64, depth: u32) -> Result<()> {
         if depth > MAX_NESTING {
-            return Err(self.bad(format!("arrays nested more than {MAX_NESTING} deep")));
+            return Err(self.malformed(format!("arrays nested more than {MAX_NESTING} deep")));
         }
         if let Some(size) = fixed_size(element) {
             self.check_count(count, size, "numbers")?;

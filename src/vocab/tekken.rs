@@ -59,7 +59,8 @@ const DEPRECATED_SPECIAL_TOKENS: [&str; 20] = [
 
 const EOS: &str = "</s>";
 
-fn bad(message: impl Into<String>) -> Error {
+/// The tekken file is malformed: `message`.
+fn malformed(message: impl Into<String>) -> Error {
     Error::io(format!("tekken file: {}", message.into()))
 }
 
@@ -70,7 +71,7 @@ fn get_usize(obj: &Value, key: &str) -> Result<Option<usize>> {
             .as_u64()
             .and_then(|n| usize::try_from(n).ok())
             .map(Some)
-            .ok_or_else(|| bad(format!("`{key}` is not a non-negative integer"))),
+            .ok_or_else(|| malformed(format!("`{key}` is not a non-negative integer"))),
     }
 }
 
@@ -191,7 +192,7 @@ impl Visitor<'_> for Base64 {
 /// (`Null` when absent) and `vocab`.
 pub(super) fn build(config: &Value, special_tokens: &Value, vocab: Vec<Entry>) -> Result<Vocab> {
     let num_special = get_usize(config, "default_num_special_tokens")?
-        .ok_or_else(|| bad("`config.default_num_special_tokens` is missing"))?;
+        .ok_or_else(|| malformed("`config.default_num_special_tokens` is missing"))?;
     let vocab_size =
         get_usize(config, "default_vocab_size")?.unwrap_or(vocab.len().saturating_add(num_special));
     if vocab_size > MAX_VOCAB_SIZE {
@@ -200,13 +201,13 @@ pub(super) fn build(config: &Value, special_tokens: &Value, vocab: Vec<Entry>) -
         )));
     }
     if vocab_size < num_special {
-        return Err(bad(format!(
+        return Err(malformed(format!(
             "default_vocab_size {vocab_size} is smaller than default_num_special_tokens {num_special}"
         )));
     }
     let inner = vocab_size - num_special;
     if vocab.len() < inner {
-        return Err(bad(format!(
+        return Err(malformed(format!(
             "default_vocab_size {vocab_size} needs {inner} regular tokens but `vocab` has {}",
             vocab.len()
         )));
@@ -219,7 +220,8 @@ pub(super) fn build(config: &Value, special_tokens: &Value, vocab: Vec<Entry>) -
         Value::Array(list) => list.len().min(num_special),
         _ => DEPRECATED_SPECIAL_TOKENS.len().min(num_special),
     };
-    super::check_dense_ids(named_specials + inner, vocab_size).map_err(|e| bad(e.message()))?;
+    super::check_dense_ids(named_specials + inner, vocab_size)
+        .map_err(|e| malformed(e.message()))?;
 
     let mut tokens: Vec<Vec<u8>> = Vec::with_capacity(vocab_size);
     let mut flags = vec![0u32; vocab_size];
@@ -230,18 +232,18 @@ pub(super) fn build(config: &Value, special_tokens: &Value, vocab: Vec<Entry>) -
         Value::Array(list) => {
             for entry in list {
                 let rank = get_usize(entry, "rank")?
-                    .ok_or_else(|| bad("a special token has no `rank`"))?;
+                    .ok_or_else(|| malformed("a special token has no `rank`"))?;
                 let text = entry
                     .get("token_str")
                     .and_then(Value::as_str)
-                    .ok_or_else(|| bad(format!("special token {rank} has no `token_str`")))?;
+                    .ok_or_else(|| malformed(format!("special token {rank} has no `token_str`")))?;
                 let slot = specials.get_mut(rank).ok_or_else(|| {
-                    bad(format!(
+                    malformed(format!(
                         "special token {text:?} has rank {rank}, not below default_num_special_tokens {num_special}"
                     ))
                 })?;
                 if slot.is_some() {
-                    return Err(bad(format!("two special tokens have rank {rank}")));
+                    return Err(malformed(format!("two special tokens have rank {rank}")));
                 }
                 *slot = Some(text.to_owned());
             }
@@ -253,12 +255,12 @@ pub(super) fn build(config: &Value, special_tokens: &Value, vocab: Vec<Entry>) -
                 .and_then(|n| n.parse::<u32>().ok())
                 .is_some_and(|n| n <= 7);
             if !old {
-                return Err(bad(format!(
+                return Err(malformed(format!(
                     "no `special_tokens` (only files of version v7 or older may omit them; this one is {version:?})"
                 )));
             }
             if num_special < DEPRECATED_SPECIAL_TOKENS.len() {
-                return Err(bad(format!(
+                return Err(malformed(format!(
                     "default_num_special_tokens {num_special} is less than the {} implied special tokens",
                     DEPRECATED_SPECIAL_TOKENS.len()
                 )));
@@ -267,7 +269,7 @@ pub(super) fn build(config: &Value, special_tokens: &Value, vocab: Vec<Entry>) -
                 *slot = Some(text.to_owned());
             }
         }
-        _ => return Err(bad("`special_tokens` is not an array")),
+        _ => return Err(malformed("`special_tokens` is not an array")),
     }
     let mut eos = Vec::new();
     for (rank, text) in specials.into_iter().enumerate() {
@@ -282,7 +284,7 @@ pub(super) fn build(config: &Value, special_tokens: &Value, vocab: Vec<Entry>) -
     // Regular tokens: rank r is id r + num_special.
     for (i, entry) in vocab.into_iter().take(inner).enumerate() {
         if entry.rank != i as u64 {
-            return Err(bad(format!(
+            return Err(malformed(format!(
                 "vocab entry {i} has rank {}; ranks must be 0, 1, 2, ... in order",
                 entry.rank
             )));
@@ -347,7 +349,7 @@ mod tests {
     fn from_json(j: &Value) -> Result<Vocab> {
         let vocab = VocabSeed
             .deserialize(j["vocab"].clone())
-            .map_err(|e| bad(e.to_string()))?;
+            .map_err(|e| malformed(e.to_string()))?;
         build(&j["config"], &j["special_tokens"], vocab)
     }
 

@@ -110,7 +110,7 @@ fn build(raw: RawFile, dir: Option<&Path>) -> Result<Vocab> {
         if let Some(vocab) = raw.tekken_vocab {
             return tekken::build(&raw.config, &raw.special_tokens, vocab);
         }
-        return Err(bad(
+        return Err(malformed(
             "no `model`: neither a tokenizer.json nor a tekken.json",
         ));
     }
@@ -119,7 +119,8 @@ fn build(raw: RawFile, dir: Option<&Path>) -> Result<Vocab> {
     Vocab::new(parsed.tokens, parsed.flags, eos)
 }
 
-fn bad(message: impl Into<String>) -> Error {
+/// The tokenizer file is malformed: `message`.
+fn malformed(message: impl Into<String>) -> Error {
     Error::io(message.into())
 }
 
@@ -305,8 +306,8 @@ fn parse(raw: RawFile) -> Result<Parsed> {
             .enumerate()
             .map(|(i, p)| (p, i as u32))
             .collect(),
-        ("BPE", _) => return Err(bad("BPE model has no `vocab` object")),
-        ("Unigram", _) => return Err(bad("Unigram model has no `vocab` list")),
+        ("BPE", _) => return Err(malformed("BPE model has no `vocab` object")),
+        ("Unigram", _) => return Err(malformed("Unigram model has no `vocab` list")),
         (other, _) => {
             return Err(Error::unsupported(format!(
                 "tokenizer model type {other} is not supported (only BPE and Unigram: \
@@ -320,17 +321,17 @@ fn parse(raw: RawFile) -> Result<Parsed> {
         let list = raw
             .added_tokens
             .as_array()
-            .ok_or_else(|| bad("`added_tokens` is not a list"))?;
+            .ok_or_else(|| malformed("`added_tokens` is not a list"))?;
         for t in list {
             let content = t
                 .get("content")
                 .and_then(Value::as_str)
-                .ok_or_else(|| bad("an added token has no `content`"))?;
+                .ok_or_else(|| malformed("an added token has no `content`"))?;
             let id = t
                 .get("id")
                 .and_then(Value::as_u64)
                 .and_then(|n| u32::try_from(n).ok())
-                .ok_or_else(|| bad(format!("added token {content:?} has no valid `id`")))?;
+                .ok_or_else(|| malformed(format!("added token {content:?} has no valid `id`")))?;
             let special = t.get("special").and_then(Value::as_bool).unwrap_or(false);
             added.push((content.to_owned(), id, special));
         }
@@ -368,7 +369,7 @@ fn parse(raw: RawFile) -> Result<Parsed> {
     for (text, id) in &entries {
         let slot = *id as usize;
         if filled[slot] {
-            return Err(bad(format!(
+            return Err(malformed(format!(
                 "token id {id} appears twice in the model vocabulary"
             )));
         }
@@ -425,7 +426,7 @@ fn add_decoder(d: &Value, steps: &mut Vec<Step>, fused: &mut bool) -> Result<()>
             let list = d
                 .get("decoders")
                 .and_then(Value::as_array)
-                .ok_or_else(|| bad("Sequence decoder has no `decoders` list"))?;
+                .ok_or_else(|| malformed("Sequence decoder has no `decoders` list"))?;
             for sub in list {
                 add_decoder(sub, steps, fused)?;
             }
@@ -447,7 +448,7 @@ fn add_decoder(d: &Value, steps: &mut Vec<Step>, fused: &mut bool) -> Result<()>
             let to = d
                 .get("content")
                 .and_then(Value::as_str)
-                .ok_or_else(|| bad("Replace decoder has no `content`"))?;
+                .ok_or_else(|| malformed("Replace decoder has no `content`"))?;
             if !from.is_empty() {
                 steps.push(Step::Replace {
                     from: from.as_bytes().to_vec(),
@@ -461,7 +462,7 @@ fn add_decoder(d: &Value, steps: &mut Vec<Step>, fused: &mut bool) -> Result<()>
                     .get("content")
                     .and_then(Value::as_str)
                     .and_then(|s| s.chars().next())
-                    .ok_or_else(|| bad("Strip decoder has no `content` character"))?;
+                    .ok_or_else(|| malformed("Strip decoder has no `content` character"))?;
                 let n = |k: &str| d.get(k).and_then(Value::as_u64).unwrap_or(0) as usize;
                 steps.push(Step::Strip {
                     content,
@@ -470,7 +471,7 @@ fn add_decoder(d: &Value, steps: &mut Vec<Step>, fused: &mut bool) -> Result<()>
                 });
             }
         }
-        "" => return Err(bad(format!("decoder without a `type`: {d}"))),
+        "" => return Err(malformed(format!("decoder without a `type`: {d}"))),
         other => {
             return Err(Error::unsupported(format!(
                 "decoder type {other} is not supported: cgram cannot tell the exact bytes of \
@@ -487,7 +488,7 @@ fn metaspace_step(d: &Value) -> Result<Step> {
         .and_then(Value::as_str)
         .unwrap_or("\u{2581}");
     if rep.chars().count() != 1 {
-        return Err(bad(format!(
+        return Err(malformed(format!(
             "Metaspace replacement {rep:?} is not one character"
         )));
     }
@@ -708,7 +709,8 @@ mod tests {
     use serde_json::json;
 
     fn from_json(json: &Value, dir: Option<&Path>) -> Result<Vocab> {
-        let raw: RawFile = serde_json::from_value(json.clone()).map_err(|e| bad(e.to_string()))?;
+        let raw: RawFile =
+            serde_json::from_value(json.clone()).map_err(|e| malformed(e.to_string()))?;
         build(raw, dir)
     }
 

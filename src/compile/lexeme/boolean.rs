@@ -563,8 +563,8 @@ impl Nfa {
 
 #[cfg(test)]
 mod tests {
-    use super::super::LexemeDfa;
     use super::*;
+    use crate::compile::lexeme::LexemeDfa;
 
     fn accepts(d: &LexemeDfa, s: &str) -> bool {
         let mut st = d.start;
@@ -669,7 +669,7 @@ mod tests {
                 if let Some(t) = self.built.lock().unwrap().get(e) {
                     return Ok(t.clone());
                 }
-                let t = Arc::new(super::super::source::build_part(e, l, self)?);
+                let t = Arc::new(crate::compile::lexeme::source::build_part(e, l, self)?);
                 self.built.lock().unwrap().insert(e.clone(), t.clone());
                 Ok(t)
             }

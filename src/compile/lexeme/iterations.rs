@@ -525,7 +525,7 @@ fn contains(e: &Expr, part: &Expr) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compile::lexeme::{build_counted_lexeme, string_body, Uncached};
+    use crate::compile::lexeme::{boolean, build_counted_lexeme, string_body, Uncached};
     use crate::regex::{to_expr, Anchoring};
 
     fn quoted(pattern: &str) -> Expr {
@@ -551,7 +551,7 @@ mod tests {
 
     /// The same pattern spelled out as one DFA, every iteration copied.
     fn spelled_out(e: &Expr) -> LexemeDfa {
-        let t = super::super::boolean::table_of(e, &DfaLimits::default(), &Uncached).unwrap();
+        let t = boolean::table_of(e, &DfaLimits::default(), &Uncached).unwrap();
         LexemeDfa::from_table(&t)
     }
 

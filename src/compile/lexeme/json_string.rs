@@ -1115,7 +1115,9 @@ fn byte_classes(roles: &ByteRoles) -> ([u8; 256], Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compile::lexeme::{minimize, table_from_hir, to_hir, DfaLimits};
+    use crate::compile::lexeme::{
+        boolean, has_boolean, minimize, table_from_hir, to_hir, DfaLimits,
+    };
     use crate::ir::Expr;
 
     /// The general construction of the same language: the spelled-out
@@ -1124,8 +1126,7 @@ mod tests {
         let cache = crate::compile::lexeme::Uncached;
         let spelled = js.spelled();
         if js.negated() {
-            let t =
-                super::super::boolean::table_of(&spelled, &DfaLimits::default(), &cache).unwrap();
+            let t = boolean::table_of(&spelled, &DfaLimits::default(), &cache).unwrap();
             minimize(&t, &crate::limits::Deadline::none()).unwrap()
         } else {
             table_from_hir(&to_hir(&spelled), &DfaLimits::default()).unwrap()
@@ -1156,7 +1157,7 @@ mod tests {
                     continue;
                 }
                 let js = JsonStrings::new(values.iter().map(|s| s.to_string()), negated);
-                let ours = table(&js, &super::super::DfaLimits::default()).unwrap();
+                let ours = table(&js, &DfaLimits::default()).unwrap();
                 let theirs = general(&js);
                 assert!(ours.same_language(&theirs), "{values:?} negated {negated}");
                 assert_eq!(
@@ -1174,11 +1175,10 @@ mod tests {
     fn check_quoted(e: &Expr) {
         let cache = crate::compile::lexeme::Uncached;
         let limits = DfaLimits::default();
-        let ours = super::super::boolean::table_of(&Expr::json_quoted(e.clone()), &limits, &cache)
-            .unwrap();
+        let ours = boolean::table_of(&Expr::json_quoted(e.clone()), &limits, &cache).unwrap();
         let spelled = crate::ir::json_quoted_spelled(e);
-        let theirs = if super::super::has_boolean(e) {
-            let t = super::super::boolean::table_of(&spelled, &limits, &cache).unwrap();
+        let theirs = if has_boolean(e) {
+            let t = boolean::table_of(&spelled, &limits, &cache).unwrap();
             minimize(&t, &crate::limits::Deadline::none()).unwrap()
         } else {
             table_from_hir(&to_hir(&spelled), &limits).unwrap()
@@ -1294,10 +1294,7 @@ mod tests {
                 .collect();
             for negated in [false, true] {
                 let js = JsonStrings::new(values.clone(), negated);
-                let (ours, theirs) = (
-                    table(&js, &super::super::DfaLimits::default()).unwrap(),
-                    general(&js),
-                );
+                let (ours, theirs) = (table(&js, &DfaLimits::default()).unwrap(), general(&js));
                 assert!(ours.same_language(&theirs), "{values:?} negated {negated}");
                 assert_eq!(
                     ours.num_states(),
@@ -1315,8 +1312,8 @@ mod tests {
             .map(|i| format!("{:x}", i * 7919 + 12345))
             .collect();
         let js = JsonStrings::new(values, false);
-        let whole = table(&js, &super::super::DfaLimits::default()).unwrap();
-        let limits = super::super::DfaLimits {
+        let whole = table(&js, &DfaLimits::default()).unwrap();
+        let limits = DfaLimits {
             max_states: whole.num_states() / 2,
             ..Default::default()
         };
@@ -1328,7 +1325,7 @@ mod tests {
     fn spellings() {
         let names = JsonStrings::new(["ab".to_string(), "é😀".to_string()], false);
         let others = JsonStrings::new(["ab".to_string(), "é😀".to_string()], true);
-        let none = super::super::DfaLimits::default();
+        let none = DfaLimits::default();
         let (t, n) = (
             table(&names, &none).unwrap(),
             table(&others, &none).unwrap(),

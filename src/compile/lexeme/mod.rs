@@ -937,9 +937,9 @@ mod tests {
         let e = Expr::repeat(Expr::Class(CharClass::from_ranges([(97, 98)])), 0, Some(40));
         let d = LexemeDfa::from_table(&table_from_hir(&to_hir(&e), &DfaLimits::default()).unwrap());
         let d = crate::tokensets::Lexeme::new(Arc::new(d));
-        let mut path = vec![d.start];
+        let mut path = vec![d.dfa().start];
         for _ in 0..40 {
-            path.push(d.next(*path.last().unwrap(), b'a'));
+            path.push(d.dfa().next(*path.last().unwrap(), b'a'));
         }
         // With tokens of at most 3 bytes, states with 3 or more letters left
         // look alike; the last ones differ.

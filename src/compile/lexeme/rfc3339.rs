@@ -600,8 +600,8 @@ fn table_accepts(t: &Table, text: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::super::minimize;
     use super::*;
+    use crate::compile::lexeme::minimize;
     use crate::limits::Deadline;
     use crate::regex::expr::matches;
     use crate::regex::formats::rfc3339_regex;

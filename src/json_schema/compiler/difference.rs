@@ -28,13 +28,13 @@
 use std::collections::BTreeSet;
 use std::rc::Rc;
 
-use super::super::node::{
-    too_many, too_many_numbers, AlgebraError, Node, ObjShape, Shape, Term, MAX_SHAPES,
-};
-use super::super::number::{set_and, set_not};
-use super::super::strings::StrLang;
 use super::{algebra, Compiler};
 use crate::error::{ErrorKind, Result};
+use crate::json_schema::node::{
+    too_many, too_many_numbers, AlgebraError, Node, ObjShape, Shape, Term, MAX_SHAPES,
+};
+use crate::json_schema::number::{set_and, set_not};
+use crate::json_schema::strings::StrLang;
 use crate::util::hash::FastSet;
 
 /// How deep into member schemas a shape is looked at to see that it holds

@@ -3,8 +3,6 @@
 //! objects (members in any order, needs, ordered), with the whitespace
 //! the options ask for.
 
-use super::super::node::{ArrShape, Node, ObjShape, Term};
-use super::super::strings::{canonical_json, encode_lang, StrLang};
 use super::{
     all_needs, at, class_length, counted_length, finite_values, holds_rfc3339, json_equal,
     pure_length, without_implied_lengths, Compiler, MemberCount, MemberKey, NeedsMet,
@@ -13,6 +11,8 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::ir::{CharClass, Expr, LexemeHint, RuleId};
+use crate::json_schema::node::{ArrShape, Node, ObjShape, Term};
+use crate::json_schema::strings::{canonical_json, encode_lang, StrLang};
 use crate::util::hash::FastMap;
 use serde_json::Value;
 

@@ -2,10 +2,10 @@
 //! written as a plain integer (`-?(0|[1-9][0-9]*)`), never `12.0` or
 //! `1.2e1` (which JSON Schema counts as integers too).
 
-use super::super::number::{set_expr, NumAtom};
 use super::Compiler;
 use crate::error::{Error, Result};
 use crate::ir::{CharClass, Expr, RuleId};
+use crate::json_schema::number::{set_expr, NumAtom};
 
 /// `-?(0|[1-9][0-9]*)`.
 fn plain_integer() -> Expr {

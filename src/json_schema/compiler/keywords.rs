@@ -2,16 +2,17 @@
 //! number, object and array keywords, each group checked and combined
 //! into the node's shapes ([`Compiler::eval_schema`] calls them).
 
-use super::super::decimal::Dec;
-use super::super::doc::{Draft, Keywords};
-use super::super::node::{ArrShape, Contains, ObjShape, Term};
-use super::super::number::{multiple_of, NumAtom};
-use super::super::strings::{length, StrLang};
 use super::{
-    as_count, bad, empty_atom, kw_err, unsup, Compiler, MAX_LENGTH_BOUND, MAX_PATTERN_CLASSES,
+    as_count, empty_atom, keyword_error, parse_error, unsupported, Compiler, MAX_LENGTH_BOUND,
+    MAX_PATTERN_CLASSES,
 };
 use crate::error::{ErrorKind, Result};
 use crate::ir::Expr;
+use crate::json_schema::decimal::Dec;
+use crate::json_schema::doc::{Draft, Keywords};
+use crate::json_schema::node::{ArrShape, Contains, ObjShape, Term};
+use crate::json_schema::number::{multiple_of, NumAtom};
+use crate::json_schema::strings::{self, length, StrLang};
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 
@@ -23,11 +24,15 @@ impl Compiler<'_> {
     ) -> Result<Option<StrLang>> {
         let mut parts: Vec<Expr> = Vec::new();
         let min = match m.keyword("minLength") {
-            Some(v) => Some(as_count(v).ok_or_else(|| bad("minLength", ptr, "not a count"))?),
+            Some(v) => {
+                Some(as_count(v).ok_or_else(|| parse_error("minLength", ptr, "not a count"))?)
+            }
             None => None,
         };
         let max = match m.keyword("maxLength") {
-            Some(v) => Some(as_count(v).ok_or_else(|| bad("maxLength", ptr, "not a count"))?),
+            Some(v) => {
+                Some(as_count(v).ok_or_else(|| parse_error("maxLength", ptr, "not a count"))?)
+            }
             None => None,
         };
         if min.unwrap_or(0) > 0 || max.is_some() {
@@ -43,7 +48,7 @@ impl Compiler<'_> {
                 } else {
                     "minLength"
                 };
-                return Err(kw_err(
+                return Err(keyword_error(
                     ErrorKind::Limit,
                     kw,
                     ptr,
@@ -54,21 +59,21 @@ impl Compiler<'_> {
         }
         if let Some(p) = m.keyword("pattern") {
             let Value::String(p) = p else {
-                return Err(bad("pattern", ptr, "not a string"));
+                return Err(parse_error("pattern", ptr, "not a string"));
             };
             match self.pattern_expr(p) {
                 Ok(e) => parts.push(e),
                 // A construct no automaton matches (lenient: left out).
                 Err(e) if e.kind() == ErrorKind::Unsupported => {
-                    let e = kw_err(e.kind(), "pattern", ptr, e.message());
+                    let e = keyword_error(e.kind(), "pattern", ptr, e.message());
                     self.leave_out(e, "pattern", ptr)?;
                 }
-                Err(e) => return Err(kw_err(e.kind(), "pattern", ptr, e.message())),
+                Err(e) => return Err(keyword_error(e.kind(), "pattern", ptr, e.message())),
             }
         }
         if let Some(Value::String(f)) = m.keyword("format") {
             if f == "hostname" {
-                let e = unsup(
+                let e = unsupported(
                     "format",
                     ptr,
                     "'hostname' cannot be checked exactly by a finite automaton: an IDNA \
@@ -85,7 +90,7 @@ impl Compiler<'_> {
                     // Standard formats whose language is not regular (or not
                     // built): asserting them exactly is impossible here.
                     None if matches!(f.as_str(), "regex" | "idn-email" | "idn-hostname") => {
-                        let e = unsup(
+                        let e = unsupported(
                             "format",
                             ptr,
                             format!("'{f}' cannot be checked by a finite automaton"),
@@ -111,10 +116,10 @@ impl Compiler<'_> {
             match m.keyword(kw) {
                 None => Ok(None),
                 Some(Value::Number(n)) => Ok(Some(
-                    Dec::from_json(n).ok_or_else(|| bad(kw, ptr, "bad number"))?,
+                    Dec::from_json(n).ok_or_else(|| parse_error(kw, ptr, "bad number"))?,
                 )),
                 Some(Value::Bool(_)) if kw.starts_with("exclusive") => Ok(None),
-                Some(_) => Err(bad(kw, ptr, "not a number")),
+                Some(_) => Err(parse_error(kw, ptr, "not a number")),
             }
         };
         let mut a = NumAtom::any();
@@ -141,13 +146,13 @@ impl Compiler<'_> {
         }
         if let Some(d) = num("multipleOf")? {
             if d.neg || d.is_zero() {
-                return Err(bad("multipleOf", ptr, "must be greater than 0"));
+                return Err(parse_error("multipleOf", ptr, "must be greater than 0"));
             }
             // Check now that the language can be built, for a precise error
             // (lenient: leave the keyword out).
             match multiple_of(&d) {
                 Ok(_) => a.mult.push(d),
-                Err(e) => self.leave_out(unsup("multipleOf", ptr, e), "multipleOf", ptr)?,
+                Err(e) => self.leave_out(unsupported("multipleOf", ptr, e), "multipleOf", ptr)?,
             }
         }
         if a.is_any() {
@@ -181,11 +186,11 @@ impl Compiler<'_> {
         let mut patterns: Vec<(Expr, Term)> = Vec::new();
         if let Some(pp) = m.keyword("patternProperties") {
             let Value::Object(pp) = pp else {
-                return Err(bad("patternProperties", ptr, "not an object"));
+                return Err(parse_error("patternProperties", ptr, "not an object"));
             };
             for (p, _) in pp {
                 let e = self.pattern_expr(p).map_err(|e| {
-                    kw_err(
+                    keyword_error(
                         e.kind(),
                         "patternProperties",
                         ptr,
@@ -214,7 +219,7 @@ impl Compiler<'_> {
         let unlisted = |k: &str| -> Term {
             let matching: Vec<Term> = patterns
                 .iter()
-                .filter(|(e, _)| super::super::strings::matches(e, k))
+                .filter(|(e, _)| strings::matches(e, k))
                 .map(|(_, t)| t.clone())
                 .collect();
             if matching.is_empty() {
@@ -226,13 +231,13 @@ impl Compiler<'_> {
         let mut props: Vec<(String, Term)> = Vec::new();
         if let Some(p) = m.keyword("properties") {
             let Value::Object(p) = p else {
-                return Err(bad("properties", ptr, "not an object"));
+                return Err(parse_error("properties", ptr, "not an object"));
             };
             for (k, _) in p {
                 let sub = self.doc.child(id, &["properties", k]).unwrap();
                 let mut parts = vec![self.loc(sub)];
                 for (e, t) in &patterns {
-                    if super::super::strings::matches(e, k) {
+                    if strings::matches(e, k) {
                         parts.push(t.clone());
                     }
                 }
@@ -243,11 +248,11 @@ impl Compiler<'_> {
         let mut weak = BTreeSet::new();
         if let Some(r) = m.keyword("required") {
             let Value::Array(r) = r else {
-                return Err(bad("required", ptr, "not an array"));
+                return Err(parse_error("required", ptr, "not an array"));
             };
             for x in r {
                 let Value::String(k) = x else {
-                    return Err(bad("required", ptr, "names must be strings"));
+                    return Err(parse_error("required", ptr, "names must be strings"));
                 };
                 if !props.iter().any(|(n, _)| n == k) {
                     props.push((k.clone(), unlisted(k)));
@@ -279,7 +284,7 @@ impl Compiler<'_> {
             }
             classes = next;
             if classes.len() > MAX_PATTERN_CLASSES {
-                return Err(kw_err(
+                return Err(keyword_error(
                     ErrorKind::Limit,
                     "patternProperties",
                     ptr,
@@ -329,10 +334,12 @@ impl Compiler<'_> {
             }
         }
         if let Some(v) = m.keyword("minProperties") {
-            shape.min = as_count(v).ok_or_else(|| bad("minProperties", ptr, "not a count"))?;
+            shape.min =
+                as_count(v).ok_or_else(|| parse_error("minProperties", ptr, "not a count"))?;
         }
         if let Some(v) = m.keyword("maxProperties") {
-            shape.max = Some(as_count(v).ok_or_else(|| bad("maxProperties", ptr, "not a count"))?);
+            shape.max =
+                Some(as_count(v).ok_or_else(|| parse_error("maxProperties", ptr, "not a count"))?);
         }
         Ok(Some(shape))
     }
@@ -382,24 +389,25 @@ impl Compiler<'_> {
         }
         if let Some(v) = m.keyword("minItems") {
             any = true;
-            shape.min = as_count(v).ok_or_else(|| bad("minItems", ptr, "not a count"))?;
+            shape.min = as_count(v).ok_or_else(|| parse_error("minItems", ptr, "not a count"))?;
         }
         if let Some(v) = m.keyword("maxItems") {
             any = true;
-            shape.max = Some(as_count(v).ok_or_else(|| bad("maxItems", ptr, "not a count"))?);
+            shape.max =
+                Some(as_count(v).ok_or_else(|| parse_error("maxItems", ptr, "not a count"))?);
         }
         if self.doc.draft(id).has_keyword("contains") && m.has("contains") {
             any = true;
             let min = match m.keyword("minContains") {
                 Some(v) if self.doc.draft(id) >= Draft::D2019 => {
-                    as_count(v).ok_or_else(|| bad("minContains", ptr, "not a count"))?
+                    as_count(v).ok_or_else(|| parse_error("minContains", ptr, "not a count"))?
                 }
                 _ => 1,
             };
             let max = match m.keyword("maxContains") {
-                Some(v) if self.doc.draft(id) >= Draft::D2019 => {
-                    Some(as_count(v).ok_or_else(|| bad("maxContains", ptr, "not a count"))?)
-                }
+                Some(v) if self.doc.draft(id) >= Draft::D2019 => Some(
+                    as_count(v).ok_or_else(|| parse_error("maxContains", ptr, "not a count"))?,
+                ),
                 _ => None,
             };
             let t = child(self, &["contains"]);

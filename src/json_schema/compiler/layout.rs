@@ -8,10 +8,10 @@
 //! swaps them back. Without an indent the depth stays 0 and the caches
 //! are never swapped.
 
-use super::super::layout::{FixedLayout, MAX_INDENT_DEPTH};
-use super::super::node::{ArrShape, ObjShape, Term};
 use super::Compiler;
 use crate::ir::{Expr, LexemeHint, RuleId};
+use crate::json_schema::layout::{FixedLayout, MAX_INDENT_DEPTH};
+use crate::json_schema::node::{ArrShape, ObjShape, Term};
 use crate::util::hash::FastMap;
 
 type Caches = (

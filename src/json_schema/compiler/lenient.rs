@@ -16,11 +16,11 @@
 //! terms), so the widened mark follows terms, not nodes: a negation met
 //! later looks its operand up when it is evaluated.
 
-use super::super::node::{ArrShape, Node, Term};
 use super::{at, Compiler};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ir::Dropped;
 use crate::ir::Expr;
+use crate::json_schema::node::{ArrShape, Node, Term};
 
 impl Compiler<'_> {
     /// Records that `kw` at `ptr` (a JSON pointer) was left out because of

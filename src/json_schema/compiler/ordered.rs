@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::ir::{Expr, LexemeHint, RuleId};
 use crate::util::hash::FastMap;
 
-use super::super::node::ObjShape;
+use crate::json_schema::node::ObjShape;
 
 /// A state of the ordered object: the next listed member that may come,
 /// the members written (counted up to the bound that matters), which of the

@@ -27,11 +27,11 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
-use super::super::doc::{Draft, Keywords};
-use super::super::node::{ArrShape, Node, ObjShape, Term};
-use super::super::strings::StrLang;
-use super::{at, kw_err, Compiler};
+use super::{at, keyword_error, Compiler};
 use crate::error::{Error, ErrorKind, Result};
+use crate::json_schema::doc::{Draft, Keywords};
+use crate::json_schema::node::{ArrShape, Node, ObjShape, Term};
+use crate::json_schema::strings::StrLang;
 use crate::util::hash::FastMap;
 
 /// Most cases one `unevaluated*` keyword is expanded into.
@@ -131,7 +131,7 @@ impl Compiler<'_> {
         } else {
             "unevaluatedItems"
         };
-        let wrap = |e: Error| kw_err(e.kind(), kw, ptr, e.message());
+        let wrap = |e: Error| keyword_error(e.kind(), kw, ptr, e.message());
         let mut walk = Walk::default();
         let cases = self.cases(id, props, true, &mut walk).map_err(wrap)?;
         if cases.iter().any(|c| c.cond.is_none() && c.ev.all) {
