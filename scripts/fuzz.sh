@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing of cgram's C API with cargo fuzz (libFuzzer).
 #
-#   scripts/fuzz.sh [--time SECONDS] [--sanitizer none|address]
+#   scripts/fuzz.sh [--time SECONDS] [--jobs N] [--sanitizer none|address]
 #                   [--keep-going] [--update-corpus] [TARGET...]
 #
 # Targets (all when none is named; the code is fuzz/harness.rs):
@@ -16,7 +16,8 @@
 #                        default 10 s deadline: past 15 s is a finding
 #
 # Builds the targets (nightly toolchain; installs cargo-fuzz when missing).
-# For each target, one after the other, niced:
+# For each target, N at a time (--jobs, default the number of cores: a
+# libFuzzer process uses one), niced:
 # 1. replays fuzz/regressions/<target>/ in the fuzz build: a reproducer
 #    listed in fuzz/regressions/open.txt that still fails is reported as
 #    open; any other that fails is a regression;
@@ -44,6 +45,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root/fuzz"
 
 time_s=60
+jobs="$(nproc 2>/dev/null || echo 1)"
 sanitizer=none
 update=0
 keep_going=0
@@ -56,6 +58,8 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --time) time_s="${2:?--time needs a value}"; shift 2 ;;
     --time=*) time_s="${1#*=}"; shift ;;
+    --jobs) jobs="${2:?--jobs needs a value}"; shift 2 ;;
+    --jobs=*) jobs="${1#*=}"; shift ;;
     --sanitizer) sanitizer="${2:?--sanitizer needs a value}"; shift 2 ;;
     --sanitizer=*) sanitizer="${1#*=}"; shift ;;
     --update-corpus) update=1; shift ;;
@@ -70,6 +74,7 @@ for t in "${targets[@]}"; do
   [[ " ${all_targets[*]} " == *" $t "* ]] || { echo "fuzz.sh: no target $t (${all_targets[*]})" >&2; exit 2; }
 done
 [[ "$time_s" =~ ^[0-9]+$ ]] && [ "$time_s" -gt 0 ] || { echo "fuzz.sh: --time takes seconds" >&2; exit 2; }
+[[ "$jobs" =~ ^[0-9]+$ ]] && [ "$jobs" -gt 0 ] || { echo "fuzz.sh: --jobs takes a count" >&2; exit 2; }
 case "$sanitizer" in none|address) ;; *) echo "fuzz.sh: --sanitizer none|address" >&2; exit 2 ;; esac
 
 # The toolchain: nightly (libFuzzer's instrumentation needs -Z flags), and
@@ -107,7 +112,10 @@ timeout_s() {
   esac
 }
 
+# fuzz/target/<sanitizer>, or <sanitizer>-fuzz under CARGO_TARGET_DIR when
+# it is set (.ci/run keeps one between runs).
 target_dir="target/$sanitizer"
+[ -n "${CARGO_TARGET_DIR:-}" ] && target_dir="$CARGO_TARGET_DIR/$sanitizer-fuzz"
 build=(cargo +nightly fuzz build --sanitizer "$sanitizer" --target-dir "$target_dir")
 echo "fuzz.sh: building the targets (${build[*]})"
 start=$SECONDS
@@ -124,14 +132,17 @@ failed=0
 # `target/file` entries of fuzz/regressions/open.txt.
 open_list="$(sed 's/#.*//' regressions/open.txt 2>/dev/null | awk 'NF { print $1 }')"
 
-for t in "${targets[@]}"; do
-  mkdir -p "work/$t" "corpus/$t" "artifacts/$t"
-  log="work/$t.log"
+# One target: its replays, its fuzzing run, its corpus update. Prints its
+# report; writes its summary line to work/<target>.summary; fails on a
+# finding or a regression.
+fuzz_target() {
+  local t="$1" status=0
+  local log="work/$t.log" n_ok=0 n_open=0 n_bad=0 f ok ms mark code last execs eps secs rss cov ft corp kinds finding line
+  local -a fork new
   echo
   echo "======== $t: $time_s s"
 
   # 1. The reproducers of earlier findings, in this build.
-  n_ok=0 n_open=0 n_bad=0
   for f in regressions/"$t"/*; do
     [ -f "$f" ] || continue
     # libFuzzer does not apply -timeout to inputs given as files: the time
@@ -147,7 +158,7 @@ for t in "${targets[@]}"; do
       n_open=$((n_open + 1))
     else
       n_bad=$((n_bad + 1))
-      failed=1
+      status=1
       echo "REGRESSION: $f fails again:"
       grep -m 1 -A 2 -E "panicked at|ERROR: libFuzzer|^took" "work/$t.replay.log" || true
     fi
@@ -182,14 +193,14 @@ for t in "${targets[@]}"; do
   finding="${kinds:-none}"
   if [ ${#new[@]} -eq 0 ] && [ "$code" -ne 0 ]; then finding="exit $code"; fi
   if [ "$finding" != none ]; then
-    failed=1
+    status=1
     echo "FINDINGS ($finding); log $root/fuzz/$log:"
     printf '  %s\n' "${new[@]}"
     grep -m 3 -A 2 -E "panicked at|ERROR: libFuzzer: (timeout|out-of-memory)" "$log" || true
   fi
   line="$(printf '%-20s %10s execs %6s exec/s  cov %-6s ft %-7s corpus %-6s rss %5s MB  regressions %s/%s/%s  findings: %s' \
     "$t" "${execs:-?}" "${eps:-?}" "${cov:-?}" "${ft:-?}" "$corp" "${rss:-?}" "$n_ok" "$n_open" "$n_bad" "$finding")"
-  summary+=("$line")
+  echo "$line" >"work/$t.summary"
   echo "$line"
 
   if [ "$update" = 1 ]; then
@@ -200,9 +211,26 @@ for t in "${targets[@]}"; do
       echo "fuzz.sh: cmin of $t failed: see fuzz/work/$t.cmin.log" >&2
     echo "fuzz.sh: fuzz/corpus/$t: $(find "corpus/$t" -type f | wc -l) files, $(du -sh "corpus/$t" | cut -f1)"
   fi
+  return $status
+}
+
+# The targets, $jobs at a time (libFuzzer runs one process per target, a
+# core each); each report is printed whole, in the order given.
+declare -A pid_of
+for t in "${targets[@]}"; do
+  mkdir -p "work/$t" "corpus/$t" "artifacts/$t"
+  rm -f "work/$t.summary"
+  while [ "$(jobs -pr | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+  fuzz_target "$t" >"work/$t.report" 2>&1 &
+  pid_of[$t]=$!
+done
+for t in "${targets[@]}"; do
+  wait "${pid_of[$t]}" || failed=1
+  cat "work/$t.report"
+  summary+=("$(cat "work/$t.summary" 2>/dev/null || echo "$t: no summary (see fuzz/work/$t.report)")")
 done
 
 echo
-echo "fuzz.sh summary ($time_s s per target, sanitizer $sanitizer, keep-going $keep_going, $(git -C "$root" rev-parse --short HEAD 2>/dev/null)); regressions pass/open/regressed:"
+echo "fuzz.sh summary ($time_s s per target, $jobs at a time, sanitizer $sanitizer, keep-going $keep_going, $(git -C "$root" rev-parse --short HEAD 2>/dev/null)); regressions pass/open/regressed:"
 printf '  %s\n' "${summary[@]}"
 exit $failed

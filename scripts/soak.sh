@@ -61,7 +61,7 @@ if [ -z "$dump" ]; then
 else
   trap 'rm -f "$out"' EXIT
 fi
-cmd=(target/release/cgram-bench soak --tokenizer "$tokenizer" --schemas "$maskbench"
+cmd=("${CARGO_TARGET_DIR:-target}/release/cgram-bench" soak --tokenizer "$tokenizer" --schemas "$maskbench"
   --gbnf "$gbnf/arithmetic.gbnf" --gbnf "$gbnf/list.gbnf" --gbnf "$gbnf/c.gbnf"
   --gbnf-json "$gbnf/json.gbnf" --gbnf-json "$gbnf/json_arr.gbnf"
   "${args[@]}" --dump "$dump" "$@")

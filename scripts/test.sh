@@ -17,26 +17,30 @@
 # (scripts/sanitize.sh) and a short run of every fuzz target
 # (scripts/fuzz.sh, 30 s each). Installs cmake / pkg-config when missing and
 # fetches the real tokenizers first. Every stage runs even if an earlier one
-# failed; the exit status is non-zero if any failed.
+# failed; the exit status is non-zero if any failed. A table of the stages'
+# times ends the output (tests/README.md keeps the last measured ones).
 set -uo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 failed=()
 passed=()
+times=()
 
 stage() {
   local name="$1"
   shift
   printf '\n======== %s: %s\n' "$name" "$*"
   local start=$SECONDS
+  local verdict=passed
   if "$@"; then
     passed+=("$name")
-    printf -- '-------- %s passed (%ss)\n' "$name" $((SECONDS - start))
   else
     failed+=("$name")
-    printf -- '-------- %s FAILED (%ss)\n' "$name" $((SECONDS - start))
+    verdict=FAILED
   fi
+  printf -- '-------- %s %s (%ss)\n' "$name" "$verdict" $((SECONDS - start))
+  times+=("$(printf '%-18s %6ss  %s' "$name" $((SECONDS - start)) "$verdict")")
 }
 
 pkg_config_build() {
@@ -67,5 +71,8 @@ stage sanitize scripts/sanitize.sh
 stage fuzz scripts/fuzz.sh --time 30
 
 echo
+echo "test.sh: stage times ($(git rev-parse --short HEAD 2>/dev/null), $(nproc) cores):"
+printf '  %s\n' "${times[@]}"
+printf '  %-18s %6ss\n' total "$SECONDS"
 echo "test.sh: ${#passed[@]} stages passed (${passed[*]:-}), ${#failed[@]} failed (${failed[*]:-})"
 [ ${#failed[@]} -eq 0 ]
