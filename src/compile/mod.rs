@@ -14,6 +14,7 @@
 
 mod adjacency;
 pub mod analyze;
+pub mod chart;
 mod horn;
 pub mod lexeme;
 pub mod right_linear;

@@ -5,90 +5,25 @@
 //! rollback), and whether end-of-sequence was accepted. Masks are the union
 //! of the cached per-state token sets ([`crate::tokensets`]) of the current
 //! set's items, plus the tokens that leave a rule mid-token, checked
-//! against the real callers ([`crate::tokensets::exits`]).
+//! against the real callers: both come from the token-set layer's face
+//! ([`crate::tokensets::info_for`], [`crate::tokensets::SequenceExits`]),
+//! and the chart's steps from the automaton
+//! ([`crate::compile::chart`]).
 
 pub mod lazy;
 
 use std::sync::Arc;
 
-use crate::tokensets::context::NO_CTX;
-use crate::tokensets::earley::{Chart, Item, Scratch, NO_ORIGIN};
-use crate::tokensets::exits::{context_of, exit_tokens, ContextMemo};
-use crate::tokensets::token_list::MaskFill;
+use crate::compile::chart::{Chart, Item, Scratch, NO_ORIGIN};
 use crate::tokensets::work;
-use crate::tokensets::{covered_lexeme_states, ending_info_for, info_for, ExitTokens, TokenInfo};
+use crate::tokensets::{
+    covered_lexeme_states, ending_info_for, info_for, MaskFill, SeenSets, SequenceExits,
+    UnknownExits,
+};
 pub use lazy::LazyMatcher;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::tokensets::CompiledGrammar;
-
-/// Most `(state, context)` exit lists a matcher keeps for itself.
-const MATCHER_EXIT_CACHE: usize = 4096;
-
-/// A matcher's own exit tokens by `(state, context)` (see [`Matcher`]).
-type MatcherExits = crate::util::hash::FastMap<(u32, u32), Arc<ExitTokens>>;
-
-/// Keeps `tokens` in a matcher's own exit tokens, which are cleared past
-/// [`MATCHER_EXIT_CACHE`] entries.
-fn keep_exits(exits: &mut MatcherExits, key: (u32, u32), tokens: Arc<ExitTokens>) {
-    if exits.len() >= MATCHER_EXIT_CACHE {
-        exits.clear();
-    }
-    exits.insert(key, tokens);
-}
-
-/// Adds to `mask` the exit tokens of `unknown` items (token sets, item,
-/// context) that no cache held, and keeps them.
-///
-/// Lexeme items with the same token sets are walked together, the union
-/// of their exits kept under the list of their `(state, context)`: an
-/// object in forty variants that each admit other names meets, after
-/// `{"`, forty keys ("any string but these names") that read the same
-/// tokens, and each walked the same exits (`":`, `": {`, ...) into the
-/// same value: 6.8M of that mask's 24M instructions. Parser-rule items,
-/// and lexeme items alone with their sets, are walked alone and kept by
-/// `(state, context)`.
-fn add_unknown_exits(
-    g: &CompiledGrammar,
-    chart: &Chart,
-    exits: &mut MatcherExits,
-    mut unknown: Vec<(Arc<TokenInfo>, Item, u32)>,
-    mask: &mut MaskFill,
-) {
-    // Items of one state in one context read the same exits: once.
-    unknown.sort_by_key(|(info, it, ctx)| (info.id(), it.state, *ctx));
-    unknown.dedup_by(|a, b| a.2 != NO_CTX && (a.1.state, a.2) == (b.1.state, b.2));
-    let together = |a: &(Arc<TokenInfo>, Item, u32), b: &(Arc<TokenInfo>, Item, u32)| {
-        a.0.id() == b.0.id() && !g.is_parser_state(a.1.state) && !g.is_parser_state(b.1.state)
-    };
-    for group in unknown.chunk_by(together) {
-        let key: Option<Box<[(u32, u32)]>> = match group {
-            [_] => None,
-            _ if group.iter().any(|u| u.2 == NO_CTX) => None,
-            _ => Some(group.iter().map(|u| (u.1.state, u.2)).collect()),
-        };
-        if let Some(tokens) = key.as_deref().and_then(|k| g.contexts.group_exits(k)) {
-            tokens.or_into(mask);
-            continue;
-        }
-        let items: Vec<Item> = group.iter().map(|u| u.1).collect();
-        let tokens = exit_tokens(g, chart, &items, &group[0].0);
-        if work::exhausted() {
-            // Partial: the mask fails, nothing is kept.
-            return;
-        }
-        let tokens = Arc::new(tokens);
-        tokens.or_into(mask);
-        match (group, key) {
-            (_, Some(key)) => g.contexts.store_group_exits(key, tokens),
-            ([(_, it, ctx)], None) if *ctx != NO_CTX => {
-                g.contexts.store_exits(it.state, *ctx, tokens.clone());
-                keep_exits(exits, (it.state, *ctx), tokens);
-            }
-            _ => {}
-        }
-    }
-}
 
 /// Sets the bits of `tokens` in `mask`.
 fn set_bits(mask: &mut [u32], tokens: &[u32]) {
@@ -101,13 +36,8 @@ fn set_bits(mask: &mut [u32], tokens: &[u32]) {
 pub struct Matcher {
     grammar: Arc<CompiledGrammar>,
     chart: Chart,
-    contexts: ContextMemo,
-    /// The exit tokens (see [`Contexts`]) this matcher used, by `(state,
-    /// context)`: masks read them here, without the grammar-wide lock and
-    /// without touching shared reference counts, so that matchers on
-    /// different threads do not contend. Context ids are position-free, so
-    /// entries survive rollbacks and resets.
-    exits: MatcherExits,
+    /// What this sequence's masks learned about exits.
+    exits: SequenceExits,
     /// Number of chart sets after each accepted step.
     step_ends: Vec<u32>,
     /// End-of-sequence was accepted (at this many steps).
@@ -120,10 +50,7 @@ impl Clone for Matcher {
         Matcher {
             grammar: self.grammar.clone(),
             chart: self.chart.clone(),
-            contexts: self.contexts.clone(),
-            // A cache: a clone (jump-forward probes, samplers cloned by the
-            // runtime) starts without it rather than paying for its copy.
-            exits: Default::default(),
+            exits: self.exits.clone(),
             step_ends: self.step_ends.clone(),
             terminated: self.terminated,
             scratch: Scratch::default(),
@@ -136,8 +63,7 @@ impl Matcher {
         let mut m = Matcher {
             grammar,
             chart: Chart::new(),
-            contexts: ContextMemo::default(),
-            exits: Default::default(),
+            exits: SequenceExits::default(),
             step_ends: Vec::new(),
             terminated: false,
             scratch: Scratch::default(),
@@ -153,7 +79,7 @@ impl Matcher {
     /// Back to the start state.
     pub fn reset(&mut self) {
         self.chart = Chart::new();
-        self.contexts.clear();
+        self.exits.clear_positions();
         self.step_ends.clear();
         self.terminated = false;
         let g = self.grammar.clone();
@@ -162,12 +88,13 @@ impl Matcher {
             origin: NO_ORIGIN,
         }];
         let chart = &self.chart;
-        g.closure(
+        let closure = g.automaton().closure(
             &mut items,
             0,
             |o| chart.set(o as usize),
             &mut self.scratch.seen,
         );
+        work::charge(closure.work);
         self.chart.push_set(&items);
     }
 
@@ -181,13 +108,18 @@ impl Matcher {
         self.chart
             .last()
             .iter()
-            .any(|it| it.origin == NO_ORIGIN && g.is_final(it.state))
+            .any(|it| it.origin == NO_ORIGIN && g.automaton().is_final(it.state))
     }
 
     /// EOS was accepted, or nothing at all can follow.
     pub fn is_terminated(&self) -> bool {
         let g = &self.grammar;
-        self.terminated || !self.chart.last().iter().any(|it| g.can_scan(it.state))
+        self.terminated
+            || !self
+                .chart
+                .last()
+                .iter()
+                .any(|it| g.automaton().can_scan(it.state))
     }
 
     /// Number of steps (`accept` and `accept_bytes` calls that succeeded)
@@ -233,7 +165,8 @@ impl Matcher {
         let start_sets = self.chart.num_sets();
         let mut token_kernel = Vec::new();
         if g.automaton().has_token_edges {
-            g.scan_token(self.chart.last(), token, &mut token_kernel);
+            g.automaton()
+                .scan_token(self.chart.last(), token, &mut token_kernel);
         }
         let ok = if bytes.is_empty() {
             // A special token (or a token with no text) is one position.
@@ -244,7 +177,7 @@ impl Matcher {
                 let mut kernel = std::mem::take(&mut self.scratch.kernel);
                 kernel.clear();
                 if alive {
-                    g.scan_byte(self.chart.last(), b, &mut kernel);
+                    g.automaton().scan_byte(self.chart.last(), b, &mut kernel);
                 }
                 if k + 1 == bytes.len() {
                     kernel.extend_from_slice(&token_kernel);
@@ -283,12 +216,13 @@ impl Matcher {
         let pos = self.chart.num_sets() as u32;
         let chart = &self.chart;
         if !kernel.is_empty() {
-            g.closure(
+            let closure = g.automaton().closure(
                 kernel,
                 pos,
                 |o| chart.set(o as usize),
                 &mut self.scratch.seen,
             );
+            work::charge(closure.work);
         }
         self.chart.push_set(kernel);
         !kernel.is_empty()
@@ -308,7 +242,7 @@ impl Matcher {
         for (k, &b) in bytes.iter().enumerate() {
             let mut kernel = std::mem::take(&mut self.scratch.kernel);
             kernel.clear();
-            g.scan_byte(self.chart.last(), b, &mut kernel);
+            g.automaton().scan_byte(self.chart.last(), b, &mut kernel);
             let alive = self.push_step(&mut kernel);
             self.scratch.kernel = kernel;
             if !alive {
@@ -343,8 +277,7 @@ impl Matcher {
         self.step_ends.truncate(keep);
         let sets = self.step_ends.last().map_or(1, |&e| e as usize);
         self.chart.truncate(sets);
-        self.contexts
-            .retain(|&(origin, _), _| (origin as usize) < sets);
+        self.exits.truncate_positions(sets);
         self.terminated = false;
         Ok(())
     }
@@ -370,7 +303,6 @@ impl Matcher {
         let Matcher {
             grammar,
             chart,
-            contexts,
             exits,
             terminated,
             ..
@@ -388,23 +320,23 @@ impl Matcher {
             mask.fill(0);
             return Ok(());
         }
-        let mut mask = crate::tokensets::MaskFill::new(mask);
+        let mut mask = MaskFill::new(mask);
         let automaton = g.automaton();
         let pos = (chart.num_sets() - 1) as u32;
         let set = chart.last();
         // Token sets already in the mask: items of one object in many
         // states share their key lexemes' (large) sets.
-        let mut done = crate::tokensets::SeenSets::default();
-        // Items whose exit tokens no cache holds: walked after the others
-        // (see `add_unknown_exits`).
-        let mut unknown: Vec<(Arc<TokenInfo>, Item, u32)> = Vec::new();
+        let mut done = SeenSets::default();
+        let mut unknown = UnknownExits::default();
         // Lexeme states whose tokens others put in the mask, but where
         // they end: walked only there while their own sets are not known.
         let covered = covered_lexeme_states(
             g,
             set.iter()
                 .filter(|it| {
-                    it.origin != pos && !g.is_parser_state(it.state) && g.can_scan(it.state)
+                    it.origin != pos
+                        && !automaton.is_parser_state(it.state)
+                        && automaton.can_scan(it.state)
                 })
                 .map(|it| it.state),
         );
@@ -413,13 +345,13 @@ impl Matcher {
             if it.origin == pos {
                 continue;
             }
-            if g.is_parser_state(it.state) {
+            if automaton.is_parser_state(it.state) {
                 if automaton.byte_edges(it.state).is_empty()
                     && automaton.call_edges(it.state).is_empty()
                 {
                     continue;
                 }
-            } else if !g.can_scan(it.state) {
+            } else if !automaton.can_scan(it.state) {
                 continue;
             }
             let info = if covered.contains(&it.state) {
@@ -428,28 +360,13 @@ impl Matcher {
                 info_for(g, it.state)
             };
             info.or_inside_once(&mut mask, &mut done);
-            if info.exits.is_empty() || it.origin == NO_ORIGIN {
-                continue;
-            }
-            let rule = automaton.rule_of(it.state);
-            let ctx = context_of(g, chart, contexts, it.origin, rule);
-            if ctx != NO_CTX {
-                if let Some(tokens) = exits.get(&(it.state, ctx)) {
-                    tokens.or_into(&mut mask);
-                    continue;
-                }
-                if let Some(tokens) = g.contexts.exits(it.state, ctx) {
-                    tokens.or_into(&mut mask);
-                    keep_exits(exits, (it.state, ctx), tokens);
-                    continue;
-                }
-            }
-            unknown.push((info, *it, ctx));
+            exits.exits_for(g, chart, *it, info, &mut mask, &mut unknown);
         }
-        add_unknown_exits(g, chart, exits, unknown, &mut mask);
+        // Items whose exit tokens no cache held: walked after the others.
+        exits.add_unknown_exits(g, chart, unknown, &mut mask);
         if automaton.has_token_edges {
             for it in set {
-                if g.is_parser_state(it.state) {
+                if automaton.is_parser_state(it.state) {
                     for &(ts, _) in automaton.token_edges(it.state) {
                         mask.add(&g.token_set_lists[ts as usize]);
                     }
@@ -499,8 +416,7 @@ impl Matcher {
         std::mem::size_of::<Self>()
             + self.chart.memory()
             + self.step_ends.capacity() * 4
-            + self.contexts.capacity() * 12
-            + self.exits.capacity() * 24
+            + self.exits.memory()
     }
 }
 

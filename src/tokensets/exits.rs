@@ -6,9 +6,10 @@
 use std::sync::Arc;
 
 use super::context::{NO_CTX, ROOT_CTX};
-use super::earley::{self, Chart, Item, LexemeWalk, Walker, NO_ORIGIN};
+use super::earley::{self, LexemeWalk, Walker};
 use super::grammar::CompiledGrammar;
 use super::token_list::TokenList;
+use crate::compile::chart::{Chart, Item, NO_ORIGIN};
 use crate::util::byteset::ByteSet;
 
 /// Context ids (see [`super::context`]) of `(origin, rule)`: the callers in chart
@@ -28,13 +29,18 @@ pub(crate) fn exit_tokens(
     items: &[Item],
     info: &Arc<crate::tokensets::TokenInfo>,
 ) -> crate::tokensets::ExitTokens {
-    debug_assert!(items.len() == 1 || items.iter().all(|it| !g.is_parser_state(it.state)));
+    debug_assert!(
+        items.len() == 1
+            || items
+                .iter()
+                .all(|it| !g.automaton().is_parser_state(it.state))
+    );
     let mut out = Vec::new();
     let mut shared = None;
     // The rules of the items finish mid-token: go on in their real callers.
     let mut kernel = Vec::new();
     for it in items {
-        g.advance_callers(
+        g.automaton().advance_callers(
             chart.set(it.origin as usize),
             g.automaton().rule_of(it.state),
             &mut kernel,
@@ -50,7 +56,7 @@ pub(crate) fn exit_tokens(
     }
     let mut first: ByteSet = [0; 4];
     for x in walker.top() {
-        let f = g.direct_first(x.state);
+        let f = g.automaton().direct_first(x.state);
         for k in 0..4 {
             first[k] |= f[k];
         }
@@ -63,7 +69,7 @@ pub(crate) fn exit_tokens(
             // (`first` is what they read.) After a lexeme, the same for
             // every grammar of the vocabulary.
             let compute = || crate::tokensets::free_exits(g.engine(), info, &first, next);
-            let free = if g.is_parser_state(it.state) {
+            let free = if g.automaton().is_parser_state(it.state) {
                 g.contexts.free_exits(it.state, &states, compute)
             } else {
                 let mut next: Vec<(u64, u32)> = next
@@ -104,10 +110,10 @@ pub(crate) fn lexemes_next<'g>(
 ) -> Option<(LexemeWalk<'g>, Vec<u32>)> {
     let mut states = Vec::new();
     for it in set {
-        if !g.can_scan(it.state) || states.contains(&it.state) {
+        if !g.automaton().can_scan(it.state) || states.contains(&it.state) {
             continue;
         }
-        if g.is_parser_state(it.state) || states.len() == earley::MAX_LEXEME_WALK {
+        if g.automaton().is_parser_state(it.state) || states.len() == earley::MAX_LEXEME_WALK {
             return None;
         }
         states.push(it.state);
@@ -176,7 +182,7 @@ pub(crate) fn context_of(
         let mut missing = None;
         let mut uncached = false;
         'parents: for parent in chart.set(o as usize) {
-            if !g.is_parser_state(parent.state) {
+            if !g.automaton().is_parser_state(parent.state) {
                 continue;
             }
             for &(cr, t) in g.automaton().call_edges(parent.state) {

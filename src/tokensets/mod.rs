@@ -35,11 +35,12 @@
 //! (exits by caller context), [`string_counts`] (counted-string tables);
 //! [`engine`] (a vocabulary with the caches its grammars share, under one
 //! byte budget); [`grammar`] (a compiled grammar with its own caches);
-//! [`earley`] (the parser's chart and walker), [`lexeme_walk`] (walks with
+//! [`earley`] (the parser's walker), [`lexeme_walk`] (walks with
 //! a DFA alone); [`strings`] (JSON string shortcuts, and `Engine::new`),
 //! [`trie_walk`] (the parser's walk of the trie), [`mod@free_exits`];
 //! [`parser_walk`] (parser-rule states), [`exits`] (exits checked against
-//! the real callers); [`cached`] (where each state's sets are kept);
+//! the real callers); [`cached`] (where each state's sets and each item's
+//! exits are kept);
 //! [`covered`] (states a mask walks only where they end, as others read
 //! the rest).
 //!
@@ -62,7 +63,7 @@
 //! | parser-state token sets, token-set lists | [`CompiledGrammar`] | grammar | the grammar's states and sets |
 //! | pairs of lexeme states, one reading the other's unended strings | [`CompiledGrammar`] `covers` | grammar | 65,536 answers; cleared when full |
 //! | contexts and their exits | [`context::Contexts`] | grammar | 1 Mi contexts, 16 MiB of exits, 16 MiB of free parts; cleared when full |
-//! | exits used | `Matcher.exits` | matcher | the grammar's contexts |
+//! | exits used | [`SequenceExits`] `used` | matcher | the grammar's contexts |
 //! | closures | [`earley`] walker buffers, kept per thread between walks | one walk | 1,024 closures, cleared when full and when a walk starts; buffers past 1 MiB freed |
 //! | count classes | `compile::lexeme::Counter` `classes` | vocabulary (with its lexeme) | one per counted lexeme |
 //! | trigger fire sets | `trigger::Triggers` | triggers | 256 sets, 4 Mi ids; cleared when full |
@@ -89,7 +90,7 @@ pub mod token_list;
 pub mod trie_walk;
 pub mod work;
 
-pub use cached::{ending_info_for, info_for};
+pub use cached::{ending_info_for, info_for, SequenceExits, UnknownExits};
 pub use covered::covered_lexeme_states;
 pub use engine::{CacheStats, Engine, DEFAULT_CACHE_BUDGET};
 pub use free_exits::free_exits;

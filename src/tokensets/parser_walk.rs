@@ -4,11 +4,12 @@
 
 use std::sync::Arc;
 
-use super::earley::{Chart, Item, Walker, CTX_ORIGIN};
+use super::earley::Walker;
 use super::engine::Engine;
 use super::info::{exit_remainder, Exit, TokenInfo};
 use super::token_list::TokenList;
 use super::trie_walk::{walk_trie, Dfs, PrefixWalk};
+use crate::compile::chart::{Chart, Item, CTX_ORIGIN};
 use crate::tokensets::CompiledGrammar;
 use crate::util::byteset::ByteSet;
 
@@ -64,13 +65,13 @@ pub fn parser_state_info(
             // advanced.
             let rule = automaton.rule_of(li.state);
             let mut kernel = Vec::new();
-            g.advance_callers(&set0, rule, &mut kernel);
+            g.automaton().advance_callers(&set0, rule, &mut kernel);
             walker.truncate(1);
             walker.replace_top(&set0);
             if walker.push_kernel(&kernel) {
                 let mut first: ByteSet = [0; 4];
                 for x in walker.top() {
-                    let f = g.direct_first(x.state);
+                    let f = g.automaton().direct_first(x.state);
                     for k in 0..4 {
                         first[k] |= f[k];
                     }
@@ -164,25 +165,27 @@ fn called_rules(g: &CompiledGrammar, set0: &[Item]) -> (Vec<Item>, Vec<Item>) {
     let automaton = g.automaton();
     let mut called_here: Vec<u32> = set0
         .iter()
-        .filter(|it| it.origin != 0 && g.is_parser_state(it.state))
+        .filter(|it| it.origin != 0 && g.automaton().is_parser_state(it.state))
         .flat_map(|it| automaton.call_edges(it.state).iter().map(|&(rule, _)| rule))
         .collect();
     called_here.sort_unstable();
     called_here.dedup();
     let starts_called_rule = |it: &&Item| {
         let rule = automaton.rule_of(it.state);
-        it.origin == 0 && it.state == g.rule_start(rule) && called_here.binary_search(&rule).is_ok()
+        it.origin == 0
+            && it.state == g.automaton().rule_start(rule)
+            && called_here.binary_search(&rule).is_ok()
     };
     let walked_in_place = LookupDepth::too_deep()
         || set0.iter().filter(starts_called_rule).any(|it| {
             let rule = &automaton.rules[automaton.rule_of(it.state) as usize];
-            g.is_parser_state(it.state)
+            g.automaton().is_parser_state(it.state)
                 && (rule.left_recursive || rule.call_sites < SHARED_RULE_CALL_SITES)
         });
     if walked_in_place {
         return set0
             .iter()
-            .partition(|it| !g.is_parser_state(it.state) && it.origin == 0);
+            .partition(|it| !g.automaton().is_parser_state(it.state) && it.origin == 0);
     }
     let called = set0.iter().filter(starts_called_rule).copied().collect();
     let rest = set0.iter().filter(|it| it.origin != 0).copied().collect();
