@@ -137,7 +137,7 @@ impl CompiledGrammar {
         if self.is_structural(state) {
             !self.byte_edges(state).is_empty() || !self.token_edges(state).is_empty()
         } else {
-            self.direct_first(state) != [0u64; 4]
+            !self.direct_first(state).is_empty()
         }
     }
 
@@ -636,12 +636,10 @@ impl<'a> Walker<'a> {
 
     /// The bytes the top set's items can read.
     pub fn top_first(&self) -> ByteSet {
-        let mut first: ByteSet = [0; 4];
+        let mut first = ByteSet::EMPTY;
         for x in self.top() {
             let f = self.g.direct_first(x.state);
-            for k in 0..4 {
-                first[k] |= f[k];
-            }
+            first |= f;
         }
         first
     }

@@ -189,7 +189,7 @@ pub(crate) fn string_tail_info(
     // Where the string ends the lexeme, the token sets are the count's
     // alone, shared by every lexeme.
     let ends = after_quote == DEAD
-        || (dfa.is_final[after_quote as usize] && dfa.first_bytes[after_quote as usize] == [0; 4]);
+        || (dfa.is_final[after_quote as usize] && dfa.first_bytes[after_quote as usize].is_empty());
     let key = (lang, (!ends).then_some((dfa.id, after_quote)));
     shared_counted_info(counts, key, || {
         // "Any string" counted: its token sets, less the tokens holding

@@ -444,7 +444,7 @@ impl LexemeDfa {
     /// A state's finality and first bytes, hashed.
     fn sign(&self, s: usize) -> u64 {
         let mut h = mix(self.is_final[s] as u64);
-        for w in self.first_bytes[s] {
+        for w in self.first_bytes[s].words() {
             h = mix(h ^ w);
         }
         h

@@ -12,6 +12,7 @@ use crate::compile::adjacency::Adjacency;
 use crate::error::{Error, Result};
 use crate::ir::{CharClass, Expr};
 use crate::limits::{Deadline, Meter};
+use crate::util::byteset::ByteSet;
 
 /// Converts a regular IR expression (no `Ref`, no `Token`) to HIR.
 pub fn to_hir(expr: &Expr) -> Hir {
@@ -321,7 +322,7 @@ impl LexemeDfa {
         // transitions as a list (rows are mostly dead transitions), which
         // the liveness reads instead of the table.
         let by_class = ClassBytes::new(&classes, k);
-        let mut first_bytes = vec![[0u64; 4]; n];
+        let mut first_bytes = vec![ByteSet::EMPTY; n];
         let mut starts: Vec<u32> = Vec::with_capacity(n + 1);
         let mut targets: Vec<u32> = Vec::new();
         for (s, fb) in first_bytes.iter_mut().enumerate() {
@@ -337,9 +338,7 @@ impl LexemeDfa {
                 if targets.len() == row_start || targets[targets.len() - 1] != t {
                     targets.push(t);
                 }
-                for (f, b) in fb.iter_mut().zip(&by_class.bytes[class]) {
-                    *f |= b;
-                }
+                *fb |= by_class.bytes[class];
             };
             // Rows are mostly dead (a JSON string's states after a
             // backslash read a few bytes): four transitions at a time are
@@ -368,7 +367,7 @@ impl LexemeDfa {
             }
             let row = &mut trans[s * k..(s + 1) * k];
             let fb = &mut first_bytes[s];
-            *fb = [0; 4];
+            *fb = ByteSet::EMPTY;
             for (t, bytes) in row.iter_mut().zip(&by_class.bytes) {
                 if *t == DEAD {
                     continue;
@@ -377,9 +376,7 @@ impl LexemeDfa {
                     *t = DEAD;
                     continue;
                 }
-                for w in 0..4 {
-                    fb[w] |= bytes[w];
-                }
+                *fb |= *bytes;
             }
         }
         Ok(LexemeDfa {
@@ -487,7 +484,7 @@ impl LexemeDfa {
             num_classes: 1,
             trans: vec![DEAD],
             is_final: vec![false],
-            first_bytes: vec![[0; 4]],
+            first_bytes: vec![ByteSet::EMPTY],
             start: trie.start(),
             count_span: 0,
             computed: Some(Box::new(Computed::Strings(trie))),
@@ -681,7 +678,7 @@ mod tests {
             };
             let d = LexemeDfa::from_table(&table);
             for s in 0..n {
-                let mut bytes = [0u64; 4];
+                let mut bytes = ByteSet::EMPTY;
                 for b in 0..=255u8 {
                     let before = trans[s * k + classes[b as usize] as usize];
                     let kept =
@@ -689,7 +686,7 @@ mod tests {
                     let after = d.trans[s * k + classes[b as usize] as usize];
                     assert_eq!(after, if kept { before } else { DEAD }, "round {round}");
                     if kept {
-                        bytes[b as usize / 64] |= 1 << (b % 64);
+                        bytes.insert(b);
                     }
                 }
                 assert_eq!(d.first_bytes[s], bytes, "round {round}: state {s}");
