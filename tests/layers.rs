@@ -577,52 +577,51 @@ fn the_checker_sees_code_only() {
 /// files of folders read bottom-up (a file may import files on its own
 /// floor or below); every other folder must simply hold no import circle.
 /// `src/tokensets/` is the folder the mask path learns in, where circles
-/// grew before: its floors are ARCHITECTURE.md's file map.
-const FLOORS: &[(&str, &[&[&str]])] = &[(
-    "tokensets",
-    &[
-        &["work", "cleared", "token_list", "token_chars"],
-        &["info"],
-        &["lexeme", "context", "string_counts"],
-        &["engine"],
-        &["grammar"],
-        &["earley", "lexeme_walk"],
-        &["strings", "trie_walk", "free_exits"],
-        &["parser_walk", "exits"],
-        &["cached"],
-        &["covered"],
-    ],
-)];
-
-/// Folders whose files still import in a circle: `(folder, files in
-/// the circle)`, each with the work that removes it. May only shrink.
-const KNOWN_CIRCLES: &[(&str, &[&str])] = &[
-    // The lexeme builders and `source.rs` (which builds any expression)
-    // call each other: a lexeme of a boolean or counted expression builds
-    // its parts through the source.
+/// grew before: its floors are ARCHITECTURE.md's file map. The floors of
+/// `src/compile/lexeme/` are its module doc's list of files.
+const FLOORS: &[(&str, &[&[&str]])] = &[
     (
-        "compile/lexeme",
+        "tokensets",
         &[
-            "boolean",
-            "counted",
-            "iterations",
-            "length_and_iterations",
-            "source",
+            &["work", "cleared", "token_list", "token_chars"],
+            &["info"],
+            &["lexeme", "context", "string_counts"],
+            &["engine"],
+            &["grammar"],
+            &["earley", "lexeme_walk"],
+            &["strings", "trie_walk", "free_exits"],
+            &["parser_walk", "exits"],
+            &["cached"],
+            &["covered"],
         ],
     ),
-    // `table.rs` (the lexeme automaton) and the constructions that build
-    // and minimize it import each other.
     (
         "compile/lexeme",
         &[
-            "determinize",
-            "json_string",
-            "minimize",
-            "string_trie",
-            "table",
+            &["dfa_table", "analysis"],
+            &[
+                "lexeme_source",
+                "determinize",
+                "minimize",
+                "json_string",
+                "multiple",
+                "integer_range",
+                "rfc3339",
+            ],
+            &["string_trie"],
+            &["table", "boolean"],
+            &["counted"],
+            &["iterations"],
+            &["length_and_iterations"],
+            &["source"],
         ],
     ),
 ];
+
+/// Folders whose files still import in a circle: `(folder, files in
+/// the circle)`, each with the work that removes it. Empty: it may only
+/// stay so.
+const KNOWN_CIRCLES: &[(&str, &[&str])] = &[];
 
 /// The module paths a `crate::` or `super::` path names, its `{...}`
 /// groups expanded: `a::{b, c::d}` is `[a, b]` and `[a, c, d]`.
@@ -834,7 +833,8 @@ fn floors_import_downward() {
     let graphs = folder_graphs();
     let mut wrong = Vec::new();
     for (folder, floors) in FLOORS {
-        let graph = &graphs[&vec![folder.to_string()]];
+        let path: Vec<String> = folder.split('/').map(String::from).collect();
+        let graph = &graphs[&path];
         let floor_of = |f: &str| floors.iter().position(|fl| fl.contains(&f));
         for file in graph.keys() {
             assert!(

@@ -155,7 +155,7 @@ impl Automaton {
         if self.is_parser_state(state) {
             !self.byte_edges(state).is_empty() || !self.token_edges(state).is_empty()
         } else {
-            self.direct_first(state) != [0u64; 4]
+            !self.direct_first(state).is_empty()
         }
     }
 

@@ -33,7 +33,7 @@ use rtn::{Edges, ParserState, RtnBuilder, RtnScratch};
 use crate::error::{Error, Result};
 use crate::ir::{self, Expr, TokenSet};
 use crate::limits::{self, Deadline, Meter, SampledDeadline};
-use crate::util::byteset::{self, ByteSet};
+use crate::util::byteset::ByteSet;
 use crate::util::hash::FastMap;
 use crate::vocab::Vocab;
 
@@ -702,9 +702,9 @@ fn trim(
         |r| rule_ok[r as usize],
     );
     for s in parser_states.iter_mut() {
-        s.direct_first = [0; 4];
+        s.direct_first = ByteSet::EMPTY;
         for &(lo, hi, _) in edges.bytes(s) {
-            byteset::byteset_insert_range(&mut s.direct_first, lo, hi);
+            s.direct_first.insert_range(lo, hi);
         }
     }
     Ok(())
@@ -831,7 +831,7 @@ fn lexeme_first_bytes(kinds: &[(String, RuleKind)]) -> Vec<ByteSet> {
             RuleKind::Lexeme { dfa, .. } if dfa.start != lexeme::DEAD => {
                 dfa.first_bytes_of(dfa.start)
             }
-            _ => [0; 4],
+            _ => ByteSet::EMPTY,
         })
         .collect()
 }
@@ -846,7 +846,6 @@ fn compute_follow(
 ) -> Result<Vec<ByteSet>> {
     let n = kinds.len();
     let m = parser_states.len();
-    let or = byteset::byteset_union;
     // FIRST of each rule and each parser state (bytes that can be read
     // first), and whether the state can finish its rule without reading:
     // a fixpoint over a worklist of nodes (states `0..m`, rules `m..`), a
@@ -889,10 +888,10 @@ fn compute_follow(
             let mut changed = false;
             for &(r, t) in edges.calls(&parser_states[x]) {
                 let f = rule_first[r as usize];
-                changed |= or(&mut state_first[x], &f);
+                changed |= state_first[x].union_with(f);
                 if nullable[r as usize] {
                     let ft = state_first[t as usize];
-                    changed |= or(&mut state_first[x], &ft);
+                    changed |= state_first[x].union_with(ft);
                     if state_empty[t as usize] && !state_empty[x] {
                         state_empty[x] = true;
                         changed = true;
@@ -904,7 +903,7 @@ fn compute_follow(
             match &kinds[x - m].1 {
                 RuleKind::Parser { start } => {
                     let f = state_first[*start as usize];
-                    or(&mut rule_first[x - m], &f)
+                    rule_first[x - m].union_with(f)
                 }
                 RuleKind::Lexeme { .. } => false,
             }
@@ -920,12 +919,12 @@ fn compute_follow(
     }
     // FOLLOW: what comes after each call, and what follows the calling
     // rule where nothing has to (propagated from rule to rule).
-    let mut follow = vec![[0u64; 4]; n];
+    let mut follow = vec![ByteSet::EMPTY; n];
     links.clear();
     for s in parser_states {
         for &(r, t) in edges.calls(s) {
             let ft = state_first[t as usize];
-            or(&mut follow[r as usize], &ft);
+            follow[r as usize].union_with(ft);
             if state_empty[t as usize] && s.rule != r {
                 links.push((s.rule, r));
             }
@@ -939,7 +938,7 @@ fn compute_follow(
         meter.step(1 + inherits.of(p as usize).len())?;
         let fp = follow[p as usize];
         for &r in inherits.of(p as usize) {
-            if or(&mut follow[r as usize], &fp) && !queued[r as usize] {
+            if follow[r as usize].union_with(fp) && !queued[r as usize] {
                 queued[r as usize] = true;
                 work.push(r);
             }
@@ -961,7 +960,6 @@ mod tests {
         edges: &Edges,
         nullable: &[bool],
     ) -> Vec<ByteSet> {
-        let or = byteset::byteset_union;
         let mut rule_first = lexeme_first_bytes(kinds);
         let mut first: Vec<ByteSet> = parser_states.iter().map(|s| s.direct_first).collect();
         let mut empty: Vec<bool> = parser_states.iter().map(|s| s.is_final).collect();
@@ -971,10 +969,10 @@ mod tests {
             for i in 0..parser_states.len() {
                 for &(r, t) in edges.calls(&parser_states[i]) {
                     let f = rule_first[r as usize];
-                    changed |= or(&mut first[i], &f);
+                    changed |= first[i].union_with(f);
                     if nullable[r as usize] {
                         let ft = first[t as usize];
-                        changed |= or(&mut first[i], &ft);
+                        changed |= first[i].union_with(ft);
                         if empty[t as usize] && !empty[i] {
                             empty[i] = true;
                             changed = true;
@@ -985,21 +983,21 @@ mod tests {
             for (r, (_, k)) in kinds.iter().enumerate() {
                 if let RuleKind::Parser { start } = k {
                     let f = first[*start as usize];
-                    changed |= or(&mut rule_first[r], &f);
+                    changed |= rule_first[r].union_with(f);
                 }
             }
         }
-        let mut follow = vec![[0u64; 4]; kinds.len()];
+        let mut follow = vec![ByteSet::EMPTY; kinds.len()];
         changed = true;
         while changed {
             changed = false;
             for s in parser_states {
                 for &(r, t) in edges.calls(s) {
                     let ft = first[t as usize];
-                    changed |= or(&mut follow[r as usize], &ft);
+                    changed |= follow[r as usize].union_with(ft);
                     if empty[t as usize] {
                         let fp = follow[s.rule as usize];
-                        changed |= or(&mut follow[r as usize], &fp);
+                        changed |= follow[r as usize].union_with(fp);
                     }
                 }
             }

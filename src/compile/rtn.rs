@@ -8,7 +8,7 @@ use regex_syntax::utf8::Utf8Sequences;
 use crate::error::{Error, Result};
 use crate::ir::{CharClass, Expr, TokenSet};
 use crate::limits::{Meter, EDGES_PER_STATE, WORK_PER_CHECK};
-use crate::util::byteset::{byteset_insert_range, ByteSet};
+use crate::util::byteset::ByteSet;
 
 /// An epsilon-free automaton state of a parser rule. Its edges are
 /// ranges of the grammar's [`Edges`].
@@ -490,7 +490,7 @@ impl<'a> RtnBuilder<'a> {
                 ..Default::default()
             };
             for &(lo, hi, _) in out_edges.bytes(&st) {
-                byteset_insert_range(&mut st.direct_first, lo, hi);
+                st.direct_first.insert_range(lo, hi);
             }
             out.push(st);
             i += 1;

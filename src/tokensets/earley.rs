@@ -333,12 +333,10 @@ impl<'a> Walker<'a> {
 
     /// The bytes the top set's items can read.
     pub fn top_first(&self) -> ByteSet {
-        let mut first: ByteSet = [0; 4];
+        let mut first = ByteSet::EMPTY;
         for x in self.top() {
             let f = self.g.automaton().direct_first(x.state);
-            for k in 0..4 {
-                first[k] |= f[k];
-            }
+            first |= f;
         }
         first
     }

@@ -54,12 +54,10 @@ pub(crate) fn exit_tokens(
             rest: TokenList::from_ids(out, g.engine().vocab()),
         };
     }
-    let mut first: ByteSet = [0; 4];
+    let mut first = ByteSet::EMPTY;
     for x in walker.top() {
         let f = g.automaton().direct_first(x.state);
-        for k in 0..4 {
-            first[k] |= f[k];
-        }
+        first |= f;
     }
     let mut pw = crate::tokensets::PrefixWalk::new(1);
     match lexemes_next(g, walker.top()) {
@@ -151,7 +149,7 @@ pub(crate) fn walk_below_sync(
             return;
         }
     }
-    let none: ByteSet = [0; 4];
+    let none = ByteSet::EMPTY;
     let mut exits = Vec::new();
     let mut dfs = crate::tokensets::Dfs::new(trie, &none, out, &mut exits);
     dfs.below(walker, node as usize);
@@ -239,7 +237,7 @@ pub(crate) fn check_exit(
         return;
     }
     // No item here has an unknown caller, so nothing exits: no follow set.
-    let none: ByteSet = [0; 4];
+    let none = ByteSet::EMPTY;
     let mut exits = Vec::new();
     let mut dfs = crate::tokensets::Dfs::new(g.engine().vocab().trie(), &none, out, &mut exits);
     if !exit.below {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::token_chars::TokenChars;
 use super::token_list::{MaskFill, TokenList};
-use crate::util::byteset::{byteset_contains, ByteSet};
+use crate::util::byteset::ByteSet;
 use crate::vocab::{TokenTrie, Vocab};
 
 /// The exit tokens of a state in one context (see `Matcher::fill_mask`):
@@ -231,7 +231,7 @@ impl TokenInfo {
         self.exit_runs
             .iter()
             .enumerate()
-            .filter(move |(_, (b, _))| byteset_contains(allowed, *b))
+            .filter(move |(_, (b, _))| allowed.contains(*b))
             .flat_map(move |(k, &(_, start))| {
                 let end = self.exit_runs.get(k + 1).map_or(at_node, |r| r.1 as usize);
                 self.exits[start as usize..end].iter()
@@ -257,7 +257,7 @@ impl TokenInfo {
             let mut c = x.node as usize + 1;
             while c < end {
                 let b = nodes[c].byte;
-                if byteset_contains(allowed, b) {
+                if allowed.contains(b) {
                     out.push(Exit {
                         node: c as u32,
                         depth: x.depth,

@@ -15,6 +15,7 @@ use crate::compile::lexeme::{
 };
 use crate::error::Result;
 use crate::limits::Deadline;
+use crate::util::byteset::ByteSet;
 use crate::util::hash::FastMap;
 use crate::util::sync::{CacheMutex, Recover};
 use crate::vocab::trie::{byte_group, INSIDE_CHAR, QUOTE_GROUP};
@@ -349,15 +350,13 @@ impl Lexeme {
             let nodes = trie.nodes();
             let end = trie.root_end() as usize;
             let budget = end / FEW_NODES_SHARE;
-            let mut alphabet = [0u64; 4];
+            let mut alphabet = ByteSet::EMPTY;
             for bytes in &dfa.first_bytes {
-                for w in 0..4 {
-                    alphabet[w] |= bytes[w];
-                }
+                alphabet |= *bytes;
             }
             // Text of any kind (a string with a pattern or a length reads
             // every printable byte): many tokens, without a walk to count.
-            if alphabet.iter().map(|w| w.count_ones()).sum::<u32>() > MAX_FEW_TOKENS_BYTES {
+            if alphabet.len() > MAX_FEW_TOKENS_BYTES {
                 return false;
             }
             // The trie's nodes in order, entering those whose byte is in
@@ -369,7 +368,7 @@ impl Lexeme {
                     return false;
                 }
                 let b = nodes[i].byte;
-                i = if alphabet[b as usize / 64] >> (b % 64) & 1 == 1 {
+                i = if alphabet.contains(b) {
                     i + 1
                 } else {
                     nodes[i].subtree_end as usize
@@ -586,7 +585,7 @@ impl Lexeme {
             }
             // The table's rows, through their first bytes (a pass over
             // the whole table was 9% of that first compile).
-            dfa.first_bytes.iter().all(|bytes| bytes[2] | bytes[3] == 0)
+            dfa.first_bytes.iter().all(|bytes| bytes.is_ascii())
         })
     }
 

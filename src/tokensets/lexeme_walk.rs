@@ -194,7 +194,7 @@ impl<'a> DfaWalk<'a> {
         }
         self.add_range(n.tok_start, nodes[i + 1].tok_start);
         let d = n.depth as usize;
-        if self.lexeme.dfa().is_final_state(t) && self.lexeme.dfa().first_bytes_of(t) == [0; 4] {
+        if self.lexeme.dfa().is_final_state(t) && self.lexeme.dfa().first_bytes_of(t).is_empty() {
             // The lexeme ends here and reads nothing more: every token
             // below leaves it, here or where it could end before.
             if i + 1 < n.subtree_end as usize {

@@ -69,20 +69,16 @@ pub fn parser_state_info(
             walker.truncate(1);
             walker.replace_top(&set0);
             if walker.push_kernel(&kernel) {
-                let mut first: ByteSet = [0; 4];
+                let mut first = ByteSet::EMPTY;
                 for x in walker.top() {
                     let f = g.automaton().direct_first(x.state);
-                    for k in 0..4 {
-                        first[k] |= f[k];
-                    }
+                    first |= f;
                 }
                 let after = walker.top_exited();
                 if after {
                     // This rule can end with the lexeme: whatever may follow
                     // the rule may come next.
-                    for k in 0..4 {
-                        first[k] |= follow[k];
-                    }
+                    first |= follow;
                 }
                 let mut dfs = Dfs::new(trie, &follow, &mut inside, &mut exits);
                 let mut pw = PrefixWalk::new(2);

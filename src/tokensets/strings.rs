@@ -190,7 +190,7 @@ pub(crate) fn string_tail_info(
     // alone, shared by every lexeme.
     let ends = after_quote == DEAD
         || (lexeme.dfa().is_final[after_quote as usize]
-            && lexeme.dfa().first_bytes[after_quote as usize] == [0; 4]);
+            && lexeme.dfa().first_bytes[after_quote as usize].is_empty());
     let key = (lang, (!ends).then_some((lexeme.dfa().id, after_quote)));
     shared_counted_info(counts, key, || {
         // "Any string" counted: its token sets, less the tokens holding

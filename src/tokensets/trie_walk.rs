@@ -4,7 +4,7 @@
 
 use super::earley::{LexemeWalk, Walker, MAX_LEXEME_WALK};
 use super::info::Exit;
-use crate::util::byteset::{byteset_contains, ByteSet};
+use crate::util::byteset::ByteSet;
 use crate::vocab::TokenTrie;
 
 /// Walks the whole trie with `walker` (its one set is the start),
@@ -78,7 +78,7 @@ impl<'a> Dfs<'a> {
     pub(crate) fn pruned(&mut self, i: usize, below: bool) {
         for &pd in &self.pending {
             let first = self.path[pd as usize + 1];
-            if byteset_contains(self.follow, first) {
+            if self.follow.contains(first) {
                 self.exits.push(Exit {
                     node: i as u32,
                     depth: pd,
@@ -153,7 +153,7 @@ impl<'a> Dfs<'a> {
         while child < end {
             let next = nodes[child].subtree_end as usize;
             let byte = nodes[child].byte;
-            if byteset_contains(&readable, byte) {
+            if readable.contains(byte) {
                 self.range(&mut at, child, next, depth);
             } else {
                 // What `range` does where the byte cannot be read (nothing

@@ -7,6 +7,8 @@
 //! [`TokenTrie::token_ids`]. The root is implicit: its children are the
 //! nodes of depth 1, the whole array in order.
 
+use crate::util::byteset::ByteSet;
+
 /// One trie node (one byte of one or more tokens).
 #[derive(Clone, Copy, Debug)]
 pub struct TrieNode {
@@ -188,7 +190,7 @@ struct WideChildren {
     entry: Vec<u32>,
     /// Per entry: the children's bytes, and where their nodes start in
     /// `children` (in byte order).
-    bytes: Vec<([u64; 4], u32)>,
+    bytes: Vec<(ByteSet, u32)>,
     children: Vec<u32>,
 }
 
@@ -207,11 +209,7 @@ impl WideChildren {
                 c = nodes[c].subtree_end as usize;
             }
             if kids.len() >= WIDE_CHILDREN {
-                let mut set = [0u64; 4];
-                for &k in &kids {
-                    let b = nodes[k as usize].byte;
-                    set[(b >> 6) as usize] |= 1 << (b & 63);
-                }
+                let set: ByteSet = kids.iter().map(|&k| nodes[k as usize].byte).collect();
                 w.entry[parent] = w.bytes.len() as u32;
                 w.bytes.push((set, w.children.len() as u32));
                 w.children.extend(kids);
@@ -426,7 +424,7 @@ impl TokenTrie {
     pub fn wide_children(
         &self,
         parent: Option<u32>,
-        bytes: [u64; 4],
+        bytes: ByteSet,
     ) -> Option<impl Iterator<Item = u32> + '_> {
         let at = parent.unwrap_or(self.root_end()) as usize;
         let entry = *self.wide.entry.get(at)?;
@@ -434,6 +432,7 @@ impl TokenTrie {
             return None;
         }
         let (set, start) = self.wide.bytes[entry as usize];
+        let (set, bytes) = (set.words(), bytes.words());
         let children = &self.wide.children[start as usize..];
         Some((0..4).flat_map(move |w| {
             let mut bits = set[w] & bytes[w];
@@ -628,9 +627,9 @@ mod tests {
         let x = node(&t, b"x");
         let ab = node(&t, b"a");
         for bytes in [
-            [u64::MAX; 4],
-            [0; 4],
-            [0x5555_0000_ffff_0001, 0, 1 << 63, 0x8000_0000],
+            ByteSet::ALL,
+            ByteSet::EMPTY,
+            ByteSet::from_words([0x5555_0000_ffff_0001, 0, 1 << 63, 0x8000_0000]),
         ] {
             for (parent, first, end) in [
                 (None, 0, t.root_end() as usize),
@@ -644,13 +643,13 @@ mod tests {
                 let mut c = first;
                 while c < end {
                     let b = nodes[c].byte;
-                    if bytes[(b >> 6) as usize] >> (b & 63) & 1 == 1 {
+                    if bytes.contains(b) {
                         want.push(c as u32);
                     }
                     c = nodes[c].subtree_end as usize;
                 }
                 let got: Vec<u32> = t.wide_children(parent, bytes).unwrap().collect();
-                assert_eq!(got, want, "{parent:?} {bytes:x?}");
+                assert_eq!(got, want, "{parent:?} {bytes:?}");
             }
             // A node with one child is not indexed.
             assert!(t.wide_children(Some(ab), bytes).is_none());

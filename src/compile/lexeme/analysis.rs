@@ -7,7 +7,7 @@ use super::{LexemeDfa, DEAD};
 use crate::compile::adjacency::Adjacency;
 use crate::error::Result;
 use crate::limits::Meter;
-use crate::util::byteset::{byteset_insert, ByteSet};
+use crate::util::byteset::ByteSet;
 use crate::util::hash::FastMap;
 use crate::vocab::TokenTrie;
 
@@ -375,7 +375,7 @@ pub(crate) fn readable_equivalents(
                 if t2 == DEAD {
                     continue;
                 }
-                let ends = b.is_final[t2 as usize] && b.first_bytes[t2 as usize] == [0; 4];
+                let ends = b.is_final[t2 as usize] && b.first_bytes[t2 as usize].is_empty();
                 if c != quote || !ends {
                     return Ok(None);
                 }
@@ -444,11 +444,11 @@ const MULTI_BYTE: [(u32, u8, u8, u8, u8, u8); 8] = {
 impl ClassBytes {
     pub(crate) fn new(classes: &[u8; 256], num_classes: usize) -> ClassBytes {
         use crate::vocab::trie::byte_group;
-        let mut bytes = vec![[0u64; 4]; num_classes];
+        let mut bytes = vec![ByteSet::EMPTY; num_classes];
         let mut class_groups = vec![0u64; num_classes];
         for b in 0..=255u8 {
             let c = classes[b as usize];
-            byteset_insert(&mut bytes[c as usize], b);
+            bytes[c as usize].insert(b);
             class_groups[c as usize] |= 1 << byte_group(b);
         }
         let all_groups = class_groups.iter().fold(0, |a, &g| a | g);

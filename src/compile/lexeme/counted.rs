@@ -38,7 +38,7 @@ use std::sync::OnceLock;
 use super::{LexemeDfa, DEAD};
 use crate::error::{Error, Result};
 use crate::limits::Meter;
-use crate::util::byteset::{byteset_insert, byteset_union, ByteSet};
+use crate::util::byteset::ByteSet;
 use crate::util::hash::{FastMap, FastSet};
 
 /// Most (states x counts) pairs of one counted lexeme: the liveness table
@@ -484,11 +484,11 @@ pub(super) struct ClassSets {
 impl ClassSets {
     pub(super) fn new(dfa: &LexemeDfa) -> ClassSets {
         let k = dfa.num_classes;
-        let mut bytes = vec![[0u64; 4]; k];
+        let mut bytes = vec![ByteSet::EMPTY; k];
         let mut reps = vec![0u8; k];
         for b in (0..=255u8).rev() {
             let c = dfa.classes[b as usize] as usize;
-            byteset_insert(&mut bytes[c], b);
+            bytes[c].insert(b);
             reps[c] = b;
         }
         ClassSets { bytes, reps }
@@ -503,13 +503,13 @@ impl ClassSets {
         steps: impl Fn(u8) -> bool,
     ) -> ByteSet {
         let k = dfa.num_classes;
-        let mut set = [0u64; 4];
+        let mut set = ByteSet::EMPTY;
         for (class, &t) in dfa.trans[state as usize * k..(state as usize + 1) * k]
             .iter()
             .enumerate()
         {
             if t != DEAD && steps(self.reps[class]) {
-                byteset_union(&mut set, &self.bytes[class]);
+                set.union_with(self.bytes[class]);
             }
         }
         set

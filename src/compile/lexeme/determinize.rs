@@ -33,7 +33,7 @@ pub enum Stop {
 pub fn determinize(nfa: &NFA, limits: &DfaLimits) -> Result<Table, Stop> {
     let max_bytes = limits.max_bytes;
     let mut meter = limits.deadline.meter();
-    let (classes, reps) = super::class_table(nfa.byte_classes());
+    let (classes, reps) = class_table(nfa.byte_classes());
     let k = reps.len();
     let mut d = Determinizer {
         nfa,
@@ -253,4 +253,21 @@ impl Determinizer<'_> {
         out.sort_unstable();
         Ok(work + out.len())
     }
+}
+
+/// `regex-automata`'s byte classes as a table, with the first byte of each
+/// class (in class order).
+pub(super) fn class_table(
+    bc: &regex_automata::util::alphabet::ByteClasses,
+) -> ([u8; 256], Vec<u8>) {
+    let mut classes = [0u8; 256];
+    let mut reps: Vec<u8> = Vec::new();
+    for b in 0..=255u8 {
+        let c = bc.get(b);
+        classes[b as usize] = c;
+        if c as usize >= reps.len() {
+            reps.push(b);
+        }
+    }
+    (classes, reps)
 }

@@ -4,14 +4,23 @@
 //! them per vocabulary so that every grammar with the same lexeme shares
 //! its automaton and what masks learned about it.
 //!
-//! The files: [`source`] (the source and the builders it calls),
-//! [`table`] (expression to table), [`analysis`] (what states share:
-//! byte classes, safe groups, state pairings), `boolean` (intersection
-//! and complement), `counted` (a count beside an automaton),
-//! [`iterations`] (a large repetition counted by that count),
-//! `string_trie` (a large set of strings stepped on its trie, no table),
-//! `json_string`, `multiple`, `integer_range`, `rfc3339` (DFAs built
-//! directly), `determinize` and `minimize`.
+//! The files, bottom-up (each imports only files on its line or above;
+//! `tests/layers.rs` keeps them so, its `FLOORS`):
+//!
+//! - `dfa_table`, [`analysis`]: [`Table`], the plain automaton every
+//!   construction builds; what states share (byte classes, safe groups,
+//!   state pairings).
+//! - `lexeme_source`: [`LexemeSource`], where builders get the lexemes and
+//!   parts they need, and [`StringBody`] ("any string"); `determinize`,
+//!   `minimize`; `json_string`, `multiple`, `integer_range`, `rfc3339`
+//!   (DFAs built directly).
+//! - [`string_trie`]: a large set of strings stepped on its trie, no table.
+//! - [`table`]: an expression to a table, and the [`LexemeDfa`] made of
+//!   one; `boolean`: intersection and complement.
+//! - [`counted`]: a count of code points beside an automaton.
+//! - [`iterations`]: a large repetition counted by that count.
+//! - `length_and_iterations`: both counts beside one automaton.
+//! - [`source`]: the builders a source calls on a miss, and [`Uncached`].
 //!
 //! A lexeme is built from an IR expression (no rule references, no token
 //! elements) through `regex-syntax`'s HIR and `regex-automata`'s Thompson
@@ -35,10 +44,12 @@ pub mod analysis;
 mod boolean;
 pub mod counted;
 mod determinize;
+mod dfa_table;
 mod integer_range;
 pub mod iterations;
 mod json_string;
 mod length_and_iterations;
+mod lexeme_source;
 mod minimize;
 mod multiple;
 mod rfc3339;
@@ -51,15 +62,16 @@ pub(crate) use analysis::{
     class_pair_reps, readable_equivalents, table_equivalents, ContentStates, Pairing,
 };
 pub use counted::Counter;
+pub use dfa_table::Table;
 pub use length_and_iterations::LengthAndIterations;
+pub use lexeme_source::{LexemeSource, StringBody};
 pub use minimize::minimize;
 pub use source::{
     any_string_expr, build_counted_lexeme, build_lexeme, build_part, string_body, table,
-    too_large_error, LexemeSource, StringBody, Uncached,
+    too_large_error, Uncached,
 };
 pub use string_trie::StringTrie;
-pub(crate) use table::class_table;
-pub use table::{table_from_hir, to_hir, Table};
+pub use table::{table_from_hir, to_hir};
 
 /// No transition.
 pub const DEAD: u32 = u32::MAX;
@@ -444,7 +456,7 @@ impl LexemeDfa {
     /// A state's finality and first bytes, hashed.
     fn sign(&self, s: usize) -> u64 {
         let mut h = mix(self.is_final[s] as u64);
-        for w in self.first_bytes[s] {
+        for w in self.first_bytes[s].words() {
             h = mix(h ^ w);
         }
         h

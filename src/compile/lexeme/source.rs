@@ -1,6 +1,6 @@
-//! Where the compile layer gets lexeme automata ([`LexemeSource`]): the
-//! builders of a lexeme, a counted JSON string and a regular part, which a
-//! source calls on a miss, and "any string" ([`StringBody`]).
+//! The builders of a lexeme, a counted JSON string and a regular part,
+//! which a [`LexemeSource`] calls on a miss; [`Uncached`], the source
+//! that keeps nothing; and "any string" ([`StringBody`], [`string_body`]).
 
 use super::boolean;
 use super::counted::{self, Counter};
@@ -10,50 +10,13 @@ use super::length_and_iterations::{self, LENGTH_AND_ITERATIONS_COUNTED_STATES};
 use super::string_trie::{StringTrie, STRING_TRIE_MIN_NODES};
 use std::sync::Arc;
 
-use super::table::{table_from_hir, table_from_hir_within, to_hir, too_large, Table};
+use super::dfa_table::Table;
+use super::lexeme_source::{LexemeSource, StringBody};
+use super::table::{table_from_hir, table_from_hir_within, to_hir, too_large};
 use super::{count_span, has_boolean, minimize, Computed, DfaLimits, LexemeDfa, DEAD};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ir::{Expr, JsonStrings};
 use crate::util::hash::FastMap;
-
-/// The inside of a JSON string that may go on with any characters: the
-/// state after the opening quote of "any string".
-///
-/// Key sets that admit other names ("any name but these") and patterns
-/// that stop constraining after a prefix reach such a state on most first
-/// bytes, and walking it reads nearly the whole trie (3-5 ms); every
-/// lexeme of the vocabulary shares this one DFA's walks instead.
-pub struct StringBody {
-    pub dfa: Arc<LexemeDfa>,
-    pub state: u32,
-}
-
-/// Where the compile layer gets lexeme automata and the regular parts of
-/// intersections: built once and shared. The token-set layer's
-/// per-vocabulary engine implements it with a cache under a byte budget
-/// (`tokensets::Engine`); [`Uncached`] builds everything anew.
-pub trait LexemeSource {
-    /// The lexeme of `expr` ([`build_lexeme`]), shared; `None` when its
-    /// automaton would pass `limits.max_bytes` (see [`build_lexeme`]).
-    fn lexeme(&self, expr: &Expr, limits: &DfaLimits) -> Result<Option<Arc<LexemeDfa>>>;
-
-    /// The lexeme of `expr`, the JSON strings of `pattern` counted to
-    /// `min..=max` code points ([`build_counted_lexeme`]), shared under
-    /// `expr`; `None` when `pattern` is not a plain JSON string language.
-    fn counted_lexeme(
-        &self,
-        expr: &Expr,
-        pattern: &Expr,
-        min: u32,
-        max: Option<u32>,
-        limits: &DfaLimits,
-    ) -> Result<Option<Arc<LexemeDfa>>>;
-
-    /// The table of a regular part of an intersection or complement, or
-    /// of the first two operands of a longer intersection
-    /// ([`build_part`]), shared.
-    fn part(&self, expr: &Expr, limits: &DfaLimits) -> Result<Arc<Table>>;
-}
 
 /// A [`LexemeSource`] that keeps nothing: every call builds.
 pub struct Uncached;

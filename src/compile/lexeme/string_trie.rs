@@ -31,7 +31,7 @@ use super::json_string::{short_escape, CpDfa};
 use super::DEAD;
 use crate::error::{Error, Result};
 use crate::limits::Meter;
-use crate::util::byteset::{byteset_insert, ByteSet};
+use crate::util::byteset::ByteSet;
 
 /// Before the opening quote.
 const START: u32 = 0;
@@ -398,14 +398,14 @@ impl StringTrie {
 
     /// The bytes with a transition out of `state`.
     pub fn first_bytes(&self, state: u32) -> ByteSet {
-        let mut set = [0u64; 4];
+        let mut set = ByteSet::EMPTY;
         if state >= MAIN0 && state < self.partial0() {
             let q = state - MAIN0;
             if self.is_final[q as usize] {
-                byteset_insert(&mut set, b'"');
+                set.insert(b'"');
             }
             if !self.kids(q).is_empty() {
-                byteset_insert(&mut set, b'\\');
+                set.insert(b'\\');
             }
             // One child per first byte: past it, a search skips the code
             // points that share its first byte (a node can have a child
@@ -417,7 +417,7 @@ impl StringTrie {
                 let (first, past) = first_byte_span(c);
                 let raw = c >= 0x80 || ((0x20..0x80).contains(&c) && c != 0x22 && c != 0x5C);
                 if raw {
-                    byteset_insert(&mut set, first);
+                    set.insert(first);
                 }
                 i += kids[i..].partition_point(|x| x.0 < past);
             }
@@ -434,7 +434,7 @@ impl StringTrie {
         };
         for &b in candidates {
             if self.next(state, b) != DEAD {
-                byteset_insert(&mut set, b);
+                set.insert(b);
             }
         }
         set
@@ -537,7 +537,7 @@ mod tests {
             let fb = t.first_bytes(q);
             for x in 0..=255u8 {
                 assert_eq!(
-                    ((fb[x as usize / 64] >> (x % 64)) & 1) == 1,
+                    fb.contains(x),
                     t.next(q, x) != DEAD,
                     "first bytes and next disagree on {x:#x}"
                 );

@@ -7,11 +7,13 @@ use regex_automata::nfa::thompson;
 use regex_syntax::hir::{self, Hir};
 
 use super::analysis::ClassBytes;
+use super::dfa_table::Table;
 use super::{truncate, Computed, DfaLimits, LexemeDfa, StringTrie, DEAD};
 use crate::compile::adjacency::Adjacency;
 use crate::error::{Error, Result};
 use crate::ir::{CharClass, Expr};
 use crate::limits::{Deadline, Meter};
+use crate::util::byteset::ByteSet;
 
 /// Converts a regular IR expression (no `Ref`, no `Token`) to HIR.
 pub fn to_hir(expr: &Expr) -> Hir {
@@ -90,162 +92,6 @@ fn class_hir(c: &CharClass) -> Hir {
     Hir::class(hir::Class::Unicode(hir::ClassUnicode::new(ranges)))
 }
 
-/// A DFA under construction: byte classes, a dense transition table and
-/// final flags. State 0 is the start; [`DEAD`] is the absent state.
-#[derive(Clone, Debug)]
-pub struct Table {
-    pub classes: [u8; 256],
-    pub num_classes: usize,
-    pub trans: Vec<u32>,
-    pub is_final: Vec<bool>,
-}
-
-impl Table {
-    pub fn num_states(&self) -> usize {
-        self.is_final.len()
-    }
-
-    #[inline]
-    pub fn next(&self, s: u32, b: u8) -> u32 {
-        self.trans[s as usize * self.num_classes + self.classes[b as usize] as usize]
-    }
-
-    /// Every string of 1 to `max_len` bytes of `alphabet`, shortest
-    /// first (texts for tests to check a table with).
-    #[cfg(test)]
-    pub fn strings_over(alphabet: &[u8], max_len: usize) -> Vec<Vec<u8>> {
-        let mut all: Vec<Vec<u8>> = Vec::new();
-        let mut last: Vec<Vec<u8>> = vec![Vec::new()];
-        for _ in 0..max_len {
-            last = last
-                .iter()
-                .flat_map(|x| {
-                    alphabet.iter().map(move |&c| {
-                        let mut y = x.clone();
-                        y.push(c);
-                        y
-                    })
-                })
-                .collect();
-            all.extend(last.iter().cloned());
-        }
-        all
-    }
-
-    /// Whether both tables accept the same byte strings (a walk of the
-    /// pairs of states the same strings reach; for tests).
-    #[cfg(test)]
-    pub fn same_language(&self, other: &Table) -> bool {
-        let mut seen = std::collections::HashSet::new();
-        let mut stack = vec![(0u32, 0u32)];
-        while let Some((x, y)) = stack.pop() {
-            if !seen.insert((x, y)) {
-                continue;
-            }
-            let fx = x != DEAD && self.is_final[x as usize];
-            let fy = y != DEAD && other.is_final[y as usize];
-            if fx != fy {
-                return false;
-            }
-            for byte in 0..=255u8 {
-                let nx = if x == DEAD { DEAD } else { self.next(x, byte) };
-                let ny = if y == DEAD { DEAD } else { other.next(y, byte) };
-                if nx != DEAD || ny != DEAD {
-                    stack.push((nx, ny));
-                }
-            }
-        }
-        true
-    }
-
-    /// Whether the table accepts `text` from state 0 (for tests).
-    #[cfg(test)]
-    pub fn accepts(&self, text: &[u8]) -> bool {
-        let mut s = 0u32;
-        for &b in text {
-            s = self.next(s, b);
-            if s == DEAD {
-                return false;
-            }
-        }
-        self.is_final[s as usize]
-    }
-
-    /// The maximal runs of consecutive bytes of one class, `(first,
-    /// last, class)` in byte order: what [`Self::for_each_run`] steps
-    /// over, computed once per table rather than once per state.
-    pub fn class_runs(&self) -> Vec<(u8, u8, u8)> {
-        let mut runs: Vec<(u8, u8, u8)> = Vec::new();
-        for b in 0..=255u8 {
-            let class = self.classes[b as usize];
-            match runs.last_mut() {
-                Some(run) if run.2 == class => run.1 = b,
-                _ => runs.push((b, b, class)),
-            }
-        }
-        runs
-    }
-
-    /// The transitions of state `s` as runs of consecutive bytes with
-    /// one target, `f(first, last, target)` for each, dead runs left out:
-    /// what an NFA embedding the table needs as edges. `runs` is
-    /// [`Self::class_runs`].
-    pub fn for_each_run(&self, runs: &[(u8, u8, u8)], s: u32, mut f: impl FnMut(u8, u8, u32)) {
-        let row = &self.trans[s as usize * self.num_classes..][..self.num_classes];
-        let Some(&(lo, hi, class)) = runs.first() else {
-            return;
-        };
-        let (mut first, mut last, mut target) = (lo, hi, row[class as usize]);
-        for &(lo, hi, class) in &runs[1..] {
-            let t = row[class as usize];
-            if t == target {
-                last = hi;
-                continue;
-            }
-            if target != DEAD {
-                f(first, last, target);
-            }
-            (first, last, target) = (lo, hi, t);
-        }
-        if target != DEAD {
-            f(first, last, target);
-        }
-    }
-
-    /// Byte classes that keep every range of `ranges` (`(first, last)`
-    /// bytes, an NFA's edges) whole: a class starts at each range's first
-    /// byte and after its last. Returns the class of each byte and the
-    /// first byte of each class.
-    pub fn classes_of_ranges(ranges: impl Iterator<Item = (u8, u8)>) -> ([u8; 256], Vec<u8>) {
-        let mut cut = [false; 257];
-        cut[0] = true;
-        for (lo, hi) in ranges {
-            cut[lo as usize] = true;
-            cut[hi as usize + 1] = true;
-        }
-        let mut classes = [0u8; 256];
-        let mut reps = Vec::new();
-        for b in 0..256 {
-            if cut[b] {
-                reps.push(b as u8);
-            }
-            classes[b] = (reps.len() - 1) as u8;
-        }
-        (classes, reps)
-    }
-
-    /// One representative byte per class.
-    pub fn class_reps(&self) -> Vec<u8> {
-        let mut reps: Vec<u8> = Vec::new();
-        for b in 0..=255u8 {
-            if self.classes[b as usize] as usize >= reps.len() {
-                reps.push(b);
-            }
-        }
-        reps
-    }
-}
-
 /// `regex-automata`'s Thompson NFA of `hir`, without captures; `None`
 /// past `limits.max_bytes`.
 fn thompson_nfa(hir: &Hir, limits: &DfaLimits) -> Option<thompson::NFA> {
@@ -321,7 +167,7 @@ impl LexemeDfa {
         // transitions as a list (rows are mostly dead transitions), which
         // the liveness reads instead of the table.
         let by_class = ClassBytes::new(&classes, k);
-        let mut first_bytes = vec![[0u64; 4]; n];
+        let mut first_bytes = vec![ByteSet::EMPTY; n];
         let mut starts: Vec<u32> = Vec::with_capacity(n + 1);
         let mut targets: Vec<u32> = Vec::new();
         for (s, fb) in first_bytes.iter_mut().enumerate() {
@@ -337,9 +183,7 @@ impl LexemeDfa {
                 if targets.len() == row_start || targets[targets.len() - 1] != t {
                     targets.push(t);
                 }
-                for (f, b) in fb.iter_mut().zip(&by_class.bytes[class]) {
-                    *f |= b;
-                }
+                *fb |= by_class.bytes[class];
             };
             // Rows are mostly dead (a JSON string's states after a
             // backslash read a few bytes): four transitions at a time are
@@ -368,7 +212,7 @@ impl LexemeDfa {
             }
             let row = &mut trans[s * k..(s + 1) * k];
             let fb = &mut first_bytes[s];
-            *fb = [0; 4];
+            *fb = ByteSet::EMPTY;
             for (t, bytes) in row.iter_mut().zip(&by_class.bytes) {
                 if *t == DEAD {
                     continue;
@@ -377,9 +221,7 @@ impl LexemeDfa {
                     *t = DEAD;
                     continue;
                 }
-                for w in 0..4 {
-                    fb[w] |= bytes[w];
-                }
+                *fb |= *bytes;
             }
         }
         Ok(LexemeDfa {
@@ -487,29 +329,12 @@ impl LexemeDfa {
             num_classes: 1,
             trans: vec![DEAD],
             is_final: vec![false],
-            first_bytes: vec![[0; 4]],
+            first_bytes: vec![ByteSet::EMPTY],
             start: trie.start(),
             count_span: 0,
             computed: Some(Box::new(Computed::Strings(trie))),
         }
     }
-}
-
-/// `regex-automata`'s byte classes as a table, with the first byte of each
-/// class (in class order).
-pub(crate) fn class_table(
-    bc: &regex_automata::util::alphabet::ByteClasses,
-) -> ([u8; 256], Vec<u8>) {
-    let mut classes = [0u8; 256];
-    let mut reps: Vec<u8> = Vec::new();
-    for b in 0..=255u8 {
-        let c = bc.get(b);
-        classes[b as usize] = c;
-        if c as usize >= reps.len() {
-            reps.push(b);
-        }
-    }
-    (classes, reps)
 }
 
 /// The same DFA through `regex-automata`'s own determinizer and minimizer
@@ -537,7 +362,7 @@ pub(super) fn table_from_hir_dense(hir: &Hir, limits: &DfaLimits) -> Result<Tabl
         .map_err(|e| Error::unsupported(format!("lexeme start state: {e}")))?;
 
     // Byte classes: bytes that behave alike in every state.
-    let (classes, reps) = class_table(dfa.byte_classes());
+    let (classes, reps) = super::determinize::class_table(dfa.byte_classes());
     let num_classes = reps.len();
 
     // Explore from the start state, numbering states densely.
@@ -681,7 +506,7 @@ mod tests {
             };
             let d = LexemeDfa::from_table(&table);
             for s in 0..n {
-                let mut bytes = [0u64; 4];
+                let mut bytes = ByteSet::EMPTY;
                 for b in 0..=255u8 {
                     let before = trans[s * k + classes[b as usize] as usize];
                     let kept =
@@ -689,7 +514,7 @@ mod tests {
                     let after = d.trans[s * k + classes[b as usize] as usize];
                     assert_eq!(after, if kept { before } else { DEAD }, "round {round}");
                     if kept {
-                        bytes[b as usize / 64] |= 1 << (b % 64);
+                        bytes.insert(b);
                     }
                 }
                 assert_eq!(d.first_bytes[s], bytes, "round {round}: state {s}");
