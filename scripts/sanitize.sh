@@ -24,7 +24,8 @@
 #             instrumented too and its synchronisation is seen).
 #   valgrind  memcheck (--leak-check=full, definite leaks and every memory
 #             error fail) over the C matrix and the C examples (walk and
-#             sample, as scripts/demo.sh runs them), linked to a release
+#             sample, as scripts/demo.sh runs them, one per core at a
+#             time), linked to a release
 #             libcgram with the system allocator installed into
 #             build/prefix-sysalloc.
 #
@@ -109,29 +110,57 @@ build_c() { # prefix source output [extra flags...]
     -L"$prefix/lib" -lcgram -Wl,-rpath,"$prefix/lib" -pthread -lm
 }
 
-# The C examples' runs of scripts/demo.sh, through a runner (valgrind, or
-# env with sanitizer options). Sample outputs go to a scratch directory.
+# One of the C examples' runs of scripts/demo.sh, through a runner
+# (valgrind, or env with sanitizer options); sample outputs go to $out.
+example() { # name bin_dir out runner...
+  local name="$1" bin="$2" out="$3"
+  shift 3
+  case "$name" in
+    walk-json) # a JSON object through json.gbnf
+      "$@" "$bin/walk" "$tokenizer" "$gbnf/json.gbnf" \
+        '{"name": "cgram", "tags": ["c", "rust"], "version": 1, "ok": true, "pi": 3.14}' ;;
+    walk-arithmetic) # an equation through arithmetic.gbnf
+      "$@" "$bin/walk" "$tokenizer" "$gbnf/arithmetic.gbnf" $'a+(b*2)=c\nx1 = 42\n' ;;
+    sample-record)
+      "$@" "$bin/sample" "$tokenizer" c-examples/grammars/record.gbnf \
+        --n 5 --max-tokens 200 --seed 1 --out "$out/record" ;;
+    sample-json)
+      "$@" "$bin/sample" "$tokenizer" "$gbnf/json.gbnf" \
+        --n 4 --max-tokens 64 --seed 2 --eos-bias 8 --out "$out/json" ;;
+    sample-arithmetic)
+      "$@" "$bin/sample" "$tokenizer" "$gbnf/arithmetic.gbnf" \
+        --n 4 --max-tokens 64 --seed 3 --eos-bias 8 ;;
+  esac
+}
+
+# The C examples' runs, as many at a time as there are cores (valgrind
+# runs a program on one; the slowest starts first), each reported in
+# order with its output shown when it failed.
 run_examples() { # bin_dir runner...
   local bin="$1"
   shift
-  local out="$build/sanitize-samples"
+  local out="$build/sanitize-samples" lanes status=0 name
+  lanes="$(nproc 2>/dev/null || echo 1)"
   rm -rf "$out"
   mkdir -p "$out"
-  say "walk: a JSON object through json.gbnf"
-  "$@" "$bin/walk" "$tokenizer" "$gbnf/json.gbnf" \
-    '{"name": "cgram", "tags": ["c", "rust"], "version": 1, "ok": true, "pi": 3.14}' >/dev/null || return 1
-  say "walk: an equation through arithmetic.gbnf"
-  "$@" "$bin/walk" "$tokenizer" "$gbnf/arithmetic.gbnf" $'a+(b*2)=c\nx1 = 42\n' >/dev/null || return 1
-  say "sample: record.gbnf"
-  "$@" "$bin/sample" "$tokenizer" c-examples/grammars/record.gbnf \
-    --n 5 --max-tokens 200 --seed 1 --out "$out/record" >/dev/null || return 1
-  say "sample: json.gbnf"
-  "$@" "$bin/sample" "$tokenizer" "$gbnf/json.gbnf" \
-    --n 4 --max-tokens 64 --seed 2 --eos-bias 8 --out "$out/json" >/dev/null || return 1
-  say "sample: arithmetic.gbnf"
-  "$@" "$bin/sample" "$tokenizer" "$gbnf/arithmetic.gbnf" \
-    --n 4 --max-tokens 64 --seed 3 --eos-bias 8 >/dev/null || return 1
-  rm -rf "$out"
+  local names=(sample-json sample-arithmetic sample-record walk-json walk-arithmetic)
+  local -A pid_of
+  for name in "${names[@]}"; do
+    while [ "$(jobs -pr | wc -l)" -ge "$lanes" ]; do wait -n || true; done
+    example "$name" "$bin" "$out" "$@" >"$out/$name.log" 2>&1 &
+    pid_of[$name]=$!
+  done
+  for name in "${names[@]}"; do
+    if wait "${pid_of[$name]}"; then
+      say "$name: passed"
+    else
+      say "$name: FAILED"
+      cat "$out/$name.log"
+      status=1
+    fi
+  done
+  [ $status = 0 ] && rm -rf "$out"
+  return $status
 }
 
 # ---------------------------------------------------------------------------
@@ -202,17 +231,9 @@ valgrind_step() {
   cmake --build "$build/c-examples-sysalloc" --parallel 2 >/dev/null || return 1
   local vg=(valgrind --quiet --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite
     --show-leak-kinds=definite)
-  # valgrind runs a program on one core: the matrix and the examples side by
-  # side.
-  say "bad_input under valgrind (beside the examples; its output follows them)"
-  local log="$build/valgrind-bad_input.log"
-  "${vg[@]}" "$prefix/bad_input" "$tokenizer" >"$log" 2>&1 &
-  local matrix_pid=$! examples=0 matrix=0
-  run_examples "$build/c-examples-sysalloc" "${vg[@]}" || examples=1
-  wait "$matrix_pid" || matrix=1
-  say "bad_input under valgrind: $([ $matrix = 0 ] && echo passed || echo FAILED)"
-  cat "$log"
-  [ $examples = 0 ] && [ $matrix = 0 ]
+  say "bad_input under valgrind"
+  "${vg[@]}" "$prefix/bad_input" "$tokenizer" || return 1
+  run_examples "$build/c-examples-sysalloc" "${vg[@]}"
 }
 
 # ---------------------------------------------------------------------------
