@@ -61,15 +61,15 @@ fn opts() -> IrOptions {
 /// Random walk: at each step the mask must equal the set of tokens that
 /// `accept` takes.
 fn check_walks(m0: &Matcher, steps: usize, seed: u64) {
-    let vocab = m0.grammar().engine().clone();
+    let engine = m0.grammar().engine().clone();
     let mut rng = seed;
     for _walk in 0..20 {
         let mut m = m0.clone();
         for _ in 0..steps {
-            let mut mask = vec![0u32; vocab.vocab().mask_words()];
+            let mut mask = vec![0u32; engine.vocab().mask_words()];
             m.fill_mask(&mut mask).unwrap();
             let mut allowed = Vec::new();
-            for t in 0..vocab.vocab().len() as u32 {
+            for t in 0..engine.vocab().len() as u32 {
                 let bit = mask[(t / 32) as usize] >> (t % 32) & 1 == 1;
                 let mut c = m.clone();
                 let ok = c.accept(t).is_ok();
@@ -77,7 +77,7 @@ fn check_walks(m0: &Matcher, steps: usize, seed: u64) {
                     bit,
                     ok,
                     "token {t} {:?}: mask {bit} accept {ok}",
-                    String::from_utf8_lossy(vocab.vocab().token_bytes(t))
+                    String::from_utf8_lossy(engine.vocab().token_bytes(t))
                 );
                 if ok {
                     allowed.push(t);

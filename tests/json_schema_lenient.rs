@@ -66,9 +66,9 @@ fn options(flags: u32) -> CompileOptions {
 }
 
 fn run(draft: &str, meta: &str) {
-    let vocab = common::real_vocab("llama3");
+    let engine = common::real_engine("llama3");
     let tok = tokenizers::Tokenizer::from_file(common::tokenizer_path("llama3")).unwrap();
-    let mut mask = vec![0u32; vocab.vocab().mask_words()];
+    let mut mask = vec![0u32; engine.vocab().mask_words()];
     let (mut refused, mut rescued, mut rejected_valid) = (0, 0, Vec::new());
     for file in files(draft) {
         let name = file
@@ -83,8 +83,8 @@ fn run(draft: &str, meta: &str) {
                 m.entry("$schema").or_insert(Value::String(meta.into()));
             }
             let text = serde_json::to_string(&schema).unwrap();
-            let strict = compile(&vocab, text.as_bytes(), &options(0));
-            let lenient = compile(&vocab, text.as_bytes(), &options(FLAG_JSON_LENIENT));
+            let strict = compile(&engine, text.as_bytes(), &options(0));
+            let lenient = compile(&engine, text.as_bytes(), &options(FLAG_JSON_LENIENT));
             let desc = group["description"].as_str().unwrap_or("");
             if name.ends_with(&format!("{draft}/format.json")) && desc.ends_with(" format") {
                 // 2019-09 on, `format` is an annotation there: every
@@ -182,7 +182,7 @@ fn lenient_maskbench() {
     let mut flags = vec![0u32; 256];
     tokens.push(b"<eos>".to_vec());
     flags.push(cgram::TOKEN_SPECIAL);
-    let vocab = cgram::Engine::new(cgram::Vocab::new(tokens, flags, vec![256]).unwrap());
+    let engine = cgram::Engine::new(cgram::Vocab::new(tokens, flags, vec![256]).unwrap());
     let files = common::maskbench_files();
     let (mut refused, mut rescued, mut instances) = (0, 0, 0);
     let mut still: std::collections::BTreeMap<String, usize> = Default::default();
@@ -193,11 +193,11 @@ fn lenient_maskbench() {
             continue;
         };
         let schema = serde_json::to_string(&data["schema"]).unwrap();
-        match compile(&vocab, schema.as_bytes(), &options(0)) {
+        match compile(&engine, schema.as_bytes(), &options(0)) {
             Err(e) if e.kind() == ErrorKind::Unsupported => refused += 1,
             _ => continue,
         }
-        let g = match compile(&vocab, schema.as_bytes(), &options(FLAG_JSON_LENIENT)) {
+        let g = match compile(&engine, schema.as_bytes(), &options(FLAG_JSON_LENIENT)) {
             Ok(g) => g,
             Err(e) => {
                 let key: String = e.message().chars().take(60).collect();

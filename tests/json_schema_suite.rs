@@ -133,9 +133,9 @@ fn run_draft(draft: &str) {
         "the vendored JSON Schema Test Suite is missing at {}",
         dir.display()
     );
-    let vocab = common::real_vocab("llama3");
+    let engine = common::real_engine("llama3");
     let tok = tokenizers::Tokenizer::from_file(common::tokenizer_path("llama3")).unwrap();
-    let mut mask = vec![0u32; vocab.vocab().mask_words()];
+    let mut mask = vec![0u32; engine.vocab().mask_words()];
     let mut failures: Vec<String> = Vec::new();
     let mut total = Counts::default();
     let mut report = String::new();
@@ -169,7 +169,7 @@ fn run_draft(draft: &str) {
             }
             let schema = serde_json::to_string(&schema_value).unwrap();
             c.schemas += 1;
-            let g = match compile(&vocab, schema.as_bytes(), &options) {
+            let g = match compile(&engine, schema.as_bytes(), &options) {
                 Ok(g) => g,
                 Err(e) if is_unsatisfiable(e.message()) => {
                     // "Nothing is valid" is a verdict too: right when the
@@ -439,7 +439,7 @@ fn suite_draft2020_12() {
 // ---------------------------------------------------------------------
 // MaskBench runner.
 
-fn byte_vocab() -> Arc<Engine> {
+fn byte_engine() -> Arc<Engine> {
     let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
     let mut flags = vec![0u32; 256];
     tokens.push(b"<eos>".to_vec());
@@ -486,7 +486,7 @@ fn reason_key(msg: &str) -> String {
 #[ignore]
 fn maskbench() {
     let filter = std::env::var("CGRAM_MASKBENCH_FILTER").unwrap_or_default();
-    let vocab = byte_vocab();
+    let engine = byte_engine();
     let files: Vec<PathBuf> = common::maskbench_files()
         .into_iter()
         .filter(|p| p.to_string_lossy().contains(&filter))
@@ -517,7 +517,7 @@ fn maskbench() {
             eprintln!("{name}: compiling");
         }
         let t0 = std::time::Instant::now();
-        let g = match compile(&vocab, schema.as_bytes(), &options()) {
+        let g = match compile(&engine, schema.as_bytes(), &options()) {
             Ok(g) => g,
             Err(e) => {
                 let ms = t0.elapsed().as_millis();
@@ -603,9 +603,9 @@ fn maskbench() {
 /// few instances walked token by token.
 #[test]
 fn multiple_of_large_divisors_llama3() {
-    let vocab = common::real_vocab("llama3");
+    let engine = common::real_engine("llama3");
     let tok = tokenizers::Tokenizer::from_file(common::tokenizer_path("llama3")).unwrap();
-    let mut mask = vec![0u32; vocab.vocab().mask_words()];
+    let mut mask = vec![0u32; engine.vocab().mask_words()];
     let cases: &[(&str, &[&str], &[&str])] = &[
         (
             r#"{"type": "integer", "multipleOf": 1024}"#,
@@ -640,7 +640,7 @@ fn multiple_of_large_divisors_llama3() {
     ];
     for (schema, yes, no) in cases {
         let t0 = std::time::Instant::now();
-        let g = compile(&vocab, schema.as_bytes(), &options())
+        let g = compile(&engine, schema.as_bytes(), &options())
             .unwrap_or_else(|e| panic!("{schema}: {e}"));
         println!("{schema}: compiled in {} ms", t0.elapsed().as_millis());
         for (texts, valid) in [(*yes, true), (*no, false)] {
@@ -653,7 +653,7 @@ fn multiple_of_large_divisors_llama3() {
         }
     }
     // Past the limit: a clear refusal.
-    let e = match compile(&vocab, br#"{"multipleOf": 33334}"#, &options()) {
+    let e = match compile(&engine, br#"{"multipleOf": 33334}"#, &options()) {
         Ok(_) => panic!("multipleOf 33334 compiled"),
         Err(e) => e,
     };
@@ -666,9 +666,9 @@ fn multiple_of_large_divisors_llama3() {
 /// bounds on instances walked token by token, at the bound and one past.
 #[test]
 fn counted_lengths_llama3() {
-    let vocab = common::real_vocab("llama3");
+    let engine = common::real_engine("llama3");
     let tok = tokenizers::Tokenizer::from_file(common::tokenizer_path("llama3")).unwrap();
-    let mut mask = vec![0u32; vocab.vocab().mask_words()];
+    let mut mask = vec![0u32; engine.vocab().mask_words()];
     let quoted = |s: String| format!("\"{s}\"");
     let words = |n: usize, w: &str| quoted(vec![w; n].join(" "));
     let cases: Vec<(&str, Vec<String>, Vec<String>)> = vec![
@@ -711,7 +711,7 @@ fn counted_lengths_llama3() {
     ];
     for (schema, yes, no) in &cases {
         let t0 = std::time::Instant::now();
-        let g = compile(&vocab, schema.as_bytes(), &options())
+        let g = compile(&engine, schema.as_bytes(), &options())
             .unwrap_or_else(|e| panic!("{schema}: {e}"));
         println!("{schema}: compiled in {} ms", t0.elapsed().as_millis());
         for (texts, valid) in [(yes, true), (no, false)] {

@@ -308,9 +308,9 @@ fn case_label(c: &Value) -> String {
 #[test]
 fn integration_cases() {
     let cases = cases_file("integration_cases.json");
-    let vocab = common::synthetic_vocab();
+    let engine = common::synthetic_engine();
     let mut compiled = Tally::default();
-    let mut engine = Tally::default();
+    let mut string_verdicts = Tally::default();
     let mut reference = Tally::default();
     let mut masks = Tally::default();
     for c in &cases {
@@ -370,17 +370,17 @@ fn integration_cases() {
                         r_fail.push(format!("{l}: reference says {r}, llama.cpp {want}"));
                     }
                 }
-                engine.check(e_fail.is_empty(), || e_fail.join("; "));
+                string_verdicts.check(e_fail.is_empty(), || e_fail.join("; "));
                 reference.check(r_fail.is_empty(), || r_fail.join("; "));
             }
             continue;
         }
-        let g = compile(&vocab, text.as_bytes(), &gbnf_options());
+        let g = compile(&engine, text.as_bytes(), &gbnf_options());
         compiled.check(g.is_ok(), || {
             format!("{label}: compile failed: {:?}", g.as_ref().err())
         });
         let Ok(g) = g else { continue };
-        let ir = cgram::gbnf::parse(text, "root", Some(vocab.vocab())).unwrap();
+        let ir = cgram::gbnf::parse(text, "root", Some(engine.vocab())).unwrap();
         let bnf = RefBnf::new(&ir);
         for (want, parts) in &strings {
             let [Part::Text(s)] = parts.as_slice() else {
@@ -388,7 +388,7 @@ fn integration_cases() {
             };
             let whole = engine_text_whole(&g, s);
             let chars = engine_text_chars(&g, s);
-            engine.check(whole == *want && chars == *want, || {
+            string_verdicts.check(whole == *want && chars == *want, || {
                 format!(
                     "{label} {}: engine says {whole} (whole) / {chars} (per code point), \
                      llama.cpp {want}",
@@ -407,17 +407,17 @@ fn integration_cases() {
         }
     }
     compiled.report("llama.cpp vectors integration_cases.json: grammars compiled");
-    engine.report("llama.cpp vectors integration_cases.json: engine strings");
+    string_verdicts.report("llama.cpp vectors integration_cases.json: engine strings");
     reference.report("llama.cpp vectors integration_cases.json: reference strings");
     masks.report("llama.cpp vectors integration_cases.json: token-case masks vs reference");
     println!(
         "llama.cpp vectors passed/total (integration_cases.json): {}/{}",
-        compiled.passed + engine.passed,
-        compiled.total + engine.total
+        compiled.passed + string_verdicts.passed,
+        compiled.total + string_verdicts.total
     );
     assert!(
         compiled.failures.is_empty()
-            && engine.failures.is_empty()
+            && string_verdicts.failures.is_empty()
             && reference.failures.is_empty()
             && masks.failures.is_empty(),
         "integration vectors failed (see above)"
@@ -429,18 +429,18 @@ fn integration_cases() {
 #[test]
 fn integration_cases_llama3_tokens() {
     let path = common::tokenizer_path("llama3");
-    let vocab = common::real_vocab("llama3");
+    let engine = common::real_engine("llama3");
     let tok = tokenizers::Tokenizer::from_file(&path)
         .unwrap_or_else(|e| panic!("loading {}: {e}", path.display()));
     let mut tally = Tally::default();
-    let mut mask = vec![0u32; vocab.vocab().mask_words()];
+    let mut mask = vec![0u32; engine.vocab().mask_words()];
     for c in cases_file("integration_cases.json") {
         if c["uses_tokens"].as_bool().unwrap_or(false) {
             continue;
         }
         let label = case_label(&c);
         let text = c["grammar"].as_str().unwrap();
-        let g = compile(&vocab, text.as_bytes(), &gbnf_options())
+        let g = compile(&engine, text.as_bytes(), &gbnf_options())
             .unwrap_or_else(|e| panic!("{label}: compile failed: {e}"));
         for (want, s) in c["passing"]
             .as_array()
@@ -455,7 +455,7 @@ fn integration_cases_llama3_tokens() {
             // The tokens must spell the string exactly.
             let spelled: Vec<u8> = ids
                 .iter()
-                .flat_map(|&t| vocab.vocab().token_bytes(t).to_vec())
+                .flat_map(|&t| engine.vocab().token_bytes(t).to_vec())
                 .collect();
             assert_eq!(spelled, s.as_bytes(), "{label}: tokenization of {s:?}");
             let mut m = Matcher::new(g.clone());
@@ -477,7 +477,7 @@ fn integration_cases_llama3_tokens() {
             if ok {
                 ok = m.is_accepting();
                 m.fill_mask(&mut mask).unwrap();
-                for &e in vocab.vocab().eos_tokens() {
+                for &e in engine.vocab().eos_tokens() {
                     if mask_bit(&mask, e) != ok {
                         tally.check(false, || {
                             format!("{label} {s:?}: EOS {e} bit differs from is_accepting")
@@ -598,7 +598,7 @@ fn parser_cases() {
     let mut flags = vec![0u32; tokens.len()];
     *flags.last_mut().unwrap() = TOKEN_SPECIAL;
     let eos = (tokens.len() - 1) as u32;
-    let vocab = Engine::new(Vocab::new(tokens, flags, vec![eos]).unwrap());
+    let engine = Engine::new(Vocab::new(tokens, flags, vec![eos]).unwrap());
     let mut tally = Tally::default();
     let mut strings = Tally::default();
     let mut checked_strings = 0;
@@ -617,7 +617,7 @@ fn parser_cases() {
             root: Some(root.clone()),
             ..gbnf_options()
         };
-        let res = compile(&vocab, text.as_bytes(), &opts);
+        let res = compile(&engine, text.as_bytes(), &opts);
         tally.check(res.is_ok() == valid, || {
             format!(
                 "{label}: compile {} (llama.cpp: {}) grammar {:?}",
@@ -638,7 +638,7 @@ fn parser_cases() {
                 flags: FLAG_GBNF_ALLOW_LEFT_RECURSION,
                 ..gbnf_options()
             };
-            let res = compile(&vocab, text.as_bytes(), &opts);
+            let res = compile(&engine, text.as_bytes(), &opts);
             tally.check(res.is_ok(), || {
                 format!(
                     "{label}: with FLAG_GBNF_ALLOW_LEFT_RECURSION: {:?}",
@@ -646,12 +646,12 @@ fn parser_cases() {
                 )
             });
             if let Ok(g) = res {
-                let ir = cgram::gbnf::parse(text, &root, Some(vocab.vocab())).unwrap();
+                let ir = cgram::gbnf::parse(text, &root, Some(engine.vocab())).unwrap();
                 checked_strings +=
                     exhaustive_short_strings(&label, &g, &ir, 7, 50_000, &mut strings);
             }
         } else if let Ok(g) = res {
-            let ir = cgram::gbnf::parse(text, &root, Some(vocab.vocab())).unwrap();
+            let ir = cgram::gbnf::parse(text, &root, Some(engine.vocab())).unwrap();
             checked_strings += exhaustive_short_strings(&label, &g, &ir, 5, 20_000, &mut strings);
         }
     }
@@ -673,7 +673,7 @@ fn parser_cases() {
 /// alphabet, engine against the reference.
 #[test]
 fn integration_grammars_short_strings() {
-    let vocab = common::synthetic_vocab();
+    let engine = common::synthetic_engine();
     let mut tally = Tally::default();
     let mut n = 0;
     for c in cases_file("integration_cases.json") {
@@ -682,9 +682,9 @@ fn integration_grammars_short_strings() {
         }
         let label = case_label(&c);
         let text = c["grammar"].as_str().unwrap();
-        let g = compile(&vocab, text.as_bytes(), &gbnf_options())
+        let g = compile(&engine, text.as_bytes(), &gbnf_options())
             .unwrap_or_else(|e| panic!("{label}: compile failed: {e}"));
-        let ir = cgram::gbnf::parse(text, "root", Some(vocab.vocab())).unwrap();
+        let ir = cgram::gbnf::parse(text, "root", Some(engine.vocab())).unwrap();
         n += exhaustive_short_strings(&label, &g, &ir, 6, 20_000, &mut tally);
     }
     tally.report(&format!(

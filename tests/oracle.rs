@@ -370,7 +370,7 @@ struct Case {
 }
 
 /// Runs the walks of one case and returns what they found.
-fn run_case(case: &Case, vocab: &Arc<Engine>, sv: &SortedVocab, cfg: &Config) -> Stats {
+fn run_case(case: &Case, engine: &Arc<Engine>, sv: &SortedVocab, cfg: &Config) -> Stats {
     let mut stats = Stats::default();
     let left = Rc::new(Bnf::from_ir_left(&case.ir));
     let machine = if case.stack {
@@ -382,12 +382,12 @@ fn run_case(case: &Case, vocab: &Arc<Engine>, sv: &SortedVocab, cfg: &Config) ->
     } else {
         None
     };
-    let n = vocab.vocab().len();
-    let words = vocab.vocab().mask_words();
+    let n = engine.vocab().len();
+    let words = engine.vocab().mask_words();
     let m0 = Matcher::new(case.engine.clone());
     let mut mask = vec![0u32; words];
     let mut allowed = vec![false; n];
-    let eos: Vec<u32> = vocab.vocab().eos_tokens().to_vec();
+    let eos: Vec<u32> = engine.vocab().eos_tokens().to_vec();
     let modes = [Pick::Structural, Pick::Uniform, Pick::Long, Pick::Short];
     for w in 0..cfg.walks {
         let mode = modes[w % modes.len()];
@@ -416,7 +416,7 @@ fn run_case(case: &Case, vocab: &Arc<Engine>, sv: &SortedVocab, cfg: &Config) ->
                 break;
             }
             let t0 = Instant::now();
-            r.allowed(sv, vocab.vocab(), &mut allowed);
+            r.allowed(sv, engine.vocab(), &mut allowed);
             stats.reference_time += t0.elapsed();
             let complete = r.complete();
             for &e in &eos {
@@ -431,9 +431,9 @@ fn run_case(case: &Case, vocab: &Arc<Engine>, sv: &SortedVocab, cfg: &Config) ->
                 if want != got {
                     bad += 1;
                     if bad <= 4 {
-                        let kind = if vocab.vocab().is_eos(t) {
+                        let kind = if engine.vocab().is_eos(t) {
                             "eos "
-                        } else if vocab.vocab().is_special(t) {
+                        } else if engine.vocab().is_special(t) {
                             "special "
                         } else {
                             ""
@@ -441,7 +441,7 @@ fn run_case(case: &Case, vocab: &Arc<Engine>, sv: &SortedVocab, cfg: &Config) ->
                         stats.fail(format!(
                             "{}: {kind}token {t} {}: engine mask {got}, reference {want}",
                             ctx(&text, step),
-                            show(vocab.vocab().token_bytes(t))
+                            show(engine.vocab().token_bytes(t))
                         ));
                     }
                 }
@@ -479,15 +479,15 @@ fn run_case(case: &Case, vocab: &Arc<Engine>, sv: &SortedVocab, cfg: &Config) ->
                 let mut pickd = None;
                 for _try in 0..64 {
                     let t = rng.below(n) as u32;
-                    if allowed[t as usize] || vocab.vocab().is_eos(t) {
+                    if allowed[t as usize] || engine.vocab().is_eos(t) {
                         continue;
                     }
                     pickd = Some(t);
-                    let first = vocab.vocab().token_bytes(t).first().copied();
+                    let first = engine.vocab().token_bytes(t).first().copied();
                     if cands
                         .iter()
                         .take(200)
-                        .any(|&c| vocab.vocab().token_bytes(c).first().copied() == first)
+                        .any(|&c| engine.vocab().token_bytes(c).first().copied() == first)
                     {
                         break;
                     }
@@ -498,12 +498,12 @@ fn run_case(case: &Case, vocab: &Arc<Engine>, sv: &SortedVocab, cfg: &Config) ->
                     stats.fail(format!(
                         "{}: accept({t} {}) succeeded but the token is not allowed",
                         ctx(&text, step),
-                        show(vocab.vocab().token_bytes(t))
+                        show(engine.vocab().token_bytes(t))
                     ));
                     return stats;
                 }
                 {
-                    let (id, bytes) = token_input(vocab.vocab(), t);
+                    let (id, bytes) = token_input(engine.vocab(), t);
                     match r.viable_after(id, bytes) {
                         Ok(false) => {}
                         Ok(true) => unreachable!("reference disagrees with itself"),
@@ -568,8 +568,8 @@ fn run_case(case: &Case, vocab: &Arc<Engine>, sv: &SortedVocab, cfg: &Config) ->
             if cands.is_empty() {
                 break;
             }
-            let t = pick_token(&mut rng, mode, &cands, vocab.vocab());
-            let (id, bytes) = token_input(vocab.vocab(), t);
+            let t = pick_token(&mut rng, mode, &cands, engine.vocab());
+            let (id, bytes) = token_input(engine.vocab(), t);
             if let Err(e) = m.accept(t) {
                 stats.fail(format!(
                     "{}: token {t} {} is in the mask but accept refused it: {e}",
@@ -599,8 +599,8 @@ fn ir_options() -> IrOptions {
 
 /// A case from GBNF text: the IR from `cgram::gbnf::parse` for the
 /// reference, `compile` (the full GBNF path) for the engine.
-fn gbnf_case(name: &str, text: &str, vocab: &Arc<Engine>) -> Result<Case, String> {
-    let ir = cgram::gbnf::parse(text, "root", Some(vocab.vocab()))
+fn gbnf_case(name: &str, text: &str, engine: &Arc<Engine>) -> Result<Case, String> {
+    let ir = cgram::gbnf::parse(text, "root", Some(engine.vocab()))
         .map_err(|e| format!("{name}: GBNF parse failed: {e}"))?;
     // Left recursion is allowed: the reference checks such grammars with
     // Earley alone (its stack machine would not end).
@@ -609,7 +609,7 @@ fn gbnf_case(name: &str, text: &str, vocab: &Arc<Engine>) -> Result<Case, String
         flags: cgram::source::FLAG_GBNF_ALLOW_LEFT_RECURSION,
         ..CompileOptions::default()
     };
-    let engine = compile(vocab, text.as_bytes(), &options)
+    let engine = compile(engine, text.as_bytes(), &options)
         .map_err(|e| format!("{name}: compile failed: {e}"))?;
     Ok(Case {
         name: name.to_string(),
@@ -619,8 +619,8 @@ fn gbnf_case(name: &str, text: &str, vocab: &Arc<Engine>) -> Result<Case, String
     })
 }
 
-fn ir_case(name: &str, ir: Grammar, vocab: &Arc<Engine>, stack: bool) -> Result<Case, String> {
-    let engine = compile_ir(vocab, &ir, &ir_options())
+fn ir_case(name: &str, ir: Grammar, engine: &Arc<Engine>, stack: bool) -> Result<Case, String> {
+    let engine = compile_ir(engine, &ir, &ir_options())
         .map_err(|e| format!("{name}: compile failed: {e}"))?;
     Ok(Case {
         name: name.to_string(),
@@ -1265,7 +1265,7 @@ fn real_jobs(tokenizer: &'static str) -> Vec<Job> {
         }
         jobs.push(Job {
             vocab_name: tokenizer.to_string(),
-            vocab: Box::new(move || common::real_vocab(tokenizer)),
+            vocab: Box::new(move || common::real_engine(tokenizer)),
             build: Box::new(move |v| gbnf_case(&name, &text, v)),
         });
     }
@@ -1275,12 +1275,12 @@ fn real_jobs(tokenizer: &'static str) -> Vec<Job> {
         }
         jobs.push(Job {
             vocab_name: tokenizer.to_string(),
-            vocab: Box::new(move || common::real_vocab(tokenizer)),
+            vocab: Box::new(move || common::real_engine(tokenizer)),
             build: Box::new(move |v| ir_case(&name, ir.clone(), v, true)),
         });
     }
     jobs.extend(token_jobs(tokenizer.to_string(), move || {
-        common::real_vocab(tokenizer)
+        common::real_engine(tokenizer)
     }));
     jobs
 }
@@ -1460,16 +1460,16 @@ fn oracle_handmade_ir_synthetic_vocab() {
         }
         jobs.push(Job {
             vocab_name: "synthetic".to_string(),
-            vocab: Box::new(common::synthetic_vocab),
+            vocab: Box::new(common::synthetic_engine),
             build: Box::new(move |v| ir_case(&name, ir.clone(), v, stack)),
         });
     }
-    jobs.extend(token_jobs("synthetic".into(), common::synthetic_vocab));
+    jobs.extend(token_jobs("synthetic".into(), common::synthetic_engine));
     // The token grammars once more with the Earley reference.
     for k in 0..2 {
         jobs.push(Job {
             vocab_name: "synthetic".to_string(),
-            vocab: Box::new(common::synthetic_vocab),
+            vocab: Box::new(common::synthetic_engine),
             build: Box::new(move |v| {
                 let (name, ir) = token_grammars(v.vocab()).swap_remove(k);
                 ir_case(&format!("{name} (Earley)"), ir, v, false)
@@ -1491,7 +1491,7 @@ fn oracle_gbnf_synthetic_vocab() {
         }
         jobs.push(Job {
             vocab_name: "synthetic".to_string(),
-            vocab: Box::new(common::synthetic_vocab),
+            vocab: Box::new(common::synthetic_engine),
             build: Box::new(move |v| gbnf_case(&name, &text, v)),
         });
     }
@@ -1582,7 +1582,7 @@ fn oracle_oversized_lexemes() {
     .enumerate()
     .map(|(i, t)| (format!("oversized/{i}"), t.to_string()))
     .collect();
-    let jobs = gbnf_jobs(sources, "synthetic", common::synthetic_vocab);
+    let jobs = gbnf_jobs(sources, "synthetic", common::synthetic_engine);
     run_all("oversized", jobs, cfg);
 }
 
@@ -1683,7 +1683,7 @@ fn oracle_keys_read_by_several_lexemes() {
     .into_iter()
     .map(|(n, g)| (format!("keys/{n}"), g))
     .collect();
-    let jobs = gbnf_jobs(sources, "llama3", || common::real_vocab("llama3"));
+    let jobs = gbnf_jobs(sources, "llama3", || common::real_engine("llama3"));
     run_all("keys", jobs, cfg);
 }
 
@@ -1727,7 +1727,7 @@ fn oracle_object_variants_admitting_other_names() {
         ));
     }
     let sources = vec![("variants/other-names".to_string(), g)];
-    let jobs = gbnf_jobs(sources, "llama3", || common::real_vocab("llama3"));
+    let jobs = gbnf_jobs(sources, "llama3", || common::real_engine("llama3"));
     run_all("variants", jobs, cfg);
 }
 
@@ -1777,7 +1777,7 @@ fn oracle_rules_called_from_many_states() {
     .into_iter()
     .map(|(n, g)| (format!("callers/{n}"), g))
     .collect();
-    let mut jobs = gbnf_jobs(sources, "llama3", || common::real_vocab("llama3"));
+    let mut jobs = gbnf_jobs(sources, "llama3", || common::real_engine("llama3"));
     // Left recursion: the vocabulary cut from the grammar comes from its
     // right-recursive twin (same language), which the reference's stack
     // machine can generate strings of.
@@ -1800,7 +1800,7 @@ fn oracle_rules_called_from_many_states() {
         let text = left.clone();
         jobs.push(Job {
             vocab_name: "llama3".to_string(),
-            vocab: Box::new(|| common::real_vocab("llama3")),
+            vocab: Box::new(|| common::real_engine("llama3")),
             build: Box::new(move |v| gbnf_case(name, &text, v)),
         });
         let seed = hash_str(name);

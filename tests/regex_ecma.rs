@@ -29,7 +29,7 @@ fn data_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/regex")
 }
 
-fn byte_vocab() -> Arc<Engine> {
+fn byte_engine() -> Arc<Engine> {
     let tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
     let n = tokens.len();
     Engine::new(Vocab::new(tokens, vec![0; n], vec![]).unwrap())
@@ -41,7 +41,7 @@ struct Lang {
 }
 
 impl Lang {
-    fn new(vocab: &Arc<Engine>, e: Expr) -> Result<Lang, cgram::Error> {
+    fn new(engine: &Arc<Engine>, e: Expr) -> Result<Lang, cgram::Error> {
         if e == Expr::Nothing {
             return Ok(Lang { matcher: None });
         }
@@ -53,7 +53,7 @@ impl Lang {
         b.set_lexeme_hint(root, LexemeHint::Always);
         let g = b.finish(root);
         let opts = IrOptions::new(10_000, 1_000_000);
-        match compile_ir(vocab, &g, &opts) {
+        match compile_ir(engine, &g, &opts) {
             Ok(c) => Ok(Lang {
                 matcher: Some(Matcher::new(c)),
             }),
@@ -132,7 +132,7 @@ fn reason(e: &cgram::Error) -> String {
 
 #[test]
 fn patterns_match_like_node() {
-    let vocab = byte_vocab();
+    let engine = byte_engine();
     let cases = load_cases();
     let mut mismatches: Vec<String> = Vec::new();
     let mut translated: BTreeMap<String, usize> = BTreeMap::new();
@@ -197,7 +197,7 @@ fn patterns_match_like_node() {
         };
         for (what, e) in exprs {
             let t0 = std::time::Instant::now();
-            let l = Lang::new(&vocab, e);
+            let l = Lang::new(&engine, e);
             let ms = t0.elapsed().as_millis();
             if ms > 300 {
                 println!("slow compile ({what}, {ms} ms): {:?}", c.pattern);
@@ -278,7 +278,7 @@ fn known_format_deviation(format: &str, data: &str, valid: bool) -> Option<&'sta
 
 #[test]
 fn formats_match_the_suite_and_maskbench() {
-    let vocab = byte_vocab();
+    let engine = byte_engine();
     let text = std::fs::read_to_string(data_dir().join("formats.json")).unwrap();
     let cases: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
     let mut langs: BTreeMap<String, Lang> = BTreeMap::new();
@@ -292,7 +292,7 @@ fn formats_match_the_suite_and_maskbench() {
         if !langs.contains_key(format) {
             let e = format_expr(format).unwrap_or_else(|| panic!("format {format} not supported"));
             let t0 = std::time::Instant::now();
-            let l = Lang::new(&vocab, e).unwrap_or_else(|err| panic!("format {format}: {err}"));
+            let l = Lang::new(&engine, e).unwrap_or_else(|err| panic!("format {format}: {err}"));
             let states = l
                 .matcher
                 .as_ref()
@@ -329,7 +329,7 @@ fn formats_match_the_suite_and_maskbench() {
 #[test]
 fn regex_kind_compiles_and_matches() {
     use cgram::source::{compile, CompileOptions, Kind};
-    let vocab = byte_vocab();
+    let engine = byte_engine();
     let opts = CompileOptions {
         kind: Kind::Regex,
         ..CompileOptions::default()
@@ -351,7 +351,7 @@ fn regex_kind_compiles_and_matches() {
             &["xbar", "foo "][..],
         ),
     ] {
-        let g = compile(&vocab, p.as_bytes(), &opts).unwrap_or_else(|e| panic!("{p}: {e}"));
+        let g = compile(&engine, p.as_bytes(), &opts).unwrap_or_else(|e| panic!("{p}: {e}"));
         for (strings, want) in [(yes, true), (no, false)] {
             for s in strings {
                 let mut m = Matcher::new(g.clone());
@@ -368,7 +368,7 @@ fn regex_kind_compiles_and_matches() {
         ("(?=\\w*x)a+(?<=y\\w*)", ErrorKind::Unsupported, "offset 0"),
         ("(a{100}){200}", ErrorKind::Limit, "offset 1"),
     ] {
-        let err = match compile(&vocab, p.as_bytes(), &opts) {
+        let err = match compile(&engine, p.as_bytes(), &opts) {
             Ok(_) => panic!("{p} should fail"),
             Err(e) => e,
         };

@@ -350,7 +350,7 @@ fn main() {
         usage()
     };
     let t0 = Instant::now();
-    let vocab = Engine::new(
+    let engine = Engine::new(
         Vocab::from_tokenizer_json(tokenizer.as_ref()).unwrap_or_else(|e| {
             eprintln!("loading {tokenizer}: {e}");
             std::process::exit(1)
@@ -358,7 +358,7 @@ fn main() {
     );
     println!(
         "vocab: {} tokens, loaded in {:.1} ms",
-        vocab.vocab().len(),
+        engine.vocab().len(),
         t0.elapsed().as_secs_f64() * 1000.0
     );
     let tok = tokenizers::Tokenizer::from_file(&tokenizer).unwrap_or_else(|e| {
@@ -386,7 +386,7 @@ fn main() {
         })
         .collect();
     let triggers = (!triggers.is_empty()).then(|| {
-        Arc::new(Triggers::new(&vocab, &triggers).unwrap_or_else(|e| {
+        Arc::new(Triggers::new(&engine, &triggers).unwrap_or_else(|e| {
             eprintln!("triggers: {e}");
             std::process::exit(1)
         }))
@@ -399,10 +399,10 @@ fn main() {
     let mut tbm = Vec::new();
     // (microseconds, text index, token index) of every mask of the first round.
     let mut slow: Vec<(f64, usize, usize)> = Vec::new();
-    let mut mask = vec![0u32; vocab.vocab().mask_words()];
+    let mut mask = vec![0u32; engine.vocab().mask_words()];
     for round in 0..repeat {
         let t = Instant::now();
-        let g = cgram::compile(&vocab, &source, &options).unwrap_or_else(|e| {
+        let g = cgram::compile(&engine, &source, &options).unwrap_or_else(|e| {
             eprintln!("compiling {grammar}: {e}");
             std::process::exit(1)
         });

@@ -123,18 +123,18 @@ fn files(opts: &Options) -> Vec<PathBuf> {
 
 pub fn run(opts: &Options) {
     let t0 = Instant::now();
-    let vocab = Engine::new(
+    let engine = Engine::new(
         Vocab::from_tokenizer_json(&opts.tokenizer).unwrap_or_else(|e| {
             eprintln!("loading {}: {e}", opts.tokenizer.display());
             std::process::exit(1)
         }),
     );
     if let Some(b) = opts.lexeme_budget {
-        vocab.set_cache_budget(b);
+        engine.set_cache_budget(b);
     }
     println!(
         "vocab: {} tokens, loaded in {:.1} ms",
-        vocab.vocab().len(),
+        engine.vocab().len(),
         t0.elapsed().as_secs_f64() * 1e3
     );
     let tok = tokenizers::Tokenizer::from_file(&opts.tokenizer).unwrap_or_else(|e| {
@@ -142,13 +142,13 @@ pub fn run(opts: &Options) {
         std::process::exit(1)
     });
     let mut t = Totals::default();
-    let mut mask = vec![0u32; vocab.vocab().mask_words()];
+    let mut mask = vec![0u32; engine.vocab().mask_words()];
     let files = files(opts);
     for (k, path) in files.iter().enumerate() {
         if k % 500 == 0 && k > 0 {
             eprintln!("[{k}/{}]", files.len());
         }
-        run_file(path, opts, &vocab, &tok, &mut mask, &mut t);
+        run_file(path, opts, &engine, &tok, &mut mask, &mut t);
     }
     println!(
         "schemas: {}  compiled: {}  passing: {} ({:.1}%)  compile errors: {}  validation errors: {}  invalidation errors: {}",
@@ -175,7 +175,7 @@ pub fn run(opts: &Options) {
         over(5.0)
     );
     print_stats("TBM", t.tbm_us);
-    let c = vocab.cache_stats();
+    let c = engine.cache_stats();
     println!(
         "lexeme cache: {} lexemes, {} parts, {:.1} of {:.1} MiB, {} evictions",
         c.lexemes,
@@ -267,7 +267,7 @@ pub fn load_file(
 fn run_file(
     path: &Path,
     opts: &Options,
-    vocab: &Arc<Engine>,
+    engine: &Arc<Engine>,
     tok: &tokenizers::Tokenizer,
     mask: &mut [u32],
     t: &mut Totals,
@@ -294,7 +294,7 @@ fn run_file(
     }
     let cpu = opts.cpu_clock;
     let start = crate::clock_us(cpu);
-    let grammar = match cgram::compile(vocab, schema.as_bytes(), &options) {
+    let grammar = match cgram::compile(engine, schema.as_bytes(), &options) {
         Ok(g) => g,
         Err(e) => {
             if opts.verbose {

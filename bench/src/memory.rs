@@ -109,13 +109,13 @@ fn schemas(dir: &Path) -> Vec<String> {
 }
 
 pub fn run(opts: &Options) {
-    let vocab = Engine::new(
+    let engine = Engine::new(
         Vocab::from_tokenizer_json(&opts.tokenizer).unwrap_or_else(|e| {
             eprintln!("loading {}: {e}", opts.tokenizer.display());
             std::process::exit(1)
         }),
     );
-    vocab.set_cache_budget(opts.budget);
+    engine.set_cache_budget(opts.budget);
     let pool = schemas(&opts.schemas);
     if pool.is_empty() {
         eprintln!("no MaskBench files in {}", opts.schemas.display());
@@ -137,7 +137,7 @@ pub fn run(opts: &Options) {
         "schemas\tcompiled\trss_mb\tpeak_rss_mb\theap_mb\tcache_mb\tlexemes\tevictions\tseconds"
     );
     let start = Instant::now();
-    let mut mask = vec![0u32; vocab.vocab().mask_words()];
+    let mut mask = vec![0u32; engine.vocab().mask_words()];
     let mut compiled = 0usize;
     let mut peak = 0f64;
     let row = |done: usize, compiled: usize, peak: &mut f64| {
@@ -145,7 +145,7 @@ pub fn run(opts: &Options) {
         *peak = peak.max(rss);
         let heap =
             crate::heap::live_bytes().map_or("-".to_string(), |b| format!("{:.1}", b as f64 / MB));
-        let c = vocab.cache_stats();
+        let c = engine.cache_stats();
         println!(
             "{}\t{}\t{:.1}\t{:.1}\t{}\t{:.1}\t{}\t{}\t{:.0}",
             done,
@@ -170,14 +170,14 @@ pub fn run(opts: &Options) {
                 serde_json::from_str(&pool[i % pool.len()]).expect("the pool holds JSON");
             varied(&schema, round).to_string()
         };
-        if let Ok(g) = cgram::compile(&vocab, text.as_bytes(), &options) {
+        if let Ok(g) = cgram::compile(&engine, text.as_bytes(), &options) {
             compiled += 1;
             let mut m = Matcher::new(g);
             for _ in 0..opts.steps {
                 if m.fill_mask(&mut mask).is_err() {
                     break;
                 }
-                let Some(t) = lowest_allowed(&mask, vocab.vocab().len()) else {
+                let Some(t) = lowest_allowed(&mask, engine.vocab().len()) else {
                     break;
                 };
                 if m.accept(t).is_err() || m.is_terminated() {

@@ -52,11 +52,11 @@ pub fn run(opts: &Options) {
     let (mut best_compile, mut best_mask) = (f64::INFINITY, f64::INFINITY);
     for round in 0..opts.repeat {
         // The same tokens, with every per-vocabulary cache empty.
-        let vocab = cgram::Engine::new(base.with_eos(base.eos_tokens().to_vec()).unwrap());
-        let mut mask = vec![0u32; vocab.vocab().mask_words()];
+        let engine = cgram::Engine::new(base.with_eos(base.eos_tokens().to_vec()).unwrap());
+        let mut mask = vec![0u32; engine.vocab().mask_words()];
         let start = clock_us(cpu);
         let grammar =
-            cgram::compile(&vocab, file.schema.as_bytes(), &options).unwrap_or_else(|e| {
+            cgram::compile(&engine, file.schema.as_bytes(), &options).unwrap_or_else(|e| {
                 eprintln!("compile error: {e}");
                 std::process::exit(1)
             });

@@ -1007,7 +1007,7 @@ mod tests {
 
     #[test]
     fn follow_sets_agree_with_the_fixpoint_by_passes() {
-        let vocab = crate::tokensets::Engine::new(
+        let engine = crate::tokensets::Engine::new(
             Vocab::new(
                 (0..=255u8).map(|b| vec![b]).collect(),
                 vec![0; 256],
@@ -1038,7 +1038,7 @@ mod tests {
         ));
         for (kind, text) in sources {
             let g = compile(
-                &vocab,
+                &engine,
                 text.as_bytes(),
                 &CompileOptions {
                     kind,

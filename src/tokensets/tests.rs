@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 /// The pieces of `alphabet`, and `n` random strings of 2 to `longest +
 /// 1` of them (xorshift from `seed`), as a vocabulary.
-fn random_vocab(alphabet: &[&str], seed: u64, n: usize, longest: usize) -> Arc<Engine> {
+fn random_engine(alphabet: &[&str], seed: u64, n: usize, longest: usize) -> Arc<Engine> {
     let mut rng = crate::util::test_rng::TestRng::new(seed);
     let mut next = |n: usize| rng.below(n);
     let mut tokens: Vec<Vec<u8>> = alphabet.iter().map(|s| s.as_bytes().to_vec()).collect();
@@ -110,7 +110,7 @@ fn reachable_states(engine: &Engine, lexeme: &Lexeme, limit: usize) -> Vec<u32> 
 /// read the token through.
 #[test]
 fn lexeme_token_sets_match_brute_force() {
-    let vocab = random_vocab(
+    let engine = random_engine(
         &["a", "b", "c", "n", "e", "t", "_", "1", "\"", "\\", "u", "é"],
         0x9E37_79B9_7F4A_7C15,
         1500,
@@ -162,7 +162,7 @@ fn lexeme_token_sets_match_brute_force() {
     // A fixed-length piece of a string: exactly 5 characters, no quote.
     let chunk = crate::ir::encode(&Expr::repeat(Expr::Class(CharClass::any()), 5, Some(5)));
     let names = ["net", "nab", "ab_c", "é"].map(String::from);
-    let cache = &*vocab;
+    let cache = &*engine;
     // States that took the shared "any other string", the counted
     // strings' counts, the chunk's and the strings read on after.
     let mut shared = (0, 0, 0, 0);
@@ -182,9 +182,9 @@ fn lexeme_token_sets_match_brute_force() {
         for state in 0..lexeme.dfa().num_states() as u32 {
             // Through the vocabulary's shared string DFAs where they
             // agree (any other name, the end of a count).
-            let s = lexeme.token_class(state, vocab.vocab().max_token_len());
-            shared.0 += string_body_info(&vocab, &lexeme, s).is_some() as usize;
-            if string_tail_info(&vocab, &lexeme, s).is_some() {
+            let s = lexeme.token_class(state, engine.vocab().max_token_len());
+            shared.0 += string_body_info(&engine, &lexeme, s).is_some() as usize;
+            if string_tail_info(&engine, &lexeme, s).is_some() {
                 match &expr {
                     e if *e == chunk => shared.2 += 1,
                     e if *e == counted_string || *e == fixed_string => shared.1 += 1,
@@ -192,7 +192,7 @@ fn lexeme_token_sets_match_brute_force() {
                     _ => {}
                 }
             }
-            assert_token_sets_are_brute_force(&vocab, &lexeme, state, &format!("{expr:?}"));
+            assert_token_sets_are_brute_force(&engine, &lexeme, state, &format!("{expr:?}"));
         }
     }
     assert!(
@@ -218,7 +218,7 @@ fn key_token_sets_without_safe_groups_match_brute_force() {
         ]
         .repeat(10),
     );
-    let vocab = random_vocab(&alphabet, 0x2545_F491_4F6C_DD1D, 3000, 5);
+    let engine = random_engine(&alphabet, 0x2545_F491_4F6C_DD1D, 3000, 5);
     let names = ["net", "nab", "ab_c", "é", "tu"].map(String::from);
     let prefixed = Expr::seq(vec![
         Expr::literal("\"x-"),
@@ -226,23 +226,23 @@ fn key_token_sets_without_safe_groups_match_brute_force() {
         Expr::literal("\""),
     ]);
     let key = Expr::alt(vec![Expr::json_strings(names, false), prefixed]);
-    let lexeme = vocab.lexeme(&key, &DfaLimits::default()).unwrap();
+    let lexeme = engine.lexeme(&key, &DfaLimits::default()).unwrap();
     // The states whose own walks are short first: they go without the
     // groups, which stay uncomputed until a long walk needs them.
-    let (short, long): (Vec<u32>, Vec<u32>) =
-        (0..lexeme.dfa().num_states() as u32).partition(|&s| !own_walk_is_long(&vocab, &lexeme, s));
+    let (short, long): (Vec<u32>, Vec<u32>) = (0..lexeme.dfa().num_states() as u32)
+        .partition(|&s| !own_walk_is_long(&engine, &lexeme, s));
     assert!(short.len() >= 20, "{} states with short walks", short.len());
     let ((), _) = super::work::with_budget(u64::MAX, || {
         while super::work::take_analysis() {}
         for &state in &short {
-            assert_token_sets_are_brute_force(&vocab, &lexeme, state, "names or x-");
+            assert_token_sets_are_brute_force(&engine, &lexeme, state, "names or x-");
         }
         assert!(
             lexeme.safe_groups_pending(),
             "the short walks computed the safe groups"
         );
         for &state in &long {
-            assert_token_sets_are_brute_force(&vocab, &lexeme, state, "names or x-");
+            assert_token_sets_are_brute_force(&engine, &lexeme, state, "names or x-");
         }
     });
 }
@@ -255,7 +255,7 @@ fn key_token_sets_without_safe_groups_match_brute_force() {
 /// names, or to a prefix, reads less and keeps its own groups.
 #[test]
 fn any_other_key_shares_the_safe_groups_of_any_string() {
-    let vocab = random_vocab(
+    let engine = random_engine(
         &[
             "ne", "t", "na", "b", "ab", "_c", "\"", "\\", "u00", "6", "é", "x", ",",
         ],
@@ -263,10 +263,10 @@ fn any_other_key_shares_the_safe_groups_of_any_string() {
         2500,
         4,
     );
-    let body = vocab.string_body().map(|b| &b.lexeme);
+    let body = engine.string_body().map(|b| &b.lexeme);
     // Names that continue other names: their ends are states of their own.
     let names = ["ne", "net", "na", "nab", "ab", "ab_c", "é", "t", "tu"].map(String::from);
-    let other = vocab
+    let other = engine
         .lexeme(
             &Expr::json_strings(names.clone(), true),
             &DfaLimits::default(),
@@ -285,7 +285,7 @@ fn any_other_key_shares_the_safe_groups_of_any_string() {
     // The shared groups hold for this key: every string of up to two
     // bytes of a state's groups is read (the quote's group is left out
     // after a name, where "any string" would take it).
-    let trie = vocab.vocab().trie();
+    let trie = engine.vocab().trie();
     for state in 0..other.dfa().num_states() as u32 {
         for height in 1..=2u16 {
             let groups = other.safe_bytes(trie, state, height);
@@ -302,13 +302,13 @@ fn any_other_key_shares_the_safe_groups_of_any_string() {
                 }
             }
         }
-        assert_token_sets_are_brute_force(&vocab, &other, state, "any other key");
+        assert_token_sets_are_brute_force(&engine, &other, state, "any other key");
     }
     assert!(
         !other.safe_groups_computed(),
         "computed its own safe groups"
     );
-    let listed = vocab
+    let listed = engine
         .lexeme(&Expr::json_strings(names, false), &DfaLimits::default())
         .unwrap();
     let prefixed = Expr::seq(vec![
@@ -316,7 +316,7 @@ fn any_other_key_shares_the_safe_groups_of_any_string() {
         crate::ir::encode(&Expr::star(Expr::Class(CharClass::any()))),
         Expr::literal("\""),
     ]);
-    let prefixed = vocab.lexeme(&prefixed, &DfaLimits::default()).unwrap();
+    let prefixed = engine.lexeme(&prefixed, &DfaLimits::default()).unwrap();
     for lexeme in [&listed, &prefixed] {
         lexeme
             .share_body_groups(body, &crate::limits::Deadline::none())
@@ -338,21 +338,21 @@ fn narrow_lexeme_walks_without_safe_groups_match_brute_force() {
         "\"", "2", "0", "1", "9", "-", ":", "T", "Z", ".", "+", "\\", "u", "e", "00",
     ];
     alphabet.extend(["g", "h", "i", "k", "m", "n", "o", "p", "r", "s", "w", "y"].repeat(20));
-    let vocab = random_vocab(&alphabet, 0x9E37_79B9_7F4A_7C15, 4000, 5);
+    let engine = random_engine(&alphabet, 0x9E37_79B9_7F4A_7C15, 4000, 5);
     let date_time = Expr::Rfc3339(Rfc3339 {
         date: true,
         form: TextForm::Quoted,
     });
-    let lexeme = vocab.lexeme(&date_time, &DfaLimits::default()).unwrap();
+    let lexeme = engine.lexeme(&date_time, &DfaLimits::default()).unwrap();
     assert!(
         lexeme.dfa().num_states() > 60_000,
         "{} states",
         lexeme.dfa().num_states()
     );
-    assert!(lexeme.spells_few_tokens(vocab.vocab().trie()));
-    let body = vocab.string_body().map(|b| &b.lexeme);
+    assert!(lexeme.spells_few_tokens(engine.vocab().trie()));
+    let body = engine.string_body().map(|b| &b.lexeme);
     lexeme
-        .prepare_walks(vocab.vocab().trie(), body, &Deadline::none())
+        .prepare_walks(engine.vocab().trie(), body, &Deadline::none())
         .unwrap();
     assert!(!lexeme.safe_groups_computed(), "prepared the safe groups");
     // The states up to 24 bytes in, breadth first: a date, its escapes.
@@ -374,7 +374,7 @@ fn narrow_lexeme_walks_without_safe_groups_match_brute_force() {
     }
     assert!(states.len() > 200, "{} states", states.len());
     for &state in states.iter().take(400) {
-        assert_token_sets_are_brute_force(&vocab, &lexeme, state, "date-time");
+        assert_token_sets_are_brute_force(&engine, &lexeme, state, "date-time");
     }
     assert!(
         !lexeme.safe_groups_computed(),
@@ -388,7 +388,7 @@ fn narrow_lexeme_walks_without_safe_groups_match_brute_force() {
 /// characters and quotes, near both bounds and far from them.
 #[test]
 fn counted_token_sets_match_brute_force() {
-    let vocab = random_vocab(
+    let engine = random_engine(
         &[
             "a", "b", " ", "\"", "\\", "u", "0", "d", "8", "3", "e", "é", "😀", "\\u00e9", "n",
         ],
@@ -428,8 +428,8 @@ fn counted_token_sets_match_brute_force() {
     ])));
     // Few tokens (a sparse list) besides the single characters.
     let digits = Expr::star(Expr::Class(CharClass::from_ranges([(0x30, 0x39)])));
-    let cache = &*vocab;
-    let horizon = vocab.vocab().max_token_len() as u32;
+    let cache = &*engine;
+    let horizon = engine.vocab().max_token_len() as u32;
     // States of pure length bounds that took "any string"'s token sets,
     // states of classes that took their automaton's, and states past the
     // `a` of `a.*` that did.
@@ -465,18 +465,18 @@ fn counted_token_sets_match_brute_force() {
             .unwrap()
             .unwrap();
         assert!(lexeme.dfa().counter().is_some());
-        let states = reachable_states(&vocab, &lexeme, 400);
+        let states = reachable_states(&engine, &lexeme, 400);
         for &state in &states {
-            if pure && counted_string_info(&vocab, &lexeme, state).is_some() {
+            if pure && counted_string_info(&engine, &lexeme, state).is_some() {
                 shared += 1;
             }
-            let class = lexeme.token_class(state, vocab.vocab().max_token_len());
-            let table = |t: &Lexeme, p| lexeme_state_info(&vocab, t, p);
-            if !pure && uncounted_string_info(&vocab, &lexeme, class, table).is_some() {
+            let class = lexeme.token_class(state, engine.vocab().max_token_len());
+            let table = |t: &Lexeme, p| lexeme_state_info(&engine, t, p);
+            if !pure && uncounted_string_info(&engine, &lexeme, class, table).is_some() {
                 uncounted += 1;
                 past_a += usize::from(pattern == starts_with_a);
             }
-            assert_token_sets_are_brute_force(&vocab, &lexeme, state, &format!("{min}..{max:?}"));
+            assert_token_sets_are_brute_force(&engine, &lexeme, state, &format!("{min}..{max:?}"));
         }
     }
     assert!(
@@ -539,7 +539,7 @@ fn walked_states(engine: &Engine, lexeme: &Lexeme, walks: usize, seed: u64) -> V
 #[test]
 fn word_limit_token_sets_match_brute_force() {
     use crate::compile::lexeme::Computed;
-    let vocab = random_vocab(
+    let engine = random_engine(
         &[
             "a", "b", " ", "  ", "\"", "\\", "u", "0", "é", "\\u00e9", "\\n", "\\\"",
         ],
@@ -547,7 +547,7 @@ fn word_limit_token_sets_match_brute_force() {
         1200,
         6,
     );
-    let cache = &*vocab;
+    let cache = &*engine;
     // `^(?:\S+ +){min,max}\S+$`, non-space being every code point past
     // 0x20, and `^x(?:ab|c){min,max}y?$`.
     let word = Expr::plus(Expr::Class(CharClass::from_ranges([(0x21, 0x10ffff)])));
@@ -583,10 +583,10 @@ fn word_limit_token_sets_match_brute_force() {
             lexeme.dfa().computed.as_deref(),
             Some(Computed::LengthAndIterations(_))
         ));
-        let states = walked_states(&vocab, &lexeme, 12, u64::from(max));
+        let states = walked_states(&engine, &lexeme, 12, u64::from(max));
         walked += states.len();
         for &state in &states {
-            assert_token_sets_are_brute_force(&vocab, &lexeme, state, &format!("{min}..{max}"));
+            assert_token_sets_are_brute_force(&engine, &lexeme, state, &format!("{min}..{max}"));
         }
     }
     assert!(walked >= 300, "{walked} states walked");
@@ -597,7 +597,7 @@ fn word_limit_token_sets_match_brute_force() {
 /// another language does not.
 #[test]
 fn lexemes_of_one_language_are_shared() {
-    let vocab = random_vocab(&["a", "b", "c", "\""], 0x1234_5678_9ABC_DEF1, 200, 4);
+    let engine = random_engine(&["a", "b", "c", "\""], 0x1234_5678_9ABC_DEF1, 200, 4);
     let (a, b) = (Expr::literal("a"), Expr::literal("b"));
     let quoted = |e: Expr| Expr::seq(vec![Expr::literal("\""), e, Expr::literal("\"")]);
     let one = quoted(Expr::star(Expr::alt(vec![a.clone(), b.clone()])));
@@ -606,15 +606,15 @@ fn lexemes_of_one_language_are_shared() {
     )]))));
     let other = quoted(Expr::plus(Expr::alt(vec![b, a])));
     let limits = DfaLimits::default();
-    let before = vocab.num_lexemes();
+    let before = engine.num_lexemes();
     let (x, y, z) = (
-        vocab.lexeme(&one, &limits).unwrap(),
-        vocab.lexeme(&same, &limits).unwrap(),
-        vocab.lexeme(&other, &limits).unwrap(),
+        engine.lexeme(&one, &limits).unwrap(),
+        engine.lexeme(&same, &limits).unwrap(),
+        engine.lexeme(&other, &limits).unwrap(),
     );
     assert!(Arc::ptr_eq(&x, &y));
     assert!(!Arc::ptr_eq(&x, &z));
-    assert_eq!(vocab.num_lexemes() - before, 3, "three expressions kept");
+    assert_eq!(engine.num_lexemes() - before, 3, "three expressions kept");
 }
 
 /// A set of strings large enough to be a string trie (states computed,
@@ -622,7 +622,7 @@ fn lexemes_of_one_language_are_shared() {
 /// tokens, escapes and multi-byte characters included, are brute force.
 #[test]
 fn string_trie_token_sets_match_brute_force() {
-    let vocab = random_vocab(
+    let engine = random_engine(
         &[
             "a",
             "b",
@@ -651,15 +651,15 @@ fn string_trie_token_sets_match_brute_force() {
         .map(|_| (0..3 + next(8)).map(|_| pool[next(pool.len())]).collect())
         .collect();
     let expr = Expr::json_strings(values, false);
-    let lexeme = vocab.lexeme(&expr, &DfaLimits::default()).unwrap();
+    let lexeme = engine.lexeme(&expr, &DfaLimits::default()).unwrap();
     assert!(matches!(
         lexeme.dfa().computed.as_deref(),
         Some(crate::compile::lexeme::Computed::Strings(_))
     ));
-    let states = reachable_states(&vocab, &lexeme, 300);
+    let states = reachable_states(&engine, &lexeme, 300);
     assert!(states.len() > 100, "{} states reached", states.len());
     for &state in &states {
-        assert_token_sets_are_brute_force(&vocab, &lexeme, state, "string trie");
+        assert_token_sets_are_brute_force(&engine, &lexeme, state, "string trie");
     }
 }
 
@@ -676,23 +676,23 @@ fn counts_past_255_characters() {
         tokens.push(closed);
     }
     let flags = vec![0; tokens.len()];
-    let vocab = Engine::new(Vocab::new(tokens, flags, Vec::new()).unwrap());
+    let engine = Engine::new(Vocab::new(tokens, flags, Vec::new()).unwrap());
     let expr = Expr::seq(vec![
         Expr::literal("\""),
         crate::ir::encode(&Expr::repeat(Expr::Class(CharClass::any()), 0, Some(280))),
         Expr::literal("\""),
     ]);
-    let lexeme = vocab.lexeme(&expr, &DfaLimits::default()).unwrap();
+    let lexeme = engine.lexeme(&expr, &DfaLimits::default()).unwrap();
     let mut state = lexeme.dfa().next(lexeme.dfa().start, b'"');
     for _ in 0..40 {
         // 280 characters left, then 279, ... 241 (counted where at
         // most 254): each as its DFA reads.
-        let info = lexeme_state_info(&vocab, &lexeme, state);
-        let mut inside = vec![0u32; vocab.vocab().mask_words()];
+        let info = lexeme_state_info(&engine, &lexeme, state);
+        let mut inside = vec![0u32; engine.vocab().mask_words()];
         info.inside.or_into(&mut inside);
-        for t in 0..vocab.vocab().len() as u32 {
+        for t in 0..engine.vocab().len() as u32 {
             let mut q = state;
-            for &b in vocab.vocab().token_bytes(t) {
+            for &b in engine.vocab().token_bytes(t) {
                 q = lexeme.dfa().next(q, b);
                 if q == DEAD {
                     break;
@@ -745,7 +745,7 @@ fn token_lists_from_trie_ranges() {
 /// those are left out: the walk skipped subtrees).
 #[test]
 fn ending_token_sets_keep_exits_and_ended_tokens() {
-    let vocab = random_vocab(
+    let engine = random_engine(
         &["a", "b", "c", " ", "\"", "\\", "n", "é", ":"],
         0x2545_F491_4F6C_DD1D,
         1500,
@@ -782,12 +782,12 @@ fn ending_token_sets_keep_exits_and_ended_tokens() {
     ];
     let mut skipped = 0;
     for expr in exprs {
-        let lexeme = vocab.lexeme(&expr, &DfaLimits::default()).unwrap();
-        for state in reachable_states(&vocab, &lexeme, 64) {
-            let s = lexeme.token_class(state, vocab.vocab().max_token_len());
+        let lexeme = engine.lexeme(&expr, &DfaLimits::default()).unwrap();
+        for state in reachable_states(&engine, &lexeme, 64) {
+            let s = lexeme.token_class(state, engine.vocab().max_token_len());
             // Before the full sets: their kept subtree walks would serve.
-            let ending = super::lexeme_walk::lexeme_ending_info(&vocab, &lexeme, s);
-            let full = lexeme_state_info(&vocab, &lexeme, s);
+            let ending = super::lexeme_walk::lexeme_ending_info(&engine, &lexeme, s);
+            let full = lexeme_state_info(&engine, &lexeme, s);
             let key = |e: &super::info::Exit| (e.node, e.depth, e.first, e.below);
             let mut want: Vec<_> = full.exits.iter().map(key).collect();
             let mut got: Vec<_> = ending.exits.iter().map(key).collect();
@@ -795,19 +795,19 @@ fn ending_token_sets_keep_exits_and_ended_tokens() {
             got.sort_unstable();
             assert_eq!(got, want, "{expr:?} state {state}: exits");
             let (mut full_inside, mut ending_inside) = (
-                vec![0u32; vocab.vocab().mask_words()],
-                vec![0u32; vocab.vocab().mask_words()],
+                vec![0u32; engine.vocab().mask_words()],
+                vec![0u32; engine.vocab().mask_words()],
             );
             full.inside.or_into(&mut full_inside);
             ending.inside.or_into(&mut ending_inside);
-            for t in 0..vocab.vocab().len() as u32 {
+            for t in 0..engine.vocab().len() as u32 {
                 let bit = |m: &[u32]| m[(t / 32) as usize] >> (t % 32) & 1 == 1;
                 let (f, e) = (bit(&full_inside), bit(&ending_inside));
                 assert!(!e || f, "{expr:?} state {state}: token {t} not inside");
                 if f && !e {
                     // Left out: read without ending the lexeme.
                     let mut q = s;
-                    for &b in vocab.vocab().token_bytes(t) {
+                    for &b in engine.vocab().token_bytes(t) {
                         q = lexeme.dfa().next(q, b);
                         assert!(
                             !lexeme.dfa().is_final_state(q),
@@ -832,7 +832,7 @@ fn ending_token_sets_keep_exits_and_ended_tokens() {
 fn lexeme_states_reading_the_same_tokens_share_their_sets() {
     // Tokens of at most three pieces: none holds a name of three letters
     // and a quote.
-    let vocab = random_vocab(
+    let engine = random_engine(
         &["a", "b", "c", "x", "y", "\"", ":", " "],
         0x9E37_79B9_7F4A_7C15,
         400,
@@ -844,11 +844,11 @@ fn lexeme_states_reading_the_same_tokens_share_their_sets() {
     let mut after_quote = Vec::new();
     for names in [["abc", "cab"], ["abx", "cab"], ["acb", "xyz"]] {
         let expr = Expr::json_strings(names.map(String::from), true);
-        let lexeme = vocab.lexeme(&expr, &DfaLimits::default()).unwrap();
-        for state in reachable_states(&vocab, &lexeme, 64) {
-            assert_token_sets_are_brute_force(&vocab, &lexeme, state, "other names");
-            let info = lexeme_state_info(&vocab, &lexeme, state);
-            let mut inside = vec![0u32; vocab.vocab().mask_words()];
+        let lexeme = engine.lexeme(&expr, &DfaLimits::default()).unwrap();
+        for state in reachable_states(&engine, &lexeme, 64) {
+            assert_token_sets_are_brute_force(&engine, &lexeme, state, "other names");
+            let info = lexeme_state_info(&engine, &lexeme, state);
+            let mut inside = vec![0u32; engine.vocab().mask_words()];
             info.inside.or_into(&mut inside);
             let mut exits: Vec<_> = info
                 .exits

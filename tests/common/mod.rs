@@ -99,7 +99,7 @@ pub fn tokenizer_path(name: &str) -> PathBuf {
 }
 
 /// A real tokenizer's vocabulary (loaded once per test binary).
-pub fn real_vocab(name: &str) -> Arc<Engine> {
+pub fn real_engine(name: &str) -> Arc<Engine> {
     static CACHE: OnceLock<Mutex<HashMap<String, Arc<Engine>>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     if let Some(v) = cache.lock().unwrap().get(name) {
@@ -121,7 +121,7 @@ pub fn real_vocab(name: &str) -> Arc<Engine> {
 /// A small synthetic vocabulary: every single byte, some multi-byte tokens
 /// (words, punctuation runs, whole and partial UTF-8 characters, invalid
 /// UTF-8), special tokens and an end-of-sequence token.
-pub fn synthetic_vocab() -> Arc<Engine> {
+pub fn synthetic_engine() -> Arc<Engine> {
     let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
     let mut flags = vec![0u32; 256];
     let texts: &[&[u8]] = &[
