@@ -146,63 +146,6 @@ fn keep_exits(exits: &mut UsedExits, key: (u32, u32), tokens: Arc<ExitTokens>) {
     exits.insert(key, tokens);
 }
 
-/// Adds to `mask` the exit tokens of `unknown` items (token sets, item,
-/// context) that no cache held, and keeps them: in the grammar's
-/// contexts, and in the sequence's `exits`.
-///
-/// Lexeme items with the same token sets are walked together, the union
-/// of their exits kept under the list of their `(state, context)`: an
-/// object in forty variants that each admit other names meets, after
-/// `{"`, forty keys ("any string but these names") that read the same
-/// tokens, and each walked the same exits (`":`, `": {`, ...) into the
-/// same value: 6.8M of that mask's 24M instructions. Parser-rule items,
-/// and lexeme items alone with their sets, are walked alone and kept by
-/// `(state, context)`.
-fn add_unknown_exits(
-    g: &CompiledGrammar,
-    chart: &Chart,
-    exits: &mut UsedExits,
-    mut unknown: Vec<(Arc<TokenInfo>, Item, u32)>,
-    mask: &mut MaskFill,
-) {
-    // Items of one state in one context read the same exits: once.
-    unknown.sort_by_key(|(info, it, ctx)| (info.id(), it.state, *ctx));
-    unknown.dedup_by(|a, b| a.2 != NO_CTX && (a.1.state, a.2) == (b.1.state, b.2));
-    let automaton = g.automaton();
-    let together = |a: &(Arc<TokenInfo>, Item, u32), b: &(Arc<TokenInfo>, Item, u32)| {
-        a.0.id() == b.0.id()
-            && !automaton.is_parser_state(a.1.state)
-            && !automaton.is_parser_state(b.1.state)
-    };
-    for group in unknown.chunk_by(together) {
-        let key: Option<Box<[(u32, u32)]>> = match group {
-            [_] => None,
-            _ if group.iter().any(|u| u.2 == NO_CTX) => None,
-            _ => Some(group.iter().map(|u| (u.1.state, u.2)).collect()),
-        };
-        if let Some(tokens) = key.as_deref().and_then(|k| g.contexts.group_exits(k)) {
-            tokens.or_into(mask);
-            continue;
-        }
-        let items: Vec<Item> = group.iter().map(|u| u.1).collect();
-        let tokens = exit_tokens(g, chart, &items, &group[0].0);
-        if work::exhausted() {
-            // Partial: the mask fails, nothing is kept.
-            return;
-        }
-        let tokens = Arc::new(tokens);
-        tokens.or_into(mask);
-        match (group, key) {
-            (_, Some(key)) => g.contexts.store_group_exits(key, tokens),
-            ([(_, it, ctx)], None) if *ctx != NO_CTX => {
-                g.contexts.store_exits(it.state, *ctx, tokens.clone());
-                keep_exits(exits, (it.state, *ctx), tokens);
-            }
-            _ => {}
-        }
-    }
-}
-
 /// What one sequence's masks learn about exits (a matcher owns one): the
 /// context of each of its chart's origins, and the exit tokens its masks
 /// used. A mask asks [`SequenceExits::exits_for`] for each item's exits
@@ -280,7 +223,18 @@ impl SequenceExits {
         unknown.0.push((info, it, ctx));
     }
 
-    /// Walks the exits of `unknown` into `mask`, and keeps them.
+    /// Adds to `mask` the exit tokens of `unknown` items (token sets, item,
+    /// context) that no cache held, and keeps them: in the grammar's
+    /// contexts, and in the sequence's own (`used`).
+    ///
+    /// Lexeme items with the same token sets are walked together, the union
+    /// of their exits kept under the list of their `(state, context)`: an
+    /// object in forty variants that each admit other names meets, after
+    /// `{"`, forty keys ("any string but these names") that read the same
+    /// tokens, and each walked the same exits (`":`, `": {`, ...) into the
+    /// same value: 6.8M of that mask's 24M instructions. Parser-rule items,
+    /// and lexeme items alone with their sets, are walked alone and kept by
+    /// `(state, context)`.
     pub fn add_unknown_exits(
         &mut self,
         g: &CompiledGrammar,
@@ -288,7 +242,43 @@ impl SequenceExits {
         unknown: UnknownExits,
         mask: &mut MaskFill,
     ) {
-        add_unknown_exits(g, chart, &mut self.used, unknown.0, mask);
+        let mut unknown = unknown.0;
+        // Items of one state in one context read the same exits: once.
+        unknown.sort_by_key(|(info, it, ctx)| (info.id(), it.state, *ctx));
+        unknown.dedup_by(|a, b| a.2 != NO_CTX && (a.1.state, a.2) == (b.1.state, b.2));
+        let automaton = g.automaton();
+        let together = |a: &(Arc<TokenInfo>, Item, u32), b: &(Arc<TokenInfo>, Item, u32)| {
+            a.0.id() == b.0.id()
+                && !automaton.is_parser_state(a.1.state)
+                && !automaton.is_parser_state(b.1.state)
+        };
+        for group in unknown.chunk_by(together) {
+            let key: Option<Box<[(u32, u32)]>> = match group {
+                [_] => None,
+                _ if group.iter().any(|u| u.2 == NO_CTX) => None,
+                _ => Some(group.iter().map(|u| (u.1.state, u.2)).collect()),
+            };
+            if let Some(tokens) = key.as_deref().and_then(|k| g.contexts.group_exits(k)) {
+                tokens.or_into(mask);
+                continue;
+            }
+            let items: Vec<Item> = group.iter().map(|u| u.1).collect();
+            let tokens = exit_tokens(g, chart, &items, &group[0].0);
+            if work::exhausted() {
+                // Partial: the mask fails, nothing is kept.
+                return;
+            }
+            let tokens = Arc::new(tokens);
+            tokens.or_into(mask);
+            match (group, key) {
+                (_, Some(key)) => g.contexts.store_group_exits(key, tokens),
+                ([(_, it, ctx)], None) if *ctx != NO_CTX => {
+                    g.contexts.store_exits(it.state, *ctx, tokens.clone());
+                    keep_exits(&mut self.used, (it.state, *ctx), tokens);
+                }
+                _ => {}
+            }
+        }
     }
 
     /// Approximate heap bytes.
