@@ -63,7 +63,7 @@
 //! | parser-state token sets, token-set lists | [`CompiledGrammar`] | grammar | the grammar's states and sets |
 //! | pairs of lexeme states, one reading the other's unended strings | [`CompiledGrammar`] `covers` | grammar | 65,536 answers; cleared when full |
 //! | contexts and their exits | [`context::Contexts`] | grammar | 1 Mi contexts, 16 MiB of exits, 16 MiB of free parts; cleared when full |
-//! | exits used | [`SequenceExits`] `used` | matcher | the grammar's contexts |
+//! | exits used | [`SequenceExits`] `used` | matcher | 4,096 entries; cleared when full |
 //! | closures | [`earley`] walker buffers, kept per thread between walks | one walk | 1,024 closures, cleared when full and when a walk starts; buffers past 1 MiB freed |
 //! | count classes | `compile::lexeme::Counter` `classes` | vocabulary (with its lexeme) | one per counted lexeme |
 //! | trigger fire sets | `trigger::Triggers` | triggers | 256 sets, 4 Mi ids; cleared when full |
